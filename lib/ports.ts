@@ -1,0 +1,98 @@
+import type { JobShape, K8sObject } from './trainjob/types.ts';
+
+/**
+ * Small interfaces owned by the use cases that need them. Adapters in `lib/adapters/` implement
+ * them against real services; tests hand in the same adapters pointed at local servers.
+ */
+
+/** Identifies one job kind's REST resource (e.g. trainer.kubeflow.org/v1alpha1 trainjobs). */
+export interface JobApi {
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+}
+
+/** What a cluster serves, as far as Gantry cares. */
+export interface ClusterCapabilities {
+  /** The TrainJob shape served, when Trainer v2 is installed. */
+  trainer?: JobShape;
+  /** Training Operator v1 kinds served (PyTorchJob, TFJob, ...). */
+  legacyKinds: string[];
+  kueue: boolean;
+  coscheduling: boolean;
+  volcano: boolean;
+}
+
+export interface CallOptions {
+  /** Aborts the HTTP call (middy hands the handler one that fires before the Lambda timeout). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Everything Gantry does in a Kubernetes cluster. Errors are Gantry's (lib/errors.ts):
+ * 404 → NotFoundError, 400/422 → ClusterRejectedError, 401/403 → ClusterAccessDeniedError,
+ * 429/5xx/network → ClusterUnavailableError, a foreign job under our name → JobNameConflictError.
+ */
+export interface ClusterGateway {
+  /** Create the job; if one with its name exists and carries the same run id, return that one. */
+  createJob(job: K8sObject, opts?: CallOptions): Promise<{ job: K8sObject; created: boolean }>;
+  getJob(api: JobApi, namespace: string, name: string, opts?: CallOptions): Promise<K8sObject | undefined>;
+  /** Every Gantry-managed job of this kind, across namespaces: one LIST by label selector. */
+  listManagedJobs(api: JobApi, opts?: CallOptions): Promise<K8sObject[]>;
+  /** Merge-patch annotations (a null value removes the key). */
+  annotateJob(
+    api: JobApi,
+    namespace: string,
+    name: string,
+    annotations: Record<string, string | null>,
+    opts?: CallOptions,
+  ): Promise<K8sObject>;
+  /** Delete with background propagation; a job that is already gone is not an error. */
+  deleteJob(api: JobApi, namespace: string, name: string, opts?: CallOptions): Promise<void>;
+  /** The admission gate of a job: its Kueue Workload or its PodGroup, when any. */
+  findAdmissionGate(job: K8sObject, opts?: CallOptions): Promise<K8sObject | undefined>;
+  /** Kueue Workloads and PodGroups of Gantry's jobs, listed once per tick by the reconciler. */
+  listAdmissionGates(opts?: CallOptions): Promise<K8sObject[]>;
+  listClusterTrainingRuntimes(opts?: CallOptions): Promise<K8sObject[]>;
+  capabilities(opts?: CallOptions): Promise<ClusterCapabilities>;
+}
+
+/** Object storage (S3). Conditional writes keep concurrent writers from losing updates. */
+export interface ObjectStore {
+  getJson<T>(key: string, opts?: CallOptions): Promise<{ value: T; etag: string } | undefined>;
+  /** `ifMatch` = update only this version; `ifNoneMatch: true` = create only. Throws ConcurrentUpdateError. */
+  putJson(
+    key: string,
+    value: unknown,
+    cond?: { ifMatch?: string; ifNoneMatch?: boolean },
+    opts?: CallOptions,
+  ): Promise<{ etag: string }>;
+  list(prefix: string, opts?: CallOptions): Promise<Array<{ key: string; size: number; etag?: string }>>;
+}
+
+/** The workflow engine (Step Functions): one execution per run, named by the run id. */
+export interface WorkflowEngine {
+  start(
+    name: string,
+    input: unknown,
+    opts?: CallOptions,
+  ): Promise<{ executionArn: string; alreadyRunning: boolean }>;
+  stop(name: string, cause: string, opts?: CallOptions): Promise<void>;
+  sendTaskSuccess(token: string, output: unknown, opts?: CallOptions): Promise<void>;
+  sendTaskFailure(token: string, error: string, cause: string, opts?: CallOptions): Promise<void>;
+  sendTaskHeartbeat(token: string, opts?: CallOptions): Promise<void>;
+  status(
+    name: string,
+    opts?: CallOptions,
+  ): Promise<'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'TIMED_OUT' | 'ABORTED' | undefined>;
+}
+
+/** The intake queue every run request goes through. */
+export interface RunQueue {
+  enqueue(message: unknown, attributes: Record<string, string>, opts?: CallOptions): Promise<void>;
+}
+
+export interface Clock {
+  now(): Date;
+}

@@ -1,0 +1,45 @@
+/** The phases of a run, as the API reports them, in the order a run moves through them. */
+export const PHASES = [
+  'Accepted',
+  'Submitting',
+  'Pending',
+  'Running',
+  'Publishing',
+  'Succeeded',
+  'Failed',
+  'Cancelled',
+] as const;
+export type RunPhase = (typeof PHASES)[number];
+
+export const TERMINAL_PHASES: readonly RunPhase[] = ['Succeeded', 'Failed', 'Cancelled'];
+
+/** Why a run failed. Stable strings: API clients and dashboards match on them. */
+export const FAILURE_REASONS = [
+  'TrainingFailed',
+  'AdmissionTimeout',
+  'DeadlineExceeded',
+  'InvalidRuntime',
+  'InvalidRequest',
+  'ClusterRejected',
+  'ClusterUnavailable',
+  'JobNameConflict',
+  'JobVanished',
+  'NoArtifacts',
+  'Preempted',
+  'InternalError',
+] as const;
+export type FailureReason = (typeof FAILURE_REASONS)[number];
+
+export function isTerminal(phase: RunPhase): boolean {
+  return TERMINAL_PHASES.includes(phase);
+}
+
+/**
+ * Whether a record may move from `from` to `to`. Phases only move forward; a terminal phase is
+ * final. Late or repeated updates (a reconciler tick that runs twice) therefore cannot undo progress.
+ */
+export function canTransition(from: RunPhase, to: RunPhase): boolean {
+  if (isTerminal(from)) return false;
+  if (isTerminal(to)) return true;
+  return PHASES.indexOf(to) >= PHASES.indexOf(from);
+}

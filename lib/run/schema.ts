@@ -1,0 +1,339 @@
+import { z } from 'zod';
+
+/**
+ * What a user submits to start a training run. Every field is checked here, once, at the edge:
+ * everything after this point trusts a `RunRequest`. Unknown fields are rejected (a typo must not
+ * silently become a default).
+ */
+
+/** RFC 1035 label: lowercase alphanumerics and '-', starting with a letter, ending alphanumeric. */
+export const RFC1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+/** RFC 1123 subdomain, as Kubernetes object names use it. */
+export const RFC1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** Kubernetes label value (also the name part of a label key). */
+export const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+/** A POSIX-portable environment variable name. */
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** A URI with a scheme, as Trainer v2.3's CEL rule on `storageUri` demands. */
+export const STORAGE_URI = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/.+$/;
+/**
+ * A container image reference: `[registry[:port]/]path[:tag][@digest]`, lowercase path components.
+ * Stricter than the OCI grammar in one way only: no whitespace or control characters anywhere.
+ */
+export const IMAGE_REF =
+  /^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]{1,5})?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/;
+/** A Kubernetes resource quantity in the forms Gantry accepts (`500m`, `4`, `16Gi`, `1.5`). */
+export const QUANTITY = /^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/;
+
+/** Prefixes of label keys and env names Gantry sets itself; users may not set them. */
+export const RESERVED_LABEL_PREFIXES = [
+  'gantry.dev/',
+  'kueue.x-k8s.io/',
+  'trainer.kubeflow.org/',
+  'kubernetes.io/',
+  'k8s.io/',
+];
+export const RESERVED_ENV_PREFIX = 'GANTRY_';
+
+export const LIMITS = {
+  modelName: 40,
+  teamName: 40,
+  namespace: 63,
+  runtimeName: 253,
+  image: 500,
+  commandItems: 64,
+  argItems: 128,
+  argLength: 4096,
+  argsTotalBytes: 64 * 1024,
+  envEntries: 128,
+  envValueLength: 32 * 1024,
+  labels: 32,
+  hyperparameters: 64,
+  maxNodes: 1024,
+  maxProcPerNode: 128,
+  maxGpuPerNode: 64,
+  maxCpuPerNode: 1024,
+  maxMemoryPerNodeBytes: 16 * 1024 ** 4,
+  uriLength: 2048,
+  idempotencyKeyLength: 128,
+  minDeadlineSeconds: 60,
+  maxAdmissionDeadlineSeconds: 7 * 24 * 3600,
+  maxRunDeadlineSeconds: 30 * 24 * 3600,
+} as const;
+
+export const DEFAULTS = {
+  numNodes: 1,
+  admissionDeadlineSeconds: 3600,
+  runDeadlineSeconds: 24 * 3600,
+  runtimeKind: 'ClusterTrainingRuntime',
+  target: 'auto',
+} as const;
+
+/** Which job API a run targets. `auto` picks Trainer v2 when the cluster serves it. */
+export const TARGETS = ['auto', 'TrainJob', 'PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob', 'JAXJob'] as const;
+export type Target = (typeof TARGETS)[number];
+export type LegacyKind = Exclude<Target, 'auto' | 'TrainJob'>;
+
+const QUANTITY_FACTORS: Record<string, number> = {
+  '': 1,
+  m: 1e-3,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
+  Ki: 1024,
+  Mi: 1024 ** 2,
+  Gi: 1024 ** 3,
+  Ti: 1024 ** 4,
+  Pi: 1024 ** 5,
+  Ei: 1024 ** 6,
+};
+
+/** The numeric value of a quantity matching `QUANTITY` (cores for CPU, bytes for memory). */
+export function parseQuantity(q: string): number {
+  const m = /^([0-9]+(?:\.[0-9]+)?)([a-zA-Z]*)$/.exec(q);
+  if (!m) return Number.NaN;
+  const factor = QUANTITY_FACTORS[m[2] ?? ''];
+  return factor === undefined ? Number.NaN : Number(m[1]) * factor;
+}
+
+const dnsLabel = (what: string, max: number) =>
+  z
+    .string()
+    .min(1, `${what} must not be empty`)
+    .max(max, `${what} must be at most ${max} characters`)
+    .regex(
+      RFC1035_LABEL,
+      `${what} must be lowercase letters, digits and '-', start with a letter (RFC 1035)`,
+    );
+
+const storageUri = z
+  .string()
+  .max(LIMITS.uriLength, `must be at most ${LIMITS.uriLength} characters`)
+  .regex(STORAGE_URI, 'must be a URI with a scheme, e.g. s3://bucket/path or hf://org/name');
+
+const quantity = z.union([
+  z.string().regex(QUANTITY, "must be a Kubernetes quantity such as '4', '500m' or '16Gi'"),
+  z.number().positive('must be positive'),
+]);
+
+const labelKey = z
+  .string()
+  .max(317, 'label keys are at most 253 + 1 + 63 characters')
+  .refine((k) => {
+    const slash = k.lastIndexOf('/');
+    const prefix = slash >= 0 ? k.slice(0, slash) : '';
+    const name = slash >= 0 ? k.slice(slash + 1) : k;
+    if (slash >= 0 && (prefix.length === 0 || prefix.length > 253 || !RFC1123_SUBDOMAIN.test(prefix)))
+      return false;
+    return name.length > 0 && name.length <= 63 && LABEL_VALUE.test(name);
+  }, 'must be a Kubernetes label key ([prefix/]name, name ≤ 63 alphanumerics, -, _, .)')
+  .refine(
+    (k) => !RESERVED_LABEL_PREFIXES.some((p) => k.startsWith(p)),
+    `must not use a reserved prefix (${RESERVED_LABEL_PREFIXES.join(', ')})`,
+  );
+
+const stringList = (what: string, maxItems: number) =>
+  z
+    .array(
+      z
+        .string()
+        .max(LIMITS.argLength, `each ${what} item must be at most ${LIMITS.argLength} characters`)
+        .refine((s) => !s.includes('\u0000'), `${what} items must not contain NUL characters`),
+    )
+    .max(maxItems, `at most ${maxItems} ${what} items`)
+    .refine(
+      (items) => items.reduce((n, s) => n + Buffer.byteLength(s), 0) <= LIMITS.argsTotalBytes,
+      `${what} must total at most ${LIMITS.argsTotalBytes} bytes`,
+    );
+
+export const ResourcesSchema = z
+  .strictObject({
+    cpu: quantity
+      .optional()
+      .refine(
+        (q) => q === undefined || toNumber(q) <= LIMITS.maxCpuPerNode,
+        `must be at most ${LIMITS.maxCpuPerNode} cores`,
+      ),
+    memory: quantity
+      .optional()
+      .refine(
+        (q) => q === undefined || toNumber(q) <= LIMITS.maxMemoryPerNodeBytes,
+        'must be at most 16Ti per node',
+      ),
+    gpu: z
+      .number()
+      .int('must be a whole number of GPUs')
+      .min(0, 'must not be negative')
+      .max(LIMITS.maxGpuPerNode, `must be at most ${LIMITS.maxGpuPerNode} per node`)
+      .optional(),
+  })
+  .describe('Resources for each node (CPU cores, memory bytes, nvidia.com/gpu)');
+
+function toNumber(q: string | number): number {
+  return typeof q === 'number' ? q : parseQuantity(q);
+}
+
+export const OutputSchema = z.strictObject({
+  uri: z
+    .string()
+    .max(LIMITS.uriLength, `must be at most ${LIMITS.uriLength} characters`)
+    .regex(/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/.*$/, 'must be an s3://bucket/prefix/ URI')
+    .refine((u) => !u.slice(5).split('/').slice(1).includes('..'), "must not contain '..' path segments")
+    .refine((u) => !u.slice(5).includes('//'), "must not contain empty path segments ('//')")
+    .refine(
+      (u) => ![...u].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f || c === '\\'),
+      'must not contain control characters or backslashes',
+    ),
+});
+
+export const RunRequestSchema = z
+  .strictObject({
+    modelName: dnsLabel('modelName', LIMITS.modelName).describe('Name of the model this run trains'),
+    team: dnsLabel('team', LIMITS.teamName).describe('The team the run belongs to (tenancy)'),
+    namespace: dnsLabel('namespace', LIMITS.namespace)
+      .optional()
+      .describe("Kubernetes namespace for the job; defaults to the team's first namespace"),
+    runtime: z.strictObject({
+      name: z
+        .string()
+        .min(1, 'runtime.name must not be empty')
+        .max(LIMITS.runtimeName, `runtime.name must be at most ${LIMITS.runtimeName} characters`)
+        .regex(RFC1123_SUBDOMAIN, 'runtime.name must be a DNS subdomain (lowercase, digits, - and .)'),
+      kind: z.enum(['ClusterTrainingRuntime', 'TrainingRuntime']).default(DEFAULTS.runtimeKind),
+    }),
+    image: z
+      .string()
+      .min(1, 'image must not be empty')
+      .max(LIMITS.image, `image must be at most ${LIMITS.image} characters`)
+      .regex(IMAGE_REF, 'image must be a container image reference such as registry/repo/name:tag'),
+    command: stringList('command', LIMITS.commandItems).optional(),
+    args: stringList('args', LIMITS.argItems).optional(),
+    env: z
+      .record(
+        z
+          .string()
+          .max(256, 'env names must be at most 256 characters')
+          .regex(ENV_NAME, 'env names must be letters, digits and _, not starting with a digit')
+          .refine(
+            (n) => !n.startsWith(RESERVED_ENV_PREFIX),
+            `env names starting with ${RESERVED_ENV_PREFIX} are reserved`,
+          ),
+        z
+          .string()
+          .max(LIMITS.envValueLength, `env values must be at most ${LIMITS.envValueLength} characters`)
+          .refine((s) => !s.includes('\u0000'), 'env values must not contain NUL characters'),
+      )
+      .refine((e) => Object.keys(e).length <= LIMITS.envEntries, `at most ${LIMITS.envEntries} env entries`)
+      .optional(),
+    numNodes: z
+      .number()
+      .int('numNodes must be a whole number')
+      .min(1, 'numNodes must be at least 1')
+      .max(LIMITS.maxNodes, `numNodes must be at most ${LIMITS.maxNodes}`)
+      .default(DEFAULTS.numNodes),
+    resourcesPerNode: ResourcesSchema.optional(),
+    numProcPerNode: z
+      .union([
+        z
+          .number()
+          .int('numProcPerNode must be a whole number')
+          .min(1, 'numProcPerNode must be at least 1')
+          .max(LIMITS.maxProcPerNode, `numProcPerNode must be at most ${LIMITS.maxProcPerNode}`),
+        z.literal('auto'),
+      ])
+      .optional(),
+    datasetUri: storageUri.optional(),
+    modelUri: storageUri.optional(),
+    queue: dnsLabel('queue', 63).optional().describe('Kueue LocalQueue name'),
+    priorityClass: z
+      .string()
+      .min(1)
+      .max(253)
+      .regex(RFC1123_SUBDOMAIN, 'priorityClass must be a DNS subdomain')
+      .optional()
+      .describe('Kueue WorkloadPriorityClass name'),
+    output: OutputSchema.optional().describe('Where training writes its output; defaults to the run prefix'),
+    producesArtifacts: z.boolean().default(true).describe('false when the run publishes no model'),
+    admissionDeadlineSeconds: z
+      .number()
+      .int()
+      .min(
+        LIMITS.minDeadlineSeconds,
+        `admissionDeadlineSeconds must be at least ${LIMITS.minDeadlineSeconds}`,
+      )
+      .max(
+        LIMITS.maxAdmissionDeadlineSeconds,
+        `admissionDeadlineSeconds must be at most ${LIMITS.maxAdmissionDeadlineSeconds} (7 days)`,
+      )
+      .default(DEFAULTS.admissionDeadlineSeconds),
+    runDeadlineSeconds: z
+      .number()
+      .int()
+      .min(LIMITS.minDeadlineSeconds, `runDeadlineSeconds must be at least ${LIMITS.minDeadlineSeconds}`)
+      .max(
+        LIMITS.maxRunDeadlineSeconds,
+        `runDeadlineSeconds must be at most ${LIMITS.maxRunDeadlineSeconds} (30 days)`,
+      )
+      .default(DEFAULTS.runDeadlineSeconds),
+    labels: z
+      .record(
+        labelKey,
+        z
+          .string()
+          .max(63, 'label values are at most 63 characters')
+          .regex(LABEL_VALUE, 'must be a Kubernetes label value'),
+      )
+      .refine((l) => Object.keys(l).length <= LIMITS.labels, `at most ${LIMITS.labels} labels`)
+      .optional(),
+    hyperparameters: z
+      .record(
+        z
+          .string()
+          .min(1)
+          .max(64)
+          .regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/, 'hyperparameter names are identifiers'),
+        z.union([z.string().max(256), z.number().refine(Number.isFinite, 'must be finite'), z.boolean()]),
+      )
+      .refine(
+        (h) => Object.keys(h).length <= LIMITS.hyperparameters,
+        `at most ${LIMITS.hyperparameters} hyperparameters`,
+      )
+      .optional()
+      .describe('Recorded in the run and the published manifest'),
+    idempotencyKey: z
+      .string()
+      .min(1)
+      .max(
+        LIMITS.idempotencyKeyLength,
+        `idempotencyKey must be at most ${LIMITS.idempotencyKeyLength} characters`,
+      )
+      .regex(/^[\x21-\x7e]+$/, 'idempotencyKey must be printable ASCII without spaces')
+      .optional(),
+    target: z.enum(TARGETS).default(DEFAULTS.target),
+  })
+  .superRefine((r, ctx) => {
+    if (r.target === 'MPIJob' && r.numNodes < 2) {
+      // An MPIJob needs a launcher and at least one worker.
+      ctx.addIssue({
+        code: 'custom',
+        path: ['numNodes'],
+        message: 'an MPIJob needs numNodes ≥ 2 (launcher + workers)',
+      });
+    }
+    for (const field of ['datasetUri', 'modelUri'] as const) {
+      if (r[field] && r.target !== 'auto' && r.target !== 'TrainJob') {
+        ctx.addIssue({
+          code: 'custom',
+          path: [field],
+          message: 'initializers exist only for Trainer v2 TrainJobs; pass the URI in env for legacy kinds',
+        });
+      }
+    }
+  });
+
+export type RunRequestInput = z.input<typeof RunRequestSchema>;
+export type RunRequest = z.output<typeof RunRequestSchema>;
+export type Resources = z.output<typeof ResourcesSchema>;

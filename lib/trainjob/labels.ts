@@ -1,0 +1,43 @@
+/**
+ * The labels, annotations and env names Gantry puts on what it creates. They are how the
+ * reconciler finds Gantry's jobs (one LIST by label selector), how a job traces back to its run,
+ * and how training code learns who it is and where to write.
+ */
+
+export const LABEL = {
+  managedBy: 'app.kubernetes.io/managed-by',
+  runId: 'gantry.dev/run-id',
+  model: 'gantry.dev/model',
+  team: 'gantry.dev/team',
+  sweepId: 'gantry.dev/sweep-id',
+  trialIndex: 'gantry.dev/trial-index',
+  kueueQueue: 'kueue.x-k8s.io/queue-name',
+  kueuePriority: 'kueue.x-k8s.io/priority-class',
+} as const;
+
+export const MANAGED_BY_VALUE = 'gantry';
+
+/** The selector that lists every Gantry-managed job. */
+export const MANAGED_SELECTOR = `${LABEL.managedBy}=${MANAGED_BY_VALUE}`;
+
+export const ANNOTATION = {
+  /** Task token of the state-machine step waiting for admission (answered by the reconciler). */
+  admissionToken: 'gantry.dev/admission-token',
+  /** Task token of the step waiting for completion. */
+  completionToken: 'gantry.dev/completion-token',
+  /** The execution that owns the job (for orphan removal). */
+  execution: 'gantry.dev/execution',
+  outputUri: 'gantry.dev/output-uri',
+  /** Digest of the request the job was built from: a second create must match it. */
+  requestDigest: 'gantry.dev/request-digest',
+} as const;
+
+/** Env the job's training container receives (documented in README for training-code authors). */
+export const ENV = {
+  runId: 'GANTRY_RUN_ID',
+  modelName: 'GANTRY_MODEL_NAME',
+  outputUri: 'GANTRY_OUTPUT_URI',
+  sweepId: 'GANTRY_SWEEP_ID',
+  trialIndex: 'GANTRY_TRIAL_INDEX',
+  datasetUri: 'GANTRY_DATASET_URI',
+} as const;
