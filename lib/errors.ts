@@ -104,6 +104,16 @@ export class NoArtifactsError extends TerminalError {
   override readonly name = 'NoArtifactsError' as const;
 }
 
+/** The job was not admitted before the admission deadline; run fails `AdmissionTimeout` and its job is deleted. */
+export class AdmissionTimeoutError extends TerminalError {
+  override readonly name = 'AdmissionTimeoutError' as const;
+}
+
+/** The job ran past the run deadline; run fails `DeadlineExceeded` and its job is deleted. */
+export class RunDeadlineExceededError extends TerminalError {
+  override readonly name = 'RunDeadlineExceededError' as const;
+}
+
 /** The cluster is overloaded or unreachable (HTTP 429, 5xx, network); retried with backoff. */
 export class ClusterUnavailableError extends RetryableError {
   override readonly name = 'ClusterUnavailableError' as const;
@@ -133,6 +143,8 @@ export const errorClasses = {
   TrainingFailedError,
   JobVanishedError,
   NoArtifactsError,
+  AdmissionTimeoutError,
+  RunDeadlineExceededError,
   ClusterUnavailableError,
   AwsUnavailableError,
   ConcurrentUpdateError,

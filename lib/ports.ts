@@ -79,9 +79,10 @@ export interface WorkflowEngine {
     opts?: CallOptions,
   ): Promise<{ executionArn: string; alreadyRunning: boolean }>;
   stop(name: string, cause: string, opts?: CallOptions): Promise<void>;
-  sendTaskSuccess(token: string, output: unknown, opts?: CallOptions): Promise<void>;
-  sendTaskFailure(token: string, error: string, cause: string, opts?: CallOptions): Promise<void>;
-  sendTaskHeartbeat(token: string, opts?: CallOptions): Promise<void>;
+  /** The SendTask* calls resolve false when the token is no longer valid (answered, timed out, closed). */
+  sendTaskSuccess(token: string, output: unknown, opts?: CallOptions): Promise<boolean>;
+  sendTaskFailure(token: string, error: string, cause: string, opts?: CallOptions): Promise<boolean>;
+  sendTaskHeartbeat(token: string, opts?: CallOptions): Promise<boolean>;
   status(
     name: string,
     opts?: CallOptions,

@@ -12,6 +12,8 @@ export interface TrialRef {
  */
 export interface RunSpec {
   runId: string;
+  /** The configured cluster the job runs on. */
+  cluster: string;
   /** The job's name in the cluster; equal to the run id. */
   jobName: string;
   namespace: string;

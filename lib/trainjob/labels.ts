@@ -30,6 +30,10 @@ export const ANNOTATION = {
   outputUri: 'gantry.dev/output-uri',
   /** Digest of the request the job was built from: a second create must match it. */
   requestDigest: 'gantry.dev/request-digest',
+  /** When admission must have happened (ISO time), set at creation. */
+  admissionDeadline: 'gantry.dev/admission-deadline',
+  /** The run deadline in seconds; the run's clock starts when the job is admitted. */
+  runDeadlineSeconds: 'gantry.dev/run-deadline-seconds',
 } as const;
 
 /** Env the job's training container receives (documented in README for training-code authors). */

@@ -1,0 +1,100 @@
+import { canTransition, type FailureReason, isTerminal, type RunPhase } from './phases.ts';
+import type { RunSpec } from './spec.ts';
+
+/** Where the job of a run lives, once created. */
+export interface JobLocation {
+  cluster: string;
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
+export interface RunProgress {
+  percent?: number;
+  etaSeconds?: number;
+  updatedAt?: string;
+}
+
+/** The run as the API reports it: `runs/<id>/record.json`, written with conditional writes. */
+export interface RunRecord {
+  runId: string;
+  phase: RunPhase;
+  reason?: FailureReason | string;
+  message?: string;
+  spec: RunSpec;
+  /** sha256 of the canonical request: a reused idempotency key with another body is a conflict. */
+  fingerprint: string;
+  job?: JobLocation;
+  /** While Pending: what the gang scheduler or Kueue says about admission. */
+  admission?: AdmissionNote;
+  progress?: RunProgress;
+  metrics?: Record<string, number | string>;
+  artifacts?: { outputUri: string; modelUri?: string; version?: string; files?: number; bytes?: number };
+  createdAt: string;
+  updatedAt: string;
+  /** Each phase change, oldest first: the API's short history (the execution history is the audit trail). */
+  transitions: Array<{ phase: RunPhase; at: string; reason?: string }>;
+}
+
+export function newRecord(spec: RunSpec, fingerprint: string, now: Date): RunRecord {
+  const at = now.toISOString();
+  return {
+    runId: spec.runId,
+    phase: 'Accepted',
+    spec,
+    fingerprint,
+    createdAt: at,
+    updatedAt: at,
+    transitions: [{ phase: 'Accepted', at }],
+  };
+}
+
+export interface AdmissionNote {
+  state: string;
+  reason?: string;
+  message?: string;
+}
+
+export interface RecordChange {
+  admission?: AdmissionNote;
+  phase?: RunPhase;
+  reason?: string;
+  message?: string;
+  job?: JobLocation;
+  progress?: RunProgress;
+  metrics?: Record<string, number | string>;
+  artifacts?: RunRecord['artifacts'];
+}
+
+/**
+ * Apply a change to a record, or return undefined when it changes nothing (so the caller skips
+ * the write). A phase change that would move backwards, or out of a terminal phase, is ignored:
+ * late and repeated updates cannot undo progress.
+ */
+export function applyChange(record: RunRecord, change: RecordChange, now: Date): RunRecord | undefined {
+  const next: RunRecord = { ...record };
+  let changed = false;
+  if (change.phase && change.phase !== record.phase && canTransition(record.phase, change.phase)) {
+    next.phase = change.phase;
+    next.transitions = [
+      ...record.transitions,
+      { phase: change.phase, at: now.toISOString(), ...(change.reason ? { reason: change.reason } : {}) },
+    ];
+    if (change.reason !== undefined) next.reason = change.reason;
+    if (change.message !== undefined) next.message = change.message;
+    changed = true;
+  }
+  const frozen = isTerminal(record.phase);
+  for (const key of ['job', 'admission', 'progress', 'metrics', 'artifacts'] as const) {
+    const value = change[key];
+    if (value === undefined || frozen) continue;
+    if (JSON.stringify(value) !== JSON.stringify(record[key])) {
+      (next as unknown as Record<string, unknown>)[key] = value;
+      changed = true;
+    }
+  }
+  if (!changed) return undefined;
+  next.updatedAt = now.toISOString();
+  return next;
+}

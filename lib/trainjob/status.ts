@@ -1,0 +1,230 @@
+import {
+  type Admission,
+  apiGroupOf,
+  asRecord,
+  type Condition,
+  compact,
+  findCondition,
+  finiteNumber,
+  interpretAdmission,
+  isLater,
+  isTrue,
+  latest,
+  readConditions,
+} from '../admission/interpret.ts';
+import type { FailureReason } from '../run/phases.ts';
+import { type K8sObject, LEGACY_GROUP, TRAINER_GROUP } from './types.ts';
+
+/**
+ * What a job's status means for its run. Pure: the job and its gate (Kueue Workload or PodGroup) are
+ * plain data that may be partial or malformed; nothing here throws.
+ *
+ * TrainJob has only Suspended / Complete / Failed conditions, so "running" is derived: a job that is
+ * not suspended, not finished and whose gate does not say it is waiting is running.
+ */
+
+export type JobPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed';
+
+export interface JobProgress {
+  /** trainerStatus.progressPercentage, 0..100. */
+  percent?: number;
+  /** trainerStatus.estimatedRemainingSeconds. */
+  etaSeconds?: number;
+  /** trainerStatus.lastUpdatedTime. */
+  updatedAt?: string;
+}
+
+export interface JobView {
+  phase: JobPhase;
+  /**
+   * Failed: a FailureReason. Pending: the gate's reason (e.g. Kueue `WaitingForQuota`, Volcano
+   * `NotEnoughResources`), `Preempted` after an eviction, or the job's `Suspended` reason.
+   */
+  reason?: FailureReason | (string & {});
+  message?: string;
+  admission: Admission;
+  progress?: JobProgress;
+  /** trainerStatus.metrics; values that are decimal numbers are parsed, the rest stay strings. */
+  metrics?: Record<string, number | string>;
+  /** Succeeded or Failed: the job will not change any more. */
+  finished: boolean;
+}
+
+/** Interpret a job (Trainer v2 TrainJob or Training Operator v1 kind) and its admission gate. */
+export function toRunPhase(job: K8sObject | undefined, gate?: K8sObject): JobView {
+  const admission = interpretAdmission(gate);
+  const obj = asRecord(job);
+  if (obj === undefined) {
+    return view('Failed', admission, 'JobVanished', 'the job no longer exists in the cluster');
+  }
+  const group = apiGroupOf(obj.apiVersion);
+  if (group === TRAINER_GROUP) return trainJobView(obj, admission);
+  if (group === LEGACY_GROUP) return legacyJobView(obj, admission);
+  return view('Pending', admission, undefined, `unrecognised job apiVersion ${String(obj.apiVersion)}`);
+}
+
+/** Whether the job is past gang admission: it is running or it has succeeded (so it must have run). */
+export function isAdmitted(jobView: JobView): boolean {
+  return jobView.phase === 'Running' || jobView.phase === 'Succeeded';
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Trainer v2 TrainJob (trainer.kubeflow.org/v1alpha1; v2.1, v2.2 and v2.3 share the status shape,
+// trainerStatus only exists from v2.2)
+// ---------------------------------------------------------------------------------------------------
+
+function trainJobView(job: Record<string, unknown>, admission: Admission): JobView {
+  const status = asRecord(job.status);
+  const conditions = readConditions(status?.conditions);
+  const extras = trainerStatusOf(status?.trainerStatus);
+  const done = terminal(findCondition(conditions, 'Complete'), findCondition(conditions, 'Failed'));
+  if (done?.type === 'Complete')
+    return { ...view('Succeeded', admission, undefined, done.message), ...extras };
+  if (done !== undefined) {
+    return { ...view('Failed', admission, trainJobFailureReason(done.reason), done.message), ...extras };
+  }
+
+  const suspendedCondition = findCondition(conditions, 'Suspended');
+  if (asRecord(job.spec)?.suspend === true || isTrue(suspendedCondition)) {
+    const own = { reason: suspendedCondition?.reason ?? 'Suspended', message: suspendedCondition?.message };
+    return {
+      ...pendingView(admission, isTrue(suspendedCondition) ? own : { reason: 'Suspended' }),
+      ...extras,
+    };
+  }
+  // Not suspended. Unsuspending is what Kueue does on admission, so without a gate (or with a gate that
+  // says nothing) the job counts as admitted and running — Suspended=False/Resumed, jobsStatus
+  // active/ready and "no conditions at all" all lead here. A gate that says it is still waiting wins
+  // (e.g. a PodGroup Pending while the job is not suspended: the pods exist but cannot be placed).
+  return { ...unsuspendedView(admission, undefined), ...extras };
+}
+
+function trainJobFailureReason(reason: string | undefined): FailureReason {
+  if (reason === 'DeadlineExceeded') return 'DeadlineExceeded'; // spec.activeDeadlineSeconds (v2.2+)
+  if (reason === 'TrainingRuntimeNotSupported') return 'InvalidRuntime';
+  return 'TrainingFailed'; // FailedJobs, ReachedMaxRestarts, FailJobSetFailurePolicyAction, …
+}
+
+/** status.trainerStatus (v2.2+, alpha): progress, ETA and metrics, when the training code reports them. */
+function trainerStatusOf(value: unknown): Pick<JobView, 'progress' | 'metrics'> {
+  const ts = asRecord(value);
+  if (ts === undefined) return {};
+  const progress = compact<JobProgress>({
+    percent: finiteNumber(ts.progressPercentage),
+    etaSeconds: finiteNumber(ts.estimatedRemainingSeconds),
+    updatedAt: typeof ts.lastUpdatedTime === 'string' ? ts.lastUpdatedTime : undefined,
+  });
+  const metrics: Record<string, number | string> = {};
+  for (const item of Array.isArray(ts.metrics) ? ts.metrics : []) {
+    const m = asRecord(item);
+    if (m === undefined || typeof m.name !== 'string' || m.name.length === 0) continue;
+    if (typeof m.value === 'string') metrics[m.name] = DECIMAL.test(m.value) ? Number(m.value) : m.value;
+    else if (finiteNumber(m.value) !== undefined) metrics[m.name] = m.value as number;
+  }
+  return compact({
+    progress: Object.keys(progress).length > 0 ? progress : undefined,
+    metrics: Object.keys(metrics).length > 0 ? metrics : undefined,
+  });
+}
+
+/** A plain decimal number ("12", "-0.5", "1e-3"); not "", " 1", "0x10", "NaN" or "Infinity". */
+const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
+
+// ---------------------------------------------------------------------------------------------------
+// Training Operator v1 kinds (kubeflow.org/v1 PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob, JAXJob).
+// Conditions Created / Running / Restarting / Succeeded / Suspended / Failed, reasons `<Kind><Reason>`;
+// suspension in spec.runPolicy.suspend.
+// ---------------------------------------------------------------------------------------------------
+
+const LEGACY_ACTIVE_TYPES = ['Created', 'Running', 'Restarting', 'Suspended'] as const;
+
+function legacyJobView(job: Record<string, unknown>, admission: Admission): JobView {
+  const conditions = readConditions(asRecord(job.status)?.conditions);
+  const done = terminal(findCondition(conditions, 'Succeeded'), findCondition(conditions, 'Failed'));
+  if (done?.type === 'Succeeded') return view('Succeeded', admission, undefined, done.message);
+  if (done !== undefined) return view('Failed', admission, legacyFailureReason(done), done.message);
+
+  // The operator keeps old conditions around with status False, so the newest True one is the state;
+  // on equal or missing times the list order decides (the operator appends as it goes).
+  const current = latest(
+    conditions.filter((c) => isTrue(c) && (LEGACY_ACTIVE_TYPES as readonly string[]).includes(c.type)),
+  );
+  const runPolicy = asRecord(asRecord(job.spec)?.runPolicy);
+  if (runPolicy?.suspend === true || current?.type === 'Suspended') {
+    const own = current?.type === 'Suspended' ? { reason: current.reason, message: current.message } : {};
+    return pendingView(admission, { reason: own.reason ?? 'Suspended', message: own.message });
+  }
+  if (admission.state === 'Evicted') return pendingView(admission, {});
+  if (current?.type === 'Running') return view('Running', admission);
+  if (current?.type === 'Restarting') return view('Running', admission, current.reason, current.message);
+  // Created (or nothing yet): pods are not running. The gate decides; without one, keep waiting for the
+  // operator's Running condition, which v1 jobs do report (unlike TrainJob).
+  const created = current === undefined ? {} : { reason: current.reason, message: current.message };
+  return unsuspendedView(admission, created);
+}
+
+function legacyFailureReason(failed: Condition): FailureReason {
+  if (failed.message?.includes('active longer than specified deadline')) return 'DeadlineExceeded';
+  // `<Kind>FailedValidation`: the operator refused the spec Gantry built, like an API 400/422.
+  if (failed.reason?.endsWith('FailedValidation')) return 'ClusterRejected';
+  return 'TrainingFailed';
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+/**
+ * Complete/Succeeded vs Failed: both True is contradictory; the strictly newer one wins, a tie goes to
+ * Failed (never publish a model from a job that also reported failure).
+ */
+function terminal(success: Condition | undefined, failure: Condition | undefined): Condition | undefined {
+  if (isTrue(success) && isTrue(failure)) return isLater(success, failure) ? success : failure;
+  if (isTrue(failure)) return failure;
+  if (isTrue(success)) return success;
+  return undefined;
+}
+
+/**
+ * A job that is not suspended. Admitted/Finished gate → Running; Queued/Inadmissible → Pending with the
+ * gate's reason; Evicted → Pending/Preempted. An Unknown gate says nothing: `unknown` undefined means
+ * "no information → the job is running" (TrainJob), otherwise it is the Pending reason to report (v1).
+ */
+function unsuspendedView(admission: Admission, unknown: Explanation | undefined): JobView {
+  switch (admission.state) {
+    case 'Admitted':
+    case 'Finished': // the gate finished before the job's own conditions did: still running for us
+      return view('Running', admission);
+    case 'Evicted':
+    case 'Queued':
+    case 'Inadmissible':
+      return pendingView(admission, {});
+    case 'Unknown':
+      return unknown === undefined ? view('Running', admission) : pendingView(admission, unknown);
+  }
+}
+
+interface Explanation {
+  reason?: string;
+  message?: string;
+}
+
+/**
+ * Pending, explained by the gate when it has something to say (an eviction always reads `Preempted`,
+ * with Kueue's message), otherwise by the job itself (`fallback`).
+ */
+function pendingView(admission: Admission, fallback: Explanation): JobView {
+  if (admission.state === 'Evicted') return view('Pending', admission, 'Preempted', admission.message);
+  if (admission.reason !== undefined || admission.message !== undefined) {
+    return view('Pending', admission, admission.reason, admission.message);
+  }
+  return view('Pending', admission, fallback.reason, fallback.message);
+}
+
+function view(phase: JobPhase, admission: Admission, reason?: string, message?: string): JobView {
+  return compact<JobView>({
+    phase,
+    reason,
+    message,
+    admission,
+    finished: phase === 'Succeeded' || phase === 'Failed',
+  });
+}
