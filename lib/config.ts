@@ -1,0 +1,117 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { ValidationError } from './errors.ts';
+import { RFC1035_LABEL } from './run/schema.ts';
+import { parseWith } from './run/validate.ts';
+
+/**
+ * Gantry's configuration: the clusters it drives, the teams it serves and their limits. One
+ * validated document (a file deployed with the service, or inline JSON in an environment
+ * variable), parsed once at first use into a typed object. A bad document fails the first call
+ * loudly with every problem named; it never half-works.
+ */
+
+const name = z.string().regex(RFC1035_LABEL, 'must be an RFC 1035 label').max(63);
+
+export const ClusterConfigSchema = z
+  .strictObject({
+    name,
+    /** An EKS cluster: endpoint and CA from DescribeCluster, a bearer token from STS. */
+    eks: z.strictObject({ clusterName: z.string().min(1).max(100), region: z.string().min(1) }).optional(),
+    /** A kubeconfig (path or inline YAML) for local use and non-EKS clusters. */
+    kubeconfig: z.string().min(1).optional(),
+    /** Training Operator v1 kinds the reconciler lists on this cluster, besides TrainJobs. */
+    legacyKinds: z.array(z.enum(['PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob', 'JAXJob'])).default([]),
+  })
+  .refine(
+    (c) => Boolean(c.eks) !== Boolean(c.kubeconfig),
+    'a cluster needs exactly one of eks or kubeconfig',
+  );
+
+export const TeamConfigSchema = z.strictObject({
+  name,
+  /** Who belongs to the team: IAM principal ARNs (a trailing * matches a prefix) or JWT `sub`/group values. */
+  principals: z.array(z.string().min(1)).min(1, 'a team needs at least one principal'),
+  namespaces: z.array(name).min(1, 'a team needs at least one namespace'),
+  queues: z.array(name).default([]),
+  /** Allowed runtimes; empty means any runtime the cluster has. */
+  runtimes: z.array(z.string().min(1)).default([]),
+  /** Allowed image prefixes, e.g. `123456789012.dkr.ecr.us-east-1.amazonaws.com/vision/`. */
+  imagePrefixes: z.array(z.string().min(1)).min(1, 'a team needs at least one allowed image prefix'),
+  maxNodes: z.number().int().min(1).default(16),
+  maxGpusPerRun: z.number().int().min(0).default(64),
+  cluster: name.optional(),
+});
+
+export const GantryConfigSchema = z
+  .strictObject({
+    clusters: z.array(ClusterConfigSchema).min(1, 'at least one cluster'),
+    teams: z.array(TeamConfigSchema).default([]),
+    defaultCluster: name.optional(),
+  })
+  .superRefine((c, ctx) => {
+    const clusters = new Set(c.clusters.map((x) => x.name));
+    if (clusters.size !== c.clusters.length)
+      ctx.addIssue({ code: 'custom', path: ['clusters'], message: 'duplicate cluster names' });
+    if (c.defaultCluster && !clusters.has(c.defaultCluster)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['defaultCluster'],
+        message: `no cluster named ${c.defaultCluster}`,
+      });
+    }
+    c.teams.forEach((t, i) => {
+      if (t.cluster && !clusters.has(t.cluster)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['teams', i, 'cluster'],
+          message: `no cluster named ${t.cluster}`,
+        });
+      }
+    });
+  });
+
+export type GantryConfig = z.output<typeof GantryConfigSchema>;
+export type TeamConfig = z.output<typeof TeamConfigSchema>;
+export type ClusterConfig = z.output<typeof ClusterConfigSchema>;
+
+/** Where the service's AWS resources are, from the Lambda environment (serverless.yml sets it). */
+export const RuntimeEnvSchema = z.object({
+  GANTRY_BUCKET: z.string().min(3),
+  GANTRY_STATE_MACHINE_ARN: z.string().startsWith('arn:'),
+  GANTRY_RUNS_QUEUE_URL: z.string().startsWith('http').optional(),
+  GANTRY_CONFIG: z.string().optional(),
+  GANTRY_CONFIG_FILE: z.string().optional(),
+  AWS_REGION: z.string().default('us-east-1'),
+  /** A job with no waiting task token is an orphan only after this long (covers the gap between steps). */
+  GANTRY_ORPHAN_GRACE_SECONDS: z.coerce.number().int().min(0).default(300),
+  /** Local endpoints for the embedded default; unset on AWS. */
+  GANTRY_S3_ENDPOINT: z.string().url().optional(),
+  GANTRY_SQS_ENDPOINT: z.string().url().optional(),
+  GANTRY_SFN_ENDPOINT: z.string().url().optional(),
+});
+export type RuntimeEnv = z.output<typeof RuntimeEnvSchema>;
+
+export function parseConfig(document: unknown): GantryConfig {
+  return parseWith(GantryConfigSchema, document);
+}
+
+/** Read and validate the configuration named by the environment. Throws with every problem named. */
+export function loadConfig(env: RuntimeEnv): GantryConfig {
+  let text: string;
+  if (env.GANTRY_CONFIG) text = env.GANTRY_CONFIG;
+  else if (env.GANTRY_CONFIG_FILE) text = readFileSync(env.GANTRY_CONFIG_FILE, 'utf8');
+  else
+    throw new ValidationError([{ field: 'GANTRY_CONFIG', rule: 'set GANTRY_CONFIG or GANTRY_CONFIG_FILE' }]);
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch (err) {
+    throw new ValidationError([{ field: 'GANTRY_CONFIG', rule: `must be JSON: ${(err as Error).message}` }]);
+  }
+  return parseConfig(document);
+}
+
+export function loadRuntimeEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv {
+  return parseWith(RuntimeEnvSchema, env);
+}

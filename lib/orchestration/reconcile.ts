@@ -1,0 +1,205 @@
+import type { CallOptions, Clock, ClusterGateway, JobApi, WorkflowEngine } from '../ports.ts';
+import type { RecordChange } from '../run/record.ts';
+import type { RunRecords } from '../run/records.ts';
+import { ANNOTATION, LABEL } from '../trainjob/labels.ts';
+import { type JobView, toRunPhase } from '../trainjob/status.ts';
+import type { K8sObject } from '../trainjob/types.ts';
+import { decide, failureCause, type Stage } from './decide.ts';
+import { refFromJob } from './job-ref.ts';
+
+export interface ReconcilerDeps {
+  /** The configured clusters, each with its gateway and the job APIs Gantry creates there. */
+  clusters: () => Array<{ name: string; gateway: ClusterGateway; jobApis: () => Promise<JobApi[]> }>;
+  workflow: WorkflowEngine;
+  records: RunRecords;
+  clock: Clock;
+  /** A job with no waiting token is only an orphan after this long (covers the gap between steps). */
+  orphanGraceSeconds?: number;
+  log?: (line: Record<string, unknown>) => void;
+}
+
+export interface TickReport {
+  jobs: number;
+  answered: number;
+  failed: number;
+  heartbeats: number;
+  orphansDeleted: number;
+  cancelled: number;
+  recordsUpdated: number;
+  errors: number;
+}
+
+const TOKEN_KEYS: Array<[Stage, string]> = [
+  ['admission', ANNOTATION.admissionToken],
+  ['completion', ANNOTATION.completionToken],
+];
+
+/**
+ * One reconciler tick: per cluster, one LIST per job kind and one of admission gates (Kueue
+ * Workloads / PodGroups) — never one call per run — then answer, fail or heartbeat each waiting
+ * token, write progress into run records, and delete jobs whose execution has ended.
+ * Idempotent: every decision is recomputed from the cluster each tick, and a token that was
+ * already answered is simply stale (SendTask* reports it and the annotation is cleared).
+ */
+export function makeReconciler(deps: ReconcilerDeps) {
+  const graceMs = (deps.orphanGraceSeconds ?? 300) * 1000;
+  const log = deps.log ?? (() => undefined);
+
+  async function tick(opts?: CallOptions): Promise<TickReport> {
+    const report: TickReport = {
+      jobs: 0,
+      answered: 0,
+      failed: 0,
+      heartbeats: 0,
+      orphansDeleted: 0,
+      cancelled: 0,
+      recordsUpdated: 0,
+      errors: 0,
+    };
+    for (const cluster of deps.clusters()) {
+      const apis = await cluster.jobApis();
+      const [gates, ...jobLists] = await Promise.all([
+        cluster.gateway.listAdmissionGates(opts),
+        ...apis.map((api) => cluster.gateway.listManagedJobs(api, opts)),
+      ]);
+      const gateByOwner = indexByOwner(gates ?? []);
+      const work = apis.flatMap((api, i) => (jobLists[i] ?? []).map((job) => ({ api, job })));
+      report.jobs += work.length;
+      await mapLimit(work, 16, async ({ api, job }) => {
+        try {
+          await reconcileJob(
+            cluster.name,
+            cluster.gateway,
+            api,
+            job,
+            gateByOwner.get(job.metadata.uid ?? ''),
+            report,
+            opts,
+          );
+        } catch (err) {
+          report.errors++;
+          log({
+            level: 'ERROR',
+            msg: 'reconcile failed',
+            runId: job.metadata.labels?.[LABEL.runId],
+            error: String(err),
+          });
+        }
+      });
+    }
+    return report;
+  }
+
+  async function reconcileJob(
+    cluster: string,
+    gateway: ClusterGateway,
+    api: JobApi,
+    job: K8sObject,
+    gate: K8sObject | undefined,
+    report: TickReport,
+    opts?: CallOptions,
+  ) {
+    const now = deps.clock.now();
+    const runId = job.metadata.labels?.[LABEL.runId];
+    const view = toRunPhase(job, gate);
+    const annotations = job.metadata.annotations ?? {};
+    let waiting = false;
+    for (const [stage, key] of TOKEN_KEYS) {
+      const token = annotations[key];
+      if (!token) continue;
+      waiting = true;
+      const decision = decide(stage, view);
+      let delivered: boolean;
+      if (decision.kind === 'succeed') {
+        delivered = await deps.workflow.sendTaskSuccess(
+          token,
+          refFromJob(cluster, api, job, view, now),
+          opts,
+        );
+        report.answered++;
+      } else if (decision.kind === 'fail') {
+        delivered = await deps.workflow.sendTaskFailure(token, decision.error, failureCause(decision), opts);
+        report.failed++;
+      } else {
+        delivered = await deps.workflow.sendTaskHeartbeat(token, opts);
+        report.heartbeats++;
+        if (delivered) continue;
+      }
+      // Answered now, or stale: either way nobody waits on this token any more.
+      await gateway.annotateJob(
+        api,
+        job.metadata.namespace ?? 'default',
+        job.metadata.name,
+        { [key]: null },
+        opts,
+      );
+      if (!delivered) log({ level: 'INFO', msg: 'cleared a stale task token', runId, stage });
+    }
+    if (runId) await recordProgress(runId, view, report, opts);
+    if (!waiting && runId) await removeIfOrphan(gateway, api, job, runId, now, report, opts);
+  }
+
+  async function recordProgress(runId: string, view: JobView, report: TickReport, opts?: CallOptions) {
+    const change: RecordChange = {};
+    if (view.phase === 'Running') change.phase = 'Running';
+    if (view.phase === 'Pending' && (view.admission.reason || view.admission.message)) {
+      change.admission = {
+        state: view.admission.state,
+        ...(view.admission.reason ? { reason: view.admission.reason } : {}),
+        ...(view.admission.message ? { message: view.admission.message } : {}),
+      };
+    }
+    if (view.progress) change.progress = view.progress;
+    if (view.metrics) change.metrics = view.metrics;
+    if (Object.keys(change).length === 0) return;
+    const before = await deps.records.get(runId, opts);
+    if (!before) return;
+    const after = await deps.records.update(runId, change, opts);
+    if (after.updatedAt !== before.updatedAt) report.recordsUpdated++;
+  }
+
+  async function removeIfOrphan(
+    gateway: ClusterGateway,
+    api: JobApi,
+    job: K8sObject,
+    runId: string,
+    now: Date,
+    report: TickReport,
+    opts?: CallOptions,
+  ) {
+    const created = Date.parse(job.metadata.creationTimestamp ?? '');
+    if (Number.isFinite(created) && now.getTime() - created < graceMs) return;
+    const status = await deps.workflow.status(runId, opts);
+    if (status === 'RUNNING') return;
+    await gateway.deleteJob(api, job.metadata.namespace ?? 'default', job.metadata.name, opts);
+    report.orphansDeleted++;
+    if (status === 'ABORTED') {
+      await deps.records
+        .update(runId, { phase: 'Cancelled', reason: 'Cancelled' }, opts)
+        .catch(() => undefined);
+      report.cancelled++;
+    }
+    log({ level: 'INFO', msg: 'deleted a job whose execution ended', runId, execution: status ?? 'none' });
+  }
+
+  return { tick };
+}
+
+function indexByOwner(gates: K8sObject[]): Map<string, K8sObject> {
+  const byOwner = new Map<string, K8sObject>();
+  for (const gate of gates) {
+    for (const owner of gate.metadata.ownerReferences ?? []) byOwner.set(owner.uid, gate);
+  }
+  return byOwner;
+}
+
+async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await fn(item);
+    }
+  });
+  await Promise.all(workers);
+}

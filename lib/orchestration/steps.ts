@@ -1,0 +1,281 @@
+import {
+  AdmissionTimeoutError,
+  JobVanishedError,
+  NoArtifactsError,
+  RunDeadlineExceededError,
+  RuntimeNotFoundError,
+  TrainingFailedError,
+} from '../errors.ts';
+import type { CallOptions, Clock, ClusterGateway, ObjectStore, WorkflowEngine } from '../ports.ts';
+import type { FailureReason } from '../run/phases.ts';
+import type { RunRecord } from '../run/record.ts';
+import type { RunRecords } from '../run/records.ts';
+import type { RunSpec } from '../run/spec.ts';
+import { buildJob, jobApi } from '../trainjob/build.ts';
+import { chooseShape } from '../trainjob/capabilities.ts';
+import { ANNOTATION } from '../trainjob/labels.ts';
+import { toRunPhase } from '../trainjob/status.ts';
+import { decide, failureCause, type Stage } from './decide.ts';
+import { isPast, type JobRef, refreshRef } from './job-ref.ts';
+
+export interface StepDeps {
+  /** The gateway of a named cluster (built lazily: the Kubernetes client loads on first use). */
+  gateway: (cluster: string) => Promise<ClusterGateway>;
+  records: RunRecords;
+  workflow: WorkflowEngine;
+  store: ObjectStore;
+  clock: Clock;
+}
+
+export interface RunInput {
+  run: RunSpec;
+}
+
+/** Output location of a run, split for the object store (`s3://bucket/prefix/`). */
+export function splitS3Uri(uri: string): { bucket: string; prefix: string } {
+  const m = /^s3:\/\/([^/]+)\/(.*)$/.exec(uri);
+  if (!m) throw new Error(`not an s3:// URI: ${uri}`);
+  return { bucket: m[1] as string, prefix: m[2] as string };
+}
+
+/** The use cases behind the state machine's tasks. Each is idempotent: Step Functions may retry it. */
+export function makeSteps(deps: StepDeps) {
+  const { records, workflow, clock } = deps;
+
+  async function createJob({ run }: RunInput, opts?: CallOptions): Promise<JobRef> {
+    await records.update(run.runId, { phase: 'Submitting' }, opts);
+    const gateway = await deps.gateway(run.cluster);
+    const caps = await gateway.capabilities(opts);
+    const { shape, kind } = chooseShape(run.request.target, caps);
+    if (shape !== 'training-operator-v1' && run.request.runtime.kind === 'ClusterTrainingRuntime') {
+      const runtimes = await gateway.listClusterTrainingRuntimes(opts);
+      if (!runtimes.some((r) => r.metadata.name === run.request.runtime.name)) {
+        throw new RuntimeNotFoundError(
+          `ClusterTrainingRuntime ${run.request.runtime.name} does not exist on cluster ${run.cluster}`,
+        );
+      }
+    }
+    const now = clock.now();
+    const admissionDeadlineAt = new Date(
+      now.getTime() + run.request.admissionDeadlineSeconds * 1000,
+    ).toISOString();
+    const job = buildJob(run, shape, kind);
+    job.metadata.annotations = {
+      ...job.metadata.annotations,
+      [ANNOTATION.admissionDeadline]: admissionDeadlineAt,
+      [ANNOTATION.runDeadlineSeconds]: String(run.request.runDeadlineSeconds),
+    };
+    const { job: created } = await gateway.createJob(job, opts);
+    const api = jobApi(shape, kind);
+    await records.update(
+      run.runId,
+      {
+        phase: 'Pending',
+        job: {
+          cluster: run.cluster,
+          apiVersion: job.apiVersion,
+          kind: job.kind,
+          namespace: run.namespace,
+          name: run.jobName,
+        },
+      },
+      opts,
+    );
+    return {
+      cluster: run.cluster,
+      api,
+      namespace: run.namespace,
+      name: run.jobName,
+      ...(created.metadata.uid ? { uid: created.metadata.uid } : {}),
+      status: 'pending',
+      admissionDeadlineAt,
+      admissionTimeoutSeconds: run.request.admissionDeadlineSeconds,
+      runTimeoutSeconds: run.request.runDeadlineSeconds,
+    };
+  }
+
+  async function observe(ref: JobRef, opts?: CallOptions) {
+    const gateway = await deps.gateway(ref.cluster);
+    const job = await gateway.getJob(ref.api, ref.namespace, ref.name, opts);
+    const gate = job ? await gateway.findAdmissionGate(job, opts) : undefined;
+    return toRunPhase(job, gate);
+  }
+
+  /**
+   * The `.waitForTaskToken` task: store the token on the job where the reconciler finds it, then
+   * look once — if the job is already past this stage, answer the token at once.
+   */
+  async function awaitJob(
+    input: RunInput & { token: string; stage: Stage; job: JobRef },
+    opts?: CallOptions,
+  ): Promise<void> {
+    const { token, stage, job: ref, run } = input;
+    const gateway = await deps.gateway(ref.cluster);
+    const key = stage === 'admission' ? ANNOTATION.admissionToken : ANNOTATION.completionToken;
+    try {
+      await gateway.annotateJob(ref.api, ref.namespace, ref.name, { [key]: token }, opts);
+    } catch (err) {
+      if (err instanceof Error && err.name === 'NotFoundError') {
+        await workflow.sendTaskFailure(token, 'JobVanishedError', failureCause(vanished()), opts);
+        return;
+      }
+      throw err;
+    }
+    const view = await observe(ref, opts);
+    const decision = decide(stage, view);
+    if (decision.kind === 'succeed') {
+      const output = refreshRef(ref, view, run.request.runDeadlineSeconds, clock.now());
+      await workflow.sendTaskSuccess(token, output, opts);
+      await gateway
+        .annotateJob(ref.api, ref.namespace, ref.name, { [key]: null }, opts)
+        .catch(() => undefined);
+    } else if (decision.kind === 'fail') {
+      await workflow.sendTaskFailure(token, decision.error, failureCause(decision), opts);
+    }
+  }
+
+  /** Heartbeat fallback: the reconciler was silent, so look once and tell the ASL what to do. */
+  async function checkJob(
+    input: RunInput & { stage: Stage; job: JobRef },
+    opts?: CallOptions,
+  ): Promise<JobRef> {
+    const { stage, job: ref, run } = input;
+    const view = await observe(ref, opts);
+    const decision = decide(stage, view);
+    const now = clock.now();
+    if (decision.kind === 'fail') {
+      const cause = failureCause(decision);
+      throw decision.error === 'JobVanishedError'
+        ? new JobVanishedError(cause)
+        : new TrainingFailedError(cause);
+    }
+    const next = refreshRef(ref, view, run.request.runDeadlineSeconds, now);
+    if (decision.kind === 'wait') {
+      if (stage === 'admission' && isPast(ref.admissionDeadlineAt, now)) {
+        throw new AdmissionTimeoutError(`job ${ref.name} was not admitted before ${ref.admissionDeadlineAt}`);
+      }
+      if (stage === 'completion' && next.runDeadlineAt && isPast(next.runDeadlineAt, now)) {
+        throw new RunDeadlineExceededError(`job ${ref.name} ran past ${next.runDeadlineAt}`);
+      }
+      // The ASL's Choice sends `pending` back to AwaitAdmission and anything but `succeeded` back to AwaitCompletion.
+      return stage === 'admission' ? { ...next, status: 'pending' } : next;
+    }
+    return next;
+  }
+
+  /** Minimal publishing (the artifacts use case replaces it): the output must not be empty. */
+  async function publishArtifacts(input: RunInput & { job: JobRef }, opts?: CallOptions) {
+    const { run } = input;
+    await records.update(run.runId, { phase: 'Publishing' }, opts);
+    const { prefix } = splitS3Uri(run.outputUri);
+    const objects = await deps.store.list(prefix, opts);
+    if (objects.length === 0 && run.request.producesArtifacts) {
+      throw new NoArtifactsError(`run ${run.runId} wrote nothing under ${run.outputUri}`);
+    }
+    const artifacts = {
+      outputUri: run.outputUri,
+      files: objects.length,
+      bytes: objects.reduce((n, o) => n + o.size, 0),
+    };
+    await records.update(run.runId, { artifacts }, opts);
+    return artifacts;
+  }
+
+  /**
+   * Hand-off to serving. Until the artifacts use case lands this only confirms, in the record,
+   * where the output is; it sends no event (`notified: false` says so).
+   */
+  async function notifyServing(input: RunInput & { artifacts: { outputUri: string } }, opts?: CallOptions) {
+    await records.update(input.run.runId, { artifacts: input.artifacts as RunRecord['artifacts'] }, opts);
+    return { notified: false, outputUri: input.artifacts.outputUri };
+  }
+
+  /** Delete the job so its quota is freed. Missing job refs (CreateJob failed) are fine. */
+  async function cleanup(
+    state: { run: RunSpec; job?: JobRef },
+    opts?: CallOptions,
+  ): Promise<{ deleted: boolean }> {
+    if (!state.job) return { deleted: false };
+    await (await deps.gateway(state.job.cluster)).deleteJob(
+      state.job.api,
+      state.job.namespace,
+      state.job.name,
+      opts,
+    );
+    return { deleted: true };
+  }
+
+  async function recordOutcome(
+    input:
+      | { outcome: 'Succeeded'; run: RunSpec; job: JobRef; artifacts?: unknown }
+      | { outcome: 'Failed'; state: FailedState },
+    opts?: CallOptions,
+  ) {
+    if (input.outcome === 'Succeeded') {
+      const record = await records.update(
+        input.run.runId,
+        { phase: 'Succeeded', ...(input.job.metrics ? { metrics: input.job.metrics } : {}) },
+        opts,
+      );
+      return { phase: record.phase };
+    }
+    const { reason, message } = failureOf(input.state);
+    const record = await records.update(input.state.run.runId, { phase: 'Failed', reason, message }, opts);
+    return { phase: record.phase, reason: record.reason };
+  }
+
+  return { createJob, awaitJob, checkJob, publishArtifacts, notifyServing, cleanup, recordOutcome };
+}
+
+export type Steps = ReturnType<typeof makeSteps>;
+
+function vanished() {
+  return {
+    kind: 'fail' as const,
+    error: 'JobVanishedError' as const,
+    reason: 'JobVanished',
+    message: 'the job was deleted while the run waited for it',
+  };
+}
+
+/** The state the failure path receives: `$.failure` from a timeout Pass, or `$.error` from a Catch. */
+export interface FailedState {
+  run: RunSpec;
+  failure?: { reason: string; message: string };
+  error?: { Error: string; Cause?: string };
+}
+
+const REASON_BY_ERROR: Record<string, FailureReason> = {
+  TrainingFailedError: 'TrainingFailed',
+  JobVanishedError: 'JobVanished',
+  AdmissionTimeoutError: 'AdmissionTimeout',
+  RunDeadlineExceededError: 'DeadlineExceeded',
+  RuntimeNotFoundError: 'InvalidRuntime',
+  UnsupportedApiError: 'InvalidRuntime',
+  ValidationError: 'InvalidRequest',
+  ClusterRejectedError: 'ClusterRejected',
+  ClusterAccessDeniedError: 'ClusterRejected',
+  JobNameConflictError: 'JobNameConflict',
+  NoArtifactsError: 'NoArtifacts',
+  ClusterUnavailableError: 'ClusterUnavailable',
+};
+
+/** Turn the failure path's state into the reason and message the run record shows. */
+export function failureOf(state: FailedState): { reason: string; message: string } {
+  if (state.failure) return state.failure;
+  const error = state.error?.Error ?? 'InternalError';
+  const cause = state.error?.Cause ?? '';
+  let message = cause;
+  let reason: string = REASON_BY_ERROR[error] ?? 'InternalError';
+  // Errors sent by SendTaskFailure carry {reason, message} as JSON; thrown errors carry
+  // {errorMessage} (Lambda's error shape) or plain text.
+  try {
+    const parsed = JSON.parse(cause) as { reason?: string; message?: string; errorMessage?: string };
+    if (parsed.errorMessage) message = parsed.errorMessage;
+    if (parsed.message) message = parsed.message;
+    if (parsed.reason && error === 'TrainingFailedError') reason = parsed.reason;
+  } catch {
+    // plain-text cause: keep it as the message
+  }
+  return { reason, message: message || error };
+}

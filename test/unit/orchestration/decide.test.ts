@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import { decide, failureCause } from '../../../lib/orchestration/decide.ts';
+import { type JobRef, refreshRef, secondsUntil } from '../../../lib/orchestration/job-ref.ts';
+import { failureOf } from '../../../lib/orchestration/steps.ts';
+import type { JobView } from '../../../lib/trainjob/status.ts';
+
+const admission = { state: 'Unknown' as const, source: 'none' as const };
+const view = (phase: JobView['phase'], extra: Partial<JobView> = {}): JobView => ({
+  phase,
+  admission,
+  finished: phase === 'Succeeded' || phase === 'Failed',
+  ...extra,
+});
+
+describe('decide', () => {
+  it.each([
+    ['admission', view('Pending'), { kind: 'wait' }],
+    ['admission', view('Running'), { kind: 'succeed' }],
+    ['admission', view('Succeeded'), { kind: 'succeed' }],
+    ['completion', view('Pending'), { kind: 'wait' }],
+    ['completion', view('Running'), { kind: 'wait' }],
+    ['completion', view('Succeeded'), { kind: 'succeed' }],
+    [
+      'completion',
+      view('Failed', { reason: 'DeadlineExceeded', message: 'TrainJob exceeded its active deadline' }),
+      {
+        kind: 'fail',
+        error: 'TrainingFailedError',
+        reason: 'DeadlineExceeded',
+        message: 'TrainJob exceeded its active deadline',
+      },
+    ],
+    [
+      'admission',
+      view('Failed', { reason: 'JobVanished' }),
+      {
+        kind: 'fail',
+        error: 'JobVanishedError',
+        reason: 'JobVanished',
+        message: 'the job was deleted while the run waited for it',
+      },
+    ],
+  ] as const)('%s with a %o job → %o', (stage, v, expected) => {
+    expect(decide(stage, v)).toEqual(expected);
+  });
+});
+
+describe('failureOf', () => {
+  const run = {} as never;
+  it.each([
+    [
+      { failure: { reason: 'AdmissionTimeout', message: 'late' } },
+      { reason: 'AdmissionTimeout', message: 'late' },
+    ],
+    [
+      {
+        error: {
+          Error: 'TrainingFailedError',
+          Cause: failureCause({
+            kind: 'fail',
+            error: 'TrainingFailedError',
+            reason: 'TrainingFailed',
+            message: 'oom',
+          }),
+        },
+      },
+      { reason: 'TrainingFailed', message: 'oom' },
+    ],
+    [
+      { error: { Error: 'RuntimeNotFoundError', Cause: JSON.stringify({ errorMessage: 'no runtime x' }) } },
+      { reason: 'InvalidRuntime', message: 'no runtime x' },
+    ],
+    [
+      { error: { Error: 'States.Runtime', Cause: 'bad path' } },
+      { reason: 'InternalError', message: 'bad path' },
+    ],
+    [{}, { reason: 'InternalError', message: 'InternalError' }],
+  ])('%o → %o', (state, expected) => {
+    expect(failureOf({ run, ...state })).toEqual(expected);
+  });
+});
+
+describe('job refs', () => {
+  const now = new Date('2026-12-02T10:00:00Z');
+  const ref: JobRef = {
+    cluster: 'local',
+    api: { group: 'trainer.kubeflow.org', version: 'v1alpha1', plural: 'trainjobs', kind: 'TrainJob' },
+    namespace: 'ns',
+    name: 'run-x',
+    status: 'pending',
+    admissionDeadlineAt: '2026-12-02T10:30:00Z',
+    admissionTimeoutSeconds: 3600,
+    runTimeoutSeconds: 7200,
+  };
+
+  it('counts the remaining admission time, never below one second', () => {
+    expect(secondsUntil('2026-12-02T10:30:00Z', now)).toBe(1800);
+    expect(secondsUntil('2026-12-02T09:00:00Z', now)).toBe(1);
+  });
+
+  it('starts the run deadline when the job is first seen running, and keeps it after', () => {
+    const admitted = refreshRef(ref, view('Running'), 7200, now);
+    expect(admitted).toMatchObject({
+      status: 'running',
+      runDeadlineAt: '2026-12-02T12:00:00.000Z',
+      runTimeoutSeconds: 7200,
+    });
+    const later = refreshRef(admitted, view('Running'), 7200, new Date('2026-12-02T11:00:00Z'));
+    expect(later).toMatchObject({ runDeadlineAt: '2026-12-02T12:00:00.000Z', runTimeoutSeconds: 3600 });
+  });
+
+  it('leaves a pending job without a run deadline', () => {
+    expect(refreshRef(ref, view('Pending'), 7200, now)).toEqual({ ...ref, admissionTimeoutSeconds: 1800 });
+  });
+});
