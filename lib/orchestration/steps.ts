@@ -46,7 +46,9 @@ export function makeSteps(deps: StepDeps) {
     await records.update(run.runId, { phase: 'Submitting' }, opts);
     const gateway = await deps.gateway(run.cluster);
     const caps = await gateway.capabilities(opts);
-    const { shape, kind } = chooseShape(run.request.target, caps);
+    const { shape, kind } = chooseShape(run.request.target, caps, {
+      initializers: Boolean(run.request.datasetUri || run.request.modelUri),
+    });
     if (shape !== 'training-operator-v1' && run.request.runtime.kind === 'ClusterTrainingRuntime') {
       const runtimes = await gateway.listClusterTrainingRuntimes(opts);
       if (!runtimes.some((r) => r.metadata.name === run.request.runtime.name)) {

@@ -30,9 +30,20 @@ export const RESERVED_LABEL_PREFIXES = [
   'gantry.dev/',
   'kueue.x-k8s.io/',
   'trainer.kubeflow.org/',
+  'training.kubeflow.org/',
   'kubernetes.io/',
   'k8s.io/',
+  'app.kubernetes.io/managed-by',
 ];
+/** Label keys whose prefix is a subdomain of these belong to Kubernetes itself. */
+const RESERVED_LABEL_DOMAINS = ['kubernetes.io', 'k8s.io'];
+
+function isReservedLabelKey(key: string): boolean {
+  if (RESERVED_LABEL_PREFIXES.some((p) => key.startsWith(p))) return true;
+  const slash = key.lastIndexOf('/');
+  const prefix = slash >= 0 ? key.slice(0, slash) : '';
+  return RESERVED_LABEL_DOMAINS.some((d) => prefix.endsWith(`.${d}`));
+}
 export const RESERVED_ENV_PREFIX = 'GANTRY_';
 
 export const LIMITS = {
@@ -45,7 +56,8 @@ export const LIMITS = {
   argItems: 128,
   argLength: 4096,
   argsTotalBytes: 64 * 1024,
-  envEntries: 128,
+  /** Trainer v2.2+ caps the trainer env at 128 entries; Gantry adds up to 8 of its own (GANTRY_*). */
+  envEntries: 120,
   envValueLength: 32 * 1024,
   labels: 32,
   hyperparameters: 64,
@@ -131,8 +143,8 @@ const labelKey = z
     return name.length > 0 && name.length <= 63 && LABEL_VALUE.test(name);
   }, 'must be a Kubernetes label key ([prefix/]name, name ≤ 63 alphanumerics, -, _, .)')
   .refine(
-    (k) => !RESERVED_LABEL_PREFIXES.some((p) => k.startsWith(p)),
-    `must not use a reserved prefix (${RESERVED_LABEL_PREFIXES.join(', ')})`,
+    (k) => !isReservedLabelKey(k),
+    `must not use a reserved prefix (${RESERVED_LABEL_PREFIXES.join(', ')}, *.kubernetes.io/, *.k8s.io/)`,
   );
 
 const stringList = (what: string, maxItems: number) =>
@@ -217,6 +229,7 @@ export const RunRequestSchema = z
           .string()
           .max(256, 'env names must be at most 256 characters')
           .regex(ENV_NAME, 'env names must be letters, digits and _, not starting with a digit')
+          .refine((n) => n !== '__proto__', 'env name __proto__ is not allowed')
           .refine(
             (n) => !n.startsWith(RESERVED_ENV_PREFIX),
             `env names starting with ${RESERVED_ENV_PREFIX} are reserved`,
