@@ -114,6 +114,11 @@ export class RunDeadlineExceededError extends TerminalError {
   override readonly name = 'RunDeadlineExceededError' as const;
 }
 
+/** The run ended (e.g. was cancelled) before its job was created; the state machine creates nothing. */
+export class RunEndedError extends TerminalError {
+  override readonly name = 'RunEndedError' as const;
+}
+
 /** The cluster is overloaded or unreachable (HTTP 429, 5xx, network); retried with backoff. */
 export class ClusterUnavailableError extends RetryableError {
   override readonly name = 'ClusterUnavailableError' as const;
@@ -145,6 +150,7 @@ export const errorClasses = {
   NoArtifactsError,
   AdmissionTimeoutError,
   RunDeadlineExceededError,
+  RunEndedError,
   ClusterUnavailableError,
   AwsUnavailableError,
   ConcurrentUpdateError,

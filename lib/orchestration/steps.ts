@@ -3,11 +3,12 @@ import {
   JobVanishedError,
   NoArtifactsError,
   RunDeadlineExceededError,
+  RunEndedError,
   RuntimeNotFoundError,
   TrainingFailedError,
 } from '../errors.ts';
 import type { CallOptions, Clock, ClusterGateway, ObjectStore, WorkflowEngine } from '../ports.ts';
-import type { FailureReason } from '../run/phases.ts';
+import { type FailureReason, isTerminal } from '../run/phases.ts';
 import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunSpec } from '../run/spec.ts';
@@ -43,7 +44,11 @@ export function makeSteps(deps: StepDeps) {
   const { records, workflow, clock } = deps;
 
   async function createJob({ run }: RunInput, opts?: CallOptions): Promise<JobRef> {
-    await records.update(run.runId, { phase: 'Submitting' }, opts);
+    const record = await records.update(run.runId, { phase: 'Submitting' }, opts);
+    if (isTerminal(record.phase)) {
+      // Cancelled (or ended) between intake and this step: create nothing.
+      throw new RunEndedError(`run ${run.runId} is already ${record.phase}; no job is created`);
+    }
     const gateway = await deps.gateway(run.cluster);
     const caps = await gateway.capabilities(opts);
     const { shape, kind } = chooseShape(run.request.target, caps, {

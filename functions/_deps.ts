@@ -1,0 +1,90 @@
+/**
+ * Wiring shared by the Lambda handlers: every client and use case is built lazily, on first use,
+ * from the environment parsed once. Nothing runs at import time, and the Kubernetes client is
+ * loaded (dynamic import) only by the functions and code paths that talk to a cluster.
+ */
+import { S3Client } from '@aws-sdk/client-s3';
+import { SFNClient } from '@aws-sdk/client-sfn';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { makeS3ObjectStore } from '../lib/adapters/aws/s3-store.ts';
+import { makeSfnWorkflow } from '../lib/adapters/aws/sfn.ts';
+import { makeSqsRunQueue } from '../lib/adapters/aws/sqs-queue.ts';
+import { type GantryConfig, loadConfig, loadRuntimeEnv, type RuntimeEnv } from '../lib/config.ts';
+import type { Clock, ClusterGateway, ObjectStore, RunQueue, WorkflowEngine } from '../lib/ports.ts';
+import { makeRunRecords, type RunRecords } from '../lib/run/records.ts';
+
+function once<T>(make: () => T): () => T {
+  let value: T | undefined;
+  let made = false;
+  return () => {
+    if (!made) {
+      value = make();
+      made = true;
+    }
+    return value as T;
+  };
+}
+
+export const env = /* @__PURE__ */ once((): RuntimeEnv => loadRuntimeEnv());
+export const config = /* @__PURE__ */ once((): GantryConfig => loadConfig(env()));
+export const clock: Clock = { now: () => new Date() };
+
+export const s3 = /* @__PURE__ */ once(
+  () =>
+    new S3Client({
+      region: env().AWS_REGION,
+      ...(env().GANTRY_S3_ENDPOINT ? { endpoint: env().GANTRY_S3_ENDPOINT, forcePathStyle: true } : {}),
+    }),
+);
+
+export const sfn = /* @__PURE__ */ once(
+  () =>
+    new SFNClient({
+      region: env().AWS_REGION,
+      ...(env().GANTRY_SFN_ENDPOINT ? { endpoint: env().GANTRY_SFN_ENDPOINT } : {}),
+    }),
+);
+
+/**
+ * SQS needs an explicit endpoint locally: fauxqs queue URLs name a host that does not resolve.
+ * Marked pure so bundlers drop the SQS client from functions that never enqueue.
+ */
+export const sqs = /* @__PURE__ */ once(
+  () =>
+    new SQSClient({
+      region: env().AWS_REGION,
+      ...(env().GANTRY_SQS_ENDPOINT ? { endpoint: env().GANTRY_SQS_ENDPOINT } : {}),
+    }),
+);
+
+export const runQueue = /* @__PURE__ */ once((): RunQueue => {
+  const queueUrl = env().GANTRY_RUNS_QUEUE_URL;
+  if (!queueUrl) throw new Error('GANTRY_RUNS_QUEUE_URL is not set');
+  return makeSqsRunQueue({ sqs: sqs(), queueUrl });
+});
+
+export const store = /* @__PURE__ */ once(
+  (): ObjectStore => makeS3ObjectStore({ s3: s3(), bucket: env().GANTRY_BUCKET }),
+);
+export const records = /* @__PURE__ */ once((): RunRecords => makeRunRecords({ store: store(), clock }));
+export const workflow = /* @__PURE__ */ once(
+  (): WorkflowEngine => makeSfnWorkflow({ sfn: sfn(), stateMachineArn: env().GANTRY_STATE_MACHINE_ARN }),
+);
+
+const gateways = new Map<string, Promise<ClusterGateway>>();
+
+/** The gateway of a configured cluster; loads @kubernetes/client-node on first call only. */
+export function gateway(cluster: string): Promise<ClusterGateway> {
+  let g = gateways.get(cluster);
+  if (!g) {
+    g = (async () => {
+      const clusterConfig = config().clusters.find((c) => c.name === cluster);
+      if (!clusterConfig) throw new Error(`cluster ${cluster} is not configured`);
+      const { gatewayForCluster } = await import('../lib/adapters/kubernetes/for-cluster.ts');
+      return gatewayForCluster(clusterConfig, { region: env().AWS_REGION });
+    })();
+    gateways.set(cluster, g);
+    g.catch(() => gateways.delete(cluster));
+  }
+  return g;
+}

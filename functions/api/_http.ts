@@ -1,0 +1,231 @@
+/**
+ * What every HTTP API handler shares: the event types, the JSON body middleware, the error →
+ * response mapping and one structured log line per request. Written here rather than taken from
+ * middy's packages (only @middy/core is installed): each piece is a few lines.
+ */
+import type { MiddlewareObj } from '@middy/core';
+import type {
+  APIGatewayProxyEventV2WithIAMAuthorizer,
+  APIGatewayProxyEventV2WithJWTAuthorizer,
+  APIGatewayProxyStructuredResultV2,
+  Context,
+} from 'aws-lambda';
+import {
+  ForbiddenError,
+  IdempotencyConflictError,
+  NotFoundError,
+  ValidationError,
+} from '../../lib/errors.ts';
+import {
+  InvalidJsonError,
+  PayloadTooLargeError,
+  RunFinishedError,
+  UnsupportedMediaTypeError,
+} from '../../lib/intake/errors.ts';
+import { type Caller, callerFromAuthorizer } from '../../lib/intake/tenancy.ts';
+
+/** An HTTP API (payload v2) event with the IAM or the JWT authorizer. */
+export type ApiEvent = APIGatewayProxyEventV2WithIAMAuthorizer | APIGatewayProxyEventV2WithJWTAuthorizer;
+/** An ApiEvent after `jsonBody()`: `json` is the parsed body (untrusted). */
+export type JsonApiEvent = ApiEvent & { json?: unknown };
+export type ApiResult = APIGatewayProxyStructuredResultV2;
+
+/** middy options of the API functions: abort the work 1 s before the Lambda timeout. */
+export const apiOptions = { timeoutEarlyInMillis: 1000 };
+
+/** Larger bodies are refused with 413 before they are parsed. */
+export const MAX_BODY_BYTES = 256 * 1024;
+/** Seconds a client should wait after a 503. */
+export const RETRY_AFTER_SECONDS = 5;
+
+export function callerOf(event: ApiEvent): Caller {
+  return callerFromAuthorizer(event.requestContext.authorizer);
+}
+
+/** A header by its lower-case name (HTTP API v2 lower-cases header names). */
+export function header(event: ApiEvent, name: string): string | undefined {
+  return event.headers?.[name];
+}
+
+export function respond(statusCode: number, body: unknown, headers: Record<string, string> = {}): ApiResult {
+  return {
+    statusCode,
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
+    body: JSON.stringify(body),
+  };
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Parse JSON text; `__proto__` keys are refused (zod would drop them silently from records). */
+export function parseJsonText(text: string): unknown {
+  try {
+    return JSON.parse(text, (key, value) => {
+      if (key === '__proto__') throw new InvalidJsonError('the key "__proto__" is not allowed');
+      return value;
+    });
+  } catch (err) {
+    if (err instanceof InvalidJsonError) throw err;
+    throw new InvalidJsonError(`the body is not valid JSON: ${(err as Error).message.slice(0, 200)}`);
+  }
+}
+
+/**
+ * Parse a JSON body into `event.json`: `application/json` (UTF-8) or 415, at most `limitBytes`
+ * or 413, well-formed or 400 `InvalidJson`.
+ */
+export function jsonBody(limitBytes = MAX_BODY_BYTES): MiddlewareObj<JsonApiEvent, ApiResult> {
+  return {
+    name: 'jsonBody',
+    before: (request) => {
+      const event = request.event;
+      const contentType = header(event, 'content-type') ?? '';
+      const [mediaType = '', ...params] = contentType.split(';').map((p) => p.trim().toLowerCase());
+      const charset = params
+        .find((p) => p.startsWith('charset='))
+        ?.slice('charset='.length)
+        .replace(/"/g, '');
+      if (
+        mediaType !== 'application/json' ||
+        (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')
+      ) {
+        throw new UnsupportedMediaTypeError(
+          `the body must be application/json in UTF-8 (got ${contentType ? JSON.stringify(contentType.slice(0, 100)) : 'no content-type'})`,
+        );
+      }
+      const raw = event.body ?? '';
+      if (raw.length > limitBytes * 2) throw new PayloadTooLargeError(limitBytes);
+      const bytes = event.isBase64Encoded ? Buffer.from(raw, 'base64') : Buffer.from(raw, 'utf8');
+      if (bytes.length > limitBytes) throw new PayloadTooLargeError(limitBytes);
+      if (bytes.length === 0) throw new InvalidJsonError('the body is empty; send a JSON object');
+      let text: string;
+      try {
+        text = utf8.decode(bytes);
+      } catch {
+        throw new InvalidJsonError('the body is not valid UTF-8');
+      }
+      event.json = parseJsonText(text);
+    },
+  };
+}
+
+/** The HTTP answer to an error. Unknown errors are a 500 that names the request id and nothing else. */
+export function errorResponse(err: unknown, requestId: string): ApiResult {
+  const e = err as Error;
+  if (err instanceof ValidationError) {
+    return respond(400, { error: 'ValidationError', message: 'the request is invalid', issues: err.issues });
+  }
+  if (err instanceof InvalidJsonError) return respond(400, { error: 'InvalidJson', message: e.message });
+  if (err instanceof ForbiddenError)
+    return respond(403, { error: 'ForbiddenError', message: e.message, rule: err.rule });
+  if (err instanceof NotFoundError) return respond(404, { error: 'NotFoundError', message: e.message });
+  if (err instanceof IdempotencyConflictError) {
+    return respond(409, { error: 'IdempotencyConflictError', message: e.message });
+  }
+  if (err instanceof RunFinishedError) {
+    return respond(409, { error: 'RunFinishedError', message: e.message, phase: err.phase });
+  }
+  if (err instanceof PayloadTooLargeError)
+    return respond(413, { error: 'PayloadTooLarge', message: e.message });
+  if (err instanceof UnsupportedMediaTypeError) {
+    return respond(415, { error: 'UnsupportedMediaType', message: e.message });
+  }
+  if (isUnavailable(err)) {
+    return respond(
+      503,
+      { error: 'ServiceUnavailable', message: 'a backing service is unavailable; retry later', requestId },
+      { 'retry-after': String(RETRY_AFTER_SECONDS) },
+    );
+  }
+  return respond(500, { error: 'InternalError', message: 'internal error', requestId });
+}
+
+/** AWS or the cluster is overloaded or unreachable, a write kept losing races, or time ran out. */
+function isUnavailable(err: unknown): boolean {
+  const name = (err as { name?: string } | undefined)?.name;
+  return (
+    name === 'AwsUnavailableError' ||
+    name === 'ClusterUnavailableError' ||
+    name === 'ConcurrentUpdateError' ||
+    name === 'TimeoutError'
+  );
+}
+
+const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as const;
+let threshold: number | undefined;
+
+/** One JSON log line (CloudWatch parses it); `GANTRY_LOG_LEVEL` (default info) filters, read once. */
+export function log(level: Exclude<keyof typeof LEVELS, 'silent'>, fields: Record<string, unknown>): void {
+  threshold ??= LEVELS[(process.env.GANTRY_LOG_LEVEL ?? 'info') as keyof typeof LEVELS] ?? LEVELS.info;
+  if (LEVELS[level] < threshold) return;
+  console.log(JSON.stringify({ level: level.toUpperCase(), time: new Date().toISOString(), ...fields }));
+}
+
+function requestIdOf(event: ApiEvent, context: Context | undefined): string {
+  return context?.awsRequestId || event.requestContext?.requestId || 'unknown';
+}
+
+function runIdOf(event: ApiEvent, response: ApiResult | null | undefined): string | undefined {
+  const fromPath = event.pathParameters?.id;
+  if (fromPath) return fromPath;
+  if (typeof response?.body !== 'string' || !response.body.startsWith('{"runId"')) return undefined;
+  try {
+    return (JSON.parse(response.body) as { runId?: string }).runId;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Errors → responses, and one log line per request: route, status, duration, request id, the run
+ * id (from the path or the response), the caller. 5xx lines carry the error; responses never do.
+ * Use it first (outermost), so it sees what the other middlewares threw.
+ */
+export function httpApi(): MiddlewareObj<ApiEvent, ApiResult, Error, Context, { startedAt?: number }> {
+  const finish = (request: {
+    event: ApiEvent;
+    context: Context;
+    response: ApiResult | null | undefined;
+    error: Error | null | undefined;
+    internal: { startedAt?: number };
+  }) => {
+    const { event, context, response, error } = request;
+    const status = response?.statusCode ?? 500;
+    const caller = callerOf(event);
+    const runId = runIdOf(event, response);
+    log(status >= 500 ? 'error' : 'info', {
+      msg: 'request',
+      route: event.routeKey,
+      status,
+      durationMs: Date.now() - (request.internal.startedAt ?? Date.now()),
+      requestId: requestIdOf(event, context),
+      ...(runId ? { runId } : {}),
+      caller: caller.iamArn ?? caller.sub ?? null,
+      ...(error
+        ? {
+            error: error.name,
+            ...(status >= 500
+              ? { detail: error.message, stack: error.stack, cause: describeCause(error) }
+              : {}),
+          }
+        : {}),
+    });
+  };
+  return {
+    name: 'httpApi',
+    before: (request) => {
+      request.internal.startedAt = Date.now();
+    },
+    after: (request) => finish(request),
+    onError: (request) => {
+      request.response = errorResponse(request.error, requestIdOf(request.event, request.context));
+      finish(request);
+    },
+  };
+}
+
+function describeCause(err: Error): string | undefined {
+  const cause = (err as { cause?: unknown }).cause;
+  if (cause === undefined) return undefined;
+  return cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+}

@@ -1,0 +1,29 @@
+import middy from '@middy/core';
+import { toSubmitResponse } from '../../lib/intake/views.ts';
+import {
+  type ApiResult,
+  apiOptions,
+  callerOf,
+  header,
+  httpApi,
+  type JsonApiEvent,
+  jsonBody,
+  respond,
+} from './_http.ts';
+import { submitRun } from './_intake.ts';
+
+/**
+ * POST /v1/runs — 202 and a Location for a new run; 200 with the same body for a replay (same
+ * Idempotency-Key, same request); 400 / 403 / 409 / 413 / 415 otherwise (see _http.ts).
+ */
+export const handler = middy<JsonApiEvent, ApiResult>(apiOptions)
+  .use(httpApi())
+  .use(jsonBody())
+  .handler(async (event, _context, { signal }) => {
+    const { record, created } = await submitRun()(
+      { caller: callerOf(event), body: event.json, idempotencyKey: header(event, 'idempotency-key') },
+      { signal },
+    );
+    const body = toSubmitResponse(record);
+    return respond(created ? 202 : 200, body, { location: body.links.self });
+  });

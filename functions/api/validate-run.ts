@@ -1,0 +1,29 @@
+import middy from '@middy/core';
+import {
+  type ApiResult,
+  apiOptions,
+  callerOf,
+  header,
+  httpApi,
+  type JsonApiEvent,
+  jsonBody,
+  respond,
+} from './_http.ts';
+import { validateRun } from './_intake.ts';
+
+/**
+ * POST /v1/runs:validate — a dry run: 400 / 403 as submit would answer, else 200
+ * `{ valid, checks }` with the cluster checks (runtime exists, quota can ever fit).
+ */
+export const handler = middy<JsonApiEvent, ApiResult>(apiOptions)
+  .use(httpApi())
+  .use(jsonBody())
+  .handler(async (event, _context, { signal }) =>
+    respond(
+      200,
+      await validateRun()(
+        { caller: callerOf(event), body: event.json, idempotencyKey: header(event, 'idempotency-key') },
+        { signal },
+      ),
+    ),
+  );

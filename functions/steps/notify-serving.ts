@@ -1,0 +1,7 @@
+import middy from '@middy/core';
+import { type StepInput, stepOptions, steps } from './_steps.ts';
+
+/** State machine task `notifyServing` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
+export const handler = middy<StepInput<'notifyServing'>>(stepOptions).handler((event, _context, { signal }) =>
+  steps().notifyServing(event, { signal }),
+);

@@ -1,0 +1,32 @@
+import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { CallOptions, RunQueue } from '../../ports.ts';
+import { translateAwsError } from './errors.ts';
+
+/**
+ * The RunQueue port on SQS: the message as a JSON body, the attributes as String message
+ * attributes (empty values are left out: SQS rejects them). Errors are translated at this edge:
+ * throttling / 5xx / network → AwsUnavailableError; anything else is rethrown as it is.
+ */
+export function makeSqsRunQueue(deps: { sqs: SQSClient; queueUrl: string }): RunQueue {
+  const { sqs, queueUrl } = deps;
+  return {
+    async enqueue(message, attributes, opts?: CallOptions) {
+      const MessageAttributes: Record<string, MessageAttributeValue> = {};
+      for (const [name, value] of Object.entries(attributes)) {
+        if (value) MessageAttributes[name] = { DataType: 'String', StringValue: value };
+      }
+      try {
+        await sqs.send(
+          new SendMessageCommand({
+            QueueUrl: queueUrl,
+            MessageBody: JSON.stringify(message),
+            MessageAttributes,
+          }),
+          opts?.signal ? { abortSignal: opts.signal } : {},
+        );
+      } catch (err) {
+        throw translateAwsError(err, `send to ${queueUrl}`);
+      }
+    },
+  };
+}

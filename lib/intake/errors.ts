@@ -1,0 +1,37 @@
+import { TerminalError } from '../errors.ts';
+import type { RunPhase } from '../run/phases.ts';
+
+/**
+ * Outcomes of the HTTP intake that the state machine never sees (so they are not in
+ * `errorClasses` of lib/errors.ts). Each maps to one HTTP status in functions/api/_http.ts.
+ */
+
+/** Cancel of a run that already ended (Succeeded or Failed); the API answers 409 with the phase. */
+export class RunFinishedError extends TerminalError {
+  override readonly name = 'RunFinishedError' as const;
+  readonly phase: RunPhase;
+  constructor(runId: string, phase: RunPhase, options?: ErrorOptions) {
+    super(`run ${runId} already ended with phase ${phase}`, options);
+    this.phase = phase;
+  }
+}
+
+/** The body is not JSON (or is empty, or uses a forbidden key); the API answers 400 `InvalidJson`. */
+export class InvalidJsonError extends TerminalError {
+  override readonly name = 'InvalidJsonError' as const;
+}
+
+/** The body is not `application/json` (UTF-8); the API answers 415. */
+export class UnsupportedMediaTypeError extends TerminalError {
+  override readonly name = 'UnsupportedMediaTypeError' as const;
+}
+
+/** The body is larger than the API accepts; the API answers 413. */
+export class PayloadTooLargeError extends TerminalError {
+  override readonly name = 'PayloadTooLargeError' as const;
+  readonly limitBytes: number;
+  constructor(limitBytes: number, options?: ErrorOptions) {
+    super(`the body must be at most ${limitBytes} bytes`, options);
+    this.limitBytes = limitBytes;
+  }
+}

@@ -1,0 +1,229 @@
+import { z } from 'zod';
+import { RunRequestSchema } from '../run/schema.ts';
+import { ROUTES, type Route } from './routes.ts';
+import { ListRunsQuerySchema } from './runs.ts';
+import { IDEMPOTENCY_HEADER } from './submit-run.ts';
+import {
+  CancelResponseSchema,
+  ErrorBodySchema,
+  ForbiddenBodySchema,
+  RunFinishedBodySchema,
+  RunListSchema,
+  RuntimeListSchema,
+  RunViewSchema,
+  SubmitResponseSchema,
+  ValidateResponseSchema,
+  ValidationErrorBodySchema,
+} from './views.ts';
+
+/**
+ * The OpenAPI 3.1 document of the HTTP API, generated from the same zod schemas the handlers
+ * parse with (OpenAPI 3.1 schemas are JSON Schema 2020-12, which z.toJSONSchema emits). Refinements
+ * that JSON Schema cannot express (reserved prefixes, byte totals, cross-field rules) are enforced
+ * by the API and described in the 400 response's `issues`.
+ */
+
+type Json = Record<string, unknown>;
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
+  const { $schema: _, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Json;
+  return rest;
+}
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: Json, description: string, headers?: Json) => ({
+  description,
+  ...(headers ? { headers } : {}),
+  content: { 'application/json': { schema } },
+});
+
+const ERRORS = {
+  400: json(
+    { oneOf: [ref('ValidationErrorBody'), ref('ErrorBody')] },
+    'The request breaks the schema (`ValidationError`, one issue per field) or is not JSON (`InvalidJson`)',
+  ),
+  403: json(ref('ForbiddenBody'), "The caller's team may not do this; `rule` names the rule"),
+  404: json(ref('ErrorBody'), 'No such run (`NotFoundError`)'),
+  413: json(ref('ErrorBody'), 'The body is larger than 256 KiB (`PayloadTooLarge`)'),
+  415: json(ref('ErrorBody'), 'The body is not application/json (`UnsupportedMediaType`)'),
+  500: json(ref('ErrorBody'), 'Internal error; the body carries a request id and no details'),
+  503: json(ref('ErrorBody'), 'AWS or the cluster is unavailable; retry after `Retry-After` seconds', {
+    'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
+  }),
+} as const;
+
+const runLocation = {
+  Location: { description: 'The run: /v1/runs/{id}', schema: { type: 'string' } },
+};
+
+const idempotencyHeader = {
+  name: IDEMPOTENCY_HEADER,
+  in: 'header',
+  required: false,
+  description:
+    'Idempotency key (printable ASCII, ≤ 128). The same key and body return the same run; the same key with another body is a 409. Wins over `idempotencyKey` in the body; both given and different is a 400.',
+  schema: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[\\x21-\\x7e]+$' },
+};
+
+const runIdParameter = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: 'Run id',
+  schema: { type: 'string', pattern: '^run-[a-z2-7]{20}$' },
+};
+
+const runRequestBody = {
+  required: true,
+  content: { 'application/json': { schema: ref('RunRequest') } },
+};
+
+function listQueryParameters(): Json[] {
+  return Object.entries(ListRunsQuerySchema.shape).map(([name, schema]) => {
+    const { description, ...s } = jsonSchema(schema, 'input');
+    return { name, in: 'query', required: false, ...(description ? { description } : {}), schema: s };
+  });
+}
+
+function operation(route: Route): Json {
+  const common = { operationId: route.operationId, summary: route.summary };
+  switch (route.operationId) {
+    case 'submitRun':
+      return {
+        ...common,
+        parameters: [idempotencyHeader],
+        requestBody: runRequestBody,
+        responses: {
+          202: json(ref('SubmitResponse'), 'Accepted: the run is recorded and queued', runLocation),
+          200: json(ref('SubmitResponse'), 'Replay: this key and body were submitted before', runLocation),
+          400: ERRORS[400],
+          403: ERRORS[403],
+          409: json(
+            ref('ErrorBody'),
+            'The idempotency key was used with another body (`IdempotencyConflictError`)',
+          ),
+          413: ERRORS[413],
+          415: ERRORS[415],
+          500: ERRORS[500],
+          503: ERRORS[503],
+        },
+      };
+    case 'listRuns':
+      return {
+        ...common,
+        parameters: listQueryParameters(),
+        responses: {
+          200: json(ref('RunList'), "A page of the caller's runs, ordered by run id"),
+          400: ERRORS[400],
+          403: ERRORS[403],
+          500: ERRORS[500],
+          503: ERRORS[503],
+        },
+      };
+    case 'getRun':
+      return {
+        ...common,
+        parameters: [runIdParameter],
+        responses: {
+          200: json(ref('RunView'), 'The run'),
+          400: ERRORS[400],
+          403: ERRORS[403],
+          404: ERRORS[404],
+          500: ERRORS[500],
+          503: ERRORS[503],
+        },
+      };
+    case 'cancelRun':
+      return {
+        ...common,
+        parameters: [runIdParameter],
+        responses: {
+          202: json(ref('CancelResponse'), 'Cancelled (also for a run that was already cancelled)'),
+          400: ERRORS[400],
+          403: ERRORS[403],
+          404: ERRORS[404],
+          409: json(ref('RunFinishedBody'), 'The run already ended; `phase` says how'),
+          500: ERRORS[500],
+          503: ERRORS[503],
+        },
+      };
+    case 'validateRun':
+      return {
+        ...common,
+        parameters: [idempotencyHeader],
+        requestBody: runRequestBody,
+        responses: {
+          200: json(ref('ValidateResponse'), 'The checks; `valid` is false when one failed'),
+          400: ERRORS[400],
+          403: ERRORS[403],
+          413: ERRORS[413],
+          415: ERRORS[415],
+          500: ERRORS[500],
+          503: ERRORS[503],
+        },
+      };
+    case 'listRuntimes':
+      return {
+        ...common,
+        responses: {
+          200: json(ref('RuntimeList'), 'The runtimes'),
+          403: ERRORS[403],
+          500: ERRORS[500],
+          503: ERRORS[503],
+        },
+      };
+    case 'getOpenApi':
+      return {
+        ...common,
+        security: [],
+        responses: { 200: json({ type: 'object' }, 'The OpenAPI 3.1 document'), 500: ERRORS[500] },
+      };
+    default:
+      throw new Error(`no OpenAPI operation for route ${route.operationId}`);
+  }
+}
+
+/** Every route's operation, and the schemas they reference. */
+export function buildOpenApiDocument(opts: { version?: string; serverUrl?: string } = {}): Json {
+  const paths: Record<string, Json> = {};
+  for (const route of ROUTES) {
+    paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: operation(route) };
+  }
+  return {
+    openapi: '3.1.0',
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    info: {
+      title: 'Gantry',
+      version: opts.version ?? '0.1.0',
+      description:
+        'Submit and follow Kubeflow training runs. Callers authenticate with IAM (SigV4) or a JWT; the caller decides the team.',
+    },
+    ...(opts.serverUrl ? { servers: [{ url: opts.serverUrl }] } : {}),
+    security: [{ sigv4: [] }, { jwt: [] }],
+    paths,
+    components: {
+      securitySchemes: {
+        sigv4: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'Authorization',
+          description: 'AWS Signature Version 4 (API Gateway IAM authorization)',
+        },
+        jwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+      },
+      schemas: {
+        RunRequest: jsonSchema(RunRequestSchema, 'input'),
+        SubmitResponse: jsonSchema(SubmitResponseSchema, 'output'),
+        RunView: jsonSchema(RunViewSchema, 'output'),
+        RunList: jsonSchema(RunListSchema, 'output'),
+        CancelResponse: jsonSchema(CancelResponseSchema, 'output'),
+        RuntimeList: jsonSchema(RuntimeListSchema, 'output'),
+        ValidateResponse: jsonSchema(ValidateResponseSchema, 'output'),
+        ValidationErrorBody: jsonSchema(ValidationErrorBodySchema, 'output'),
+        ForbiddenBody: jsonSchema(ForbiddenBodySchema, 'output'),
+        RunFinishedBody: jsonSchema(RunFinishedBodySchema, 'output'),
+        ErrorBody: jsonSchema(ErrorBodySchema, 'output'),
+      },
+    },
+  };
+}

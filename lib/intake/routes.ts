@@ -1,0 +1,68 @@
+/**
+ * The HTTP API's routes: one Lambda handler per route (`functions/api/<handler>.ts`). The OpenAPI
+ * document, the local HTTP host and the deployment read this one table.
+ */
+export interface Route {
+  method: 'GET' | 'POST';
+  /** API Gateway HTTP API path, `{name}` for a path parameter. */
+  path: string;
+  /** The file in functions/api/ whose `handler` serves the route. */
+  handler: string;
+  operationId: string;
+  summary: string;
+  /** The route takes a JSON body. */
+  body?: boolean;
+}
+
+export const ROUTES = [
+  {
+    method: 'POST',
+    path: '/v1/runs',
+    handler: 'submit-run',
+    operationId: 'submitRun',
+    summary: 'Submit a training run (idempotent with an Idempotency-Key)',
+    body: true,
+  },
+  {
+    method: 'GET',
+    path: '/v1/runs',
+    handler: 'list-runs',
+    operationId: 'listRuns',
+    summary: "List the caller's runs",
+  },
+  { method: 'GET', path: '/v1/runs/{id}', handler: 'get-run', operationId: 'getRun', summary: 'Get a run' },
+  {
+    method: 'POST',
+    path: '/v1/runs/{id}/cancel',
+    handler: 'cancel-run',
+    operationId: 'cancelRun',
+    summary: 'Cancel a run: stop its execution and delete its job',
+  },
+  {
+    method: 'POST',
+    path: '/v1/runs:validate',
+    handler: 'validate-run',
+    operationId: 'validateRun',
+    summary: 'Dry run: validate a request against the schema, the tenancy rules and the cluster',
+    body: true,
+  },
+  {
+    method: 'GET',
+    path: '/v1/runtimes',
+    handler: 'list-runtimes',
+    operationId: 'listRuntimes',
+    summary: "The training runtimes the caller's teams may use",
+  },
+  {
+    method: 'GET',
+    path: '/v1/openapi.json',
+    handler: 'openapi',
+    operationId: 'getOpenApi',
+    summary: 'This document',
+  },
+] as const satisfies readonly Route[];
+
+/** `POST /v1/runs` — API Gateway's route key. */
+export function routeKey(route: Pick<Route, 'method' | 'path'>): string {
+  return `${route.method} ${route.path}`;
+}

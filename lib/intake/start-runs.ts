@@ -1,0 +1,114 @@
+import { ValidationError } from '../errors.ts';
+import type { CallOptions, Clock, WorkflowEngine } from '../ports.ts';
+import { isTerminal } from '../run/phases.ts';
+import { newRecord } from '../run/record.ts';
+import type { RunRecords } from '../run/records.ts';
+import type { RunSpec } from '../run/spec.ts';
+import { toIssues } from '../run/validate.ts';
+import { RunMessageSchema } from './message.ts';
+import { fingerprintOf } from './submit-run.ts';
+
+/** The part of an SQS event the consumer reads (aws-lambda's SQSRecord satisfies it). */
+export interface QueueRecord {
+  messageId: string;
+  body: string;
+}
+
+export interface BatchResult {
+  batchItemFailures: Array<{ itemIdentifier: string }>;
+}
+
+export interface StartRunsDeps {
+  workflow: WorkflowEngine;
+  records: RunRecords;
+  clock?: Clock;
+  log?: (line: Record<string, unknown>) => void;
+}
+
+/**
+ * The runs-queue consumer: one execution per run, named by the run id. Starting is idempotent
+ * (an existing execution of that name is success), so a redelivered message starts nothing twice.
+ * A run whose record already ended (cancelled while queued) is not started. A run without a
+ * record (an intake that enqueues directly) gets one, created only if absent. Every message
+ * that fails — malformed (never silently dropped: SQS moves it to the DLQ after
+ * maxReceiveCount) or transient — is reported in `batchItemFailures`; the others are deleted.
+ */
+export function makeStartRuns(deps: StartRunsDeps) {
+  const clock = deps.clock ?? { now: () => new Date() };
+  const log = deps.log ?? (() => undefined);
+
+  async function startOne(record: QueueRecord, opts?: CallOptions): Promise<void> {
+    let body: unknown;
+    try {
+      body = JSON.parse(record.body);
+    } catch {
+      throw new ValidationError([{ field: '', rule: 'the message body is not JSON' }]);
+    }
+    const parsed = RunMessageSchema.safeParse(body);
+    if (!parsed.success) {
+      throw new ValidationError(toIssues(parsed.error).slice(0, 5));
+    }
+    const run = parsed.data.run as RunSpec;
+    const existing = await deps.records.get(run.runId, opts);
+    if (existing && isTerminal(existing.phase)) {
+      log({ level: 'INFO', msg: 'run already ended; not started', runId: run.runId, phase: existing.phase });
+      return;
+    }
+    if (!existing) await deps.records.create(newRecord(run, fingerprintOf(run.request), clock.now()), opts);
+    const started = await deps.workflow.start(run.runId, { run }, opts);
+    log({
+      level: 'INFO',
+      msg: started.alreadyRunning ? 'execution already exists' : 'execution started',
+      runId: run.runId,
+      ...(run.trial ? { sweepId: run.trial.sweepId } : {}),
+    });
+  }
+
+  return async function startRuns(
+    event: { Records: QueueRecord[] },
+    opts?: CallOptions,
+  ): Promise<BatchResult> {
+    const results = await settleLimited(event.Records, START_CONCURRENCY, (r) => startOne(r, opts));
+    const batchItemFailures: BatchResult['batchItemFailures'] = [];
+    results.forEach((result, i) => {
+      if (result.status === 'fulfilled') return;
+      const messageId = (event.Records[i] as QueueRecord).messageId;
+      const err = result.reason as Error;
+      log({
+        level: err instanceof ValidationError ? 'ERROR' : 'WARN',
+        msg:
+          err instanceof ValidationError ? 'malformed message; left for the DLQ' : 'start failed; will retry',
+        messageId,
+        error: err.name,
+        detail: err.message,
+      });
+      batchItemFailures.push({ itemIdentifier: messageId });
+    });
+    return { batchItemFailures };
+  };
+}
+
+/** Starts in flight at once: a large batch must not burst past Step Functions' StartExecution rate. */
+const START_CONCURRENCY = 10;
+
+async function settleLimited<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<void>,
+): Promise<PromiseSettledResult<void>[]> {
+  const results: PromiseSettledResult<void>[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      try {
+        await fn(items[i] as T);
+        results[i] = { status: 'fulfilled', value: undefined };
+      } catch (reason) {
+        results[i] = { status: 'rejected', reason };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}

@@ -1,0 +1,156 @@
+import { z } from 'zod';
+import type { GantryConfig } from '../config.ts';
+import { IdempotencyConflictError, ValidationError } from '../errors.ts';
+import type { CallOptions, Clock, RunQueue } from '../ports.ts';
+import { newRunId, requestFingerprint, runIdFromKey } from '../run/ids.ts';
+import { newRecord, type RunRecord } from '../run/record.ts';
+import type { RunRecords } from '../run/records.ts';
+import { LIMITS, type RunRequest } from '../run/schema.ts';
+import type { RunSpec } from '../run/spec.ts';
+import { parseRunRequest, parseWith } from '../run/validate.ts';
+import { runMessage, runMessageAttributes } from './message.ts';
+import { type Caller, checkTenancy, type Placement, requireTeam } from './tenancy.ts';
+
+/** The HTTP header that carries the idempotency key. */
+export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
+
+/**
+ * The run spec travels as the Step Functions execution input (limit 256 KiB) and through the
+ * state machine's states beside what the steps add, so it must stay well below that limit.
+ */
+export const MAX_SPEC_BYTES = 192 * 1024;
+
+const KeySchema = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(LIMITS.idempotencyKeyLength, `must be at most ${LIMITS.idempotencyKeyLength} characters`)
+  .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
+
+/** The effective idempotency key: the header's, or the body's; both given and different is a 400. */
+export function resolveIdempotencyKey(
+  header: string | undefined,
+  body: string | undefined,
+): string | undefined {
+  if (header === undefined) return body;
+  const key = parseWith(z.object({ [IDEMPOTENCY_HEADER]: KeySchema }), { [IDEMPOTENCY_HEADER]: header })[
+    IDEMPOTENCY_HEADER
+  ] as string;
+  if (body !== undefined && body !== key) {
+    throw new ValidationError([
+      { field: 'idempotencyKey', rule: `differs from the ${IDEMPOTENCY_HEADER} header; send one key` },
+    ]);
+  }
+  return key;
+}
+
+/**
+ * The fingerprint that tells a replay from a conflict: the parsed request (defaults filled, so an
+ * omitted default equals the default spelled out) without the key itself, so the key may travel
+ * in the header or in the body.
+ */
+export function fingerprintOf(request: RunRequest): string {
+  return requestFingerprint({ ...request, idempotencyKey: undefined });
+}
+
+/** The RunSpec Gantry derives from an accepted request and its placement. */
+export function buildRunSpec(
+  runId: string,
+  request: RunRequest,
+  placement: Placement,
+  bucket: string,
+  key: string | undefined,
+): RunSpec {
+  return {
+    runId,
+    cluster: placement.cluster,
+    jobName: runId,
+    namespace: placement.namespace,
+    request: {
+      ...request,
+      ...(placement.queue !== undefined ? { queue: placement.queue } : {}),
+      ...(key !== undefined ? { idempotencyKey: key } : {}),
+    },
+    outputUri: request.output?.uri ?? `s3://${bucket}/runs/${runId}/output/`,
+  };
+}
+
+export interface SubmitRunInput {
+  caller: Caller;
+  /** The parsed JSON body (untrusted). */
+  body: unknown;
+  /** The `Idempotency-Key` header, when present. */
+  idempotencyKey?: string;
+}
+
+export interface AcceptedRequest {
+  request: RunRequest;
+  key: string | undefined;
+  runId: string;
+  placement: Placement;
+  spec: RunSpec;
+}
+
+/** Schema, identity and tenancy: everything submit and validate check before touching storage. */
+export function acceptRequest(
+  input: SubmitRunInput,
+  deps: { config: GantryConfig; bucket: string; newId?: () => string },
+): AcceptedRequest {
+  const request = parseRunRequest(input.body);
+  const key = resolveIdempotencyKey(input.idempotencyKey, request.idempotencyKey);
+  const team = requireTeam(input.caller, deps.config, request.team);
+  const runId = key !== undefined ? runIdFromKey(team.name, key) : (deps.newId ?? newRunId)();
+  const placement = checkTenancy(request, team, deps.config, { bucket: deps.bucket, runId });
+  const spec = buildRunSpec(runId, request, placement, deps.bucket, key);
+  const bytes = Buffer.byteLength(JSON.stringify(runMessage(spec)));
+  if (bytes > MAX_SPEC_BYTES) {
+    throw new ValidationError([
+      {
+        field: '',
+        rule: `the run must serialise to at most ${MAX_SPEC_BYTES} bytes (is ${bytes}); shrink env, args or command`,
+      },
+    ]);
+  }
+  return { request, key, runId, placement, spec };
+}
+
+export interface SubmitRunDeps {
+  records: RunRecords;
+  queue: RunQueue;
+  clock: Clock;
+  config: GantryConfig;
+  /** Gantry's bucket: the default output goes to `s3://<bucket>/runs/<runId>/output/`. */
+  bucket: string;
+  /** Run ids for requests without a key (default: random). */
+  newId?: () => string;
+}
+
+/**
+ * Submit a run: validate, place, record (create-only), enqueue. The same key with the same body
+ * is a replay (the existing record is returned, and enqueued again while still Accepted, so a
+ * failed enqueue is recovered by the client's retry; the consumer starts one execution per run id
+ * whatever the number of messages); the same key with another body is an IdempotencyConflictError.
+ */
+export function makeSubmitRun(deps: SubmitRunDeps) {
+  return async function submitRun(
+    input: SubmitRunInput,
+    opts?: CallOptions,
+  ): Promise<{ record: RunRecord; created: boolean }> {
+    const { request, key, spec } = acceptRequest(input, deps);
+    const fingerprint = fingerprintOf(request);
+    const { record, created } = await deps.records.create(
+      newRecord(spec, fingerprint, deps.clock.now()),
+      opts,
+    );
+    if (!created && record.fingerprint !== fingerprint) {
+      throw new IdempotencyConflictError(
+        `idempotency key ${key} was used for run ${record.runId} with a different request`,
+      );
+    }
+    if (created || record.phase === 'Accepted') {
+      await deps.queue.enqueue(runMessage(record.spec), runMessageAttributes(record.spec), opts);
+    }
+    return { record, created };
+  };
+}
+
+export type SubmitRun = ReturnType<typeof makeSubmitRun>;

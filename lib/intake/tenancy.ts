@@ -1,0 +1,192 @@
+import type { GantryConfig, TeamConfig } from '../config.ts';
+import { ForbiddenError } from '../errors.ts';
+import { parseQuantity, type RunRequest } from '../run/schema.ts';
+
+/**
+ * Who is calling and what their team may do. The caller comes from the API Gateway authorizer
+ * (never from the request body); a team's `principals` name IAM principal ARNs (`arn:…`) or JWT
+ * `sub` / group values, each exactly or as a prefix with a trailing `*`.
+ */
+
+/** The authenticated caller, as the API Gateway authorizer describes it. */
+export interface Caller {
+  /** IAM authorizer: the caller's principal ARN (`requestContext.authorizer.iam.userArn`). */
+  iamArn?: string;
+  /** JWT authorizer: the `sub` claim. */
+  sub?: string;
+  /** JWT authorizer: `groups` / `cognito:groups` claims. */
+  groups: string[];
+}
+
+/** The caller from an HTTP API v2 `requestContext.authorizer` (IAM or JWT); anything else is anonymous. */
+export function callerFromAuthorizer(authorizer: unknown): Caller {
+  const a = (authorizer ?? {}) as {
+    iam?: { userArn?: unknown };
+    jwt?: { claims?: Record<string, unknown> };
+  };
+  const caller: Caller = { groups: [] };
+  if (typeof a.iam?.userArn === 'string' && a.iam.userArn.length > 0) caller.iamArn = a.iam.userArn;
+  const claims = a.jwt?.claims;
+  if (claims && typeof claims === 'object') {
+    if (typeof claims.sub === 'string' && claims.sub.length > 0) caller.sub = claims.sub;
+    caller.groups = [...claimList(claims.groups), ...claimList(claims['cognito:groups'])];
+  }
+  return caller;
+}
+
+/**
+ * A list claim. HTTP API JWT authorizers flatten array claims into one string, `[a b c]`;
+ * a real array (e.g. from a test event) or a single value are accepted as well.
+ */
+function claimList(value: unknown): string[] {
+  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string' && v.length > 0);
+  if (typeof value !== 'string' || value.length === 0) return [];
+  const bracketed = /^\[(.*)\]$/s.exec(value.trim());
+  if (!bracketed) return [value];
+  return (bracketed[1] ?? '').split(/[\s,]+/).filter(Boolean);
+}
+
+/** A principal pattern matches a value exactly, or as a prefix when it ends with `*`. */
+export function principalMatches(pattern: string, value: string): boolean {
+  if (pattern.endsWith('*')) return value.startsWith(pattern.slice(0, -1));
+  return pattern === value;
+}
+
+/**
+ * Does the caller match one of these patterns? IAM ARNs are matched only against `arn:` patterns
+ * and JWT values only against the others, so a token whose `sub` looks like an ARN cannot pass
+ * for an IAM principal.
+ */
+function callerMatches(caller: Caller, patterns: readonly string[]): boolean {
+  return patterns.some((p) => {
+    if (p.startsWith('arn:')) return caller.iamArn !== undefined && principalMatches(p, caller.iamArn);
+    return [caller.sub, ...caller.groups].some((v) => v !== undefined && principalMatches(p, v));
+  });
+}
+
+/** How the caller is named in messages. */
+export function describeCaller(caller: Caller): string {
+  if (caller.iamArn) return caller.iamArn;
+  if (caller.sub) return `sub ${caller.sub}`;
+  return 'an anonymous caller';
+}
+
+/** Every configured team the caller belongs to. */
+export function teamsOf(caller: Caller, config: GantryConfig): TeamConfig[] {
+  return config.teams.filter((t) => callerMatches(caller, t.principals));
+}
+
+/** The caller's teams; ForbiddenError when there is no identity or no team. */
+export function requireTeams(caller: Caller, config: GantryConfig): TeamConfig[] {
+  if (!caller.iamArn && !caller.sub && caller.groups.length === 0) {
+    throw new ForbiddenError('the request carries no caller identity (IAM or JWT authorizer)');
+  }
+  const teams = teamsOf(caller, config);
+  if (teams.length === 0) throw new ForbiddenError(`${describeCaller(caller)} belongs to no team`);
+  return teams;
+}
+
+/** The team a request names, which must be one of the caller's teams. */
+export function requireTeam(caller: Caller, config: GantryConfig, team: string): TeamConfig {
+  const teams = requireTeams(caller, config);
+  const match = teams.find((t) => t.name === team);
+  if (!match) {
+    throw new ForbiddenError(
+      `team ${team} is not the caller's team (${describeCaller(caller)} belongs to ${teams.map((t) => t.name).join(', ')})`,
+    );
+  }
+  return match;
+}
+
+/** Where a request runs, once its team's rules allow it. */
+export interface Placement {
+  team: TeamConfig;
+  cluster: string;
+  namespace: string;
+  /** The Kueue LocalQueue: the request's, or the team's first when the team has queues. */
+  queue?: string;
+}
+
+/**
+ * An image is allowed when it starts with an allowed prefix at a path boundary: a prefix that does
+ * not end in `/`, `:` or `@` must be followed by one of them (or end the image), so
+ * `ghcr.io/acme` allows `ghcr.io/acme/train:1` but not `ghcr.io/acme-evil/train:1`.
+ */
+export function imageAllowed(image: string, prefixes: readonly string[]): boolean {
+  return prefixes.some((p) => {
+    if (!image.startsWith(p)) return false;
+    if (/[/:@]$/.test(p) || image.length === p.length) return true;
+    return '/:@'.includes(image[p.length] as string);
+  });
+}
+
+function quantityOf(q: string | number | undefined): number {
+  if (q === undefined) return 0;
+  return typeof q === 'number' ? q : parseQuantity(q);
+}
+
+/** Total resources a request asks for across its nodes (CPU cores, memory bytes, GPUs). */
+export function requestedTotals(request: RunRequest): { cpu: number; memory: number; gpu: number } {
+  const r = request.resourcesPerNode ?? {};
+  return {
+    cpu: quantityOf(r.cpu) * request.numNodes,
+    memory: quantityOf(r.memory) * request.numNodes,
+    gpu: (r.gpu ?? 0) * request.numNodes,
+  };
+}
+
+const list = (items: readonly string[]) => (items.length ? items.join(', ') : 'none');
+
+/**
+ * The team's rules for a request: namespace, queue, runtime, image, size, output location. Every
+ * broken rule is named (joined) in one ForbiddenError. `output.uri` inside Gantry's own bucket
+ * must stay under the run's prefix (records, other runs' output and published models live there).
+ */
+export function checkTenancy(
+  request: RunRequest,
+  team: TeamConfig,
+  config: GantryConfig,
+  where: { bucket: string; runId: string },
+): Placement {
+  const broken: string[] = [];
+  const namespace = request.namespace ?? (team.namespaces[0] as string);
+  if (!team.namespaces.includes(namespace)) {
+    broken.push(
+      `namespace ${namespace} is not allowed for team ${team.name} (allowed: ${list(team.namespaces)})`,
+    );
+  }
+  const queue = request.queue ?? team.queues[0];
+  if (request.queue !== undefined && !team.queues.includes(request.queue)) {
+    broken.push(
+      `queue ${request.queue} is not allowed for team ${team.name} (allowed: ${list(team.queues)})`,
+    );
+  }
+  if (team.runtimes.length > 0 && !team.runtimes.includes(request.runtime.name)) {
+    broken.push(
+      `runtime ${request.runtime.name} is not allowed for team ${team.name} (allowed: ${list(team.runtimes)})`,
+    );
+  }
+  if (!imageAllowed(request.image, team.imagePrefixes)) {
+    broken.push(
+      `image ${request.image} is not allowed for team ${team.name} (allowed prefixes: ${list(team.imagePrefixes)})`,
+    );
+  }
+  if (request.numNodes > team.maxNodes) {
+    broken.push(`numNodes ${request.numNodes} exceeds team ${team.name}'s maxNodes ${team.maxNodes}`);
+  }
+  const gpus = requestedTotals(request).gpu;
+  if (gpus > team.maxGpusPerRun) {
+    broken.push(
+      `${gpus} GPUs (numNodes × resourcesPerNode.gpu) exceed team ${team.name}'s maxGpusPerRun ${team.maxGpusPerRun}`,
+    );
+  }
+  const own = `s3://${where.bucket}/`;
+  const runPrefix = `${own}runs/${where.runId}/`;
+  const output = request.output?.uri;
+  if (output?.startsWith(own) && !output.startsWith(runPrefix)) {
+    broken.push(`output.uri inside the Gantry bucket must be under ${runPrefix}`);
+  }
+  if (broken.length > 0) throw new ForbiddenError(broken.join('; '));
+  const cluster = team.cluster ?? config.defaultCluster ?? (config.clusters[0]?.name as string);
+  return { team, cluster, namespace, ...(queue !== undefined ? { queue } : {}) };
+}

@@ -1,0 +1,162 @@
+import type { GantryConfig } from '../config.ts';
+import type { CallOptions, ClusterGateway } from '../ports.ts';
+import type { RunRequest } from '../run/schema.ts';
+import { clusterRuntimes } from './runtimes.ts';
+import { acceptRequest, type SubmitRunInput } from './submit-run.ts';
+import { requestedTotals } from './tenancy.ts';
+import type { Check } from './views.ts';
+
+/** Kueue's resource names for what a request asks for. */
+export const QUOTA_RESOURCES = { cpu: 'cpu', memory: 'memory', gpu: 'nvidia.com/gpu' } as const;
+
+/**
+ * The nominal quota behind a LocalQueue: its ClusterQueue and, per resource name (`cpu` in cores,
+ * `memory` in bytes, `nvidia.com/gpu`), the largest nominal quota of any flavor. Undefined when
+ * the LocalQueue does not exist.
+ */
+export interface QueueQuota {
+  clusterQueue: string;
+  nominal: Record<string, number>;
+}
+
+export interface ValidateRunDeps {
+  config: GantryConfig;
+  bucket: string;
+  /** The cluster gateway, loaded lazily; absent → the runtime check is skipped. */
+  gateway?: (cluster: string) => Promise<ClusterGateway>;
+  /** Reads a LocalQueue's ClusterQueue quota; absent → the quota check is skipped (and says so). */
+  quotaFor?: (
+    where: { cluster: string; namespace: string; queue: string },
+    opts?: CallOptions,
+  ) => Promise<QueueQuota | undefined>;
+}
+
+export interface ValidateResult {
+  valid: boolean;
+  runId?: string;
+  checks: Check[];
+}
+
+/**
+ * A dry run of submit. Schema, identity and tenancy problems throw as submit's do (400 / 403);
+ * what needs the cluster is reported as checks: the runtime exists, and the request can ever fit
+ * the nominal quota of its queue's ClusterQueue (borrowing from a cohort is not counted, so a
+ * request that only fits by borrowing is reported as not fitting).
+ */
+export function makeValidateRun(deps: ValidateRunDeps) {
+  return async function validateRun(input: SubmitRunInput, opts?: CallOptions): Promise<ValidateResult> {
+    const accepted = acceptRequest(input, deps);
+    const { request, placement } = accepted;
+    const checks: Check[] = [
+      { name: 'schema', status: 'passed', message: 'the request matches the RunRequest schema' },
+      {
+        name: 'tenancy',
+        status: 'passed',
+        message: `team ${placement.team.name} may run it in namespace ${placement.namespace} on cluster ${placement.cluster}${placement.queue ? ` through queue ${placement.queue}` : ''}`,
+      },
+      await runtimeCheck(request, placement.cluster, opts),
+      await quotaCheck(request, placement, opts),
+    ];
+    return {
+      valid: checks.every((c) => c.status !== 'failed'),
+      ...(accepted.key !== undefined ? { runId: accepted.runId } : {}),
+      checks,
+    };
+  };
+
+  async function runtimeCheck(request: RunRequest, cluster: string, opts?: CallOptions): Promise<Check> {
+    const name = request.runtime.name;
+    if (request.target !== 'auto' && request.target !== 'TrainJob') {
+      return {
+        name: 'runtime',
+        status: 'skipped',
+        message: `${request.target} does not use a training runtime`,
+      };
+    }
+    if (request.runtime.kind !== 'ClusterTrainingRuntime') {
+      return {
+        name: 'runtime',
+        status: 'skipped',
+        message: 'namespaced TrainingRuntimes are not looked up by the dry run',
+      };
+    }
+    if (!deps.gateway) {
+      return { name: 'runtime', status: 'skipped', message: 'no cluster access in this deployment' };
+    }
+    let runtimes: Awaited<ReturnType<typeof clusterRuntimes>>;
+    try {
+      runtimes = await clusterRuntimes(await deps.gateway(cluster), opts);
+    } catch (err) {
+      // A dry run still answers when the cluster is down; the check says it was not made.
+      if (!(err instanceof Error && err.name === 'ClusterUnavailableError')) throw err;
+      return {
+        name: 'runtime',
+        status: 'skipped',
+        message: `cluster ${cluster} is unavailable: ${err.message}`,
+      };
+    }
+    if (runtimes.some((r) => r.metadata.name === name)) {
+      return {
+        name: 'runtime',
+        status: 'passed',
+        message: `ClusterTrainingRuntime ${name} exists on ${cluster}`,
+      };
+    }
+    if (runtimes.length === 0 && request.target === 'auto') {
+      return {
+        name: 'runtime',
+        status: 'skipped',
+        message: `cluster ${cluster} serves no ClusterTrainingRuntimes; the run will use a Training Operator v1 kind if it serves one`,
+      };
+    }
+    return {
+      name: 'runtime',
+      status: 'failed',
+      message: `ClusterTrainingRuntime ${name} does not exist on cluster ${cluster}`,
+    };
+  }
+
+  async function quotaCheck(
+    request: RunRequest,
+    placement: { cluster: string; namespace: string; queue?: string },
+    opts?: CallOptions,
+  ): Promise<Check> {
+    const { queue, cluster, namespace } = placement;
+    if (queue === undefined) {
+      return { name: 'quota', status: 'skipped', message: 'the run has no queue, so no Kueue quota applies' };
+    }
+    if (!deps.quotaFor) {
+      return {
+        name: 'quota',
+        status: 'skipped',
+        message: 'quota lookup is not available in this deployment; admission is decided by Kueue',
+      };
+    }
+    const quota = await deps.quotaFor({ cluster, namespace, queue }, opts);
+    if (!quota) {
+      return { name: 'quota', status: 'failed', message: `LocalQueue ${namespace}/${queue} does not exist` };
+    }
+    const totals = requestedTotals(request);
+    const short: string[] = [];
+    for (const [what, resource] of Object.entries(QUOTA_RESOURCES) as Array<
+      [keyof typeof QUOTA_RESOURCES, string]
+    >) {
+      const wanted = totals[what];
+      if (wanted <= 0) continue;
+      const nominal = quota.nominal[resource] ?? 0;
+      if (wanted > nominal) short.push(`${resource}: requests ${wanted}, nominal quota ${nominal}`);
+    }
+    if (short.length > 0) {
+      return {
+        name: 'quota',
+        status: 'failed',
+        message: `the run can never fit ClusterQueue ${quota.clusterQueue} (${short.join('; ')})`,
+      };
+    }
+    return {
+      name: 'quota',
+      status: 'passed',
+      message: `the run fits the nominal quota of ClusterQueue ${quota.clusterQueue}`,
+    };
+  }
+}

@@ -1,0 +1,234 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { ROUTES, routeKey } from '../lib/intake/routes.ts';
+import { type LambdaHandler, localContext } from './lambda.ts';
+
+/**
+ * A local stand-in for API Gateway's HTTP API: node:http requests become HTTP API (payload v2)
+ * events and go to the same handler exports Lambda runs. LOCAL ONLY: the caller's identity is
+ * whatever the `x-gantry-principal` header says (or what `identity` returns) — there is no
+ * authentication; on AWS the IAM or JWT authorizer fills `requestContext.authorizer`. The
+ * server binds 127.0.0.1 only.
+ */
+
+/** The identity a local request carries: an IAM principal ARN, or JWT claims. */
+export type LocalIdentity = string | { claims: Record<string, string | string[]> } | undefined;
+
+export const PRINCIPAL_HEADER = 'x-gantry-principal';
+
+export interface HttpApiOptions {
+  /** Route key (`POST /v1/runs/{id}/cancel`) → handler. */
+  routes: Record<string, LambdaHandler>;
+  port?: number;
+  /** Who the caller is (default: the `x-gantry-principal` header as an IAM principal ARN). */
+  identity?: (req: IncomingMessage) => LocalIdentity;
+  /** Bodies above this are refused before a handler sees them, as API Gateway does (10 MB). */
+  maxBodyBytes?: number;
+  /** Lambda timeout given to the handler's context. */
+  timeoutMs?: number;
+}
+
+/** Every route of lib/intake/routes.ts → its handler in functions/api/ (loaded on first request). */
+export function apiRoutes(): Record<string, LambdaHandler> {
+  return Object.fromEntries(
+    ROUTES.map((route) => {
+      let loaded: Promise<LambdaHandler> | undefined;
+      const handler: LambdaHandler = async (event, context) => {
+        loaded ??= import(`../functions/api/${route.handler}.ts`).then(
+          (m: { handler: LambdaHandler }) => m.handler,
+        );
+        return (await loaded)(event, context);
+      };
+      return [routeKey(route), handler];
+    }),
+  );
+}
+
+interface CompiledRoute {
+  key: string;
+  method: string;
+  pattern: RegExp;
+  params: string[];
+  handler: LambdaHandler;
+}
+
+function compile(key: string, handler: LambdaHandler): CompiledRoute {
+  const [method = '', path = ''] = key.split(' ');
+  const params: string[] = [];
+  const source = path
+    .split(/(\{[^}]+\})/)
+    .map((part) => {
+      const m = /^\{([^}+]+)(\+)?\}$/.exec(part);
+      if (!m) return part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      params.push(m[1] as string);
+      return m[2] ? '(.+)' : '([^/]+)';
+    })
+    .join('');
+  return { key, method, pattern: new RegExp(`^${source}$`), params, handler };
+}
+
+function decode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
+/** Header names lower-cased; repeated headers joined with commas, as HTTP API v2 does. */
+function headersOf(req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    out[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
+  }
+  return out;
+}
+
+function authorizerOf(identity: LocalIdentity): Record<string, unknown> | undefined {
+  if (identity === undefined) return undefined;
+  if (typeof identity === 'string') {
+    return {
+      iam: {
+        accessKey: 'LOCAL',
+        accountId: identity.split(':')[4] ?? '000000000000',
+        callerId: 'LOCAL',
+        cognitoIdentity: null,
+        principalOrgId: null,
+        userArn: identity,
+        userId: 'LOCAL',
+      },
+    };
+  }
+  // HTTP API JWT authorizers hand array claims over as one "[a b]" string.
+  const claims = Object.fromEntries(
+    Object.entries(identity.claims).map(([k, v]) => [k, Array.isArray(v) ? `[${v.join(' ')}]` : v]),
+  );
+  return { jwt: { claims, scopes: null } };
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+export async function startHttpApi(opts: HttpApiOptions) {
+  const routes = Object.entries(opts.routes).map(([key, handler]) => compile(key, handler));
+  const identity =
+    opts.identity ?? ((req: IncomingMessage) => req.headers[PRINCIPAL_HEADER] as string | undefined);
+  const maxBody = opts.maxBodyBytes ?? 10 * 1024 * 1024;
+
+  async function handle(req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const rawPath = url.pathname;
+    const method = req.method ?? 'GET';
+    let route: CompiledRoute | undefined;
+    let match: RegExpExecArray | null = null;
+    let pathMatched = false;
+    for (const r of routes) {
+      const m = r.pattern.exec(rawPath);
+      if (!m) continue;
+      pathMatched = true;
+      if (r.method === method) {
+        route = r;
+        match = m;
+        break;
+      }
+    }
+    if (!route || !match) {
+      send(res, pathMatched ? 405 : 404, { message: pathMatched ? 'Method Not Allowed' : 'Not Found' });
+      return;
+    }
+    const pathParameters = Object.fromEntries(
+      route.params.map((p, i) => [p, decode(match[i + 1] as string)]),
+    );
+    const query: Record<string, string> = {};
+    for (const [k, v] of url.searchParams) query[k] = k in query ? `${query[k]},${v}` : v;
+    const headers = headersOf(req);
+    const now = new Date();
+    const requestId = randomUUID();
+    const authorizer = authorizerOf(identity(req));
+    const event = {
+      version: '2.0',
+      routeKey: route.key,
+      rawPath,
+      rawQueryString: url.search.slice(1),
+      headers,
+      ...(Object.keys(query).length ? { queryStringParameters: query } : {}),
+      ...(route.params.length ? { pathParameters } : {}),
+      requestContext: {
+        accountId: '000000000000',
+        apiId: 'local',
+        ...(authorizer ? { authorizer } : {}),
+        domainName: headers.host ?? 'localhost',
+        domainPrefix: 'local',
+        http: {
+          method,
+          path: rawPath,
+          protocol: `HTTP/${req.httpVersion}`,
+          sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+          userAgent: headers['user-agent'] ?? '',
+        },
+        requestId,
+        routeKey: route.key,
+        stage: '$default',
+        time: now.toUTCString(),
+        timeEpoch: now.getTime(),
+      },
+      ...(body.length ? { body: body.toString('utf8') } : {}),
+      isBase64Encoded: false,
+    };
+    const context = localContext(
+      `gantry-api-${route.key.replace(/[^A-Za-z0-9]+/g, '-')}`,
+      opts.timeoutMs ?? 29_000,
+    );
+    let result: APIGatewayProxyStructuredResultV2;
+    try {
+      result = (await route.handler(event as never, context)) as APIGatewayProxyStructuredResultV2;
+    } catch {
+      // Lambda's unhandled error through API Gateway: a bare 500.
+      send(res, 500, { message: 'Internal Server Error' });
+      return;
+    }
+    const outHeaders = Object.fromEntries(
+      Object.entries(result.headers ?? {}).map(([k, v]) => [k, String(v)]),
+    );
+    res.writeHead(result.statusCode ?? 200, outHeaders);
+    res.end(result.isBase64Encoded ? Buffer.from(result.body ?? '', 'base64') : (result.body ?? ''));
+  }
+
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let refused = false;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBody && !refused) {
+        refused = true;
+        send(res, 413, { message: 'Request Entity Too Large' });
+        req.resume();
+      }
+      if (!refused) chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (refused) return;
+      handle(req, res, Buffer.concat(chunks)).catch(() => {
+        if (!res.headersSent) send(res, 500, { message: 'Internal Server Error' });
+        else res.end();
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

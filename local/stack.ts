@@ -1,0 +1,250 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { startFauxqs } from 'fauxqs';
+import type { GantryConfig } from '../lib/config.ts';
+import { invokeLocal, type LambdaHandler } from './lambda.ts';
+import { startConditionalS3Proxy } from './s3/conditional-proxy.ts';
+import { startSqsPoller } from './sqs-poller.ts';
+import { createLocalStepFunctions, type LocalStepFunctions } from './stepfunctions/engine.ts';
+import { startStepFunctionsServer } from './stepfunctions/server.ts';
+
+/**
+ * The embedded default: the whole of Gantry on one machine, with the same handlers, the same ASL
+ * file and the same SDK clients as on AWS, pointed at local stand-ins bound to 127.0.0.1:
+ * fauxqs (S3 behind the conditional-write proxy, SQS), the local Step Functions endpoint, and a
+ * Kubernetes API (the cluster simulator, or any kubeconfig such as a real local apiserver).
+ * The queue consumer and the reconciler run as loops that play Lambda's event source mapping
+ * and the EventBridge schedule.
+ */
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+export const ASL_PATH = resolve(ROOT, 'statemachines/training-run.asl.json');
+const REGION = 'us-east-1';
+const ACCOUNT = '000000000000';
+export const STATE_MACHINE = 'gantry-training-run';
+
+/** ASL substitution → the handler module that serves it (the `functions/` file Lambda would run). */
+export const TASK_FUNCTIONS: Record<string, string> = {
+  CreateJobFunctionArn: '../functions/steps/create-job.ts',
+  AwaitJobFunctionArn: '../functions/steps/await-job.ts',
+  CheckJobFunctionArn: '../functions/steps/check-job.ts',
+  PublishArtifactsFunctionArn: '../functions/steps/publish-artifacts.ts',
+  NotifyServingFunctionArn: '../functions/steps/notify-serving.ts',
+  RecordOutcomeFunctionArn: '../functions/steps/record-outcome.ts',
+  CleanupFunctionArn: '../functions/steps/cleanup.ts',
+};
+
+const functionArn = (substitution: string) =>
+  `arn:aws:lambda:${REGION}:${ACCOUNT}:function:gantry-${substitution}`;
+
+/** The ASL with its `${…FunctionArn}` substitutions replaced, as CloudFormation would. */
+export function loadDefinition(): unknown {
+  const text = readFileSync(ASL_PATH, 'utf8').replace(/\$\{(\w+)\}/g, (_m, name: string) => {
+    if (!TASK_FUNCTIONS[name]) throw new Error(`the ASL names an undefined substitution \${${name}}`);
+    return functionArn(name);
+  });
+  return JSON.parse(text);
+}
+
+export interface ClusterTarget {
+  /** A kubeconfig the gateway uses; the stack does not own the cluster. */
+  kubeconfigYaml: string;
+  /** Training Operator v1 kinds the reconciler should list there. */
+  legacyKinds?: GantryConfig['clusters'][number]['legacyKinds'];
+}
+
+export interface StackOptions {
+  cluster:
+    | ClusterTarget
+    | ((s3: { endpoint: string; bucket: string }) => Promise<ClusterTarget & { close(): Promise<void> }>);
+  /** Time compression for the state machine's waits and timeouts (the simulator has its own). */
+  speed?: number;
+  /** How often the reconciler ticks (the schedule on AWS is a minute); 0 = no loop (tests tick by hand). */
+  reconcileEveryMs?: number;
+  /** Seconds before a job without a waiting token counts as an orphan (default 300). */
+  orphanGraceSeconds?: number;
+  teams?: GantryConfig['teams'];
+  /** Start the queue consumer (default true). */
+  consumer?: boolean;
+}
+
+export interface Stack {
+  s3: S3Client;
+  sqs: SQSClient;
+  bucket: string;
+  queueUrl: string;
+  dlqUrl: string;
+  sfn: LocalStepFunctions;
+  endpoints: { s3: string; sqs: string; sfn: string };
+  stateMachineArn: string;
+  env: Record<string, string>;
+  config: GantryConfig;
+  /** Run one reconciler tick now (tests; the loop runs them on its own too). */
+  reconcile(): Promise<unknown>;
+  /** Stop (true) or resume (false) the reconciler loop, e.g. to play "the reconciler is down". */
+  pauseReconciler(paused: boolean): void;
+  stopConsumer(): Promise<void>;
+  startConsumer(): void;
+  close(): Promise<void>;
+}
+
+export const DEMO_TEAM = {
+  name: 'demo',
+  principals: ['arn:aws:iam::000000000000:user/demo', 'local-demo'],
+  namespaces: ['demo'],
+  queues: ['demo-queue'],
+  runtimes: [],
+  imagePrefixes: ['ghcr.io/gantry-demo/', 'registry.local/'],
+  maxNodes: 8,
+  maxGpusPerRun: 32,
+};
+
+export async function startStack(opts: StackOptions): Promise<Stack> {
+  const closers: Array<() => Promise<unknown>> = [];
+  const close = async () => {
+    for (const c of closers.reverse()) await c().catch(() => undefined);
+  };
+  try {
+    const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
+    const fauxqs = await startFauxqs({ port: 0, logger: false, host: '127.0.0.1' });
+    closers.push(() => fauxqs.stop());
+    const proxy = await startConditionalS3Proxy({ upstream: `http://127.0.0.1:${fauxqs.port}` });
+    closers.push(() => proxy.close());
+    const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
+    const s3 = new S3Client({ endpoint: proxy.url, forcePathStyle: true, region: REGION, credentials });
+    const sqs = new SQSClient({ endpoint: sqsEndpoint, region: REGION, credentials });
+    closers.push(async () => {
+      s3.destroy();
+      sqs.destroy();
+    });
+
+    const bucket = 'gantry-local';
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'gantry-runs-dlq' })))
+      .QueueUrl as string;
+    const dlqArn = (
+      await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }))
+    ).Attributes?.QueueArn as string;
+    const queueUrl = (
+      await sqs.send(
+        new CreateQueueCommand({
+          QueueName: 'gantry-runs',
+          Attributes: {
+            VisibilityTimeout: '30',
+            RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 5 }),
+          },
+        }),
+      )
+    ).QueueUrl as string;
+    const queueArn = `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-runs`;
+
+    let target: ClusterTarget;
+    if (typeof opts.cluster === 'function') {
+      const owned = await opts.cluster({ endpoint: proxy.url, bucket });
+      closers.push(() => owned.close());
+      target = owned;
+    } else {
+      target = opts.cluster;
+    }
+
+    const config: GantryConfig = {
+      clusters: [{ name: 'local', kubeconfig: target.kubeconfigYaml, legacyKinds: target.legacyKinds ?? [] }],
+      teams: opts.teams ?? [DEMO_TEAM],
+      defaultCluster: 'local',
+    };
+
+    // The handlers are the production modules; they read their environment on first use.
+    const stateMachineArn = `arn:aws:states:${REGION}:${ACCOUNT}:stateMachine:${STATE_MACHINE}`;
+    const handlers = new Map<string, LambdaHandler>();
+    for (const [name, path] of Object.entries(TASK_FUNCTIONS)) {
+      const mod = (await import(path)) as { handler: LambdaHandler };
+      handlers.set(functionArn(name), mod.handler);
+    }
+    const sfn = createLocalStepFunctions({
+      definitions: { [STATE_MACHINE]: loadDefinition() },
+      region: REGION,
+      accountId: ACCOUNT,
+      speed: opts.speed ?? 1,
+      resolveTask: (resource) => {
+        const handler = handlers.get(resource);
+        if (!handler) return undefined;
+        const name = resource.slice(resource.lastIndexOf(':') + 1);
+        return (payload) => invokeLocal(name, handler, payload);
+      },
+    });
+    const sfnServer = await startStepFunctionsServer({ engine: sfn, port: 0, host: '127.0.0.1' });
+    closers.push(() => sfnServer.close());
+
+    const env: Record<string, string> = {
+      AWS_REGION: REGION,
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      GANTRY_BUCKET: bucket,
+      GANTRY_STATE_MACHINE_ARN: stateMachineArn,
+      GANTRY_RUNS_QUEUE_URL: queueUrl,
+      GANTRY_S3_ENDPOINT: proxy.url,
+      GANTRY_SQS_ENDPOINT: sqsEndpoint,
+      GANTRY_SFN_ENDPOINT: sfnServer.url,
+      GANTRY_CONFIG: JSON.stringify(config),
+      GANTRY_ORPHAN_GRACE_SECONDS: String(opts.orphanGraceSeconds ?? 300),
+    };
+    Object.assign(process.env, env);
+
+    const consumerHandler = async (event: never, context: Parameters<LambdaHandler>[1]) => {
+      const mod = (await import('../functions/intake/queue.ts')) as { handler: LambdaHandler };
+      return mod.handler(event, context);
+    };
+    let poller: ReturnType<typeof startSqsPoller> | undefined;
+    const startConsumer = () => {
+      poller ??= startSqsPoller({ sqs, queueUrl, queueArn, handler: consumerHandler, concurrency: 2 });
+    };
+    const stopConsumer = async () => {
+      await poller?.stop();
+      poller = undefined;
+    };
+    if (opts.consumer !== false) startConsumer();
+    closers.push(stopConsumer);
+
+    const reconcilerHandler = ((await import('../functions/reconciler.ts')) as { handler: LambdaHandler })
+      .handler;
+    const reconcile = () => invokeLocal('gantry-reconciler', reconcilerHandler, {}, 55_000);
+    let closed = false;
+    let paused = opts.reconcileEveryMs === 0;
+    const loop = (async () => {
+      while (!closed) {
+        if (!paused) await reconcile().catch((err) => console.error('reconciler tick failed:', err));
+        await new Promise((r) => setTimeout(r, opts.reconcileEveryMs || 500));
+      }
+    })();
+    closers.push(async () => {
+      closed = true;
+      await loop;
+    });
+
+    return {
+      s3,
+      sqs,
+      bucket,
+      queueUrl,
+      dlqUrl,
+      sfn,
+      endpoints: { s3: proxy.url, sqs: sqsEndpoint, sfn: sfnServer.url },
+      stateMachineArn,
+      env,
+      config,
+      reconcile,
+      pauseReconciler: (p: boolean) => {
+        paused = p;
+      },
+      startConsumer,
+      stopConsumer,
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}

@@ -1,0 +1,148 @@
+import type { GantryConfig } from '../../lib/config.ts';
+import { parseConfig } from '../../lib/config.ts';
+import { ConcurrentUpdateError } from '../../lib/errors.ts';
+import type { Caller } from '../../lib/intake/tenancy.ts';
+import type { ObjectStore, RunQueue, WorkflowEngine } from '../../lib/ports.ts';
+
+/**
+ * Fakes of the ports the intake uses: object literals with the documented semantics (conditional
+ * writes on the store, idempotent start by name on the workflow), for unit tests only. Integration
+ * tests use the real adapters against fauxqs.
+ */
+
+/** An in-memory ObjectStore (fake of the port) with ETags and If-Match / If-None-Match. */
+export function memoryStore(): ObjectStore & { objects: Map<string, { body: string; etag: string }> } {
+  const objects = new Map<string, { body: string; etag: string }>();
+  let version = 0;
+  return {
+    objects,
+    async getJson<T>(key: string) {
+      const o = objects.get(key);
+      return o ? { value: JSON.parse(o.body) as T, etag: o.etag } : undefined;
+    },
+    async putJson(key, value, cond) {
+      const current = objects.get(key);
+      if (cond?.ifNoneMatch && current) throw new ConcurrentUpdateError(`${key} exists`);
+      if (cond?.ifMatch !== undefined && current?.etag !== cond.ifMatch) {
+        throw new ConcurrentUpdateError(`${key} changed`);
+      }
+      const etag = `"${++version}"`;
+      objects.set(key, { body: JSON.stringify(value), etag });
+      return { etag };
+    },
+    async list(prefix) {
+      return [...objects.keys()]
+        .filter((k) => k.startsWith(prefix))
+        .sort()
+        .map((key) => ({ key, size: (objects.get(key)?.body.length ?? 0) as number }));
+    },
+  };
+}
+
+/** A RunQueue (fake of the port) that records what was sent; `failNext` makes the next send throw. */
+export function recordingQueue(): RunQueue & {
+  sent: Array<{ message: unknown; attributes: Record<string, string> }>;
+  failNext: (err: Error) => void;
+} {
+  const sent: Array<{ message: unknown; attributes: Record<string, string> }> = [];
+  let failure: Error | undefined;
+  return {
+    sent,
+    failNext: (err) => {
+      failure = err;
+    },
+    async enqueue(message, attributes) {
+      if (failure) {
+        const err = failure;
+        failure = undefined;
+        throw err;
+      }
+      sent.push({ message: JSON.parse(JSON.stringify(message)), attributes });
+    },
+  };
+}
+
+/**
+ * A WorkflowEngine (fake of the port) that records calls. `start` is idempotent by name as Step
+ * Functions is: a second start of the same name reports `alreadyRunning` and creates nothing.
+ */
+export function recordingWorkflow(): WorkflowEngine & {
+  starts: Array<{ name: string; input: unknown }>;
+  executions: Map<string, unknown>;
+  stops: string[];
+} {
+  const starts: Array<{ name: string; input: unknown }> = [];
+  const executions = new Map<string, unknown>();
+  const stops: string[] = [];
+  return {
+    starts,
+    executions,
+    stops,
+    async start(name, input) {
+      starts.push({ name, input });
+      const alreadyRunning = executions.has(name);
+      if (!alreadyRunning) executions.set(name, input);
+      return { executionArn: `arn:aws:states:us-east-1:000000000000:execution:sm:${name}`, alreadyRunning };
+    },
+    async stop(name) {
+      stops.push(name);
+    },
+    sendTaskSuccess: async () => true,
+    sendTaskFailure: async () => true,
+    sendTaskHeartbeat: async () => true,
+    status: async (name) => (executions.has(name) ? 'RUNNING' : undefined),
+  };
+}
+
+export const VISION_ARN = 'arn:aws:iam::111122223333:role/vision-ci';
+export const NLP_ARN = 'arn:aws:iam::111122223333:role/nlp-ci';
+export const STRANGER_ARN = 'arn:aws:iam::999999999999:user/mallory';
+
+export const iam = (userArn: string): Caller => ({ iamArn: userArn, groups: [] });
+
+/** Two teams on two clusters, as a deployment would configure them. */
+export function intakeConfig(): GantryConfig {
+  return parseConfig({
+    clusters: [
+      { name: 'local', kubeconfig: '/dev/null' },
+      { name: 'gpu', kubeconfig: '/dev/null' },
+    ],
+    defaultCluster: 'local',
+    teams: [
+      {
+        name: 'vision',
+        principals: ['arn:aws:iam::111122223333:role/vision-*', 'vision-group'],
+        namespaces: ['team-vision', 'vision-research'],
+        queues: ['vision-queue', 'vision-batch'],
+        runtimes: [],
+        imagePrefixes: ['ghcr.io/acme/', 'registry.example.com/vision'],
+        maxNodes: 8,
+        maxGpusPerRun: 16,
+      },
+      {
+        name: 'nlp',
+        principals: [NLP_ARN],
+        namespaces: ['team-nlp'],
+        queues: [],
+        runtimes: ['torch-distributed'],
+        imagePrefixes: ['ghcr.io/acme/nlp/'],
+        maxNodes: 4,
+        maxGpusPerRun: 8,
+        cluster: 'gpu',
+      },
+    ],
+  });
+}
+
+export const BUCKET = 'gantry-runs';
+
+/** A valid request body for team vision. */
+export function visionBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    modelName: 'resnet',
+    team: 'vision',
+    runtime: { name: 'torch-distributed' },
+    image: 'ghcr.io/acme/train:1.0',
+    ...overrides,
+  };
+}

@@ -1,0 +1,109 @@
+import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import {
+  DescribeExecutionCommand,
+  GetExecutionHistoryCommand,
+  SFNClient,
+  StartExecutionCommand,
+} from '@aws-sdk/client-sfn';
+import { makeS3ObjectStore } from '../../lib/adapters/aws/s3-store.ts';
+import { newRunId, requestFingerprint } from '../../lib/run/ids.ts';
+import { newRecord, type RunRecord } from '../../lib/run/record.ts';
+import { makeRunRecords } from '../../lib/run/records.ts';
+import type { RunRequestInput } from '../../lib/run/schema.ts';
+import type { RunSpec } from '../../lib/run/spec.ts';
+import type { Stack } from '../../local/stack.ts';
+import { aRunRequest } from './builders.ts';
+
+/** Drive runs through a local stack the way intake does: record (Accepted), then StartExecution. */
+export function runDriver(stack: Stack) {
+  const clock = { now: () => new Date() };
+  const records = makeRunRecords({ store: makeS3ObjectStore({ s3: stack.s3, bucket: stack.bucket }), clock });
+  const sfn = new SFNClient({
+    endpoint: stack.endpoints.sfn,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  });
+
+  function spec(request: Partial<RunRequestInput>, namespace: string): RunSpec {
+    const runId = newRunId();
+    return {
+      runId,
+      cluster: 'local',
+      jobName: runId,
+      namespace,
+      request: aRunRequest({ team: 'demo', namespace, image: 'registry.local/train:1', ...request }),
+      outputUri: `s3://${stack.bucket}/runs/${runId}/output/`,
+    };
+  }
+
+  async function start(run: RunSpec): Promise<string> {
+    await records.create(newRecord(run, requestFingerprint(run.request), clock.now()));
+    const out = await sfn.send(
+      new StartExecutionCommand({
+        stateMachineArn: stack.stateMachineArn,
+        name: run.runId,
+        input: JSON.stringify({ run }),
+      }),
+    );
+    return out.executionArn as string;
+  }
+
+  async function waitFor<T>(
+    what: string,
+    probe: () => Promise<T | undefined>,
+    timeoutMs = 30_000,
+  ): Promise<T> {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await probe();
+      if (value !== undefined) return value;
+      if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  async function execution(arn: string) {
+    return sfn.send(new DescribeExecutionCommand({ executionArn: arn }));
+  }
+
+  async function finished(arn: string, timeoutMs = 30_000) {
+    return waitFor(
+      `execution ${arn} to end`,
+      async () => {
+        const e = await execution(arn);
+        return e.status === 'RUNNING' ? undefined : e;
+      },
+      timeoutMs,
+    );
+  }
+
+  async function history(arn: string) {
+    const events = [];
+    let nextToken: string | undefined;
+    do {
+      const page = await sfn.send(
+        new GetExecutionHistoryCommand({ executionArn: arn, nextToken, maxResults: 1000 }),
+      );
+      events.push(...(page.events ?? []));
+      nextToken = page.nextToken;
+    } while (nextToken);
+    return events;
+  }
+
+  async function record(runId: string): Promise<RunRecord> {
+    const r = await records.get(runId);
+    if (!r) throw new Error(`no record for ${runId}`);
+    return r;
+  }
+
+  /** What training code does at the end: write the model and metrics under GANTRY_OUTPUT_URI. */
+  async function writeOutput(s3: S3Client, run: RunSpec) {
+    const prefix = run.outputUri.replace(`s3://${stack.bucket}/`, '');
+    await s3.send(new PutObjectCommand({ Bucket: stack.bucket, Key: `${prefix}model.pt`, Body: 'weights' }));
+    await s3.send(
+      new PutObjectCommand({ Bucket: stack.bucket, Key: `${prefix}metrics.json`, Body: '{"accuracy":0.9}' }),
+    );
+  }
+
+  return { spec, start, waitFor, execution, finished, history, record, records, sfn, writeOutput };
+}

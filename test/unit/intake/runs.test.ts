@@ -1,0 +1,205 @@
+import { describe, expect, it } from 'vitest';
+import { ForbiddenError, NotFoundError, ValidationError } from '../../../lib/errors.ts';
+import { RunFinishedError } from '../../../lib/intake/errors.ts';
+import { encodeToken, MAX_SCAN, makeCancelRun, makeGetRun, makeListRuns } from '../../../lib/intake/runs.ts';
+import { newRecord, type RunRecord } from '../../../lib/run/record.ts';
+import { makeRunRecords } from '../../../lib/run/records.ts';
+import type { RunSpec } from '../../../lib/run/spec.ts';
+import { aRunSpec } from '../../helpers/builders.ts';
+import {
+  iam,
+  intakeConfig,
+  memoryStore,
+  NLP_ARN,
+  recordingWorkflow,
+  STRANGER_ARN,
+  VISION_ARN,
+} from '../../helpers/intake-fakes.ts';
+
+// The store and the workflow engine are fakes of their ports (object literals).
+const config = intakeConfig();
+const vision = iam(VISION_ARN);
+const clock = { now: () => new Date('2026-12-01T10:00:00Z') };
+
+function idOf(n: number): string {
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
+  let s = '';
+  for (let i = 0; i < 20; i++) s += alphabet[Math.floor(n / 32 ** (19 - i)) % 32];
+  return `run-${s}`;
+}
+
+async function seed(specs: RunSpec[]) {
+  const store = memoryStore();
+  const records = makeRunRecords({ store, clock });
+  for (const spec of specs) await records.create(newRecord(spec, 'fp', clock.now()));
+  // Training output lives under runs/ too; the listing must skip it.
+  await store.putJson(`runs/${specs[0]?.runId}/output/model.json`, {});
+  return { store, records };
+}
+
+const spec = (n: number, request: Record<string, unknown> = {}, extra: Partial<RunSpec> = {}) =>
+  aRunSpec({ runId: idOf(n), request: { image: 'ghcr.io/acme/train:1', ...request }, ...extra });
+
+describe('getRun', () => {
+  it("returns the caller's run, 404s an unknown one and 403s another team's", async () => {
+    const { records } = await seed([spec(1), spec(2, { team: 'nlp' })]);
+    const get = makeGetRun({ records, config });
+    expect((await get({ caller: vision, runId: idOf(1) })).runId).toBe(idOf(1));
+    await expect(get({ caller: vision, runId: idOf(3) })).rejects.toBeInstanceOf(NotFoundError);
+    await expect(get({ caller: vision, runId: idOf(2) })).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(get({ caller: iam(STRANGER_ARN), runId: idOf(1) })).rejects.toBeInstanceOf(ForbiddenError);
+  });
+
+  it.each([
+    '../etc/passwd',
+    'run-ABCDEFGHIJKLMNOPQRST',
+    'run-abc',
+    '',
+    undefined,
+    'run-abcdefghijklmnopqrst/x',
+  ])('refuses the id %j before it reaches the store (400)', async (runId) => {
+    const { records } = await seed([spec(1)]);
+    const err = await makeGetRun({ records, config })({ caller: vision, runId }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ValidationError);
+    expect((err as ValidationError).issues[0]?.field).toBe('runId');
+  });
+});
+
+describe('listRuns', () => {
+  it("pages through the caller's runs only, in run-id order", async () => {
+    const specs = Array.from({ length: 25 }, (_, i) => spec(i + 1, i % 5 === 0 ? { team: 'nlp' } : {}));
+    const { store, records } = await seed(specs);
+    const list = makeListRuns({ store, records, config });
+    const seen: string[] = [];
+    let nextToken: string | undefined;
+    let pages = 0;
+    do {
+      const page = await list({ caller: vision, query: { limit: '7', ...(nextToken ? { nextToken } : {}) } });
+      expect(page.runs.length).toBeLessThanOrEqual(7);
+      seen.push(...page.runs.map((r) => r.runId));
+      nextToken = page.nextToken;
+      pages++;
+    } while (nextToken);
+    const expected = specs.filter((s) => s.request.team === 'vision').map((s) => s.runId);
+    expect(seen).toEqual(expected);
+    expect(pages).toBe(3);
+  });
+
+  it('filters by phase, sweep and model', async () => {
+    const { store, records } = await seed([
+      spec(1, { modelName: 'bert' }),
+      spec(2, {}, { trial: { sweepId: 'swp-abcdefghijklmnopqrst', trialIndex: 0 } }),
+      spec(3),
+    ]);
+    await records.update(idOf(3), { phase: 'Running' });
+    const list = makeListRuns({ store, records, config });
+    const ids = async (query: Record<string, string>) =>
+      (await list({ caller: vision, query })).runs.map((r: RunRecord) => r.runId);
+    expect(await ids({ phase: 'Running' })).toEqual([idOf(3)]);
+    expect(await ids({ sweepId: 'swp-abcdefghijklmnopqrst' })).toEqual([idOf(2)]);
+    expect(await ids({ model: 'bert' })).toEqual([idOf(1)]);
+    expect(await ids({})).toEqual([idOf(1), idOf(2), idOf(3)]);
+  });
+
+  it('returns a short page with a token when the filter is sparse', async () => {
+    const specs = Array.from({ length: MAX_SCAN + 5 }, (_, i) => spec(i + 1, { team: 'nlp' }));
+    const { store, records } = await seed(specs);
+    const list = makeListRuns({ store, records, config });
+    const sorted = specs.map((s) => s.runId).sort();
+    const page = await list({ caller: vision, query: {} });
+    expect(page.runs).toEqual([]);
+    expect(page.nextToken).toBe(encodeToken(sorted[MAX_SCAN - 1] as string));
+    const rest = await list({ caller: iam(NLP_ARN), query: { nextToken: page.nextToken } });
+    expect(rest.runs.map((r) => r.runId)).toEqual(sorted.slice(MAX_SCAN));
+    expect(rest.nextToken).toBeUndefined();
+  });
+
+  it.each([
+    [{ limit: '0' }, 'limit'],
+    [{ limit: '101' }, 'limit'],
+    [{ limit: 'ten' }, 'limit'],
+    [{ limit: '-1' }, 'limit'],
+    [{ phase: 'Sleeping' }, 'phase'],
+    [{ sweepId: '../x' }, 'sweepId'],
+    [{ model: 'Robert; DROP TABLE' }, 'model'],
+    [{ nextToken: 'not-a-token!' }, 'nextToken'],
+    [{ nextToken: Buffer.from('runs/../x').toString('base64url') }, 'nextToken'],
+    [{ team: 'nlp' }, 'team'],
+  ])('refuses the query %j (400 on %s)', async (query, field) => {
+    const { store, records } = await seed([spec(1)]);
+    const err = await makeListRuns({ store, records, config })({ caller: vision, query }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ValidationError);
+    expect((err as ValidationError).issues.map((i) => i.field)).toContain(field);
+  });
+});
+
+describe('cancelRun', () => {
+  function setup(specs: RunSpec[]) {
+    const workflow = recordingWorkflow();
+    const deleted: string[] = [];
+    return {
+      workflow,
+      deleted,
+      make: (records: ReturnType<typeof makeRunRecords>) =>
+        makeCancelRun({
+          records,
+          workflow,
+          config,
+          // Stands in for the cluster: the API passes a function that loads the Kubernetes client.
+          deleteJob: async (job) => {
+            deleted.push(`${job.cluster}/${job.namespace}/${job.name}`);
+          },
+        }),
+      specs,
+    };
+  }
+
+  it('stops the execution, marks the run Cancelled and deletes its job', async () => {
+    const { records } = await seed([spec(1)]);
+    await records.update(idOf(1), {
+      phase: 'Pending',
+      job: {
+        cluster: 'local',
+        apiVersion: 'trainer.kubeflow.org/v1alpha1',
+        kind: 'TrainJob',
+        namespace: 'team-vision',
+        name: idOf(1),
+      },
+    });
+    const { make, workflow, deleted } = setup([]);
+    const after = await make(records)({ caller: vision, runId: idOf(1) });
+    expect(after).toMatchObject({ phase: 'Cancelled', reason: 'Cancelled' });
+    expect(workflow.stops).toEqual([idOf(1)]);
+    expect(deleted).toEqual([`local/team-vision/${idOf(1)}`]);
+  });
+
+  it('does not touch the cluster when the run has no job yet, and repeats idempotently', async () => {
+    const { records } = await seed([spec(1)]);
+    const { make, workflow, deleted } = setup([]);
+    const cancel = make(records);
+    await cancel({ caller: vision, runId: idOf(1) });
+    const again = await cancel({ caller: vision, runId: idOf(1) });
+    expect(again.phase).toBe('Cancelled');
+    expect(workflow.stops).toEqual([idOf(1), idOf(1)]);
+    expect(deleted).toEqual([]);
+  });
+
+  it.each(['Succeeded', 'Failed'] as const)('refuses a %s run with 409 naming the phase', async (phase) => {
+    const { records } = await seed([spec(1)]);
+    await records.update(idOf(1), { phase });
+    const { make, workflow } = setup([]);
+    const err = await make(records)({ caller: vision, runId: idOf(1) }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RunFinishedError);
+    expect((err as RunFinishedError).phase).toBe(phase);
+    expect(workflow.stops).toEqual([]);
+  });
+
+  it("refuses another team's run", async () => {
+    const { records } = await seed([spec(1, { team: 'nlp' })]);
+    const { make, workflow } = setup([]);
+    await expect(make(records)({ caller: vision, runId: idOf(1) })).rejects.toBeInstanceOf(ForbiddenError);
+    expect(workflow.stops).toEqual([]);
+  });
+});
