@@ -1,0 +1,339 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { ClusterRejectedError, ClusterUnavailableError, JobNameConflictError } from '../../lib/errors.ts';
+import type { ClusterCapabilities, ClusterGateway, JobApi } from '../../lib/ports.ts';
+import { newRunId } from '../../lib/run/ids.ts';
+import { buildJob, jobApi } from '../../lib/trainjob/build.ts';
+import { LABEL } from '../../lib/trainjob/labels.ts';
+import { type K8sObject, TRAINER_SHAPES, type TrainerShape } from '../../lib/trainjob/types.ts';
+import { aRunSpec } from '../helpers/builders.ts';
+import { CRD_ROOT } from '../helpers/tiers.ts';
+
+/**
+ * The ClusterGateway contract, run against every cluster Gantry's tests have: a real kube-apiserver
+ * with the real CRDs (realcp.test.ts) and, later, the cluster simulator. The same assertions on both
+ * keep the simulator honest. Each test works in its own namespace; the suite plays the controllers
+ * the target lacks (Kueue creating Workloads, a scheduler plugin creating PodGroups) through
+ * `createObject`.
+ */
+export interface GatewayTarget {
+  gateway: ClusterGateway;
+  /** A new, empty namespace. */
+  namespace(): Promise<string>;
+  /** The TrainJob shape the target serves. */
+  shape: TrainerShape;
+  /** The Trainer release folder under ../shared/k8s/crds (its example runtime is installed by a test). */
+  trainerRelease: string;
+  /** Create any object directly (admin), as Kueue, a scheduler plugin or another team's tool would. */
+  createObject(obj: K8sObject): Promise<K8sObject>;
+  /** The capabilities the target should report, when it knows them exactly. */
+  expectedCapabilities?: ClusterCapabilities;
+}
+
+const TRAINJOB: JobApi = jobApi('trainer-v2.2');
+const TRAINJOB_API_VERSION = `${TRAINJOB.group}/${TRAINJOB.version}`;
+const PYTORCHJOB: JobApi = jobApi('training-operator-v1', 'PyTorchJob');
+
+/** A TrainJob as Gantry builds it for a fresh run in `namespace`. */
+function aTrainJob(shape: TrainerShape, namespace: string, runId = newRunId()): K8sObject {
+  return buildJob(aRunSpec({ runId, jobName: runId, namespace }), shape);
+}
+
+/** A Kueue Workload owned by `job`, as Kueue's job reconciler creates it (name, owner, job-uid label). */
+function workloadFor(job: K8sObject): K8sObject {
+  const uid = job.metadata.uid as string;
+  const podSet = {
+    name: 'node',
+    count: 1,
+    template: { spec: { containers: [{ name: 'node', image: 'busybox' }] } },
+  };
+  return {
+    apiVersion: 'kueue.x-k8s.io/v1beta2', // Kueue's storage version since v0.16
+    kind: 'Workload',
+    metadata: {
+      name: `trainjob-${job.metadata.name}-${uid.slice(0, 5)}`,
+      namespace: job.metadata.namespace as string,
+      labels: { 'kueue.x-k8s.io/job-uid': uid },
+      ownerReferences: [
+        { apiVersion: job.apiVersion, kind: job.kind, name: job.metadata.name, uid, controller: true },
+      ],
+    },
+    spec: { queueName: 'team-queue', podSets: [podSet] },
+  };
+}
+
+/** A scheduler-plugins PodGroup named like `job` and owned by it, as Trainer's coscheduling plugin makes it. */
+function podGroupFor(job: K8sObject): K8sObject {
+  return {
+    apiVersion: 'scheduling.x-k8s.io/v1alpha1',
+    kind: 'PodGroup',
+    metadata: {
+      name: job.metadata.name,
+      namespace: job.metadata.namespace as string,
+      ownerReferences: [
+        {
+          apiVersion: job.apiVersion,
+          kind: job.kind,
+          name: job.metadata.name,
+          uid: job.metadata.uid as string,
+          controller: true,
+        },
+      ],
+    },
+    spec: { minMember: 2 },
+  };
+}
+
+export function describeClusterGateway(targetName: string, setup: () => Promise<GatewayTarget>): void {
+  describe(`ClusterGateway contract: ${targetName}`, () => {
+    let t: GatewayTarget;
+    let gw: ClusterGateway;
+
+    beforeAll(async () => {
+      t = await setup();
+      gw = t.gateway;
+    });
+
+    it('reports the TrainJob shape, the legacy kinds and the gang schedulers the cluster serves', async () => {
+      const caps = await gw.capabilities();
+
+      expect(caps.trainer).toBe(t.shape);
+      expect(caps.legacyKinds).toContain('PyTorchJob');
+      if (t.expectedCapabilities) expect(caps).toEqual(t.expectedCapabilities);
+      // Cached per gateway instance: a second call returns the same answer without asking again.
+      expect(await gw.capabilities()).toBe(caps);
+    });
+
+    it('creates a TrainJob built by buildJob, and a second create of the same run is an idempotent success', async () => {
+      const ns = await t.namespace();
+      const job = aTrainJob(t.shape, ns);
+
+      const first = await gw.createJob(job);
+      const second = await gw.createJob(job);
+
+      expect(first.created).toBe(true);
+      expect(first.job.metadata.uid).toBeTruthy();
+      expect(first.job.metadata.labels?.[LABEL.runId]).toBe(job.metadata.labels?.[LABEL.runId]);
+      expect(first.job.spec).toMatchObject(job.spec as object);
+      expect(second.created).toBe(false);
+      expect(second.job.metadata.uid).toBe(first.job.metadata.uid);
+    });
+
+    it('refuses to adopt a job of the same name that belongs to another run', async () => {
+      const ns = await t.namespace();
+      const ours = aTrainJob(t.shape, ns);
+      const foreign = aTrainJob(t.shape, ns, newRunId());
+      foreign.metadata.name = ours.metadata.name;
+      await gw.createJob(foreign);
+
+      const attempt = gw.createJob(ours);
+
+      await expect(attempt).rejects.toBeInstanceOf(JobNameConflictError);
+      await expect(attempt).rejects.toMatchObject({ name: 'JobNameConflictError', retryable: false });
+    });
+
+    it('gets a job, and answers undefined for one that does not exist', async () => {
+      const ns = await t.namespace();
+      const { job } = await gw.createJob(aTrainJob(t.shape, ns));
+
+      const got = await gw.getJob(TRAINJOB, ns, job.metadata.name);
+      const missing = await gw.getJob(TRAINJOB, ns, 'run-doesnotexist');
+
+      expect(got?.metadata.uid).toBe(job.metadata.uid);
+      expect(got).toMatchObject({ apiVersion: job.apiVersion, kind: 'TrainJob' });
+      expect(missing).toBeUndefined();
+    });
+
+    it('lists only Gantry-managed jobs, across namespaces, in one call', async () => {
+      const [ns1, ns2] = [await t.namespace(), await t.namespace()];
+      const a = await gw.createJob(aTrainJob(t.shape, ns1));
+      const b = await gw.createJob(aTrainJob(t.shape, ns2));
+      const unmanaged = aTrainJob(t.shape, ns1);
+      delete unmanaged.metadata.labels?.[LABEL.managedBy];
+      await gw.createJob(unmanaged);
+
+      const listed = (await gw.listManagedJobs(TRAINJOB)).filter((j) =>
+        [ns1, ns2].includes(j.metadata.namespace as string),
+      );
+
+      expect(listed.map((j) => j.metadata.uid).sort()).toEqual(
+        [a.job.metadata.uid, b.job.metadata.uid].sort(),
+      );
+      expect(listed.every((j) => j.kind === 'TrainJob' && j.apiVersion === TRAINJOB_API_VERSION)).toBe(true);
+    });
+
+    it('sets and removes annotations with a merge patch, leaving the others alone', async () => {
+      const ns = await t.namespace();
+      const { job } = await gw.createJob(aTrainJob(t.shape, ns));
+      const before = { ...job.metadata.annotations };
+
+      const set = await gw.annotateJob(TRAINJOB, ns, job.metadata.name, {
+        'gantry.dev/admission-token': 'tok-1',
+      });
+      const removed = await gw.annotateJob(TRAINJOB, ns, job.metadata.name, {
+        'gantry.dev/admission-token': null,
+      });
+
+      expect(set.metadata.annotations).toEqual({ ...before, 'gantry.dev/admission-token': 'tok-1' });
+      expect(removed.metadata.annotations ?? {}).toEqual(before);
+      await expect(gw.annotateJob(TRAINJOB, ns, 'run-doesnotexist', { a: 'b' })).rejects.toMatchObject({
+        name: 'NotFoundError',
+      });
+    });
+
+    it('deletes a job, and deleting it again is not an error', async () => {
+      const ns = await t.namespace();
+      const { job } = await gw.createJob(aTrainJob(t.shape, ns));
+
+      await gw.deleteJob(TRAINJOB, ns, job.metadata.name);
+      await gw.deleteJob(TRAINJOB, ns, job.metadata.name);
+
+      expect(await gw.getJob(TRAINJOB, ns, job.metadata.name)).toBeUndefined();
+    });
+
+    it('rejects a TrainJob whose name breaks the CRD rule (RFC 1035) with the field causes', async () => {
+      const ns = await t.namespace();
+      const job = aTrainJob(t.shape, ns);
+      job.metadata.name = '9-starts-with-a-digit';
+
+      const err = await gw.createJob(job).catch((e: unknown) => e);
+
+      expect(err).toBeInstanceOf(ClusterRejectedError);
+      const rejected = err as ClusterRejectedError;
+      expect(rejected.retryable).toBe(false);
+      expect(rejected.causes.length).toBeGreaterThan(0);
+      expect(rejected.causes.map((c) => c.rule).join(' ')).toMatch(/RFC 1035/);
+    });
+
+    it('rejects spec.trainer.numNodes given as a string, naming the field', async () => {
+      const ns = await t.namespace();
+      const job = aTrainJob(t.shape, ns);
+      (job.spec?.trainer as Record<string, unknown>).numNodes = 'two';
+
+      const err = await gw.createJob(job).catch((e: unknown) => e);
+
+      expect(err).toBeInstanceOf(ClusterRejectedError);
+      expect((err as ClusterRejectedError).causes).toContainEqual(
+        expect.objectContaining({ field: 'spec.trainer.numNodes' }),
+      );
+    });
+
+    it('rejects a TrainJob of another Trainer release instead of silently dropping its fields', async () => {
+      const ns = await t.namespace();
+      const other = TRAINER_SHAPES.find(
+        (s) => (t.shape === 'trainer-v2.1') !== (s === 'trainer-v2.1'),
+      ) as TrainerShape;
+      const job = aTrainJob(other, ns);
+
+      const err = await gw.createJob(job).catch((e: unknown) => e);
+
+      expect(err).toBeInstanceOf(ClusterRejectedError);
+      expect((err as Error).message).toMatch(
+        t.shape === 'trainer-v2.1' ? /runtimePatches/ : /labels|podTemplateOverrides/,
+      );
+      expect(await gw.getJob(TRAINJOB, ns, job.metadata.name)).toBeUndefined();
+    });
+
+    it('round-trips a legacy PyTorchJob: create, get, list, annotate, delete', async () => {
+      const ns = await t.namespace();
+      const runId = newRunId();
+      const job = buildJob(
+        aRunSpec({ runId, jobName: runId, namespace: ns }),
+        'training-operator-v1',
+        'PyTorchJob',
+      );
+
+      const created = await gw.createJob(job);
+      const again = await gw.createJob(job);
+      const got = await gw.getJob(PYTORCHJOB, ns, runId);
+      const listed = await gw.listManagedJobs(PYTORCHJOB);
+      const annotated = await gw.annotateJob(PYTORCHJOB, ns, runId, { 'gantry.dev/completion-token': 'tok' });
+      await gw.deleteJob(PYTORCHJOB, ns, runId);
+
+      expect(created.created).toBe(true);
+      expect(again).toMatchObject({ created: false, job: { metadata: { uid: created.job.metadata.uid } } });
+      expect(got?.kind).toBe('PyTorchJob');
+      expect(listed.map((j) => j.metadata.uid)).toContain(created.job.metadata.uid);
+      expect(annotated.metadata.annotations?.['gantry.dev/completion-token']).toBe('tok');
+      expect(await gw.getJob(PYTORCHJOB, ns, runId)).toBeUndefined();
+    });
+
+    it('finds the Kueue Workload owned by the job, and nothing for a job that has none', async () => {
+      const ns = await t.namespace();
+      const { job } = await gw.createJob(aTrainJob(t.shape, ns));
+      const { job: lonely } = await gw.createJob(aTrainJob(t.shape, ns));
+      const wl = await t.createObject(workloadFor(job));
+
+      const gate = await gw.findAdmissionGate(job);
+      const none = await gw.findAdmissionGate(lonely);
+
+      expect(gate).toMatchObject({
+        kind: 'Workload',
+        metadata: { name: wl.metadata.name, uid: wl.metadata.uid },
+      });
+      expect(none).toBeUndefined();
+    });
+
+    it('finds a coscheduling PodGroup named like the job when there is no Workload', async () => {
+      const ns = await t.namespace();
+      const { job } = await gw.createJob(aTrainJob(t.shape, ns));
+      const pg = await t.createObject(podGroupFor(job));
+
+      const gate = await gw.findAdmissionGate(job);
+
+      expect(gate).toMatchObject({
+        apiVersion: 'scheduling.x-k8s.io/v1alpha1',
+        kind: 'PodGroup',
+        metadata: { uid: pg.metadata.uid },
+      });
+    });
+
+    it("lists admission gates of jobs (one list per kind) and leaves out gates of other owners' objects", async () => {
+      const ns = await t.namespace();
+      const { job } = await gw.createJob(aTrainJob(t.shape, ns));
+      const ours = await t.createObject(workloadFor(job));
+      const pg = await t.createObject(podGroupFor(job));
+      const notOurs = workloadFor(job);
+      notOurs.metadata.name = 'job-batch-other-12345';
+      notOurs.metadata.ownerReferences = [
+        { apiVersion: 'batch/v1', kind: 'Job', name: 'other', uid: '00000000-0000-0000-0000-000000000001' },
+      ];
+      notOurs.metadata.labels = { 'kueue.x-k8s.io/job-uid': '00000000-0000-0000-0000-000000000001' };
+      await t.createObject(notOurs);
+
+      const gates = (await gw.listAdmissionGates()).filter((g) => g.metadata.namespace === ns);
+
+      expect(gates.map((g) => `${g.kind}/${g.metadata.uid}`).sort()).toEqual(
+        [`Workload/${ours.metadata.uid}`, `PodGroup/${pg.metadata.uid}`].sort(),
+      );
+    });
+
+    it('lists the ClusterTrainingRuntimes', async () => {
+      const manifest = parseYaml(
+        readFileSync(join(CRD_ROOT, t.trainerRelease, 'runtimes', 'torch_distributed.yaml'), 'utf8'),
+      ) as K8sObject;
+      const name = `torch-contract-${Math.random().toString(36).slice(2, 8)}`;
+      await t.createObject({ ...manifest, metadata: { ...manifest.metadata, name } });
+
+      const runtimes = await gw.listClusterTrainingRuntimes();
+
+      expect(runtimes.find((r) => r.metadata.name === name)).toMatchObject({
+        kind: 'ClusterTrainingRuntime',
+      });
+    });
+
+    it('gives up on an aborted call with a retryable error and creates nothing', async () => {
+      const ns = await t.namespace();
+      const job = aTrainJob(t.shape, ns);
+      const ctl = new AbortController();
+      ctl.abort();
+
+      const err = await gw.createJob(job, { signal: ctl.signal }).catch((e: unknown) => e);
+
+      expect(err).toBeInstanceOf(ClusterUnavailableError);
+      expect(await gw.getJob(TRAINJOB, ns, job.metadata.name)).toBeUndefined();
+    });
+  });
+}
