@@ -1,10 +1,8 @@
-import { readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { startFauxqs } from 'fauxqs';
 import type { GantryConfig } from '../lib/config.ts';
+import { ACCOUNT, functionArn, loadDefinition, REGION, STATE_MACHINE, TASK_FUNCTIONS } from './definition.ts';
 import { invokeLocal, type LambdaHandler } from './lambda.ts';
 import { startConditionalS3Proxy } from './s3/conditional-proxy.ts';
 import { startSqsPoller } from './sqs-poller.ts';
@@ -19,35 +17,6 @@ import { startStepFunctionsServer } from './stepfunctions/server.ts';
  * The queue consumer and the reconciler run as loops that play Lambda's event source mapping
  * and the EventBridge schedule.
  */
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-export const ASL_PATH = resolve(ROOT, 'statemachines/training-run.asl.json');
-const REGION = 'us-east-1';
-const ACCOUNT = '000000000000';
-export const STATE_MACHINE = 'gantry-training-run';
-
-/** ASL substitution → the handler module that serves it (the `functions/` file Lambda would run). */
-export const TASK_FUNCTIONS: Record<string, string> = {
-  CreateJobFunctionArn: '../functions/steps/create-job.ts',
-  AwaitJobFunctionArn: '../functions/steps/await-job.ts',
-  CheckJobFunctionArn: '../functions/steps/check-job.ts',
-  PublishArtifactsFunctionArn: '../functions/steps/publish-artifacts.ts',
-  NotifyServingFunctionArn: '../functions/steps/notify-serving.ts',
-  RecordOutcomeFunctionArn: '../functions/steps/record-outcome.ts',
-  CleanupFunctionArn: '../functions/steps/cleanup.ts',
-};
-
-const functionArn = (substitution: string) =>
-  `arn:aws:lambda:${REGION}:${ACCOUNT}:function:gantry-${substitution}`;
-
-/** The ASL with its `${…FunctionArn}` substitutions replaced, as CloudFormation would. */
-export function loadDefinition(): unknown {
-  const text = readFileSync(ASL_PATH, 'utf8').replace(/\$\{(\w+)\}/g, (_m, name: string) => {
-    if (!TASK_FUNCTIONS[name]) throw new Error(`the ASL names an undefined substitution \${${name}}`);
-    return functionArn(name);
-  });
-  return JSON.parse(text);
-}
 
 export interface ClusterTarget {
   /** A kubeconfig the gateway uses; the stack does not own the cluster. */
@@ -248,3 +217,6 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     throw err;
   }
 }
+
+/** Re-exported for callers that know the stack only. */
+export { loadDefinition, TASK_FUNCTIONS } from './definition.ts';

@@ -1,0 +1,85 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { errorClasses, RetryableError, TerminalError } from '../../../lib/errors.ts';
+import { ASL_PATH, loadDefinition, TASK_FUNCTIONS } from '../../../local/definition.ts';
+import { ROOT } from '../../helpers/tiers.ts';
+
+// The ASL and the code meet at names: error names in Retry/Catch, and the `${…FunctionArn}`
+// substitutions that become Lambda functions. These tests keep the two from drifting apart.
+
+interface Retrier {
+  ErrorEquals: string[];
+}
+interface State {
+  Type: string;
+  Retry?: Retrier[];
+  Catch?: Retrier[];
+  Resource?: string;
+  Parameters?: Record<string, unknown>;
+}
+
+const asl = JSON.parse(readFileSync(ASL_PATH, 'utf8')) as { States: Record<string, State> };
+const states = Object.entries(asl.States);
+const builtIn = (name: string) => name.startsWith('States.') || name.startsWith('Lambda.');
+
+describe('statemachines/training-run.asl.json', () => {
+  it('names only errors that lib/errors.ts exports (besides States.* and Lambda.*)', () => {
+    const named = new Set(
+      states.flatMap(([, s]) => [...(s.Retry ?? []), ...(s.Catch ?? [])].flatMap((r) => r.ErrorEquals)),
+    );
+    const custom = [...named].filter((n) => !builtIn(n));
+    expect(custom.length).toBeGreaterThan(0);
+    for (const name of custom)
+      expect(Object.keys(errorClasses), `${name} is not an exported error class`).toContain(name);
+  });
+
+  it('retries only retryable errors, and never a terminal one', () => {
+    for (const [stateName, s] of states) {
+      for (const r of s.Retry ?? []) {
+        for (const name of r.ErrorEquals.filter((n) => !builtIn(n))) {
+          const cls = errorClasses[name as keyof typeof errorClasses];
+          expect(cls.prototype, `${stateName} retries ${name}`).toBeInstanceOf(RetryableError);
+        }
+        expect(r.ErrorEquals, `${stateName} must not retry everything`).not.toContain('States.ALL');
+      }
+    }
+  });
+
+  it('every error class carries its literal name (the contract the ASL matches)', () => {
+    for (const [name, cls] of Object.entries(errorClasses)) {
+      const err = new (cls as new (...args: never[]) => Error)(...([[]] as never[]));
+      expect(err.name).toBe(name);
+      expect(err instanceof RetryableError || err instanceof TerminalError).toBe(true);
+    }
+  });
+
+  it('catches every terminal error it names before States.ALL, and States.ALL last', () => {
+    for (const [stateName, s] of states) {
+      const catchers = s.Catch ?? [];
+      const all = catchers.findIndex((c) => c.ErrorEquals.includes('States.ALL'));
+      if (all >= 0)
+        expect(all, `${stateName}: States.ALL must be the last catcher`).toBe(catchers.length - 1);
+    }
+  });
+
+  it('has a handler file for every substitution, and uses every one', () => {
+    const text = readFileSync(ASL_PATH, 'utf8');
+    const used = new Set([...text.matchAll(/\$\{(\w+)\}/g)].map((m) => m[1]));
+    expect([...used].sort()).toEqual(Object.keys(TASK_FUNCTIONS).sort());
+    for (const path of Object.values(TASK_FUNCTIONS)) {
+      expect(existsSync(resolve(ROOT, 'local', path)), path).toBe(true);
+    }
+    expect(() => loadDefinition()).not.toThrow();
+  });
+
+  it('waits by callback with deadlines taken from the run and a heartbeat', () => {
+    for (const name of ['AwaitAdmission', 'AwaitCompletion']) {
+      const s = asl.States[name] as State & { TimeoutSecondsPath?: string; HeartbeatSeconds?: number };
+      expect(s.Resource).toBe('arn:aws:states:::lambda:invoke.waitForTaskToken');
+      expect(s.TimeoutSecondsPath).toMatch(/^\$\.job\./);
+      expect(s.HeartbeatSeconds).toBeGreaterThan(0);
+      expect(JSON.stringify(s.Parameters)).toContain('$$.Task.Token');
+    }
+  });
+});
