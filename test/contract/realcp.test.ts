@@ -1,9 +1,13 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe } from 'vitest';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeKubernetesGateway } from '../../lib/adapters/kubernetes/gateway.ts';
 import { kubeConfigFromYaml } from '../../lib/adapters/kubernetes/kubeconfig.ts';
+import type { RunSpec } from '../../lib/run/spec.ts';
+import { buildJob, jobApi, LEGACY_KINDS } from '../../lib/trainjob/build.ts';
 import type { K8sObject, TrainerShape } from '../../lib/trainjob/types.ts';
+import { requestArb, specArb } from '../helpers/arbitraries.ts';
 import { type RealControlPlane, realcpBinDir, startRealControlPlane } from '../helpers/realcp.ts';
 import { CRD_ROOT, crdDir, tierAvailable } from '../helpers/tiers.ts';
 import { describeClusterGateway } from './cluster-gateway.suite.ts';
@@ -88,5 +92,43 @@ for (const set of SETS) {
         volcano: true,
       },
     }));
+
+    // The builders against the real schema, CEL rules and strict field validation included:
+    // generated requests, created with dryRun so nothing is stored.
+    it('accepts every job the builders produce (TrainJob and every Training Operator v1 kind)', async () => {
+      const ns = await cp.createNamespace('prop');
+      const cases: Array<{
+        arb: fc.Arbitrary<RunSpec>;
+        kind?: (typeof LEGACY_KINDS)[number];
+      }> = [
+        { arb: specArb(requestArb({ targets: ['auto', 'TrainJob'], minNodes: 1, initializers: true })) },
+        ...LEGACY_KINDS.map((kind) => ({
+          kind,
+          arb: specArb(
+            requestArb({ targets: [kind], minNodes: kind === 'MPIJob' ? 2 : 1, initializers: false }),
+          ),
+        })),
+      ];
+      let created = 0;
+      for (const c of cases) {
+        await fc.assert(
+          fc.asyncProperty(c.arb, async (spec) => {
+            const job = c.kind
+              ? buildJob({ ...spec, namespace: ns }, 'training-operator-v1', c.kind)
+              : buildJob({ ...spec, namespace: ns }, set.shape);
+            const api = c.kind ? jobApi('training-operator-v1', c.kind) : jobApi(set.shape);
+            const res = await cp.request(
+              'POST',
+              `/apis/${api.group}/${api.version}/namespaces/${ns}/${api.plural}?dryRun=All&fieldValidation=Strict`,
+              job,
+            );
+            expect(res.status, res.text).toBe(201);
+            created++;
+          }),
+          { numRuns: 25 },
+        );
+      }
+      expect(created).toBe(25 * cases.length);
+    }, 120_000);
   });
 }
