@@ -1,0 +1,274 @@
+/**
+ * Cluster simulator at scale: N TrainJobs (default 1,000) against one 64-GPU Kueue ClusterQueue,
+ * drained to completion with time sped up. The simulator runs as its own process
+ * (local/simulator/main.ts), so its peak RSS and CPU are its own; this process plays Gantry: it
+ * creates the jobs (16 in flight) and, like the reconciler, lists the managed jobs and the
+ * Workloads every 250 ms until every job has finished. A second phase measures raw request
+ * throughput (GET of one job, 32 in flight).
+ *
+ * Run: `node bench/simulator-scale.ts [jobs=1000] [speed=3600]`; writes bench/results/simulator-scale.md.
+ */
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const JOBS = Number(process.argv[2] ?? 1000);
+const SPEED = Number(process.argv[3] ?? 3600);
+const QUOTA_GPUS = 64;
+const CREATE_CONCURRENCY = 16;
+const POLL_MS = 250;
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+interface SimStats {
+  requests: { total: number; byVerb: Record<string, number>; byVerbResource: Record<string, number> };
+  jobs: {
+    admitted: number;
+    running: number;
+    peakRunning: number;
+    completed: number;
+    failed: number;
+    pending: number;
+  };
+  process: {
+    rssMiB: number;
+    maxRssMiB: number;
+    cpuUserSeconds: number;
+    cpuSystemSeconds: number;
+    uptimeSeconds: number;
+  };
+  objects: Record<string, number>;
+}
+
+/** Deterministic job mix (mulberry32). */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function jobs(n: number) {
+  const r = rng(42);
+  const out = [];
+  let gpuSeconds = 0;
+  for (let i = 0; i < n; i++) {
+    const gpus = [1, 2, 4, 4, 8][Math.floor(r() * 5)]!;
+    const nodes = r() < 0.2 ? 2 : 1;
+    const duration = 300 + Math.floor(r() * 600);
+    const fail = r() < 0.02;
+    gpuSeconds += gpus * nodes * duration;
+    const annotations: Record<string, string> = { 'sim.gantry.dev/duration-seconds': String(duration) };
+    if (fail) annotations['sim.gantry.dev/fail-at-percent'] = '50';
+    out.push({
+      apiVersion: 'trainer.kubeflow.org/v1alpha1',
+      kind: 'TrainJob',
+      metadata: {
+        name: `bench-${String(i).padStart(5, '0')}`,
+        labels: { 'app.kubernetes.io/managed-by': 'gantry', 'kueue.x-k8s.io/queue-name': 'bench' },
+        annotations,
+      },
+      spec: {
+        runtimeRef: { name: 'torch-distributed' },
+        trainer: {
+          image: 'ghcr.io/acme/train:1.0',
+          numNodes: nodes,
+          args: [
+            `--lr=${(10 ** (-4 + 2 * r())).toPrecision(3)}`,
+            `--batch-size=${2 ** (4 + Math.floor(r() * 4))}`,
+          ],
+          env: [{ name: 'GANTRY_RUN_ID', value: `run-${i}` }],
+          resourcesPerNode: { requests: { 'nvidia.com/gpu': gpus, cpu: '4', memory: '16Gi' } },
+        },
+      },
+    });
+  }
+  return { list: out, idealSimSeconds: gpuSeconds / QUOTA_GPUS };
+}
+
+async function main() {
+  const child = spawn(
+    process.execPath,
+    [
+      ...(process.env.SIM_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/simprof'] : []),
+      resolve(ROOT, 'local/simulator/main.ts'),
+      '--port',
+      '0',
+      '--speed',
+      String(SPEED),
+      '--trainer',
+      '2.2',
+      '--queue',
+      `bench=${QUOTA_GPUS}`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const first = await new Promise<string>((res, rej) => {
+    const rl = createInterface({ input: child.stdout! });
+    rl.once('line', res);
+    child.once('exit', (code) => rej(new Error(`simulator exited (${code})`)));
+  });
+  const { url } = JSON.parse(first) as { url: string };
+  const api = (path: string, init?: RequestInit) =>
+    fetch(`${url}${path}`, { ...init, headers: { 'Content-Type': 'application/json', ...init?.headers } });
+  const stats = async () => (await (await api('/_sim/stats')).json()) as SimStats;
+
+  try {
+    await api('/api/v1/namespaces', {
+      method: 'POST',
+      body: JSON.stringify({ metadata: { name: 'bench' } }),
+    });
+    await new Promise((r) => setTimeout(r, 200)); // the LocalQueue follows the namespace
+    const before = await stats();
+    const { list, idealSimSeconds } = jobs(JOBS);
+    const t0 = performance.now();
+
+    // Create, 16 in flight.
+    let next = 0;
+    const createErrors: string[] = [];
+    await Promise.all(
+      Array.from({ length: CREATE_CONCURRENCY }, async () => {
+        while (next < list.length) {
+          const job = list[next++]!;
+          const res = await api('/apis/trainer.kubeflow.org/v1alpha1/namespaces/bench/trainjobs', {
+            method: 'POST',
+            body: JSON.stringify(job),
+          });
+          if (res.status !== 201) createErrors.push(`${res.status} ${await res.text()}`);
+          else await res.arrayBuffer();
+        }
+      }),
+    );
+    const createdMs = performance.now() - t0;
+    if (createErrors.length > 0) throw new Error(`creates failed: ${createErrors.slice(0, 3).join('; ')}`);
+
+    // Reconciler-style polling until everything has finished.
+    let finished = 0;
+    let polls = 0;
+    let failed = 0;
+    while (finished < JOBS) {
+      await new Promise((r) => setTimeout(r, POLL_MS));
+      const jobsRes = await api(
+        '/apis/trainer.kubeflow.org/v1alpha1/trainjobs?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dgantry',
+      );
+      const body = (await jobsRes.json()) as {
+        items: Array<{ status?: { conditions?: Array<{ type: string; status: string }> } }>;
+      };
+      await (await api('/apis/kueue.x-k8s.io/v1beta2/workloads')).arrayBuffer();
+      polls++;
+      const done = (t: string) => (j: (typeof body.items)[number]) =>
+        (j.status?.conditions ?? []).some((c) => c.type === t && c.status === 'True');
+      finished = body.items.filter((j) => done('Complete')(j) || done('Failed')(j)).length;
+      failed = body.items.filter(done('Failed')).length;
+      if (performance.now() - t0 > 600_000)
+        throw new Error(`not drained after 10 minutes (${finished}/${JOBS})`);
+    }
+    const wallMs = performance.now() - t0;
+    const drained = await stats();
+    const simTime = await (await api('/_sim/time')).json();
+
+    // Raw throughput: GET one job, 32 in flight, 5,000 requests.
+    const getN = 5000;
+    let sent = 0;
+    const g0 = performance.now();
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (sent < getN) {
+          sent++;
+          await (
+            await api('/apis/trainer.kubeflow.org/v1alpha1/namespaces/bench/trainjobs/bench-00000')
+          ).arrayBuffer();
+        }
+      }),
+    );
+    const getMs = performance.now() - g0;
+    const after = await stats();
+
+    const requests = drained.requests.total - before.requests.total;
+    const cpu =
+      drained.process.cpuUserSeconds +
+      drained.process.cpuSystemSeconds -
+      (before.process.cpuUserSeconds + before.process.cpuSystemSeconds);
+    const row = {
+      jobs: JOBS,
+      speed: SPEED,
+      wallSeconds: wallMs / 1000,
+      createSeconds: createdMs / 1000,
+      createsPerSecond: JOBS / (createdMs / 1000),
+      simulatedHours: (JOBS > 0 ? idealSimSeconds : 0) / 3600,
+      requests,
+      requestsPerSecond: requests / (wallMs / 1000),
+      polls,
+      peakRunning: drained.jobs.peakRunning,
+      completed: drained.jobs.completed,
+      failed,
+      admitted: drained.jobs.admitted,
+      cpuSeconds: cpu,
+      cpuPercent: (100 * cpu) / (wallMs / 1000),
+      maxRssMiB: after.process.maxRssMiB,
+      rssAtDrainMiB: drained.process.rssMiB,
+      rssIdleMiB: before.process.rssMiB,
+      getPerSecond: getN / (getMs / 1000),
+      objects: drained.objects,
+      simClock: simTime,
+      byVerbResource: drained.requests.byVerbResource,
+    };
+    console.log(JSON.stringify(row, null, 2));
+    writeResults(row);
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
+function writeResults(
+  r: Record<string, unknown> & { objects: Record<string, number>; byVerbResource: Record<string, number> },
+) {
+  const n = (v: unknown, d = 1) => Number(v).toFixed(d);
+  const budgetOk = Number(r.maxRssMiB) <= 300;
+  const text = `# Cluster simulator at scale
+
+\`node bench/simulator-scale.ts [jobs=1000] [speed=3600]\` starts the simulator as its own process
+(\`local/simulator/main.ts --speed ${r.speed} --trainer 2.2 --queue bench=${QUOTA_GPUS}\`: real Trainer v2.2.1 and
+Kueue v0.19.2 CRDs from the shared folder, one ClusterQueue of ${QUOTA_GPUS} GPUs), creates ${r.jobs} TrainJobs
+(${CREATE_CONCURRENCY} requests in flight; 1–8 GPUs × 1–2 nodes, 300–900 simulated seconds each, 2 % set to
+fail at 50 %) and, like Gantry's reconciler, lists the managed TrainJobs and all Workloads every
+${POLL_MS} ms until every job has finished. Memory and CPU are the simulator process's own
+(\`process.resourceUsage()\` through \`/_sim/stats\`).
+
+## Latest run
+
+${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs, load average ${loadavg()[0]!.toFixed(1)} at the end.
+
+| measure | value |
+| --- | --- |
+| jobs drained (completed / failed) | ${r.jobs} (${r.completed} / ${r.failed}) |
+| wall time, first create → last job finished | ${n(r.wallSeconds)} s |
+| simulated GPU time at full quota (lower bound of the makespan) | ${n(r.simulatedHours)} h |
+| speed factor | ${r.speed}× |
+| creates (${CREATE_CONCURRENCY} in flight) | ${n(r.createSeconds, 2)} s, ${n(r.createsPerSecond, 0)} creates/s |
+| requests served while draining | ${r.requests} (${n(r.requestsPerSecond, 0)} req/s; ${r.polls} reconciler polls of 2 lists) |
+| GET throughput (one job, 32 in flight, 5,000 requests) | ${n(r.getPerSecond, 0)} req/s |
+| peak concurrently running jobs | ${r.peakRunning} |
+| simulator CPU while draining | ${n(r.cpuSeconds)} s (${n(r.cpuPercent, 0)} % of one core) |
+| simulator RSS idle / at drain / peak | ${r.rssIdleMiB} / ${r.rssAtDrainMiB} / ${r.maxRssMiB} MiB |
+| budget: peak RSS ≤ 300 MB | ${budgetOk ? 'met' : '**missed**'} |
+
+Objects at the end: ${Object.entries(r.objects)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ')}.
+
+Requests by verb and resource while draining and after: ${Object.entries(r.byVerbResource)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ')}.
+`;
+  writeFileSync(resolve(ROOT, 'bench/results/simulator-scale.md'), text);
+}
+
+await main();

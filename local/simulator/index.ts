@@ -1,0 +1,360 @@
+import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { S3Client } from '@aws-sdk/client-s3';
+import { ApiServer } from './apiserver.ts';
+import { createClock, type SimClock } from './clock.ts';
+import { type ControllerStats, Controllers, type QueueConfig } from './controller.ts';
+import { type Gang, loadCrds } from './crds.ts';
+import { type Fault, HttpFront, type RequestStats } from './http.ts';
+import { Registry } from './registry.ts';
+import type { TrainerVersion } from './stubs.ts';
+import { kueueWebhook, trainerWebhooks } from './webhooks.ts';
+
+/**
+ * A Kubernetes API server for the resources Gantry uses, with simulated Kueue, coscheduling,
+ * Kubeflow Trainer and Training Operator behaviour, for the embedded default (`npm run dev`),
+ * integration tests and benchmarks. The production ClusterGateway talks to it through
+ * @kubernetes/client-node and `kubeconfigYaml()`, unchanged.
+ *
+ *   const sim = await startClusterSimulator({ trainerVersion: '2.2', speed: 3600,
+ *     queues: [{ name: 'team-a', clusterQueue: 'gpu', quota: { 'nvidia.com/gpu': 8 } }], s3 });
+ *   … new KubeConfig().loadFromString(sim.kubeconfigYaml()) …
+ *   await sim.close();
+ */
+
+export type { QueueConfig } from './controller.ts';
+export { SIM_ANNOTATIONS } from './controller.ts';
+export type { Gang } from './crds.ts';
+export type { Fault, RequestStats } from './http.ts';
+export { finalAccuracy, OPTIMUM, parseHyperparameters } from './objective.ts';
+export type { TrainerVersion } from './stubs.ts';
+
+export interface SimulatorOptions {
+  /** Which TrainJob shape to serve; 'none' serves no Trainer v2 API. Default '2.2'. */
+  trainerVersion?: TrainerVersion | 'none';
+  /** Simulated seconds per real second (3600: an hour a second); 0 stops the clock (use advance()). Default 1. */
+  speed?: number;
+  queues?: QueueConfig[];
+  /** Where finished jobs write their output (GANTRY_OUTPUT_URI); without it nothing is written. */
+  s3?: S3Client;
+  /** Gang admission: Kueue (default), coscheduling PodGroups, or none. */
+  gang?: Gang;
+  /** The shared CRD folder; default `$GANTRY_CRD_ROOT`, else `<repo>/../shared/k8s/crds` when present; null forces the built-in stubs. */
+  crdRoot?: string | null;
+  /** Faults armed at start (see inject()). */
+  faults?: Fault[];
+  /** Serve the Training Operator v1 kinds (default true). */
+  legacy?: boolean;
+  /**
+   * Extra APIs to serve besides the chosen gang scheduler's: e.g. `{ coscheduling: true }` in Kueue
+   * mode serves PodGroups too (nothing admits them then). Volcano and JobSet CRDs are served only
+   * from the shared CRD folder.
+   */
+  install?: { kueue?: boolean; coscheduling?: boolean; volcano?: boolean; jobset?: boolean };
+  /** Run the simulated controllers (default true); false leaves a bare apiserver, like envtest. */
+  controllers?: boolean;
+  /** Simulate Kueue's and Trainer's admission webhooks (default true). */
+  webhooks?: boolean;
+  /** WorkloadPriorityClass name → value (created at start). */
+  priorityClasses?: Record<string, number>;
+  /** Cluster capacity for coscheduling (default: the sum of the queues' quotas). */
+  capacity?: Record<string, number | string>;
+  /** Simulated seconds a job trains once its gang runs (default 60; annotation sim.gantry.dev/duration-seconds overrides). */
+  defaultDurationSeconds?: number;
+  /** Kueue's UnadmittedWorkloadsObservability feature gate (granular QuotaReserved reasons). Default false, as in Kueue v0.19. */
+  kueueGranularReasons?: boolean;
+  /** Report status.trainerStatus (Trainer v2.2+ TrainJobStatus gate). Default true on v2.2+. */
+  trainerStatus?: boolean;
+  /** Namespaces to create at start besides default/kube-system/kube-public/kube-node-lease. */
+  namespaces?: string[];
+  /** Real milliseconds between controller ticks (default 20). */
+  tickMs?: number;
+  /** Start of simulated time (default now). */
+  startTime?: Date;
+  port?: number;
+  host?: string;
+  log?: (msg: string) => void;
+}
+
+export interface SimulatorStats {
+  requests: RequestStats;
+  jobs: ControllerStats;
+  /** This process: resident set now and at peak (MiB), CPU seconds used, uptime. */
+  process: {
+    rssMiB: number;
+    maxRssMiB: number;
+    cpuUserSeconds: number;
+    cpuSystemSeconds: number;
+    uptimeSeconds: number;
+  };
+  /** Objects stored, per resource. */
+  objects: Record<string, number>;
+  pendingFaults: number;
+}
+
+export interface ClusterSimulator {
+  /** http://127.0.0.1:<port> */
+  url: string;
+  port: number;
+  /** Where each API's CRDs came from (a folder of the shared CRDs, or `stub`). */
+  crdSources: Record<string, string>;
+  /** A kubeconfig for this server (token auth; the simulator accepts any token). */
+  kubeconfigYaml(opts?: { namespace?: string; context?: string }): string;
+  close(): Promise<void>;
+  stats(): SimulatorStats;
+  /** Fail the next `times` requests whose path matches with `status` (429/500/503/504). */
+  inject(fault: Fault): void;
+  clearFaults(): void;
+  /** Evict a job's gang (Kueue: Workload Evicted/Preempted, job suspended, requeued). */
+  preempt(namespace: string, name: string, plural?: string): Promise<boolean>;
+  /** Move simulated time forward and process what became due. */
+  advance(seconds: number): Promise<void>;
+  /** Process what is due now and wait for in-flight output uploads. */
+  settle(): Promise<void>;
+  now(): Date;
+  /** The storage and request semantics (for tests that need to look behind the API). */
+  api: ApiServer;
+  clock: SimClock;
+}
+
+function defaultCrdRoot(): string | undefined {
+  if (process.env.GANTRY_CRD_ROOT) return process.env.GANTRY_CRD_ROOT;
+  const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+  const shared = process.env.GANTRY_SHARED_DIR ?? resolve(repo, '../shared');
+  const dir = resolve(shared, 'k8s/crds');
+  return existsSync(dir) ? dir : undefined;
+}
+
+export async function startClusterSimulator(opts: SimulatorOptions = {}): Promise<ClusterSimulator> {
+  const trainerVersion = opts.trainerVersion ?? '2.2';
+  const gang = opts.gang ?? 'kueue';
+  const log = opts.log ?? ((m: string) => console.error(m));
+  const clock = createClock(opts.speed ?? 1, opts.startTime?.getTime());
+  const registry = new Registry();
+  const api = new ApiServer(registry, clock);
+
+  const crdRoot = opts.crdRoot === null ? undefined : (opts.crdRoot ?? defaultCrdRoot());
+  const loaded = await loadCrds({
+    trainerVersion,
+    crdRoot,
+    install: {
+      kueue: opts.install?.kueue ?? gang === 'kueue',
+      coscheduling: opts.install?.coscheduling ?? gang === 'coscheduling',
+      volcano: opts.install?.volcano ?? false,
+      jobset: opts.install?.jobset ?? false,
+      legacy: opts.legacy ?? true,
+    },
+  });
+
+  const nsDef = registry.get('', 'namespaces')!;
+  for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease', ...(opts.namespaces ?? [])]) {
+    if (!api.peek(nsDef, undefined, ns))
+      api.seed(nsDef, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  }
+  const crdDef = registry.get('apiextensions.k8s.io', 'customresourcedefinitions')!;
+  for (const crd of loaded.crds) api.seed(crdDef, crd);
+
+  const controllers = new Controllers({
+    api,
+    clock,
+    trainerVersion,
+    gang,
+    queues: opts.queues ?? [],
+    priorityClasses: opts.priorityClasses ?? {},
+    capacity: opts.capacity,
+    s3: opts.s3,
+    defaultDurationSeconds: opts.defaultDurationSeconds ?? 60,
+    kueueGranularReasons: opts.kueueGranularReasons ?? false,
+    trainerStatus: opts.trainerStatus ?? (trainerVersion === '2.2' || trainerVersion === '2.3'),
+    log,
+  });
+  const ctr = registry.get('trainer.kubeflow.org', 'clustertrainingruntimes');
+  if (ctr) {
+    for (const rt of loaded.runtimes) {
+      try {
+        api.seed(ctr, rt);
+      } catch (e) {
+        log(
+          `simulator: skipping runtime ${String((rt.metadata as { name?: string })?.name)}: ${e instanceof Error ? e.message : String(e)}`,
+        );
+      }
+    }
+  }
+  const runControllers = opts.controllers ?? true;
+  if (runControllers) controllers.seed();
+  else controllers.detach();
+  if (opts.webhooks ?? true) {
+    if (gang === 'kueue') api.addAdmission(kueueWebhook(trainerVersion));
+    if (trainerVersion !== 'none') api.addAdmission(trainerWebhooks(api, clock, trainerVersion));
+  }
+
+  let address = '127.0.0.1:0';
+  const front = new HttpFront({
+    api,
+    version: {
+      major: '1',
+      minor: '35',
+      emulationMajor: '1',
+      emulationMinor: '35',
+      minCompatibilityMajor: '1',
+      minCompatibilityMinor: '34',
+      gitVersion: 'v1.35.4',
+      gitCommit: 'gantry-cluster-simulator',
+      gitTreeState: 'clean',
+      buildDate: '1970-01-01T00:00:00Z',
+      goVersion: 'none',
+      compiler: 'gantry-simulator',
+      platform: `${process.platform}/${process.arch}`,
+    },
+    address: () => address,
+    admin: async (method, path, body) => adminCall(method, path, body),
+  });
+  for (const f of opts.faults ?? []) front.inject(f);
+
+  const b = (body: unknown) => (body && typeof body === 'object' ? (body as Record<string, unknown>) : {});
+  async function adminCall(method: string, path: string, body: unknown): Promise<unknown> {
+    if (method === 'GET' && path === '/stats') return stats();
+    if (method === 'GET' && path === '/time')
+      return { now: new Date(clock.now()).toISOString(), speed: clock.speed };
+    if (method === 'POST' && path === '/faults') {
+      const f = b(body);
+      const p = typeof f.regex === 'string' ? new RegExp(f.regex) : String(f.path ?? '');
+      const fault: Fault = { path: p, status: Number(f.status ?? 503), times: Number(f.times ?? 1) };
+      if (typeof f.method === 'string') fault.method = f.method;
+      if (typeof f.retryAfterSeconds === 'number') fault.retryAfterSeconds = f.retryAfterSeconds;
+      front.inject(fault);
+      return { pending: front.pendingFaults() };
+    }
+    if (method === 'DELETE' && path === '/faults') {
+      front.clearFaults();
+      return { pending: 0 };
+    }
+    if (method === 'POST' && path === '/preempt') {
+      const x = b(body);
+      return {
+        preempted: await preempt(
+          String(x.namespace ?? 'default'),
+          String(x.name ?? ''),
+          typeof x.plural === 'string' ? x.plural : undefined,
+        ),
+      };
+    }
+    if (method === 'POST' && path === '/advance') {
+      await advance(Number(b(body).seconds ?? 0));
+      return { now: new Date(clock.now()).toISOString() };
+    }
+    return undefined;
+  }
+
+  function stats(): SimulatorStats {
+    const objects: Record<string, number> = {};
+    for (const d of registry.all()) {
+      const n = api.peekAll(d).length;
+      if (n > 0) objects[d.group ? `${d.plural}.${d.group}` : d.plural] = n;
+    }
+    const ru = process.resourceUsage();
+    return {
+      requests: structuredClone(front.stats),
+      jobs: controllers.snapshot(),
+      process: {
+        rssMiB: Math.round((process.memoryUsage().rss / 2 ** 20) * 10) / 10,
+        maxRssMiB: Math.round((ru.maxRSS / 1024) * 10) / 10,
+        cpuUserSeconds: ru.userCPUTime / 1e6,
+        cpuSystemSeconds: ru.systemCPUTime / 1e6,
+        uptimeSeconds: process.uptime(),
+      },
+      objects,
+      pendingFaults: front.pendingFaults(),
+    };
+  }
+
+  async function settle(): Promise<void> {
+    await new Promise((r) => setImmediate(r));
+    controllers.tick();
+    await controllers.drain();
+    await new Promise((r) => setImmediate(r));
+    controllers.tick();
+  }
+
+  async function advance(seconds: number): Promise<void> {
+    await settle();
+    clock.advance(seconds);
+    await settle();
+  }
+
+  async function preempt(ns: string, name: string, plural?: string): Promise<boolean> {
+    await settle();
+    let done = false;
+    controllers.enqueue(() => {
+      done = controllers.preemptJob(ns, name, plural);
+    });
+    controllers.tick();
+    return done;
+  }
+
+  const server: Server = createServer({ keepAlive: true }, front.handle);
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((res, rej) => {
+    server.once('error', rej);
+    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => res());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const host = opts.host ?? '127.0.0.1';
+  address = `${host}:${port}`;
+  const url = `http://${host}:${port}`;
+  if (runControllers) controllers.start(opts.tickMs ?? 20);
+
+  let closed = false;
+  return {
+    url,
+    port,
+    crdSources: loaded.sources,
+    kubeconfigYaml: (o = {}) => {
+      const ctx = o.context ?? 'gantry-sim';
+      return [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters:',
+        `- name: ${ctx}`,
+        '  cluster:',
+        `    server: ${url}`,
+        // Plain HTTP on 127.0.0.1: client-node only allows http:// with this flag set.
+        '    insecure-skip-tls-verify: true',
+        'users:',
+        `- name: ${ctx}`,
+        '  user:',
+        '    token: gantry-simulator',
+        'contexts:',
+        `- name: ${ctx}`,
+        '  context:',
+        `    cluster: ${ctx}`,
+        `    user: ${ctx}`,
+        `    namespace: ${o.namespace ?? 'default'}`,
+        `current-context: ${ctx}`,
+        '',
+      ].join('\n');
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await controllers.stop();
+      front.endWatches();
+      await new Promise<void>((res) => {
+        server.close(() => res());
+        server.closeAllConnections();
+      });
+    },
+    stats,
+    inject: (f) => front.inject(f),
+    clearFaults: () => front.clearFaults(),
+    preempt,
+    advance,
+    settle,
+    now: () => new Date(clock.now()),
+    api,
+    clock,
+  };
+}

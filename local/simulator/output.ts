@@ -1,0 +1,62 @@
+import type { S3Client } from '@aws-sdk/client-s3';
+
+/**
+ * What a finished simulated training run leaves at its output location (the trainer's
+ * GANTRY_OUTPUT_URI, `s3://bucket/prefix/`): a model file of the requested size and
+ * `metrics.json` with the final metrics — written before the job reports Complete, as real
+ * training code writes its output before its pods exit.
+ */
+
+export interface OutputLocation {
+  bucket: string;
+  prefix: string;
+}
+
+/** `s3://bucket/prefix/` → bucket and prefix (always ending in `/`, or empty). */
+export function parseS3Uri(uri: string): OutputLocation | undefined {
+  const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(uri.trim());
+  if (!m) return undefined;
+  let prefix = m[2]!;
+  if (prefix && !prefix.endsWith('/')) prefix += '/';
+  return { bucket: m[1]!, prefix };
+}
+
+export const MODEL_FILE = 'model.safetensors';
+export const METRICS_FILE = 'metrics.json';
+
+/** Deterministic bytes (a repeating pattern seeded by the job uid), so sizes are exact and uploads cheap. */
+function modelBytes(size: number, seed: string): Buffer {
+  const pattern = Buffer.from(`gantry-simulated-model:${seed}:`);
+  const out = Buffer.allocUnsafe(size);
+  for (let i = 0; i < size; i += pattern.length) pattern.copy(out, i, 0, Math.min(pattern.length, size - i));
+  return out;
+}
+
+export async function writeOutput(
+  s3: S3Client,
+  loc: OutputLocation,
+  sizeBytes: number,
+  seed: string,
+  metrics: Record<string, unknown>,
+): Promise<string[]> {
+  // Loaded on first use: a simulator without S3 never pays for the SDK module.
+  const { PutObjectCommand } = await import('@aws-sdk/client-s3');
+  const keys = [`${loc.prefix}${MODEL_FILE}`, `${loc.prefix}${METRICS_FILE}`];
+  await s3.send(
+    new PutObjectCommand({
+      Bucket: loc.bucket,
+      Key: keys[0],
+      Body: modelBytes(sizeBytes, seed),
+      ContentType: 'application/octet-stream',
+    }),
+  );
+  await s3.send(
+    new PutObjectCommand({
+      Bucket: loc.bucket,
+      Key: keys[1],
+      Body: `${JSON.stringify(metrics, null, 2)}\n`,
+      ContentType: 'application/json',
+    }),
+  );
+  return keys;
+}
