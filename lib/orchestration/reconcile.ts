@@ -44,6 +44,12 @@ const TOKEN_KEYS: Array<[Stage, string]> = [
 export function makeReconciler(deps: ReconcilerDeps) {
   const graceMs = (deps.orphanGraceSeconds ?? 300) * 1000;
   const log = deps.log ?? (() => undefined);
+  /**
+   * What was last written to each run's record, while this reconciler lives (a warm Lambda
+   * keeps it between ticks). Only an optimisation: an unchanged job costs no S3 call, and a
+   * cold start writes each record once more, which changes nothing.
+   */
+  const recorded = new Map<string, string>();
 
   async function tick(opts?: CallOptions): Promise<TickReport> {
     const report: TickReport = {
@@ -56,16 +62,29 @@ export function makeReconciler(deps: ReconcilerDeps) {
       recordsUpdated: 0,
       errors: 0,
     };
+    const live = new Set<string>();
     for (const cluster of deps.clusters()) {
-      const apis = await cluster.jobApis();
-      const [gates, ...jobLists] = await Promise.all([
-        cluster.gateway.listAdmissionGates(opts),
-        ...apis.map((api) => cluster.gateway.listManagedJobs(api, opts)),
-      ]);
-      const gateByOwner = indexByOwner(gates ?? []);
+      let apis: JobApi[];
+      let gates: K8sObject[];
+      let jobLists: K8sObject[][];
+      try {
+        apis = await cluster.jobApis();
+        [gates, ...jobLists] = await Promise.all([
+          cluster.gateway.listAdmissionGates(opts),
+          ...apis.map((api) => cluster.gateway.listManagedJobs(api, opts)),
+        ]);
+      } catch (err) {
+        // One unreachable cluster must not stop the others; its runs are looked at next tick
+        // (and the state machine's heartbeat fallback covers a long outage).
+        report.errors++;
+        log({ level: 'ERROR', msg: 'cluster unreachable', cluster: cluster.name, error: String(err) });
+        continue;
+      }
+      const gateByOwner = indexByOwner(gates);
       const work = apis.flatMap((api, i) => (jobLists[i] ?? []).map((job) => ({ api, job })));
       report.jobs += work.length;
-      await mapLimit(work, 16, async ({ api, job }) => {
+      for (const { job } of work) live.add(job.metadata.labels?.[LABEL.runId] ?? '');
+      await mapLimit(work, 32, async ({ api, job }) => {
         try {
           await reconcileJob(
             cluster.name,
@@ -87,6 +106,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
         }
       });
     }
+    for (const runId of recorded.keys()) if (!live.has(runId)) recorded.delete(runId);
     return report;
   }
 
@@ -152,10 +172,13 @@ export function makeReconciler(deps: ReconcilerDeps) {
     if (view.progress) change.progress = view.progress;
     if (view.metrics) change.metrics = view.metrics;
     if (Object.keys(change).length === 0) return;
+    const digest = JSON.stringify(change);
+    if (recorded.get(runId) === digest) return;
     const before = await deps.records.get(runId, opts);
     if (!before) return;
     const after = await deps.records.update(runId, change, opts);
     if (after.updatedAt !== before.updatedAt) report.recordsUpdated++;
+    recorded.set(runId, digest);
   }
 
   async function removeIfOrphan(
