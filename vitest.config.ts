@@ -32,10 +32,31 @@ export default defineConfig({
       },
       {
         test: {
+          // serverless package (osls) offline + cfn-lint on the template; deploy/k8s on a real apiserver.
+          name: 'deploy',
+          include: ['test/deploy/**/*.test.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 300_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          // Real controllers (KCM, scheduler, kwok, JobSet, Trainer, Kueue) built from the Go module proxy
+          // by scripts/realcp-heavy-build.sh; one fake GPU cluster per Trainer/Kueue version set.
+          name: 'e2e-real',
+          include: ['test/e2e-real/**/*.test.ts'],
+          testTimeout: 240_000,
+          hookTimeout: 400_000,
           fileParallelism: false,
         },
       },

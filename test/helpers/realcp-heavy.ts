@@ -1,0 +1,1074 @@
+/**
+ * Heavy-tier real control plane: a whole fake GPU cluster with the real controllers, every binary
+ * built from the Go module proxy (scripts/realcp-heavy-build.sh, wrapper modules in
+ * tools/realcp-heavy/*), everything bound to 127.0.0.1. Started in this order:
+ *
+ *   1. the light tier (etcd + kube-apiserver, test/helpers/realcp.ts) with the JobSet, Trainer and
+ *      Kueue CRDs of the chosen version set, read from the Go module cache of the pinned modules
+ *   2. kube-controller-manager (Job, GC, namespace, node-lifecycle … controllers; signs SA tokens
+ *      with the apiserver's sa.key from the light tier's runDir)
+ *   3. kube-scheduler
+ *   4. kwok with fake nodes carrying `nvidia.com/gpu` capacity and pod stages (see KWOK_ENV)
+ *   5. JobSet controller, 6. Kubeflow Trainer controller, 7. Kueue: each with webhooks served on
+ *      127.0.0.1 from a cert signed by a CA made here; the webhook configurations point at
+ *      `https://127.0.0.1:<port><path>` with that CA as caBundle (cert-manager / internal cert
+ *      rotation off)
+ *   8. fixtures: ResourceFlavor, ClusterQueue with a GPU quota, the Trainer runtimes
+ *      (torch-distributed as upstream ships it, and torch-distributed-failfast: the same with the
+ *      Job's backoffLimit 0 so one failed pod fails the job at once)
+ *
+ * kwok runs no code: pods go Pending → Running/Ready → Succeeded after a delay. The trainer
+ * container's env steers them (Gantry passes a run's `env` through to it):
+ *   KWOK_RUN_DURATION=<go duration>   how long a pod "runs" (default 5s)
+ *   KWOK_EXIT_CODE=<n>                the pod fails with that exit code instead of succeeding
+ *
+ * Environment: as the light tier, plus REALCP_HEAVY_BIN_DIR_<COMPONENT> (override one component's
+ * bin dir, e.g. REALCP_HEAVY_BIN_DIR_KWOK), REALCP_DEBUG=1 (phases to stderr).
+ */
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments, stringify as stringifyYaml } from 'yaml';
+import { type KubeResponse, type RealControlPlane, startRealControlPlane } from './realcp.ts';
+
+// ----------------------------------------------------------------------------------------------------
+// Version sets and binaries
+
+const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+const TOOLS = join(REPO_ROOT, 'tools', 'realcp-heavy');
+export const HEAVY_BUILD_SCRIPT = join(REPO_ROOT, 'scripts', 'realcp-heavy-build.sh');
+
+export type VersionSetName = 'v2.2' | 'v2.3';
+
+export interface VersionSet {
+  name: VersionSetName;
+  /** Build component holding trainer-controller-manager and kueue. */
+  component: string;
+  /** Build component holding jobset (its own module graph where it does not mix with Kueue's). */
+  jobsetComponent: string;
+  trainer: string;
+  kueue: string;
+  jobset: string;
+}
+
+function pinned(goMod: string, module: string): string | undefined {
+  if (!existsSync(goMod)) return undefined;
+  for (const line of readFileSync(goMod, 'utf8').split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f[0] === module && f[1]) return f[1];
+    if (f[0] === 'require' && f[1] === module && f[2]) return f[2];
+  }
+  return undefined;
+}
+
+export function versionSet(name: VersionSetName): VersionSet {
+  const component = `controllers-${name}`;
+  const goMod = join(TOOLS, component, 'go.mod');
+  const jobset = pinned(goMod, 'sigs.k8s.io/jobset') ?? 'unpinned';
+  const own = `jobset-${jobset}`;
+  return {
+    name,
+    component,
+    jobsetComponent: tools(component).some((t) => t === 'sigs.k8s.io/jobset') ? component : own,
+    trainer: pinned(goMod, 'github.com/kubeflow/trainer/v2') ?? 'unpinned',
+    kueue: pinned(goMod, 'sigs.k8s.io/kueue') ?? 'unpinned',
+    jobset,
+  };
+}
+
+/** The `tool` packages of a wrapper module's go.mod. */
+function tools(component: string): string[] {
+  const goMod = join(TOOLS, component, 'go.mod');
+  if (!existsSync(goMod)) return [];
+  const out: string[] = [];
+  let block = false;
+  for (const raw of readFileSync(goMod, 'utf8').split('\n')) {
+    const line = raw.replace(/\/\/.*$/, '').trim();
+    if (/^tool\s*\($/.test(line)) block = true;
+    else if (block && line === ')') block = false;
+    else if (block && line) out.push(line);
+    else if (line.startsWith('tool ')) out.push(line.slice(5).trim());
+  }
+  return out;
+}
+
+/** The binaries a component builds (as the build script names them: last path element, no ".v1"). */
+export function componentBinaries(component: string): string[] {
+  return tools(component).map((t) => (t.split('/').pop() ?? t).replace(/\.v[0-9]+$/, ''));
+}
+
+let binDirCache: Record<string, string> | undefined;
+
+/** component → bin dir, as `scripts/realcp-heavy-build.sh --print-bin-dirs` computes it (no build). */
+export function heavyBinDirs(): Record<string, string> {
+  if (binDirCache) return binDirCache;
+  const r = spawnSync('bash', [HEAVY_BUILD_SCRIPT, '--print-bin-dirs'], { encoding: 'utf8' });
+  const out: Record<string, string> = {};
+  for (const line of (r.stdout ?? '').split('\n')) {
+    const [c, dir] = line.split('\t');
+    if (c && dir) out[c] = dir;
+  }
+  for (const c of Object.keys(out)) {
+    const env = process.env[`REALCP_HEAVY_BIN_DIR_${c.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`];
+    if (env) out[c] = env;
+  }
+  binDirCache = out;
+  return out;
+}
+
+/**
+ * What is missing to run the given components, one precise line each (the module@version that
+ * failed to build when the build script recorded one), for tierAvailable().
+ */
+export function heavyMissing(components: string[]): string[] {
+  const dirs = heavyBinDirs();
+  const missing: string[] = [];
+  for (const c of components) {
+    const dir = dirs[c];
+    if (!dir) {
+      missing.push(`${c} (no wrapper module tools/realcp-heavy/${c})`);
+      continue;
+    }
+    const bins = componentBinaries(c);
+    const absent = (bins.length ? bins : ['(none)']).filter((b) => !existsSync(join(dir, b)));
+    if (absent.length === 0) continue;
+    const failedFile = join(dir, '..', 'FAILED');
+    const why = existsSync(failedFile)
+      ? `build failed: ${readFileSync(failedFile, 'utf8').trim()}`
+      : `not built: run bash scripts/realcp-heavy-build.sh ${c}`;
+    missing.push(`${c} binaries ${absent.join(', ')} in ${dir} (${why})`);
+  }
+  return missing;
+}
+
+function binPath(component: string, name: string): string {
+  const dir = heavyBinDirs()[component];
+  if (!dir) throw new Error(`realcp-heavy: unknown component ${component}`);
+  const p = join(dir, name);
+  if (!existsSync(p)) throw new Error(`realcp-heavy: ${heavyMissing([component]).join('; ')}`);
+  return p;
+}
+
+let modCache: string | undefined;
+/** `$GOMODCACHE/<module>@<version>` (module paths here have no upper-case letters to escape). */
+export function moduleDir(module: string, version: string): string {
+  modCache ??= execFileSync('go', ['env', 'GOMODCACHE'], { encoding: 'utf8' }).trim();
+  const dir = join(modCache, `${module}@${version}`);
+  if (!existsSync(dir)) {
+    // Extract it (the build already downloaded it on this machine; a fresh one fetches it).
+    execFileSync('go', ['mod', 'download', `${module}@${version}`], {
+      cwd: TOOLS,
+      env: { ...process.env, GOTOOLCHAIN: process.env.GOTOOLCHAIN ?? 'local', GOFLAGS: '-mod=mod' },
+      stdio: 'ignore',
+    });
+  }
+  if (!existsSync(dir)) throw new Error(`realcp-heavy: ${module}@${version} is not in ${modCache}`);
+  return dir;
+}
+
+// ----------------------------------------------------------------------------------------------------
+// Processes (children are listed in the light tier's <runDir>/pids, so its watchdog kills them too)
+
+interface Proc {
+  name: string;
+  child: ChildProcess;
+  logFile: string;
+  exited: boolean;
+  exitCode: number | null;
+  exitPromise: Promise<void>;
+}
+
+const live = new Set<ChildProcess>();
+let exitHook = false;
+
+function spawnLogged(
+  name: string,
+  bin: string,
+  args: string[],
+  runDir: string,
+  env: NodeJS.ProcessEnv = {},
+): Proc {
+  if (!exitHook) {
+    exitHook = true;
+    process.on('exit', () => {
+      for (const c of live) {
+        try {
+          c.kill('SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+    });
+  }
+  const logFile = join(runDir, `${name}.log`);
+  const fd = openSync(logFile, 'a');
+  let child: ChildProcess;
+  try {
+    const base: NodeJS.ProcessEnv = { ...process.env };
+    for (const k of Object.keys(base)) if (k === 'KUBECONFIG' || k.startsWith('KUBE')) delete base[k];
+    child = spawn(bin, args, { stdio: ['ignore', fd, fd], cwd: runDir, env: { ...base, ...env } });
+  } finally {
+    closeSync(fd);
+  }
+  const proc: Proc = { name, child, logFile, exited: false, exitCode: null, exitPromise: Promise.resolve() };
+  proc.exitPromise = new Promise<void>((res) => {
+    child.once('exit', (code) => {
+      proc.exited = true;
+      proc.exitCode = code;
+      live.delete(child);
+      res();
+    });
+    child.once('error', (err) => {
+      proc.exited = true;
+      live.delete(child);
+      writeFileSync(logFile, `\nspawn error: ${err.message}\n`, { flag: 'a' });
+      res();
+    });
+  });
+  if (child.pid !== undefined) {
+    child.unref();
+    live.add(child);
+    writeFileSync(join(runDir, 'pids'), `${child.pid}\n`, { flag: 'a' });
+  }
+  return proc;
+}
+
+async function stopProc(p: Proc, graceMs = 5000): Promise<void> {
+  if (p.exited) return;
+  try {
+    p.child.kill('SIGTERM');
+  } catch {
+    /* gone */
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = await Promise.race([
+    p.exitPromise.then(() => false),
+    new Promise<boolean>((r) => {
+      timer = setTimeout(() => r(true), graceMs);
+    }),
+  ]);
+  if (timer) clearTimeout(timer);
+  if (timedOut && !p.exited) {
+    try {
+      p.child.kill('SIGKILL');
+    } catch {
+      /* gone */
+    }
+    await p.exitPromise;
+  }
+}
+
+function logTail(p: Proc, lines = 30): string {
+  try {
+    return readFileSync(p.logFile, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+class HeavyError extends Error {}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const debug = (msg: string): void => {
+  if (process.env.REALCP_DEBUG) process.stderr.write(`[realcp-heavy ${new Date().toISOString()}] ${msg}\n`);
+};
+
+async function waitFor(
+  what: string,
+  deadline: number,
+  check: () => Promise<true | string>,
+  procs: Proc[],
+  intervalMs = 200,
+): Promise<void> {
+  let last = '';
+  for (;;) {
+    for (const p of procs) {
+      if (p.exited) {
+        throw new HeavyError(
+          `realcp-heavy: ${p.name} exited (code ${p.exitCode}) while waiting for ${what}; last lines of ${p.logFile}:\n${logTail(p)}`,
+        );
+      }
+    }
+    try {
+      const r = await check();
+      if (r === true) return;
+      last = r;
+    } catch (err) {
+      if (err instanceof HeavyError) throw err;
+      last = err instanceof Error ? err.message : String(err);
+    }
+    if (Date.now() > deadline)
+      throw new HeavyError(`realcp-heavy: timed out waiting for ${what} (last: ${last})`);
+    await sleep(intervalMs);
+  }
+}
+
+async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((res, rej) => {
+          const s = createServer();
+          s.once('error', rej);
+          s.listen(0, '127.0.0.1', () => res(s));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => {
+    const a = s.address();
+    if (a === null || typeof a === 'string') throw new Error('realcp-heavy: no free port');
+    return a.port;
+  });
+  await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
+  return ports;
+}
+
+/** GET a URL; any HTTP status counts as an answer. TLS is not verified (health endpoints only). */
+function probe(url: string): Promise<{ status: number; text: string }> {
+  return new Promise((res, rej) => {
+    const opts = { method: 'GET', timeout: 2000, rejectUnauthorized: false };
+    const req = (url.startsWith('https:') ? httpsRequest : httpRequest)(url, opts, (resp) => {
+      let text = '';
+      resp.setEncoding('utf8');
+      resp.on('data', (c: string) => {
+        text += c;
+      });
+      resp.on('end', () => res({ status: resp.statusCode ?? 0, text }));
+      resp.on('error', rej);
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', rej);
+    req.end();
+  });
+}
+
+const healthy = (url: string) => async (): Promise<true | string> => {
+  const r = await probe(url);
+  return r.status === 200 ? true : `HTTP ${r.status} ${r.text.slice(0, 200)}`;
+};
+
+// ----------------------------------------------------------------------------------------------------
+// Certificates (openssl): one CA, one serving cert for 127.0.0.1 shared by every webhook server
+
+interface Certs {
+  dir: string;
+  caPem: string;
+  crt: string;
+  key: string;
+}
+
+function makeCerts(runDir: string): Certs {
+  const dir = join(runDir, 'webhook-certs');
+  mkdirSync(dir, { recursive: true });
+  const run = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  run([
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=gantry-realcp-heavy-ca',
+  ]);
+  writeFileSync(
+    join(dir, 'ext.cnf'),
+    'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n',
+  );
+  run([
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'tls.key',
+    '-out',
+    'tls.csr',
+    '-subj',
+    '/CN=127.0.0.1',
+  ]);
+  run([
+    'x509',
+    '-req',
+    '-in',
+    'tls.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'tls.crt',
+    '-days',
+    '2',
+    '-extfile',
+    'ext.cnf',
+  ]);
+  return {
+    dir,
+    caPem: readFileSync(join(dir, 'ca.crt'), 'utf8'),
+    crt: readFileSync(join(dir, 'tls.crt'), 'utf8'),
+    key: readFileSync(join(dir, 'tls.key'), 'utf8'),
+  };
+}
+
+function writeCertDir(dir: string, certs: Certs): string {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'tls.crt'), certs.crt);
+  writeFileSync(join(dir, 'tls.key'), certs.key, { mode: 0o600 });
+  writeFileSync(join(dir, 'ca.crt'), certs.caPem);
+  return dir;
+}
+
+/**
+ * Kueue always watches /etc/kueue/metrics/certs/tls.{crt,key} when its internal cert management is
+ * off, and exits if they are missing (cmd/kueue/main.go), whatever the metrics address. Metrics are
+ * off here, so any valid pair will do: write one only when none is there (CI runs as root).
+ */
+function ensureKueueMetricsCerts(certs: Certs): void {
+  const dir = '/etc/kueue/metrics/certs';
+  if (existsSync(join(dir, 'tls.crt')) && existsSync(join(dir, 'tls.key'))) return;
+  mkdirSync(dir, { recursive: true });
+  for (const [f, body] of [
+    ['tls.key', certs.key],
+    ['tls.crt', certs.crt],
+  ] as const) {
+    const tmp = join(dir, `.${f}.${process.pid}`);
+    writeFileSync(tmp, body, { mode: 0o600 });
+    renameSync(tmp, join(dir, f));
+  }
+}
+
+// ----------------------------------------------------------------------------------------------------
+// kwok stages
+
+/** The trainer-container env that steers kwok's pod stages (see the file comment). */
+export const KWOK_ENV = { runDuration: 'KWOK_RUN_DURATION', exitCode: 'KWOK_EXIT_CODE' } as const;
+
+const envValue = (name: string) =>
+  `.spec.containers.[] | (.env // []) | .[] | select(.name == "${name}") | .value`;
+
+function podStages(): unknown[] {
+  const ownedByJob = { key: '.metadata.ownerReferences.[].kind', operator: 'In', values: ['Job'] };
+  const runningReady = [
+    { key: '.metadata.deletionTimestamp', operator: 'DoesNotExist' },
+    { key: '.status.phase', operator: 'In', values: ['Running'] },
+    { key: '.status.conditions.[] | select( .type == "Ready" ) | .status', operator: 'In', values: ['True'] },
+    ownedByJob,
+  ];
+  const terminated = (exit: string, reason: string, phase: string) => `{{ $now := Now }}
+containerStatuses:
+{{ range .spec.containers }}
+- image: {{ .image | Quote }}
+  name: {{ .name | Quote }}
+  ready: false
+  restartCount: 0
+  started: false
+  state:
+    terminated:
+      exitCode: ${exit}
+      finishedAt: {{ $now | Quote }}
+      reason: ${reason}
+      startedAt: {{ $now | Quote }}
+{{ end }}
+conditions:
+- lastTransitionTime: {{ $now | Quote }}
+  status: "False"
+  reason: PodCompleted
+  type: Ready
+- lastTransitionTime: {{ $now | Quote }}
+  status: "False"
+  reason: PodCompleted
+  type: ContainersReady
+phase: ${phase}
+`;
+  return [
+    {
+      apiVersion: 'kwok.x-k8s.io/v1alpha1',
+      kind: 'Stage',
+      metadata: { name: 'gantry-pod-complete' },
+      spec: {
+        resourceRef: { apiGroup: 'v1', kind: 'Pod' },
+        selector: {
+          matchExpressions: [...runningReady, { key: envValue(KWOK_ENV.exitCode), operator: 'DoesNotExist' }],
+        },
+        delay: {
+          durationMilliseconds: 5000,
+          durationFrom: { expressionFrom: envValue(KWOK_ENV.runDuration) },
+        },
+        next: { statusTemplate: terminated('0', 'Completed', 'Succeeded') },
+      },
+    },
+    {
+      apiVersion: 'kwok.x-k8s.io/v1alpha1',
+      kind: 'Stage',
+      metadata: { name: 'gantry-pod-fail' },
+      spec: {
+        resourceRef: { apiGroup: 'v1', kind: 'Pod' },
+        selector: {
+          matchExpressions: [...runningReady, { key: envValue(KWOK_ENV.exitCode), operator: 'Exists' }],
+        },
+        delay: {
+          durationMilliseconds: 2000,
+          durationFrom: { expressionFrom: envValue(KWOK_ENV.runDuration) },
+        },
+        next: {
+          statusTemplate: `{{ $exit := "1" }}{{ range .spec.containers }}{{ range .env }}{{ if eq .name "${KWOK_ENV.exitCode}" }}{{ $exit = .value }}{{ end }}{{ end }}{{ end }}
+${terminated('{{ $exit }}', 'Error', 'Failed')}`,
+        },
+      },
+    },
+  ];
+}
+
+/** Upstream kwok stages from the module: node initialise + heartbeat with lease, pod ready + delete. */
+function kwokStagesYaml(kwokDir: string): string {
+  const files = [
+    'kustomize/stage/node/fast/node-initialize.yaml',
+    'kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml',
+    'kustomize/stage/pod/fast/pod-ready.yaml',
+    'kustomize/stage/pod/fast/pod-delete.yaml',
+  ];
+  const upstream = files.map((f) => readFileSync(join(kwokDir, f), 'utf8').trim());
+  return [...upstream, ...podStages().map((s) => stringifyYaml(s).trim())].join('\n---\n');
+}
+
+// ----------------------------------------------------------------------------------------------------
+// Webhook configurations from the upstream manifests, pointed at 127.0.0.1
+
+type Json = Record<string, unknown>;
+
+interface WebhookEntry {
+  name: string;
+  clientConfig?: { service?: { path?: string } };
+  rules?: { apiGroups?: string[] }[];
+}
+
+function webhookConfigs(
+  manifestFile: string,
+  owner: string,
+  port: number,
+  caPem: string,
+  keep: (w: WebhookEntry) => boolean = () => true,
+): Json[] {
+  const out: Json[] = [];
+  for (const doc of parseAllDocuments(readFileSync(manifestFile, 'utf8'))) {
+    const obj = doc.toJS() as Json | null;
+    if (!obj?.kind) continue;
+    const kind = String(obj.kind);
+    const webhooks = ((obj.webhooks as WebhookEntry[]) ?? []).filter(keep).map((w) => {
+      const path = w.clientConfig?.service?.path ?? '/';
+      return {
+        ...w,
+        clientConfig: {
+          url: `https://127.0.0.1:${port}${path}`,
+          caBundle: Buffer.from(caPem).toString('base64'),
+        },
+        timeoutSeconds: 10,
+      };
+    });
+    if (webhooks.length === 0) continue;
+    out.push({
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind,
+      metadata: {
+        name: `gantry-${owner}-${kind === 'MutatingWebhookConfiguration' ? 'mutating' : 'validating'}`,
+      },
+      webhooks,
+    });
+  }
+  return out;
+}
+
+// ----------------------------------------------------------------------------------------------------
+// Public API
+
+export interface HeavyOptions {
+  set: VersionSetName;
+  /** Fake GPU nodes (default 2) and GPUs on each (default 8). */
+  nodes?: number;
+  gpusPerNode?: number;
+  /** The ClusterQueue's nvidia.com/gpu nominal quota (default 8). */
+  gpuQuota?: number;
+  /** false: only KCM, scheduler and kwok (no JobSet/Trainer/Kueue, no CRDs, no fixtures). Default true. */
+  controllers?: boolean;
+  startTimeoutMs?: number;
+}
+
+export interface HeavyControlPlane {
+  cp: RealControlPlane;
+  set: VersionSet;
+  /** Names of the cluster-level fixtures. */
+  clusterQueue: string;
+  resourceFlavor: string;
+  runtimes: string[];
+  /** ms since the call at which each component was ready. */
+  timings: Record<string, number>;
+  startupMs: number;
+  runDir: string;
+  kubeconfigYaml(): string;
+  /** A fresh namespace with a LocalQueue `queue` (default "demo-queue") on the ClusterQueue. */
+  createQueueNamespace(prefix: string, queue?: string): Promise<string>;
+  request<T = unknown>(
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType?: string,
+  ): Promise<KubeResponse<T>>;
+  /** Processes still running, by name (a test can assert nothing crashed). */
+  exited(): string[];
+  logTail(name: string, lines?: number): string;
+  stop(): Promise<void>;
+}
+
+const CLUSTER_QUEUE = 'gantry-gpu';
+const FLAVOR = 'kwok-gpu';
+const NODE_LABEL = { 'gantry.dev/pool': 'kwok-gpu' };
+
+export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyControlPlane> {
+  const started = Date.now();
+  const deadline = started + (opts.startTimeoutMs ?? 240_000);
+  const set = versionSet(opts.set);
+  const withControllers = opts.controllers !== false;
+  const components = ['kube', 'kwok', ...(withControllers ? [set.jobsetComponent, set.component] : [])];
+  const missing = heavyMissing(components);
+  if (missing.length) throw new Error(`realcp-heavy: missing ${missing.join('; ')}`);
+
+  const jobsetDir = moduleDir('sigs.k8s.io/jobset', set.jobset);
+  const trainerDir = moduleDir('github.com/kubeflow/trainer/v2', set.trainer);
+  const kueueDir = moduleDir('sigs.k8s.io/kueue', set.kueue);
+  const kwokDir = moduleDir(
+    'sigs.k8s.io/kwok',
+    pinned(join(TOOLS, 'kwok', 'go.mod'), 'sigs.k8s.io/kwok') ?? '',
+  );
+
+  // The CRDs are installed even without controllers (the light tier wants at least one).
+  const crdDirs = [
+    join(jobsetDir, 'config/components/crd/bases'),
+    join(trainerDir, 'manifests/base/crds'),
+    join(kueueDir, 'config/components/crd/bases'),
+  ];
+  const timings: Record<string, number> = {};
+  const mark = (what: string) => {
+    timings[what] = Date.now() - started;
+    debug(`${what} ready at ${timings[what]} ms`);
+  };
+
+  const cp = await startRealControlPlane({
+    crdDirs,
+    startTimeoutMs: Math.max(60_000, deadline - Date.now()),
+  });
+  mark('apiserver+crds');
+  const runDir = cp.runDir;
+  const procs: Proc[] = [];
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    for (const p of [...procs].reverse()) await stopProc(p);
+    await cp.stop();
+  };
+
+  const req = <T = unknown>(method: string, path: string, body?: unknown, contentType?: string) =>
+    cp.request<T>(method, path, body, contentType ? { contentType } : undefined);
+  const must = async (what: string, r: Promise<KubeResponse>, ok = [200, 201]) => {
+    const res = await r;
+    if (!ok.includes(res.status))
+      throw new HeavyError(`realcp-heavy: ${what} failed (HTTP ${res.status}): ${res.text.slice(0, 800)}`);
+    return res;
+  };
+  /** Create-or-replace by server-side apply of one object (through its webhooks; retried until they answer). */
+  const applyObject = async (what: string, obj: Json, retryUntil = deadline) => {
+    const file = join(runDir, `apply-${Math.random().toString(36).slice(2)}.yaml`);
+    writeFileSync(file, stringifyYaml(obj));
+    await waitFor(
+      what,
+      retryUntil,
+      async () => {
+        await cp.applyManifests([file], { fieldManager: 'gantry-realcp-heavy' });
+        return true;
+      },
+      procs,
+      300,
+    );
+  };
+
+  const handle = (): HeavyControlPlane => ({
+    cp,
+    set,
+    clusterQueue: CLUSTER_QUEUE,
+    resourceFlavor: FLAVOR,
+    runtimes: ['torch-distributed', 'torch-distributed-failfast'],
+    timings,
+    startupMs: Date.now() - started,
+    runDir,
+    kubeconfigYaml: () => cp.kubeconfigYaml(),
+    createQueueNamespace: async (prefix, queue = 'demo-queue') => {
+      const ns = await cp.createNamespace(prefix);
+      await applyObject(
+        `LocalQueue ${ns}/${queue}`,
+        {
+          apiVersion: 'kueue.x-k8s.io/v1beta2',
+          kind: 'LocalQueue',
+          metadata: { name: queue, namespace: ns },
+          spec: { clusterQueue: CLUSTER_QUEUE },
+        },
+        Date.now() + 30_000,
+      );
+      return ns;
+    },
+    request: req,
+    exited: () => procs.filter((p) => p.exited).map((p) => `${p.name} (code ${p.exitCode})`),
+    logTail: (name, lines) => {
+      const p = procs.find((x) => x.name === name);
+      return p ? logTail(p, lines) : '(no such process)';
+    },
+    stop,
+  });
+
+  try {
+    const kubeconfig = join(runDir, 'admin.kubeconfig');
+    writeFileSync(kubeconfig, cp.kubeconfigYaml(), { mode: 0o600 });
+    const certs = makeCerts(runDir);
+    const [kcmPort, schedPort, kwokPort, jsWh, jsHealth, trWh, trHealth, kqWh, kqHealth] = (await freePorts(
+      9,
+    )) as [number, number, number, number, number, number, number, number, number];
+
+    // Namespace Kueue runs in (its config `namespace`).
+    await must(
+      'creating namespace kueue-system',
+      req('POST', '/api/v1/namespaces', {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: 'kueue-system' },
+      }),
+      [201, 409],
+    );
+
+    // 2. kube-controller-manager
+    const kubeAuth = [
+      `--kubeconfig=${kubeconfig}`,
+      `--authentication-kubeconfig=${kubeconfig}`,
+      `--authorization-kubeconfig=${kubeconfig}`,
+      '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics',
+      '--leader-elect=false',
+      '--bind-address=127.0.0.1',
+    ];
+    const kcm = spawnLogged(
+      'kube-controller-manager',
+      binPath('kube', 'kube-controller-manager'),
+      [
+        ...kubeAuth,
+        `--secure-port=${kcmPort}`,
+        `--cert-dir=${join(runDir, 'kcm-certs')}`,
+        `--service-account-private-key-file=${join(runDir, 'sa.key')}`,
+        `--root-ca-file=${join(runDir, 'apiserver-certs', 'apiserver.crt')}`,
+        '--use-service-account-credentials=false',
+        // Quick GC / job reaction for tests.
+        '--concurrent-gc-syncs=10',
+        '--concurrent-job-syncs=10',
+        '--v=1',
+      ],
+      runDir,
+    );
+    procs.push(kcm);
+    // 3. kube-scheduler
+    const sched = spawnLogged(
+      'kube-scheduler',
+      binPath('kube', 'kube-scheduler'),
+      [...kubeAuth, `--secure-port=${schedPort}`, `--cert-dir=${join(runDir, 'scheduler-certs')}`, '--v=1'],
+      runDir,
+    );
+    procs.push(sched);
+    // 4. kwok
+    const stagesFile = join(runDir, 'kwok-stages.yaml');
+    writeFileSync(stagesFile, kwokStagesYaml(kwokDir));
+    const kwok = spawnLogged(
+      'kwok',
+      binPath('kwok', 'kwok'),
+      [
+        `--kubeconfig=${kubeconfig}`,
+        `--config=${stagesFile}`,
+        '--manage-all-nodes=true',
+        `--server-address=127.0.0.1:${kwokPort}`,
+        '--node-ip=10.250.0.1',
+        '--cidr=10.244.0.0/16',
+        '--node-lease-duration-seconds=40',
+      ],
+      runDir,
+      { HOME: join(runDir, 'kwok-home') },
+    );
+    procs.push(kwok);
+
+    // 5–7. controllers: configs, certs (each reads its own TMPDIR, so parallel test runs never share files)
+    const ctrlEnv = (name: string) => {
+      const tmp = join(runDir, `tmp-${name}`);
+      writeCertDir(join(tmp, 'k8s-webhook-server', 'serving-certs'), certs);
+      writeCertDir(join(tmp, 'k8s-metrics-server', 'serving-certs'), certs);
+      return { KUBECONFIG: kubeconfig, TMPDIR: tmp };
+    };
+    const jsCfg = join(runDir, 'jobset-config.yaml');
+    writeFileSync(
+      jsCfg,
+      stringifyYaml({
+        apiVersion: 'config.jobset.x-k8s.io/v1alpha1',
+        kind: 'Configuration',
+        leaderElection: { leaderElect: false },
+        internalCertManagement: { enable: false },
+        webhook: {
+          port: jsWh,
+          host: '127.0.0.1',
+          certDir: join(runDir, 'tmp-jobset', 'k8s-webhook-server', 'serving-certs'),
+        },
+        metrics: { bindAddress: '0' },
+        health: { healthProbeBindAddress: `127.0.0.1:${jsHealth}` },
+      }),
+    );
+    if (withControllers) {
+      const jobset = spawnLogged(
+        'jobset',
+        binPath(set.jobsetComponent, 'jobset'),
+        [`--config=${jsCfg}`, `--kubeconfig=${kubeconfig}`, '--zap-devel=false'],
+        runDir,
+        ctrlEnv('jobset'),
+      );
+      procs.push(jobset);
+    }
+
+    const trCfg = join(runDir, 'trainer-config.yaml');
+    writeFileSync(
+      trCfg,
+      stringifyYaml({
+        apiVersion: 'config.trainer.kubeflow.org/v1alpha1',
+        kind: 'Configuration',
+        webhook: { port: trWh, host: '127.0.0.1' },
+        metrics: { bindAddress: '0' },
+        health: { healthProbeBindAddress: `127.0.0.1:${trHealth}` },
+        leaderElection: { leaderElect: false },
+        certManagement: { enable: false },
+      }),
+    );
+
+    const kqCfg = join(runDir, 'kueue-config.yaml');
+    const frameworks = ['trainer.kubeflow.org/trainjob'];
+    writeFileSync(
+      kqCfg,
+      stringifyYaml({
+        apiVersion: 'config.kueue.x-k8s.io/v1beta2',
+        kind: 'Configuration',
+        namespace: 'kueue-system',
+        leaderElection: { leaderElect: false },
+        internalCertManagement: { enable: false },
+        webhook: {
+          port: kqWh,
+          host: '127.0.0.1',
+          certDir: join(runDir, 'tmp-kueue', 'k8s-webhook-server', 'serving-certs'),
+        },
+        health: { healthProbeBindAddress: `127.0.0.1:${kqHealth}` },
+        metrics: { bindAddress: '0' },
+        integrations: { frameworks },
+      }),
+    );
+    ensureKueueMetricsCerts(certs);
+
+    // Nodes, while the controllers come up: kwok makes them Ready and keeps their leases.
+    const nodes = opts.nodes ?? 2;
+    const gpus = String(opts.gpusPerNode ?? 8);
+    await waitFor(
+      'kube-controller-manager /healthz',
+      deadline,
+      healthy(`https://127.0.0.1:${kcmPort}/healthz`),
+      procs,
+    );
+    mark('kube-controller-manager');
+    await waitFor(
+      'kube-scheduler /healthz',
+      deadline,
+      healthy(`https://127.0.0.1:${schedPort}/healthz`),
+      procs,
+    );
+    mark('kube-scheduler');
+    for (let i = 0; i < nodes; i++) {
+      const name = `kwok-gpu-${i}`;
+      const capacity = { cpu: '32', memory: '256Gi', pods: '110', 'nvidia.com/gpu': gpus };
+      await must(
+        `creating node ${name}`,
+        req('POST', '/api/v1/nodes', {
+          apiVersion: 'v1',
+          kind: 'Node',
+          metadata: {
+            name,
+            labels: {
+              ...NODE_LABEL,
+              'kubernetes.io/hostname': name,
+              'kubernetes.io/os': 'linux',
+              type: 'kwok',
+            },
+            annotations: { 'kwok.x-k8s.io/node': 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
+          },
+          spec: {},
+          status: { capacity, allocatable: capacity },
+        }),
+      );
+    }
+    await waitFor(
+      `${nodes} kwok nodes Ready with nvidia.com/gpu`,
+      deadline,
+      async () => {
+        const r = await req<{
+          items: {
+            metadata: { name: string };
+            status?: {
+              allocatable?: Record<string, string>;
+              conditions?: { type: string; status: string }[];
+            };
+          }[];
+        }>('GET', '/api/v1/nodes');
+        const ready = r.body.items.filter(
+          (n) =>
+            n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') &&
+            n.status?.allocatable?.['nvidia.com/gpu'] === gpus,
+        );
+        return ready.length >= nodes ? true : `${ready.length}/${nodes} ready`;
+      },
+      procs,
+    );
+    mark('kwok+nodes');
+    if (!withControllers) return handle();
+
+    await waitFor('jobset /readyz', deadline, healthy(`http://127.0.0.1:${jsHealth}/readyz`), procs);
+    for (const cfg of webhookConfigs(
+      join(jobsetDir, 'config/components/webhook/manifests.yaml'),
+      'jobset',
+      jsWh,
+      certs.caPem,
+    )) {
+      await applyObject(`jobset ${String((cfg.metadata as Json).name)}`, cfg);
+    }
+    mark('jobset');
+
+    const trainer = spawnLogged(
+      'trainer-controller-manager',
+      binPath(set.component, 'trainer-controller-manager'),
+      [`--config=${trCfg}`, '--zap-log-level=2'],
+      runDir,
+      ctrlEnv('trainer'),
+    );
+    procs.push(trainer);
+    const kueue = spawnLogged(
+      'kueue',
+      binPath(set.component, 'kueue'),
+      [`--config=${kqCfg}`, '--feature-gates=VisibilityOnDemand=false', '--zap-log-level=2'],
+      runDir,
+      ctrlEnv('kueue'),
+    );
+    procs.push(kueue);
+
+    await waitFor('trainer /readyz', deadline, healthy(`http://127.0.0.1:${trHealth}/readyz`), procs);
+    for (const cfg of webhookConfigs(
+      join(trainerDir, 'manifests/base/webhook/manifests.yaml'),
+      'trainer',
+      trWh,
+      certs.caPem,
+    )) {
+      await applyObject(`trainer ${String((cfg.metadata as Json).name)}`, cfg);
+    }
+    mark('trainer');
+
+    await waitFor('kueue /readyz', deadline, healthy(`http://127.0.0.1:${kqHealth}/readyz`), procs);
+    const kueueGroups = new Set(['kueue.x-k8s.io', 'trainer.kubeflow.org']);
+    // Kueue's own kinds and the TrainJob integration only (a disabled integration's webhook is a
+    // no-op, but pods/deployments/jobsets would all pass through it for nothing).
+    const keepKueue = (w: WebhookEntry) =>
+      (w.rules ?? []).some((r) => (r.apiGroups ?? []).some((g) => kueueGroups.has(g)));
+    for (const cfg of webhookConfigs(
+      join(kueueDir, 'config/components/webhook/manifests.yaml'),
+      'kueue',
+      kqWh,
+      certs.caPem,
+      keepKueue,
+    )) {
+      await applyObject(`kueue ${String((cfg.metadata as Json).name)}`, cfg);
+    }
+    mark('kueue');
+
+    // 8. fixtures (through the webhooks: each apply retries until its webhook answers)
+    await applyObject('ResourceFlavor', {
+      apiVersion: 'kueue.x-k8s.io/v1beta2',
+      kind: 'ResourceFlavor',
+      metadata: { name: FLAVOR },
+      spec: { nodeLabels: NODE_LABEL },
+    });
+    await applyObject('ClusterQueue', {
+      apiVersion: 'kueue.x-k8s.io/v1beta2',
+      kind: 'ClusterQueue',
+      metadata: { name: CLUSTER_QUEUE },
+      spec: {
+        namespaceSelector: {},
+        queueingStrategy: 'BestEffortFIFO',
+        resourceGroups: [
+          {
+            coveredResources: ['cpu', 'memory', 'nvidia.com/gpu'],
+            flavors: [
+              {
+                name: FLAVOR,
+                resources: [
+                  { name: 'cpu', nominalQuota: '256' },
+                  { name: 'memory', nominalQuota: '2Ti' },
+                  { name: 'nvidia.com/gpu', nominalQuota: String(opts.gpuQuota ?? 8) },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+    });
+    await waitFor(
+      'ClusterQueue Active',
+      deadline,
+      async () => {
+        const r = await req<{
+          status?: { conditions?: { type: string; status: string; message?: string }[] };
+        }>('GET', `/apis/kueue.x-k8s.io/v1beta2/clusterqueues/${CLUSTER_QUEUE}`);
+        const active = r.body.status?.conditions?.find((c) => c.type === 'Active');
+        return active?.status === 'True' ? true : `Active=${active?.status} ${active?.message ?? ''}`;
+      },
+      procs,
+    );
+
+    const runtimeDoc = parseAllDocuments(
+      readFileSync(join(trainerDir, 'manifests/base/runtimes/torch_distributed.yaml'), 'utf8'),
+    )
+      .map((d) => d.toJS() as Json)
+      .find((o) => o?.kind === 'ClusterTrainingRuntime');
+    if (!runtimeDoc)
+      throw new HeavyError('realcp-heavy: no ClusterTrainingRuntime in torch_distributed.yaml');
+    await applyObject('ClusterTrainingRuntime torch-distributed', runtimeDoc);
+    const failfast = structuredClone(runtimeDoc) as {
+      metadata: { name: string };
+      spec: { template: { spec: { replicatedJobs: { template: { spec: Json } }[] } } };
+    };
+    failfast.metadata.name = 'torch-distributed-failfast';
+    for (const rj of failfast.spec.template.spec.replicatedJobs) rj.template.spec.backoffLimit = 0;
+    await applyObject('ClusterTrainingRuntime torch-distributed-failfast', failfast as unknown as Json);
+    mark('fixtures');
+
+    return handle();
+  } catch (err) {
+    if (process.env.REALCP_KEEP_RUN_DIR !== '1') {
+      for (const p of procs) process.stderr.write(`--- ${p.name} (last lines)\n${logTail(p, 15)}\n`);
+    }
+    await stop();
+    throw err;
+  }
+}
