@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { ApiServer, Json, WatchEvent } from './apiserver.ts';
 import { rfc3339, type SimClock } from './clock.ts';
@@ -18,6 +17,16 @@ import {
   TRAINER_GROUP,
   trainerContainer,
 } from './jobs.ts';
+import {
+  assignFlavor,
+  findCondition,
+  flavorOf,
+  isTrue,
+  nominalQuota,
+  podRequests,
+  setCondition,
+  workloadName,
+} from './kueue.ts';
 import {
   finalAccuracy,
   finalLoss,
@@ -152,33 +161,6 @@ export interface ControllerStats {
   simTime: string;
 }
 
-function setCondition(list: unknown, cond: Json, now: string): Json[] {
-  const conds = Array.isArray(list) ? (list as Json[]).map((c) => ({ ...c })) : [];
-  const i = conds.findIndex((c) => c.type === cond.type);
-  if (i >= 0) {
-    const old = conds[i]!;
-    const changed = old.status !== cond.status;
-    conds[i] = { ...old, ...cond, lastTransitionTime: changed ? now : old.lastTransitionTime };
-  } else {
-    conds.push({ ...cond, lastTransitionTime: now });
-  }
-  return conds;
-}
-
-function findCondition(o: Json, type: string): Json | undefined {
-  const conds = obj(o.status).conditions;
-  return Array.isArray(conds) ? (conds as Json[]).find((c) => c.type === type) : undefined;
-}
-
-const isTrue = (o: Json, type: string): boolean => findCondition(o, type)?.status === 'True';
-
-/** Kueue's workload name: `<kind>-<name>-<5 hex of sha1(kind, group, name, uid)>`. */
-export function workloadName(kind: string, group: string, name: string, uid: string): string {
-  const hash = createHash('sha1').update(`${kind}\n${group}\n${name}\n${uid}`).digest('hex').slice(0, 5);
-  const prefix = `${kind.toLowerCase()}-${name}`.slice(0, 253 - 6);
-  return `${prefix}-${hash}`;
-}
-
 function annotation(job: Json, key: string): string | undefined {
   const v = obj(meta(job).annotations)[key];
   return typeof v === 'string' ? v : undefined;
@@ -210,7 +192,8 @@ export class Controllers {
   private timer: NodeJS.Timeout | undefined;
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly stats = { admitted: 0, peakRunning: 0, completed: 0, failed: 0 };
-  private readonly pendingRefreshed = new Map<string, string>();
+  /** Order in which Workloads appeared: FIFO within a second (creationTimestamp's precision). */
+  private readonly arrivals = new Map<string, number>();
   private readonly demands = new Map<
     string,
     {
@@ -369,8 +352,10 @@ export class Controllers {
       return;
     }
     if (def.group === KUEUE.group) {
+      if (def.plural === 'workloads' && type === 'ADDED') this.arrivals.set(String(m.uid), this.seq++);
       if (def.plural === 'workloads' && type === 'DELETED') {
         this.demands.delete(String(m.uid));
+        this.arrivals.delete(String(m.uid));
         this.enqueue(() => this.markDirty());
       }
       if (
@@ -643,7 +628,17 @@ export class Controllers {
       j.state = 'finished';
       return;
     }
-    const suspended = isSuspended(j.def, job);
+    let suspended = isSuspended(j.def, job);
+    if (
+      j.gate === 'kueue' &&
+      !suspended &&
+      j.state === 'waiting' &&
+      !isTrue(this.workloadOf(j) ?? {}, 'QuotaReserved')
+    ) {
+      // Kueue stops a queued job that runs without admission (e.g. created past its webhook).
+      this.api.mutate(j.def, j.ns, j.name, (o) => setSuspended(j.def, o, true));
+      suspended = true;
+    }
     j.suspended = suspended;
     const canRun = !suspended && j.gateOpen && !(j.neverAdmit && j.gate === 'none');
     if (canRun && j.state === 'waiting') this.startRun(j, job);
@@ -854,11 +849,8 @@ export class Controllers {
           message = 'TrainJob exceeded its active deadline';
         } else {
           reason = j.failReason ?? 'FailedJobs';
-          message =
-            j.failMessage ??
-            (why === 'UploadFailed'
-              ? `jobset failed due to one or more job failures`
-              : 'jobset failed due to one or more job failures');
+          // A failed upload is a failed training container: JobSet's generic failure (the cause is in an Event).
+          message = j.failMessage ?? 'jobset failed due to one or more job failures';
         }
       }
       const p = this.progressOf(j);
@@ -1348,13 +1340,13 @@ export class Controllers {
     }
 
     for (const [cqName, cq] of cqs) {
-      const nominal = this.nominalQuota(cq);
+      const nominal = nominalQuota(cq);
       const used = usage.get(cqName) ?? {};
       const pending = (pendingBy.get(cqName) ?? []).sort(
         (a, b) =>
           Number(obj(b.spec).priority ?? 0) - Number(obj(a.spec).priority ?? 0) ||
           String(meta(a).creationTimestamp).localeCompare(String(meta(b).creationTimestamp)) ||
-          Number(meta(a).resourceVersion) - Number(meta(b).resourceVersion),
+          this.arrival(a) - this.arrival(b),
       );
       const strict = obj(cq.spec).queueingStrategy === 'StrictFIFO';
       // Like Kueue, only the workloads the scheduler looks at first get a fresh message each pass.
@@ -1384,7 +1376,7 @@ export class Controllers {
           if (strict) break;
           continue; // not looked at this pass: its message stays as it was
         }
-        const fit = this.fits(wl, nominal, used, job?.neverAdmit === true || free);
+        const fit = this.fits(wl, cq, nominal, used, job?.neverAdmit === true || free);
         if (fit.ok) continue;
         refreshBudget--;
         if (!fit.neverFits && lowerPriority && this.preemptFor(wl, cqName, nominal, used)) {
@@ -1404,6 +1396,10 @@ export class Controllers {
     this.writeLocalQueueStatus(lqCounts);
   }
 
+  private arrival(wl: Json): number {
+    return this.arrivals.get(String(meta(wl).uid)) ?? Number.MAX_SAFE_INTEGER;
+  }
+
   /** Per pod set (name, count, one pod's requests) and in total; cached per Workload (podSets are immutable). */
   private demand(wl: Json): {
     podSets: Array<{ name: string; count: number; per: Record<string, number> }>;
@@ -1415,7 +1411,7 @@ export class Controllers {
       const podSets = ((obj(wl.spec).podSets as Json[] | undefined) ?? []).map((p) => ({
         name: String(p.name),
         count: Number(p.count ?? 1),
-        per: this.podRequests(obj(p.template)),
+        per: podRequests(obj(p.template)),
       }));
       const total: Record<string, number> = {};
       for (const p of podSets)
@@ -1430,97 +1426,26 @@ export class Controllers {
     return this.demand(wl).total;
   }
 
-  private podRequests(template: Json): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const c of (obj(template.spec).containers as Json[] | undefined) ?? []) {
-      const res = obj(c.resources);
-      for (const [k, v] of Object.entries({ ...obj(res.limits), ...obj(res.requests) }))
-        out[k] = (out[k] ?? 0) + parseQuantity(v);
-    }
-    return out;
-  }
-
-  private nominalQuota(cq: Json): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const rg of (obj(cq.spec).resourceGroups as Json[] | undefined) ?? []) {
-      for (const f of (rg.flavors as Json[] | undefined) ?? []) {
-        for (const r of (f.resources as Json[] | undefined) ?? [])
-          out[String(r.name)] = (out[String(r.name)] ?? 0) + parseQuantity(r.nominalQuota);
-      }
-    }
-    return out;
-  }
-
-  private flavorOf(cq: Json): string {
-    const rg = ((obj(cq.spec).resourceGroups as Json[] | undefined) ?? [])[0];
-    const f = ((rg?.flavors as Json[] | undefined) ?? [])[0];
-    return String(f?.name ?? KUEUE.flavor);
-  }
-
-  /** Kueue's flavor assignment for a single-flavor ClusterQueue, with its messages. */
+  /** Kueue's flavor assignment against the ClusterQueue, with its messages. */
   private fits(
     wl: Json,
+    cq: Json,
     nominal: Record<string, number>,
     used: Record<string, number>,
     neverAdmit: boolean,
-  ): { ok: true } | { ok: false; neverFits: boolean; reason: string; message: string } {
-    const flavor = KUEUE.flavor;
-    const assumed: Record<string, number> = {};
-    const parts: string[] = [];
-    let worst = '';
-    for (const ps of this.demand(wl).podSets) {
-      const { count, per } = ps;
-      const reasons: string[] = [];
-      let noFit = false;
-      for (const res of Object.keys(per).sort()) {
-        const req = per[res]! * count;
-        if (req === 0) continue;
-        if (!(res in nominal)) {
-          reasons.push(`resource ${res} unavailable in ClusterQueue`);
-          worst = 'NoMatchingFlavor';
-          noFit = true;
-          break;
-        }
-        const val = (assumed[res] ?? 0) + req;
-        if (val > nominal[res]!) {
-          reasons.push(
-            `insufficient quota for ${res} in flavor ${flavor}, previously considered podsets requests (${formatQuantity(res, assumed[res] ?? 0)}) + current podset request (${formatQuantity(res, req)}) > maximum capacity (${formatQuantity(res, nominal[res]!)})`,
-          );
-          if (worst !== 'NoMatchingFlavor') worst = 'ExceedsMaxQuota';
-          noFit = true;
-          break;
-        }
-        const available = nominal[res]! - (used[res] ?? 0);
-        if (val > available || neverAdmit) {
-          const more = neverAdmit ? req : val - available;
-          reasons.push(
-            `insufficient unused quota for ${res} in flavor ${flavor}, ${formatQuantity(res, more)} more needed`,
-          );
-          if (!worst) worst = 'WaitingForQuota';
-        }
-        assumed[res] = val;
-      }
-      if (reasons.length > 0)
-        parts.push(`couldn't assign flavors to pod set ${String(ps.name)}: ${reasons.sort().join(', ')}`);
-      if (noFit) break;
-    }
-    if (parts.length === 0) return { ok: true };
-    const granular = this.o.kueueGranularReasons;
-    return {
-      ok: false,
-      neverFits: worst === 'ExceedsMaxQuota' || worst === 'NoMatchingFlavor',
-      reason: granular ? worst : 'Pending',
-      message: parts.join('; '),
-    };
+  ) {
+    return assignFlavor(this.demand(wl).podSets, nominal, used, {
+      flavor: flavorOf(cq),
+      neverAdmit,
+      granular: this.o.kueueGranularReasons,
+    });
   }
 
   private setPending(wl: Json, reason: string, message: string, refresh: boolean): void {
     const cur = findCondition(wl, 'QuotaReserved');
-    const key = `${String(meta(wl).namespace)}/${String(meta(wl).name)}`;
     if (cur && cur.status === 'False' && cur.reason === reason && cur.message === message) return;
     // Like Kueue, only the workloads the scheduler looks at (the heads) get a fresh message.
     if (cur && cur.status === 'False' && !refresh) return;
-    this.pendingRefreshed.set(key, message);
     this.mutateWorkloadStatus(wl, (st) => {
       st.conditions = setCondition(
         st.conditions,
@@ -1534,7 +1459,7 @@ export class Controllers {
     const req = this.workloadRequests(wl);
     for (const [r, v] of Object.entries(req)) used[r] = (used[r] ?? 0) + v;
     const cq = this.api.peek(this.def(KUEUE.group, 'clusterqueues')!, undefined, cqName)!;
-    const flavor = this.flavorOf(cq);
+    const flavor = flavorOf(cq);
     const podSets = (obj(wl.spec).podSets as Json[] | undefined) ?? [];
     const gen = meta(wl).generation;
     this.mutateWorkloadStatus(wl, (st) => {
@@ -1542,7 +1467,7 @@ export class Controllers {
         clusterQueue: cqName,
         podSetAssignments: podSets.map((ps) => {
           const count = Number(ps.count ?? 1);
-          const per = this.podRequests(obj(ps.template));
+          const per = podRequests(obj(ps.template));
           const flavors: Json = {};
           const usageOut: Json = {};
           for (const [r, v] of Object.entries(per)) {
@@ -1749,8 +1674,8 @@ export class Controllers {
 
   private writeQueueStatus(cq: Json, used: Record<string, number>, pending: number, admitted: number): void {
     const cqDef = this.def(KUEUE.group, 'clusterqueues')!;
-    const flavor = this.flavorOf(cq);
-    const resources = Object.keys(this.nominalQuota(cq)).map((r) => ({
+    const flavor = flavorOf(cq);
+    const resources = Object.keys(nominalQuota(cq)).map((r) => ({
       name: r,
       total: formatQuantity(r, Math.max(0, used[r] ?? 0)),
       borrowed: '0',
@@ -1898,7 +1823,7 @@ export class Controllers {
   }
 
   private capacity(): Record<string, number> | undefined {
-    const src = this.o.capacity ?? (this.o.queues.length > 0 ? undefined : undefined);
+    const src = this.o.capacity;
     if (src) return Object.fromEntries(Object.entries(src).map(([k, v]) => [k, parseQuantity(v)]));
     if (this.o.queues.length === 0) return undefined;
     const out: Record<string, number> = {};

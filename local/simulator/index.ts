@@ -25,6 +25,7 @@ import { kueueWebhook, trainerWebhooks } from './webhooks.ts';
  *   await sim.close();
  */
 
+export { createClock, type SimClock } from './clock.ts';
 export type { QueueConfig } from './controller.ts';
 export { SIM_ANNOTATIONS } from './controller.ts';
 export type { Gang } from './crds.ts';
@@ -74,6 +75,8 @@ export interface SimulatorOptions {
   tickMs?: number;
   /** Start of simulated time (default now). */
   startTime?: Date;
+  /** A clock of your own (overrides speed and startTime); see clock.ts. */
+  clock?: SimClock;
   port?: number;
   host?: string;
   log?: (msg: string) => void;
@@ -132,7 +135,7 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
   const trainerVersion = opts.trainerVersion ?? '2.2';
   const gang = opts.gang ?? 'kueue';
   const log = opts.log ?? ((m: string) => console.error(m));
-  const clock = createClock(opts.speed ?? 1, opts.startTime?.getTime());
+  const clock = opts.clock ?? createClock(opts.speed ?? 1, opts.startTime?.getTime());
   const registry = new Registry();
   const api = new ApiServer(registry, clock);
 

@@ -10,12 +10,7 @@ import {
 } from '@kubernetes/client-node';
 import { startFauxqs } from 'fauxqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type ClusterSimulator,
-  finalAccuracy,
-  SIM_ANNOTATIONS,
-  startClusterSimulator,
-} from '../../local/simulator/index.ts';
+import { finalAccuracy, SIM_ANNOTATIONS, startClusterSimulator } from '../../local/simulator/index.ts';
 
 /**
  * Scenario tests of the cluster simulator through @kubernetes/client-node and a kubeconfig, the
@@ -947,6 +942,53 @@ describe('cluster simulator: coscheduling PodGroups instead of Kueue', () => {
 
       expect((await pg('pg-1')).status).toMatchObject({ phase: 'Finished', succeeded: 2 });
       expect((await pg('pg-2')).status).toMatchObject({ phase: 'Running' });
+    } finally {
+      await h.sim.close();
+    }
+  });
+});
+
+describe('cluster simulator: the Trainer v2.1 shape', () => {
+  it('serves v2.1 TrainJobs: no trainerStatus, no Kueue runtime patch, runtimePatches unknown', async () => {
+    const h = await harness({
+      trainerVersion: '2.1',
+      speed: 0,
+      queues: [
+        { name: 'team-a', clusterQueue: 'gpu', quota: { 'nvidia.com/gpu': 8, cpu: 64, memory: '256Gi' } },
+      ],
+    });
+    try {
+      const ns = await h.namespace();
+      const created = await h.create(ns, {
+        ...trainJob('old', { gpus: 4 }),
+        spec: { ...trainJob('old').spec, podTemplateOverrides: [] },
+      });
+      const strict = await fetch(
+        `${h.sim.url}/apis/trainer.kubeflow.org/v1alpha1/namespaces/${ns}/trainjobs?fieldValidation=Strict`,
+        {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({
+            ...trainJob('new-shape'),
+            spec: { ...trainJob('x').spec, runtimePatches: [] },
+          }),
+        },
+      );
+      await h.sim.settle();
+      await h.sim.advance(30);
+      const running = await h.get(ns, 'old');
+
+      expect(created.spec).toMatchObject({ suspend: true, podTemplateOverrides: [] });
+      expect(created.spec).not.toHaveProperty('runtimePatches');
+      expect(strict.status).toBe(400);
+      expect(((await strict.json()) as { message: string }).message).toMatch(
+        /unknown field "spec.runtimePatches"/,
+      );
+      expect(cond(running, 'Suspended')).toMatchObject({ status: 'False', reason: 'Resumed' });
+      expect(running.status?.jobsStatus).toEqual([
+        { name: 'node', active: 1, ready: 1, succeeded: 0, failed: 0, suspended: 0 },
+      ]);
+      expect(running.status).not.toHaveProperty('trainerStatus');
     } finally {
       await h.sim.close();
     }

@@ -1,0 +1,152 @@
+import { createHash } from 'node:crypto';
+import type { Json } from './apiserver.ts';
+import { formatQuantity, parseQuantity } from './jobs.ts';
+
+/**
+ * Kueue's arithmetic and wording, as pure functions: Workload names, conditions, quota per
+ * ClusterQueue, and the flavor assignment that decides admission and writes the QuotaReserved
+ * message (Kueue v0.19's `couldn't assign flavors to pod set …` texts).
+ */
+
+const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
+const obj = (v: unknown): Json => (isObj(v) ? v : {});
+
+export const DEFAULT_FLAVOR = 'default-flavor';
+
+/** metav1 condition semantics: lastTransitionTime changes only when the status does. */
+export function setCondition(list: unknown, cond: Json, now: string): Json[] {
+  const conds = Array.isArray(list) ? (list as Json[]).map((c) => ({ ...c })) : [];
+  const i = conds.findIndex((c) => c.type === cond.type);
+  if (i >= 0) {
+    const old = conds[i]!;
+    const changed = old.status !== cond.status;
+    conds[i] = { ...old, ...cond, lastTransitionTime: changed ? now : old.lastTransitionTime };
+  } else {
+    conds.push({ ...cond, lastTransitionTime: now });
+  }
+  return conds;
+}
+
+export function findCondition(o: Json, type: string): Json | undefined {
+  const conds = obj(o.status).conditions;
+  return Array.isArray(conds) ? (conds as Json[]).find((c) => c.type === type) : undefined;
+}
+
+export const isTrue = (o: Json, type: string): boolean => findCondition(o, type)?.status === 'True';
+
+/** Kueue's workload name: `<kind>-<name>-<5 hex of sha1(kind, group, name, uid)>`. */
+export function workloadName(kind: string, group: string, name: string, uid: string): string {
+  const hash = createHash('sha1').update(`${kind}\n${group}\n${name}\n${uid}`).digest('hex').slice(0, 5);
+  const prefix = `${kind.toLowerCase()}-${name}`.slice(0, 253 - 6);
+  return `${prefix}-${hash}`;
+}
+
+/** One pod's requests (limits stand in for missing requests, as Kubernetes defaults them). */
+export function podRequests(template: Json): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const c of (obj(template.spec).containers as Json[] | undefined) ?? []) {
+    const res = obj(c.resources);
+    for (const [k, v] of Object.entries({ ...obj(res.limits), ...obj(res.requests) })) {
+      out[k] = (out[k] ?? 0) + parseQuantity(v);
+    }
+  }
+  return out;
+}
+
+/** A ClusterQueue's nominal quota per resource (all flavors together). */
+export function nominalQuota(cq: Json): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const rg of (obj(cq.spec).resourceGroups as Json[] | undefined) ?? []) {
+    for (const f of (rg.flavors as Json[] | undefined) ?? []) {
+      for (const r of (f.resources as Json[] | undefined) ?? []) {
+        out[String(r.name)] = (out[String(r.name)] ?? 0) + parseQuantity(r.nominalQuota);
+      }
+    }
+  }
+  return out;
+}
+
+/** The (first) flavor of a ClusterQueue: the simulator admits into one flavor per queue. */
+export function flavorOf(cq: Json): string {
+  const rg = ((obj(cq.spec).resourceGroups as Json[] | undefined) ?? [])[0];
+  const f = ((rg?.flavors as Json[] | undefined) ?? [])[0];
+  return String(f?.name ?? DEFAULT_FLAVOR);
+}
+
+export interface PodSetDemand {
+  name: string;
+  count: number;
+  /** One pod's requests, base units. */
+  per: Record<string, number>;
+}
+
+export type Assignment =
+  | { ok: true }
+  | {
+      ok: false;
+      /** Larger than the whole queue, or asks for a resource the queue does not cover. */
+      neverFits: boolean;
+      /** `Pending`, or with granular reasons `WaitingForQuota` / `ExceedsMaxQuota` / `NoMatchingFlavor`. */
+      reason: string;
+      message: string;
+    };
+
+/**
+ * Kueue's flavor assignment for one flavor: pod sets in order, each resource's request added to
+ * what earlier pod sets asked for; a request over the nominal quota is a no-fit (the pod set stops
+ * there), one over what is unused is a wait. Messages per pod set, reasons sorted and joined as
+ * Kueue does (`flavorassigner.go`). `neverAdmit` reports the whole request as missing.
+ */
+export function assignFlavor(
+  podSets: PodSetDemand[],
+  nominal: Record<string, number>,
+  used: Record<string, number>,
+  opts: { flavor: string; neverAdmit?: boolean; granular?: boolean },
+): Assignment {
+  const { flavor } = opts;
+  const assumed: Record<string, number> = {};
+  const parts: string[] = [];
+  let worst = '';
+  for (const ps of podSets) {
+    const reasons: string[] = [];
+    let noFit = false;
+    for (const res of Object.keys(ps.per).sort()) {
+      const req = ps.per[res]! * ps.count;
+      if (req === 0) continue;
+      if (!(res in nominal)) {
+        reasons.push(`resource ${res} unavailable in ClusterQueue`);
+        worst = 'NoMatchingFlavor';
+        noFit = true;
+        break;
+      }
+      const val = (assumed[res] ?? 0) + req;
+      if (val > nominal[res]!) {
+        reasons.push(
+          `insufficient quota for ${res} in flavor ${flavor}, previously considered podsets requests (${formatQuantity(res, assumed[res] ?? 0)}) + current podset request (${formatQuantity(res, req)}) > maximum capacity (${formatQuantity(res, nominal[res]!)})`,
+        );
+        if (worst !== 'NoMatchingFlavor') worst = 'ExceedsMaxQuota';
+        noFit = true;
+        break;
+      }
+      const available = nominal[res]! - (used[res] ?? 0);
+      if (val > available || opts.neverAdmit) {
+        const more = opts.neverAdmit ? req : val - available;
+        reasons.push(
+          `insufficient unused quota for ${res} in flavor ${flavor}, ${formatQuantity(res, more)} more needed`,
+        );
+        if (!worst) worst = 'WaitingForQuota';
+      }
+      assumed[res] = val;
+    }
+    if (reasons.length > 0)
+      parts.push(`couldn't assign flavors to pod set ${ps.name}: ${reasons.sort().join(', ')}`);
+    if (noFit) break;
+  }
+  if (parts.length === 0) return { ok: true };
+  return {
+    ok: false,
+    neverFits: worst === 'ExceedsMaxQuota' || worst === 'NoMatchingFlavor',
+    reason: opts.granular ? worst : 'Pending',
+    message: parts.join('; '),
+  };
+}
