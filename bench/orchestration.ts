@@ -8,7 +8,6 @@
  */
 import { writeFileSync } from 'node:fs';
 import { S3Client } from '@aws-sdk/client-s3';
-import { GetExecutionHistoryCommand, SFNClient } from '@aws-sdk/client-sfn';
 import { makeKubernetesGateway } from '../lib/adapters/kubernetes/gateway.ts';
 import { kubeConfigFromYaml } from '../lib/adapters/kubernetes/kubeconfig.ts';
 import { jobApi } from '../lib/trainjob/build.ts';

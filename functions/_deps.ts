@@ -6,9 +6,12 @@
 import { S3Client } from '@aws-sdk/client-s3';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { makeS3ArtifactStore } from '../lib/adapters/aws/s3-artifacts.ts';
 import { makeS3ObjectStore } from '../lib/adapters/aws/s3-store.ts';
+import { makeSqsServingEvents } from '../lib/adapters/aws/serving-events.ts';
 import { makeSfnWorkflow } from '../lib/adapters/aws/sfn.ts';
 import { makeSqsRunQueue } from '../lib/adapters/aws/sqs-queue.ts';
+import type { ArtifactStore, ServingEvents } from '../lib/artifacts/ports.ts';
 import { type GantryConfig, loadConfig, loadRuntimeEnv, type RuntimeEnv } from '../lib/config.ts';
 import type { Clock, ClusterGateway, ObjectStore, RunQueue, WorkflowEngine } from '../lib/ports.ts';
 import { makeRunRecords, type RunRecords } from '../lib/run/records.ts';
@@ -67,6 +70,25 @@ export const store = /* @__PURE__ */ once(
   (): ObjectStore => makeS3ObjectStore({ s3: s3(), bucket: env().GANTRY_BUCKET }),
 );
 export const records = /* @__PURE__ */ once((): RunRecords => makeRunRecords({ store: store(), clock }));
+
+/**
+ * Server-side copies for publishing. Against a local S3 (an endpoint is set) the copy is hashed
+ * by reading it back, because the local store does not compute SHA-256 on copies; on AWS a
+ * missing checksum fails the publish.
+ */
+export const artifactStore = /* @__PURE__ */ once(
+  (): ArtifactStore =>
+    makeS3ArtifactStore({
+      s3: s3(),
+      whenStoreOmitsChecksum: env().GANTRY_S3_ENDPOINT ? 'compute' : 'fail',
+    }),
+);
+
+/** The serving hand-off queue, when GANTRY_SERVING_QUEUE_URL names one; otherwise NotifyServing only records. */
+export const servingEvents = /* @__PURE__ */ once((): ServingEvents | undefined => {
+  const queueUrl = env().GANTRY_SERVING_QUEUE_URL;
+  return queueUrl ? makeSqsServingEvents({ sqs: sqs(), queueUrl }) : undefined;
+});
 export const workflow = /* @__PURE__ */ once(
   (): WorkflowEngine => makeSfnWorkflow({ sfn: sfn(), stateMachineArn: env().GANTRY_STATE_MACHINE_ARN }),
 );
@@ -81,7 +103,7 @@ export function gateway(cluster: string): Promise<ClusterGateway> {
       const clusterConfig = config().clusters.find((c) => c.name === cluster);
       if (!clusterConfig) throw new Error(`cluster ${cluster} is not configured`);
       const { gatewayForCluster } = await import('../lib/adapters/kubernetes/for-cluster.ts');
-      return gatewayForCluster(clusterConfig, { region: env().AWS_REGION });
+      return gatewayForCluster(clusterConfig);
     })();
     gateways.set(cluster, g);
     g.catch(() => gateways.delete(cluster));

@@ -17,7 +17,19 @@ export const ClusterConfigSchema = z
   .strictObject({
     name,
     /** An EKS cluster: endpoint and CA from DescribeCluster, a bearer token from STS. */
-    eks: z.strictObject({ clusterName: z.string().min(1).max(100), region: z.string().min(1) }).optional(),
+    eks: z
+      .strictObject({
+        clusterName: z.string().min(1).max(100),
+        region: z.string().min(1),
+        /**
+         * Endpoint and CA (DescribeCluster's `endpoint` and `certificateAuthority.data`), resolved at
+         * deploy time: with both, functions connect without the EKS SDK (a smaller, faster cold start).
+         */
+        endpoint: z.string().startsWith('https://').optional(),
+        caData: z.string().min(1).optional(),
+      })
+      .refine((e) => Boolean(e.endpoint) === Boolean(e.caData), 'give both endpoint and caData, or neither')
+      .optional(),
     /** A kubeconfig (path or inline YAML) for local use and non-EKS clusters. */
     kubeconfig: z.string().min(1).optional(),
     /** Training Operator v1 kinds the reconciler lists on this cluster, besides TrainJobs. */
@@ -80,6 +92,7 @@ export const RuntimeEnvSchema = z.object({
   GANTRY_BUCKET: z.string().min(3),
   GANTRY_STATE_MACHINE_ARN: z.string().startsWith('arn:'),
   GANTRY_RUNS_QUEUE_URL: z.string().startsWith('http').optional(),
+  GANTRY_SERVING_QUEUE_URL: z.string().startsWith('http').optional(),
   GANTRY_CONFIG: z.string().optional(),
   GANTRY_CONFIG_FILE: z.string().optional(),
   AWS_REGION: z.string().default('us-east-1'),

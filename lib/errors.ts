@@ -119,6 +119,16 @@ export class RunEndedError extends TerminalError {
   override readonly name = 'RunEndedError' as const;
 }
 
+/** A published file does not match its source (size or checksum); the run fails rather than hand a corrupted model to serving. */
+export class ArtifactIntegrityError extends TerminalError {
+  override readonly name = 'ArtifactIntegrityError' as const;
+}
+
+/** Publishing would overwrite what is not this run's (another run's version, or the output overlaps the model registry). */
+export class ArtifactConflictError extends TerminalError {
+  override readonly name = 'ArtifactConflictError' as const;
+}
+
 /** The cluster is overloaded or unreachable (HTTP 429, 5xx, network); retried with backoff. */
 export class ClusterUnavailableError extends RetryableError {
   override readonly name = 'ClusterUnavailableError' as const;
@@ -151,6 +161,8 @@ export const errorClasses = {
   AdmissionTimeoutError,
   RunDeadlineExceededError,
   RunEndedError,
+  ArtifactIntegrityError,
+  ArtifactConflictError,
   ClusterUnavailableError,
   AwsUnavailableError,
   ConcurrentUpdateError,

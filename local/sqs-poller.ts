@@ -43,7 +43,8 @@ export function startSqsPoller(opts: {
           { abortSignal: abort.signal },
         );
         messages = out.Messages ?? [];
-      } catch (err) {
+      } catch {
+        // A failed receive (the endpoint restarting, an abort on stop): try again shortly.
         if (!running) break;
         await new Promise((r) => setTimeout(r, 200));
         continue;

@@ -1,11 +1,20 @@
 import { makeSteps, type Steps } from '../../lib/orchestration/steps.ts';
-import { clock, gateway, records, store, workflow } from '../_deps.ts';
+import { artifactStore, clock, env, gateway, records, servingEvents, store, workflow } from '../_deps.ts';
 
 let built: Steps | undefined;
 
 /** The state machine's use cases, wired once per container on first invocation. */
 export function steps(): Steps {
-  built ??= makeSteps({ gateway, records: records(), workflow: workflow(), store: store(), clock });
+  built ??= makeSteps({
+    gateway,
+    records: records(),
+    workflow: workflow(),
+    store: store(),
+    clock,
+    artifacts: artifactStore(),
+    modelsBucket: env().GANTRY_BUCKET,
+    serving: servingEvents(),
+  });
   return built;
 }
 

@@ -1,7 +1,13 @@
+import type { ArtifactStore, ServingEvents } from '../artifacts/ports.ts';
+import {
+  makeModelPublisher,
+  type Notification,
+  type PublishSummary,
+  recordArtifacts,
+} from '../artifacts/publish.ts';
 import {
   AdmissionTimeoutError,
   JobVanishedError,
-  NoArtifactsError,
   RunDeadlineExceededError,
   RunEndedError,
   RuntimeNotFoundError,
@@ -9,7 +15,6 @@ import {
 } from '../errors.ts';
 import type { CallOptions, Clock, ClusterGateway, ObjectStore, WorkflowEngine } from '../ports.ts';
 import { type FailureReason, isTerminal } from '../run/phases.ts';
-import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunSpec } from '../run/spec.ts';
 import { buildJob, jobApi } from '../trainjob/build.ts';
@@ -26,6 +31,12 @@ export interface StepDeps {
   workflow: WorkflowEngine;
   store: ObjectStore;
   clock: Clock;
+  /** Server-side copies of training output into the models bucket (the bucket `store` writes). */
+  artifacts: ArtifactStore;
+  /** The bucket published models go to (`models/<model>/<version>/`): the one `store` writes. */
+  modelsBucket: string;
+  /** The serving hand-off channel; without one NotifyServing only records. */
+  serving?: ServingEvents;
 }
 
 export interface RunInput {
@@ -42,6 +53,12 @@ export function splitS3Uri(uri: string): { bucket: string; prefix: string } {
 /** The use cases behind the state machine's tasks. Each is idempotent: Step Functions may retry it. */
 export function makeSteps(deps: StepDeps) {
   const { records, workflow, clock } = deps;
+  const publisher = makeModelPublisher({
+    store: deps.store,
+    artifacts: deps.artifacts,
+    clock,
+    bucket: deps.modelsBucket,
+  });
 
   async function createJob({ run }: RunInput, opts?: CallOptions): Promise<JobRef> {
     const record = await records.update(run.runId, { phase: 'Submitting' }, opts);
@@ -170,31 +187,34 @@ export function makeSteps(deps: StepDeps) {
     return next;
   }
 
-  /** Minimal publishing (the artifacts use case replaces it): the output must not be empty. */
-  async function publishArtifacts(input: RunInput & { job: JobRef }, opts?: CallOptions) {
-    const { run } = input;
-    await records.update(run.runId, { phase: 'Publishing' }, opts);
-    const { prefix } = splitS3Uri(run.outputUri);
-    const objects = await deps.store.list(prefix, opts);
-    if (objects.length === 0 && run.request.producesArtifacts) {
-      throw new NoArtifactsError(`run ${run.runId} wrote nothing under ${run.outputUri}`);
-    }
-    const artifacts = {
-      outputUri: run.outputUri,
-      files: objects.length,
-      bytes: objects.reduce((n, o) => n + o.size, 0),
-    };
-    await records.update(run.runId, { artifacts }, opts);
+  /**
+   * Publish the run's output as the next version of its model (lib/artifacts/publish.ts):
+   * server-side copies to `models/<model>/<version>/`, a manifest, the `latest` pointer.
+   * Idempotent: a retry returns what the first attempt published. Returns a small summary
+   * (never the file list: the execution's payload limit is 256 KiB).
+   */
+  async function publishArtifacts(
+    input: RunInput & { job: JobRef },
+    opts?: CallOptions,
+  ): Promise<PublishSummary> {
+    const { run, job } = input;
+    const record = await records.update(run.runId, { phase: 'Publishing' }, opts);
+    const artifacts = await publisher.publish({ run, job, record }, opts);
+    await records.update(run.runId, { artifacts: recordArtifacts(artifacts) }, opts);
     return artifacts;
   }
 
   /**
-   * Hand-off to serving. Until the artifacts use case lands this only confirms, in the record,
-   * where the output is; it sends no event (`notified: false` says so).
+   * Hand-off to serving: an event carrying the published manifest (or a no-model event when the
+   * run produced none), on the configured channel; with none configured it only records.
    */
-  async function notifyServing(input: RunInput & { artifacts: { outputUri: string } }, opts?: CallOptions) {
-    await records.update(input.run.runId, { artifacts: input.artifacts as RunRecord['artifacts'] }, opts);
-    return { notified: false, outputUri: input.artifacts.outputUri };
+  async function notifyServing(
+    input: RunInput & { job?: JobRef; artifacts: PublishSummary },
+    opts?: CallOptions,
+  ): Promise<Notification> {
+    const { run, artifacts } = input;
+    await records.update(run.runId, { artifacts: recordArtifacts(artifacts) }, opts);
+    return publisher.notify({ run, artifacts }, deps.serving, opts);
   }
 
   /** Delete the job so its quota is freed. Missing job refs (CreateJob failed) are fine. */
@@ -264,6 +284,8 @@ const REASON_BY_ERROR: Record<string, FailureReason> = {
   ClusterAccessDeniedError: 'ClusterRejected',
   JobNameConflictError: 'JobNameConflict',
   NoArtifactsError: 'NoArtifacts',
+  ArtifactIntegrityError: 'ArtifactIntegrity',
+  ArtifactConflictError: 'ArtifactConflict',
   ClusterUnavailableError: 'ClusterUnavailable',
 };
 

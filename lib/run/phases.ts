@@ -25,6 +25,8 @@ export const FAILURE_REASONS = [
   'JobNameConflict',
   'JobVanished',
   'NoArtifacts',
+  'ArtifactIntegrity',
+  'ArtifactConflict',
   'Preempted',
   'InternalError',
 ] as const;

@@ -54,6 +54,7 @@ describe('the pipeline through the HTTP API (embedded default)', () => {
     return {
       status: res.status,
       headers: res.headers,
+      // biome-ignore lint/suspicious/noExplicitAny: response bodies are read field by field in assertions
       body: (text ? JSON.parse(text) : {}) as Record<string, any>,
     };
   }

@@ -1,22 +1,38 @@
 import type { ClusterConfig } from '../../config.ts';
 import type { ClusterGateway } from '../../ports.ts';
 import { makeKubernetesGateway } from './gateway.ts';
-import { eksKubeConfig, kubeConfigFromYaml } from './kubeconfig.ts';
+import { eksConnection, eksKubeConfig, kubeConfigFromYaml } from './kubeconfig.ts';
 
 /**
  * The gateway for one configured cluster: a kubeconfig (local use, non-EKS clusters) or EKS
- * (DescribeCluster + STS-presigned bearer token). The connection is made on first use.
+ * (endpoint and CA from the configuration, or DescribeCluster; an STS-presigned bearer token). The
+ * connection is made on first use.
  */
-export function gatewayForCluster(cluster: ClusterConfig, opts: { region: string }): ClusterGateway {
+export function gatewayForCluster(cluster: ClusterConfig): ClusterGateway {
   const { eks, kubeconfig } = cluster;
   if (kubeconfig) return makeKubernetesGateway({ kubeConfig: () => kubeConfigFromYaml(kubeconfig) });
   if (!eks) throw new Error(`cluster ${cluster.name} has neither eks nor kubeconfig`);
+  const { endpoint, caData } = eks;
+  if (endpoint && caData) {
+    // Known endpoint and CA: no AWS call and no EKS SDK; the token is signed with the function's own credentials.
+    return makeKubernetesGateway({
+      kubeConfig: async () => {
+        const { fromEnv } = await import('@aws-sdk/credential-provider-env');
+        return eksConnection({
+          clusterName: eks.clusterName,
+          region: eks.region,
+          endpoint: { server: endpoint, caData },
+          credentials: fromEnv(),
+        });
+      },
+    });
+  }
   return makeKubernetesGateway({
     kubeConfig: async () => {
       const { EKSClient } = await import('@aws-sdk/client-eks');
       return eksKubeConfig({
         clusterName: eks.clusterName,
-        region: eks.region ?? opts.region,
+        region: eks.region,
         eks: new EKSClient({ region: eks.region }),
       });
     },

@@ -1,0 +1,237 @@
+#!/usr/bin/env node
+// Size and cold-start init of every deployed function's bundle, against a minimal handler and against
+// a bundle that only constructs the SDK clients that function needs (BUDGETS.md).
+//
+//   node bench/function-bundles.mjs [--runs 10] [--write]
+//
+// Each function is bundled with the esbuild options and plugins of serverless.yml's custom.esbuild
+// (what `npm run package` ships). Each bundle then runs as a fresh process under the project's Node 24
+// (node_modules/.bin/node): the process imports the bundle and calls nothing (Lambda's init phase;
+// nothing may run at import time). All bundles run once as a warm-up, then --runs rounds, alternating
+// within each round; medians. "wall" is the whole process, "import" is measured inside it, peak RSS
+// is process.resourceUsage().maxRSS. Only ratios from one run count: timings on shared machines move.
+// --write puts the table into bench/results/function-bundles.md (between the RESULTS markers).
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { cpus, loadavg } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { deflateRawSync } from 'node:zlib';
+import { build } from 'esbuild';
+import { parse } from 'yaml';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const OUT = join(ROOT, 'bench/.out/function-bundles');
+const NODE = join(ROOT, 'node_modules/.bin/node');
+const args = process.argv.slice(2);
+const RUNS = Number(args[args.indexOf('--runs') + 1]) || 10;
+const require = createRequire(import.meta.url);
+process.chdir(ROOT); // the plugins name entries relative to the service directory, as serverless-esbuild does
+
+// ---- the packaging's esbuild options ------------------------------------------------------------
+
+const sls = parse(readFileSync(join(ROOT, 'serverless.yml'), 'utf8'));
+const { pluginsFor, undiciSideEffectFree } = require('../deploy/serverless/esbuild-plugins.cjs');
+const { K8S_FUNCTIONS } = require('../deploy/serverless/iam.cjs');
+/** serverless-esbuild's own options, removed before esbuild sees the rest (as its bundle.js does). */
+const PLUGIN_ONLY = [
+  'concurrency',
+  'zipConcurrency',
+  'exclude',
+  'nativeZip',
+  'packager',
+  'packagePath',
+  'watch',
+  'keepOutputDirectory',
+  'packagerOptions',
+  'installExtraArgs',
+  'outputFileExtension',
+  'outputBuildFolder',
+  'outputWorkFolder',
+  'nodeExternals',
+  'skipBuild',
+  'skipRebuild',
+  'skipBuildExcludeFns',
+  'stripEntryResolveExtensions',
+  'disposeContext',
+  'plugins',
+];
+const custom = sls.custom.esbuild;
+const esbuildOptions = Object.fromEntries(Object.entries(custom).filter(([k]) => !PLUGIN_ONLY.includes(k)));
+const external = [...(custom.external ?? []), ...(custom.exclude ?? []).filter((e) => e !== '*')];
+const functionPlugins = pluginsFor(sls.functions);
+
+/** Baselines get the packaging's options too, minus the per-function Kubernetes stub. */
+async function bundle(id, entry, plugins = functionPlugins) {
+  const outfile = join(OUT, `${id}.mjs`);
+  const result = await build({
+    ...esbuildOptions,
+    entryPoints: [entry],
+    outfile,
+    external,
+    plugins,
+    metafile: true,
+    logLevel: 'error',
+  });
+  const code = readFileSync(outfile);
+  const inputs = Object.values(result.metafile.outputs)[0].inputs;
+  const byPart = new Map();
+  for (const [path, { bytesInOutput }] of Object.entries(inputs)) {
+    const nm = path.lastIndexOf('node_modules/');
+    let key;
+    if (nm >= 0) {
+      const rest = path.slice(nm + 'node_modules/'.length).split('/');
+      key = rest[0].startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0];
+      if (key === '@kubernetes/client-node') key += `/${rest.slice(2, 4).join('/')}`;
+    } else if (path.startsWith('lib/') || path.startsWith('functions/')) key = 'Gantry (lib/, functions/)';
+    else key = relative(ROOT, join(ROOT, path));
+    byPart.set(key, (byPart.get(key) ?? 0) + bytesInOutput);
+  }
+  const has = (re) => Object.keys(inputs).some((p) => re.test(p));
+  return {
+    id,
+    outfile,
+    size: statSync(outfile).size,
+    deflated: deflateRawSync(code, { level: 9 }).length,
+    parts: [...byPart.entries()].sort((a, b) => b[1] - a[1]),
+    clients: ['s3', 'sfn', 'sqs', 'eks'].filter((c) => has(new RegExp(`node_modules/@aws-sdk/client-${c}/`))),
+    kubernetes: has(/node_modules\/@kubernetes\/client-node\//),
+  };
+}
+
+// ---- baselines ----------------------------------------------------------------------------------
+
+const CLIENT_CLASS = { s3: 'S3Client', sfn: 'SFNClient', sqs: 'SQSClient', eks: 'EKSClient' };
+/**
+ * The Kubernetes client as the gateway uses it: client-node's generated CustomObjectsApi by deep
+ * import (lib/adapters/kubernetes/gateway.ts), constructed with a placeholder transport.
+ */
+const DEEP = '@kubernetes/client-node/dist/gen';
+const KUBE = `import { ServerConfiguration } from '${DEEP}/servers.js';
+import { ObjectCustomObjectsApi } from '${DEEP}/types/ObjectParamAPI.js';
+import { wrapHttpLibrary } from '${DEEP}/http/http.js';
+const api = new ObjectCustomObjectsApi({ baseServer: new ServerConfiguration('https://127.0.0.1:6443', {}),
+  httpApi: wrapHttpLibrary({ send: async () => { throw new Error('no network'); } }), middleware: [], authMethods: {} });`;
+
+function sdkOnlySource(clients, kubernetes) {
+  const lines = clients.map((c) => `import { ${CLIENT_CLASS[c]} } from '@aws-sdk/client-${c}';`);
+  if (kubernetes) lines.push(KUBE);
+  const made = clients.map((c) => `new ${CLIENT_CLASS[c]}({ region: 'us-east-1' })`);
+  if (kubernetes) made.push('api');
+  lines.push(`const clients = [${made.join(', ')}];`, 'export const handler = async () => clients.length;');
+  return `${lines.join('\n')}\n`;
+}
+
+const fmt = (b) =>
+  b < 1024 ? `${b} B` : b < 1048576 ? `${(b / 1024).toFixed(0)} KB` : `${(b / 1048576).toFixed(2)} MB`;
+const median = (xs) => {
+  const s = [...xs].sort((p, q) => p - q);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+function runOnce(file) {
+  const code = `const t=performance.now();await import(${JSON.stringify(file)});
+process.stdout.write(JSON.stringify({ms:performance.now()-t,rss:process.resourceUsage().maxRSS}))`;
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync(NODE, ['--input-type=module', '-e', code], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH },
+  });
+  const wall = Number(process.hrtime.bigint() - t0) / 1e6;
+  if (r.status !== 0) throw new Error(`${file} failed to load: ${r.stderr}`);
+  const { ms, rss } = JSON.parse(r.stdout);
+  return { wall, ms, rss: rss / 1024 };
+}
+
+// ---- run ----------------------------------------------------------------------------------------
+
+rmSync(OUT, { recursive: true, force: true });
+mkdirSync(OUT, { recursive: true });
+const loadBefore = loadavg()[0];
+
+const functions = [];
+for (const [key, fn] of Object.entries(sls.functions)) {
+  const entry = `${fn.handler.slice(0, fn.handler.lastIndexOf('.'))}.ts`;
+  functions.push({ ...(await bundle(key, entry)), key, k8s: K8S_FUNCTIONS.includes(key) });
+}
+writeFileSync(join(OUT, 'minimal.entry.mjs'), 'export const handler = async () => ({ ok: true });\n');
+const minimal = await bundle('minimal', join(OUT, 'minimal.entry.mjs'), [undiciSideEffectFree]);
+const baselines = new Map();
+for (const f of functions) {
+  const id = `sdk-${f.clients.join('-') || 'none'}${f.kubernetes ? '-kube' : ''}`;
+  if (!baselines.has(id)) {
+    writeFileSync(join(OUT, `${id}.entry.mjs`), sdkOnlySource(f.clients, f.kubernetes));
+    baselines.set(id, await bundle(id, join(OUT, `${id}.entry.mjs`), [undiciSideEffectFree]));
+  }
+  f.baseline = id;
+}
+
+const all = [minimal, ...baselines.values(), ...functions];
+const samples = new Map(all.map((b) => [b.id, []]));
+for (const b of all) runOnce(b.outfile); // warm-up: page cache, node binary
+for (let i = 0; i < RUNS; i++) for (const b of all) samples.get(b.id).push(runOnce(b.outfile));
+for (const b of all) {
+  const s = samples.get(b.id);
+  b.wall = median(s.map((x) => x.wall));
+  b.ms = median(s.map((x) => x.ms));
+  b.rss = median(s.map((x) => x.rss));
+}
+
+// ---- report -------------------------------------------------------------------------------------
+
+const nodeVersion = spawnSync(NODE, ['--version'], { encoding: 'utf8' }).stdout.trim();
+const pct = (x) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(0)} %`;
+const verdict = (f) => {
+  const b = baselines.get(f.baseline);
+  const own = Math.max(f.wall / b.wall - 1, f.rss / b.rss - 1);
+  const checks = [own <= 0.1 ? 'own code ≤ 10 % ✓' : `own code ${pct(own)} ✗`];
+  if (f.k8s) checks.push(f.wall / minimal.wall <= 2.5 ? '≤ 2.5× minimal ✓' : '> 2.5× minimal ✗');
+  if (!f.k8s && f.kubernetes) checks.push('ships client-node ✗');
+  return checks.join(', ');
+};
+const lines = [
+  `Node ${nodeVersion}; ${RUNS} rounds after a warm-up, every bundle once per round, medians; ${new Date().toISOString().slice(0, 10)}; ` +
+    `${cpus().length} CPUs, load average ${loadBefore.toFixed(1)} before / ${loadavg()[0].toFixed(1)} after.`,
+  '',
+  '| bundle | k8s | SDK clients | size | zipped (deflate) | wall | import | peak RSS | × minimal (wall) | × SDK-only (wall) | × SDK-only (RSS) | budget |',
+  '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+  ...[minimal, ...baselines.values()].map(
+    (b) =>
+      `| ${b.id === 'minimal' ? 'minimal handler' : `SDK only: ${b.id.slice(4)}`} | | | ${fmt(b.size)} | ${fmt(b.deflated)} | ${b.wall.toFixed(0)} ms | ${b.ms.toFixed(1)} ms | ${b.rss.toFixed(0)} MiB | ${(b.wall / minimal.wall).toFixed(2)} | | | |`,
+  ),
+  ...functions.map((f) => {
+    const b = baselines.get(f.baseline);
+    return (
+      `| ${f.key} | ${f.k8s ? 'yes' : ''} | ${f.clients.join(', ')}${f.kubernetes ? ', client-node' : ''} | ${fmt(f.size)} | ${fmt(f.deflated)} | ` +
+      `${f.wall.toFixed(0)} ms | ${f.ms.toFixed(1)} ms | ${f.rss.toFixed(0)} MiB | ${(f.wall / minimal.wall).toFixed(2)} | ` +
+      `${(f.wall / b.wall).toFixed(2)} | ${(f.rss / b.rss).toFixed(2)} | ${verdict(f)} |`
+    );
+  }),
+  '',
+  'Largest parts of each distinct bundle (bytes in the minified output):',
+  '',
+  ...[...new Map(functions.map((f) => [`${f.clients.join('-')}${f.kubernetes}`, f])).values()].map(
+    (f) =>
+      `- ${f.key} (${fmt(f.size)}): ${f.parts
+        .slice(0, 7)
+        .map(([k, v]) => `${k} ${fmt(v)}`)
+        .join(', ')}`,
+  ),
+];
+const table = lines.join('\n');
+console.log(table);
+
+if (args.includes('--write')) {
+  const file = join(ROOT, 'bench/results/function-bundles.md');
+  const text = readFileSync(file, 'utf8');
+  const start = '<!-- RESULTS:START -->';
+  const end = '<!-- RESULTS:END -->';
+  const i = text.indexOf(start);
+  const j = text.indexOf(end);
+  if (i < 0 || j < 0) throw new Error(`${file} lacks the ${start} / ${end} markers`);
+  writeFileSync(file, `${text.slice(0, i + start.length)}\n${table}\n${text.slice(j)}`);
+  spawnSync(join(ROOT, 'node_modules/.bin/biome'), ['format', '--write', file], { stdio: 'ignore' });
+  console.log(`\nwritten to ${relative(ROOT, file)}`);
+}

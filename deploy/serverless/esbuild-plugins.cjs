@@ -1,0 +1,142 @@
+'use strict';
+/**
+ * esbuild plugins for serverless-esbuild (`custom.esbuild.plugins`), also used by
+ * bench/function-bundles.mjs so the bench measures what ships.
+ *
+ * `kubernetesOnlyWhereUsed`: the functions that do not talk to a cluster (iam.cjs FUNCTIONS without
+ * `k8s: true`) must not ship @kubernetes/client-node. The Kubernetes adapter is reached through
+ * dynamic imports (functions/_deps.ts `gateway()`), which esbuild inlines; a shared wiring module
+ * (e.g. one that builds every step's use cases) would otherwise pull the client into every bundle.
+ * For those functions the adapter modules and the client resolve to a module that throws when it is
+ * loaded: an `await import()` of it rejects with a clear message, and a static named import of it
+ * fails the build.
+ *
+ * `kubeconfigForLocalUseOnly`: kubeconfig clusters are for local use (ARCHITECTURE.md; gantry-config.cjs
+ * refuses them in a deployed config), so the deployed bundles replace client-node's KubeConfig module
+ * (dist/config.js: auth providers, js-yaml, undici, …; reached only by lib/adapters/kubernetes/
+ * kubeconfig.ts's dynamic import) with a module that throws when loaded.
+ *
+ * `zodEnglishOnly`: zod 4's `z` namespace re-exports every locale (`z.locales`, ≈ 260 KB of zod's
+ * ≈ 450 KB in a bundle); Gantry reports errors in English only and never calls `z.locales.*`, so the
+ * locale index is reduced to `en` (zod registers `en` as the default through its own direct import).
+ *
+ * `undiciSideEffectFree`: @kubernetes/client-node imports undici (≈ 0.7 MB minified) for its default
+ * fetch transport, which Gantry's gateway replaces with node:https; undici's package.json does not
+ * declare itself side-effect free, so esbuild keeps it unless told (bench/gateway-coldstart.mjs and
+ * bench/results/gateway-coldstart.md measured this). Where something does use undici, esbuild keeps it.
+ */
+const path = require('node:path');
+
+const KUBERNETES = /(^@kubernetes\/client-node(\/|$))|([\\/]lib[\\/]adapters[\\/]kubernetes[\\/])/;
+const NAMESPACE = 'gantry-without-kubernetes';
+
+/** `functions/steps/create-job.handler` → `functions/steps/create-job` */
+const entryOfHandler = (handler) => handler.slice(0, handler.lastIndexOf('.'));
+const entryOfFile = (file) =>
+  path
+    .relative(process.cwd(), path.resolve(String(file)))
+    .replace(/\\/g, '/')
+    .replace(/\.[cm]?[jt]s$/, '');
+
+/**
+ * @param {Set<string>} kubernetesEntries entry files (without extension, relative to the service
+ *   directory) that may bundle the Kubernetes client
+ */
+function kubernetesOnlyWhereUsed(kubernetesEntries) {
+  return {
+    name: 'gantry-kubernetes-only-where-used',
+    setup(build) {
+      const entries = []
+        .concat(build.initialOptions.entryPoints ?? [])
+        .map((e) => (typeof e === 'string' ? e : e.in));
+      if (entries.some((e) => kubernetesEntries.has(entryOfFile(e)))) return;
+      const entry = entries.map(entryOfFile).join(', ');
+      build.onResolve({ filter: /kubernetes/ }, (args) => {
+        const target = args.path.startsWith('.') ? path.resolve(args.resolveDir, args.path) : args.path;
+        if (!KUBERNETES.test(target)) return undefined;
+        return { path: target, namespace: NAMESPACE };
+      });
+      build.onLoad({ filter: /.*/, namespace: NAMESPACE }, (args) => ({
+        contents: `throw new Error(${JSON.stringify(
+          `${entry} is packaged without the Kubernetes client (${path.basename(args.path)}): ` +
+            'mark it k8s in deploy/serverless/iam.cjs if it talks to a cluster',
+        )});\nexport {};\n`,
+        loader: 'js',
+      }));
+    },
+  };
+}
+
+const KUBECONFIG_MODULE = /^@kubernetes\/client-node\/dist\/config(\.js)?$/;
+const kubeconfigForLocalUseOnly = {
+  name: 'gantry-kubeconfig-for-local-use-only',
+  setup(build) {
+    build.onResolve({ filter: KUBECONFIG_MODULE }, (args) => ({
+      path: args.path,
+      namespace: 'gantry-no-kubeconfig',
+    }));
+    build.onLoad({ filter: /.*/, namespace: 'gantry-no-kubeconfig' }, () => ({
+      contents: `throw new Error(${JSON.stringify(
+        'kubeconfig clusters are for local use: the deployed functions reach EKS clusters (eks: { clusterName, region })',
+      )});\nexport {};\n`,
+      loader: 'js',
+    }));
+  },
+};
+
+const ZOD_LOCALES = /[\\/]node_modules[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/;
+const zodEnglishOnly = {
+  name: 'gantry-zod-english-only',
+  setup(build) {
+    build.onLoad({ filter: ZOD_LOCALES }, (args) => ({
+      contents: "export { default as en } from './en.js';\n",
+      loader: 'js',
+      resolveDir: path.dirname(args.path),
+    }));
+  },
+};
+
+const undiciSideEffectFree = {
+  name: 'undici-side-effect-free',
+  setup(build) {
+    build.onResolve({ filter: /^undici$/ }, async (args) => {
+      if (args.pluginData?.undici) return undefined;
+      const resolved = await build.resolve(args.path, {
+        kind: args.kind,
+        resolveDir: args.resolveDir,
+        importer: args.importer,
+        pluginData: { undici: true },
+      });
+      return { ...resolved, sideEffects: false };
+    });
+  },
+};
+
+/** The entry files of the functions marked `k8s` in iam.cjs, from serverless.yml's handlers. */
+function kubernetesEntries(functions) {
+  const { K8S_FUNCTIONS } = require('./iam.cjs');
+  return new Set(
+    K8S_FUNCTIONS.map((key) => {
+      const fn = functions[key];
+      if (!fn?.handler)
+        throw new Error(
+          `iam.cjs marks "${key}" as a Kubernetes function, but serverless.yml has no handler for it`,
+        );
+      return entryOfHandler(fn.handler);
+    }),
+  );
+}
+
+/** The plugins for a service's functions (serverless.yml `functions`, handlers as written). */
+const pluginsFor = (functions) => [
+  kubernetesOnlyWhereUsed(kubernetesEntries(functions)),
+  kubeconfigForLocalUseOnly,
+  zodEnglishOnly,
+  undiciSideEffectFree,
+];
+
+module.exports = (serverless) => pluginsFor(serverless.service.functions);
+module.exports.pluginsFor = pluginsFor;
+module.exports.undiciSideEffectFree = undiciSideEffectFree;
+module.exports.zodEnglishOnly = zodEnglishOnly;
+module.exports.entryOfHandler = entryOfHandler;

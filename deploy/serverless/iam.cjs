@@ -1,0 +1,376 @@
+'use strict';
+/**
+ * One IAM role per function, each with only the actions and resources that function's code uses
+ * (functions/*.ts → lib/ use cases → lib/adapters), plus the state machine's role.
+ *
+ * Written as a table rather than 17 hand-copied YAML roles so that every role gets the same
+ * logging statement and the same resource ARNs. serverless.yml sets `role: <Key>Role` on each
+ * function; test/deploy/template.test.ts reads the generated template and checks the result.
+ *
+ * `Resource: '*'` appears only where AWS does not support resource-level permissions:
+ * - the state machine role's CloudWatch Logs *delivery* actions (logs:CreateLogDelivery, …): Step
+ *   Functions logging requires them on `*` (they manage log deliveries, not a log group);
+ * - with VPC params set, ec2:CreateNetworkInterface / DescribeNetworkInterfaces / DescribeSubnets
+ *   for the functions that run in the VPC (Lambda's documented requirement; the managed
+ *   AWSLambdaVPCAccessExecutionRole does the same).
+ * EKS bearer tokens need no permission: they are presigned sts:GetCallerIdentity URLs.
+ */
+const { clusterArn, load } = require('./gantry-config.cjs');
+const { namedFunctions } = require('./state-machine.cjs');
+
+const P = { Ref: 'AWS::Partition' };
+const R = { Ref: 'AWS::Region' };
+const A = { Ref: 'AWS::AccountId' };
+const join = (...parts) => ({ 'Fn::Join': ['', parts] });
+const BUCKET_ARN = { 'Fn::GetAtt': ['GantryBucket', 'Arn'] };
+const RUNS_QUEUE_ARN = { 'Fn::GetAtt': ['RunsQueue', 'Arn'] };
+const SERVING_QUEUE_ARN = { 'Fn::GetAtt': ['ServingQueue', 'Arn'] };
+
+/** serverless's logical id for a function key: `createJob` → `CreateJobLambdaFunction`. */
+const lambdaLogicalId = (key) =>
+  `${key[0].toUpperCase()}${key.slice(1).replace(/[^A-Za-z0-9]/g, '')}LambdaFunction`;
+const roleLogicalId = (key) => `${key[0].toUpperCase()}${key.slice(1).replace(/[^A-Za-z0-9]/g, '')}Role`;
+
+// ---- statements -------------------------------------------------------------------------------
+
+const objects = (actions, ...prefixes) => ({
+  Sid: `Objects${actions.map((a) => a.replace('s3:', '').replace('Object', '')).join('')}`,
+  Effect: 'Allow',
+  Action: actions,
+  Resource: prefixes.map((p) => join(BUCKET_ARN, `/${p}`)),
+});
+const readRuns = objects(['s3:GetObject'], 'runs/*');
+const readWriteRuns = objects(['s3:GetObject', 's3:PutObject'], 'runs/*');
+
+/** ListObjectsV2 limited to prefixes (s3:prefix is set on list requests). */
+const listPrefixes = (...prefixes) => ({
+  Sid: 'ListPrefixes',
+  Effect: 'Allow',
+  Action: ['s3:ListBucket'],
+  Resource: [BUCKET_ARN],
+  Condition: { StringLike: { 's3:prefix': prefixes } },
+});
+
+/**
+ * Without s3:ListBucket, S3 answers GetObject on a missing key with 403 AccessDenied instead of
+ * 404 NoSuchKey; the record store reads "no such run" from NoSuchKey (an unknown run id is a 404
+ * in the API, a redelivered message or an orphan job is a normal case). The existence check is
+ * not a list request, so an s3:prefix condition cannot be used here: the grant is bucket-wide
+ * (key names only; reading objects stays limited to runs/*).
+ */
+const existenceChecks = {
+  Sid: 'NotFoundInsteadOfAccessDenied',
+  Effect: 'Allow',
+  Action: ['s3:ListBucket'],
+  Resource: [BUCKET_ARN],
+};
+
+const stateMachineArn = (name) => join('arn:', P, ':states:', R, ':', A, `:stateMachine:${name}`);
+const executionsArn = (name) => join('arn:', P, ':states:', R, ':', A, `:execution:${name}:*`);
+
+const ctx = {}; // filled by build(): stateMachineName, clusterArns
+
+const statements = {
+  startExecution: () => ({
+    Sid: 'StartExecution',
+    Effect: 'Allow',
+    Action: ['states:StartExecution'],
+    Resource: [stateMachineArn(ctx.stateMachineName)],
+  }),
+  stopExecution: () => ({
+    Sid: 'StopExecution',
+    Effect: 'Allow',
+    Action: ['states:StopExecution', 'states:DescribeExecution'],
+    Resource: [executionsArn(ctx.stateMachineName)],
+  }),
+  describeExecution: () => ({
+    Sid: 'DescribeExecution',
+    Effect: 'Allow',
+    Action: ['states:DescribeExecution'],
+    Resource: [executionsArn(ctx.stateMachineName)],
+  }),
+  /** Answer the callback tasks' tokens: only await-job and the reconciler. */
+  answerTasks: () => ({
+    Sid: 'AnswerTaskTokens',
+    Effect: 'Allow',
+    Action: ['states:SendTaskSuccess', 'states:SendTaskFailure', 'states:SendTaskHeartbeat'],
+    Resource: [stateMachineArn(ctx.stateMachineName)],
+  }),
+  enqueueRuns: () => ({
+    Sid: 'EnqueueRuns',
+    Effect: 'Allow',
+    Action: ['sqs:SendMessage'],
+    Resource: [RUNS_QUEUE_ARN],
+  }),
+  /** The serving hand-off (lib/adapters/aws/serving-events.ts). */
+  notifyServing: () => ({
+    Sid: 'ServingHandOff',
+    Effect: 'Allow',
+    Action: ['sqs:SendMessage'],
+    Resource: [SERVING_QUEUE_ARN],
+  }),
+  consumeRuns: () => ({
+    Sid: 'ConsumeRuns',
+    Effect: 'Allow',
+    Action: [
+      'sqs:ReceiveMessage',
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:ChangeMessageVisibility',
+    ],
+    Resource: [RUNS_QUEUE_ARN],
+  }),
+  describeClusters: () =>
+    ctx.clusterArns.length > 0
+      ? {
+          Sid: 'DescribeClusters',
+          Effect: 'Allow',
+          Action: ['eks:DescribeCluster'],
+          Resource: ctx.clusterArns,
+        }
+      : undefined,
+};
+
+/**
+ * What each function may do. `k8s: true` marks the functions that talk to a cluster: they get
+ * eks:DescribeCluster on the configured clusters, run in the VPC when the VPC params are set, and
+ * are the only bundles that may contain @kubernetes/client-node.
+ */
+const FUNCTIONS = {
+  // HTTP API
+  submitRun: { statements: () => [readWriteRuns, statements.enqueueRuns()] },
+  getRun: { statements: () => [readRuns, existenceChecks] },
+  listRuns: { statements: () => [readRuns, listPrefixes('runs/*')] },
+  cancelRun: {
+    k8s: true,
+    statements: () => [
+      readWriteRuns,
+      existenceChecks,
+      statements.stopExecution(),
+      statements.describeClusters(),
+    ],
+  },
+  listRuntimes: { k8s: true, statements: () => [statements.describeClusters()] },
+  validateRun: { k8s: true, statements: () => [statements.describeClusters()] },
+  openapi: { statements: () => [] },
+  // the runs queue consumer
+  runsConsumer: {
+    statements: () => [statements.consumeRuns(), statements.startExecution(), readWriteRuns, existenceChecks],
+  },
+  // the state machine's tasks
+  createJob: { k8s: true, statements: () => [readWriteRuns, statements.describeClusters()] },
+  awaitJob: { k8s: true, statements: () => [statements.describeClusters(), statements.answerTasks()] },
+  checkJob: { k8s: true, statements: () => [statements.describeClusters()] },
+  // Server-side copies runs/<id>/output/ → models/<model>/<version>/ (CopyObject reads the source
+  // with s3:GetObject; multipart copies are aborted on failure); versions.json, the run's claim and
+  // latest.json may not exist yet, hence the bucket-wide existence checks (which also cover listing
+  // the output).
+  publishArtifacts: {
+    statements: () => [
+      readWriteRuns,
+      objects(['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'], 'models/*'),
+      existenceChecks,
+    ],
+  },
+  // Reads the published manifest (models/<model>/<version>/manifest.json) to send it.
+  notifyServing: {
+    statements: () => [readWriteRuns, objects(['s3:GetObject'], 'models/*'), statements.notifyServing()],
+  },
+  recordOutcome: { statements: () => [readWriteRuns] },
+  cleanup: { k8s: true, statements: () => [statements.describeClusters()] },
+  // scheduled
+  reconciler: {
+    k8s: true,
+    statements: () => [
+      statements.describeClusters(),
+      statements.answerTasks(),
+      statements.describeExecution(),
+      readWriteRuns,
+      existenceChecks,
+    ],
+  },
+};
+
+const K8S_FUNCTIONS = Object.keys(FUNCTIONS).filter((k) => FUNCTIONS[k].k8s);
+
+function dedupeSids(list) {
+  const seen = new Map();
+  return list.map((s) => {
+    const n = (seen.get(s.Sid) ?? 0) + 1;
+    seen.set(s.Sid, n);
+    return n === 1 ? s : { ...s, Sid: `${s.Sid}${n}` };
+  });
+}
+
+/** Lambda's ENI management for functions in a VPC (only with the VPC params). */
+function vpcStatements() {
+  return [
+    {
+      Sid: 'VpcEniRequiresWildcard',
+      Effect: 'Allow',
+      Action: ['ec2:CreateNetworkInterface', 'ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets'],
+      Resource: '*',
+    },
+    {
+      Sid: 'VpcEniInAccount',
+      Effect: 'Allow',
+      Action: [
+        'ec2:DeleteNetworkInterface',
+        'ec2:AssignPrivateIpAddresses',
+        'ec2:UnassignPrivateIpAddresses',
+      ],
+      Resource: [join('arn:', P, ':ec2:', R, ':', A, ':*/*')],
+    },
+  ];
+}
+
+function lambdaRole(fullName, key, spec, withVpc) {
+  const logGroup = `/aws/lambda/${fullName}`;
+  const own = [...spec.statements().filter(Boolean), ...(withVpc && spec.k8s ? vpcStatements() : [])];
+  return {
+    Type: 'AWS::IAM::Role',
+    Properties: {
+      Description: `Gantry ${key}: execution role with only what functions/${key} uses`,
+      AssumeRolePolicyDocument: {
+        Version: '2012-10-17',
+        Statement: [
+          { Effect: 'Allow', Principal: { Service: ['lambda.amazonaws.com'] }, Action: ['sts:AssumeRole'] },
+        ],
+      },
+      Policies: [
+        {
+          PolicyName: `gantry-${key}`,
+          PolicyDocument: {
+            Version: '2012-10-17',
+            Statement: dedupeSids([
+              // AWSLambdaBasicExecutionRole, written out for this function's own log group (created by
+              // the stack, so no logs:CreateLogGroup).
+              {
+                Sid: 'OwnLogGroup',
+                Effect: 'Allow',
+                Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+                Resource: [join('arn:', P, ':logs:', R, ':', A, `:log-group:${logGroup}:*`)],
+              },
+              ...own,
+            ]),
+          },
+        },
+      ],
+    },
+  };
+}
+
+function stateMachineRole() {
+  const invoked = namedFunctions();
+  return {
+    Type: 'AWS::IAM::Role',
+    Properties: {
+      Description: 'Gantry training-run state machine: invoke its task functions, deliver its logs',
+      AssumeRolePolicyDocument: {
+        Version: '2012-10-17',
+        Statement: [
+          {
+            Effect: 'Allow',
+            Principal: { Service: ['states.amazonaws.com'] },
+            Action: ['sts:AssumeRole'],
+            Condition: { StringEquals: { 'aws:SourceAccount': A } },
+          },
+        ],
+      },
+      Policies: [
+        {
+          PolicyName: 'gantry-training-run',
+          PolicyDocument: {
+            Version: '2012-10-17',
+            Statement: [
+              {
+                Sid: 'InvokeTaskFunctions',
+                Effect: 'Allow',
+                Action: ['lambda:InvokeFunction'],
+                Resource: invoked.map((key) => ({ 'Fn::GetAtt': [lambdaLogicalId(key), 'Arn'] })),
+              },
+              {
+                // Step Functions logging: these actions have no resource-level permissions.
+                Sid: 'LogDeliveryRequiresWildcard',
+                Effect: 'Allow',
+                Action: [
+                  'logs:CreateLogDelivery',
+                  'logs:GetLogDelivery',
+                  'logs:UpdateLogDelivery',
+                  'logs:DeleteLogDelivery',
+                  'logs:ListLogDeliveries',
+                  'logs:PutResourcePolicy',
+                  'logs:DescribeResourcePolicies',
+                  'logs:DescribeLogGroups',
+                ],
+                Resource: '*',
+              },
+            ],
+          },
+        },
+      ],
+    },
+  };
+}
+
+/** Comma-separated param → list (empty → []). */
+async function listParam(resolveVariable, name) {
+  const raw = await resolveVariable(`param:${name}`);
+  return String(raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+async function vpcConfig(resolveVariable) {
+  const subnetIds = await listParam(resolveVariable, 'subnetIds');
+  const securityGroupIds = await listParam(resolveVariable, 'securityGroupIds');
+  if (subnetIds.length === 0 && securityGroupIds.length === 0) return undefined;
+  if (subnetIds.length === 0 || securityGroupIds.length === 0) {
+    throw new Error('set both the subnetIds and the securityGroupIds params (comma-separated) or neither');
+  }
+  return { subnetIds, securityGroupIds };
+}
+
+async function build({ resolveVariable, resolveConfigurationProperty }) {
+  const service = await resolveVariable('self:service');
+  const stage = await resolveVariable('sls:stage');
+  ctx.stateMachineName = await resolveVariable('self:custom.stateMachineName');
+  const { config } = await load(resolveVariable);
+  ctx.clusterArns = config.clusters.filter((c) => c.eks).map((c) => clusterArn(c.eks));
+  const withVpc = Boolean(await vpcConfig(resolveVariable));
+
+  const functions = (await resolveConfigurationProperty(['functions'])) ?? {};
+  const missing = Object.keys(functions).filter((k) => !FUNCTIONS[k]);
+  if (missing.length > 0) {
+    throw new Error(`deploy/serverless/iam.cjs has no permissions for the function(s) ${missing.join(', ')}`);
+  }
+  const Resources = {};
+  for (const [key, spec] of Object.entries(FUNCTIONS)) {
+    if (!Object.hasOwn(functions, key)) {
+      throw new Error(`deploy/serverless/iam.cjs describes "${key}", which serverless.yml does not define`);
+    }
+    Resources[roleLogicalId(key)] = lambdaRole(`${service}-${stage}-${key}`, key, spec, withVpc);
+  }
+  Resources.TrainingRunStateMachineRole = stateMachineRole();
+  // For the EKS access entries (deploy/k8s/README.md): the roles mapped to gantry:orchestrators.
+  const Outputs = {
+    KubernetesRoleArns: {
+      Description: 'Execution roles of the functions that talk to Kubernetes (one EKS access entry each)',
+      Value: {
+        'Fn::Join': [',', K8S_FUNCTIONS.map((key) => ({ 'Fn::GetAtt': [roleLogicalId(key), 'Arn'] }))],
+      },
+    },
+  };
+  return { Resources, Outputs };
+}
+
+module.exports = {
+  FUNCTIONS,
+  K8S_FUNCTIONS,
+  lambdaLogicalId,
+  /** `resources: - ${file(./deploy/serverless/iam.cjs):resources}` */
+  resources: build,
+  /** Function-level `vpc:` for the functions that talk to Kubernetes: the params, or `false`. */
+  vpc: async ({ resolveVariable }) => (await vpcConfig(resolveVariable)) ?? false,
+};

@@ -1,0 +1,604 @@
+import { spawnSync } from 'node:child_process';
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { inflateRawSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RuntimeEnvSchema } from '../../lib/config.ts';
+import { ROUTES, routeKey } from '../../lib/intake/routes.ts';
+import { TASK_FUNCTIONS as LOCAL_TASK_FUNCTIONS } from '../../local/definition.ts';
+import { ROOT, tierAvailable } from '../helpers/tiers.ts';
+
+/**
+ * The deploy tier: `npm run package` (osls, offline) and the CloudFormation template it writes.
+ * The template is rebuilt when it is older than anything that goes into it. A second package with
+ * the VPC and JWT params set covers the optional paths. cfn-lint then checks both templates.
+ */
+
+const require = createRequire(import.meta.url);
+const stateMachine = require('../../deploy/serverless/state-machine.cjs') as {
+  TASK_FUNCTIONS: Record<string, string>;
+  namedFunctions(): string[];
+  definitionFor(asl: unknown, functionKeys: string[]): unknown;
+};
+const gantryConfig = require('../../deploy/serverless/gantry-config.cjs') as {
+  load(resolveVariable: (v: string) => Promise<unknown>): Promise<unknown>;
+};
+
+const OUT = join(ROOT, '.serverless');
+const TEMPLATE = 'cloudformation-template-update-stack.json';
+const INPUTS = ['serverless.yml', 'package.json', 'deploy/serverless', 'statemachines', 'functions', 'lib'];
+
+const missingTools = [
+  'node_modules/.bin/serverless',
+  'node_modules/serverless-esbuild',
+  'node_modules/serverless-step-functions',
+]
+  .filter((p) => !existsSync(join(ROOT, p)))
+  .map((p) => `${p} (npm install)`);
+const available = tierAvailable('deploy (serverless package with osls)', missingTools);
+
+function cfnLintBinary(): string | undefined {
+  if (process.env.CFN_LINT) return process.env.CFN_LINT;
+  const cache = process.env.GANTRY_CACHE || join(process.env.HOME ?? '', '.cache', 'gantry');
+  const venv = join(cache, `venv-cfn-lint-${process.env.CFN_LINT_VERSION ?? '1.58.0'}`, 'bin', 'cfn-lint');
+  if (existsSync(venv)) return venv;
+  const onPath = spawnSync('sh', ['-c', 'command -v cfn-lint'], { encoding: 'utf8' });
+  return onPath.status === 0 ? onPath.stdout.trim() : undefined;
+}
+const cfnLint = available ? cfnLintBinary() : undefined;
+const lintAvailable =
+  available && tierAvailable('deploy (cfn-lint)', cfnLint ? [] : ['cfn-lint (bash scripts/ci-install.sh)']);
+
+// ---- helpers ------------------------------------------------------------------------------------
+
+type Json = Record<string, unknown>;
+interface Resource {
+  Type: string;
+  Properties: Json;
+  DependsOn?: string | string[];
+  Condition?: string;
+}
+interface Template {
+  Resources: Record<string, Resource>;
+  Parameters?: Json;
+}
+interface Statement {
+  Sid?: string;
+  Effect: string;
+  Action: string | string[];
+  Resource: unknown;
+  Condition?: Json;
+}
+
+function newestInput(path: string): number {
+  const s = statSync(path);
+  if (!s.isDirectory()) return s.mtimeMs;
+  return Math.max(s.mtimeMs, ...readdirSync(path).map((f) => newestInput(join(path, f))));
+}
+
+function packageInto(dir: string | undefined, params: string[] = []): void {
+  const args = [
+    'scripts/package.sh',
+    ...params.map((p) => `--param=${p}`),
+    ...(dir ? ['--package', dir] : []),
+  ];
+  const r = spawnSync('bash', args, {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}` },
+  });
+  if (r.status !== 0) throw new Error(`npm run package failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
+}
+
+/** The entries of a zip (stored or deflated), enough for serverless's archives. */
+function readZip(file: string): Map<string, Buffer> {
+  const buf = readFileSync(file);
+  let eocd = buf.length - 22;
+  while (eocd >= 0 && buf.readUInt32LE(eocd) !== 0x06054b50) eocd--;
+  if (eocd < 0) throw new Error(`${file} is not a zip`);
+  const entries = new Map<string, Buffer>();
+  let p = buf.readUInt32LE(eocd + 16);
+  for (let i = buf.readUInt16LE(eocd + 10); i > 0; i--) {
+    if (buf.readUInt32LE(p) !== 0x02014b50) throw new Error(`${file}: bad central directory`);
+    const method = buf.readUInt16LE(p + 10);
+    const size = buf.readUInt32LE(p + 20);
+    const nameLength = buf.readUInt16LE(p + 28);
+    const local = buf.readUInt32LE(p + 42);
+    const name = buf.toString('utf8', p + 46, p + 46 + nameLength);
+    const start = local + 30 + buf.readUInt16LE(local + 26) + buf.readUInt16LE(local + 28);
+    const data = buf.subarray(start, start + size);
+    entries.set(name, method === 0 ? data : inflateRawSync(data));
+    p += 46 + nameLength + buf.readUInt16LE(p + 30) + buf.readUInt16LE(p + 32);
+  }
+  return entries;
+}
+
+/** `${Name}`, as the ASL writes a substitution. */
+const substitution = (name: string) => `\${${name}}`;
+const list = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+const lambdaLogicalId = (key: string) => `${key[0]?.toUpperCase()}${key.slice(1)}LambdaFunction`;
+
+function functionsOf(t: Template): Map<string, Resource> {
+  return new Map(Object.entries(t.Resources).filter(([, r]) => r.Type === 'AWS::Lambda::Function'));
+}
+
+function roleOf(t: Template, fn: Resource): { id: string; statements: Statement[] } {
+  const ref = fn.Properties.Role as { 'Fn::GetAtt': [string, string] };
+  const id = ref['Fn::GetAtt'][0];
+  const role = t.Resources[id];
+  expect(role?.Type, `role ${id}`).toBe('AWS::IAM::Role');
+  const policies = (role?.Properties.Policies ?? []) as Array<{ PolicyDocument: { Statement: Statement[] } }>;
+  return { id, statements: policies.flatMap((p) => p.PolicyDocument.Statement) };
+}
+
+const actionsOf = (statements: Statement[]) =>
+  [...new Set(statements.filter((s) => s.Effect === 'Allow').flatMap((s) => list(s.Action)))].sort();
+
+/** Readable form of a Resource value: Fn::Join / Fn::GetAtt / Ref rendered as text. */
+function render(v: unknown): string {
+  if (typeof v === 'string') return v;
+  const o = v as Json;
+  if (o['Fn::Join']) {
+    const [sep, parts] = o['Fn::Join'] as [string, unknown[]];
+    return parts.map(render).join(sep);
+  }
+  if (o['Fn::GetAtt']) return `<${(o['Fn::GetAtt'] as string[]).join('.')}>`;
+  if (o.Ref) return `<${o.Ref as string}>`;
+  return JSON.stringify(v);
+}
+
+/** Actions that AWS only grants on `Resource: '*'` (the documented exceptions in deploy/serverless/iam.cjs). */
+const WILDCARD_ONLY = new Set([
+  'logs:CreateLogDelivery',
+  'logs:GetLogDelivery',
+  'logs:UpdateLogDelivery',
+  'logs:DeleteLogDelivery',
+  'logs:ListLogDeliveries',
+  'logs:PutResourcePolicy',
+  'logs:DescribeResourcePolicies',
+  'logs:DescribeLogGroups',
+  'ec2:CreateNetworkInterface',
+  'ec2:DescribeNetworkInterfaces',
+  'ec2:DescribeSubnets',
+]);
+
+const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
+const EKS = ['eks:DescribeCluster'];
+const ANSWER = ['states:SendTaskFailure', 'states:SendTaskHeartbeat', 'states:SendTaskSuccess'];
+const RUNS_RW = ['s3:GetObject', 's3:PutObject'];
+
+/** The minimum each function needs, from what its code calls (functions/ → lib/ → adapters). */
+const EXPECTED_ACTIONS: Record<string, string[]> = {
+  submitRun: [...LOGS, ...RUNS_RW, 'sqs:SendMessage'],
+  getRun: [...LOGS, 's3:GetObject', 's3:ListBucket'],
+  listRuns: [...LOGS, 's3:GetObject', 's3:ListBucket'],
+  cancelRun: [
+    ...LOGS,
+    ...RUNS_RW,
+    's3:ListBucket',
+    'states:StopExecution',
+    'states:DescribeExecution',
+    ...EKS,
+  ],
+  listRuntimes: [...LOGS, ...EKS],
+  validateRun: [...LOGS, ...EKS],
+  openapi: [...LOGS],
+  runsConsumer: [
+    ...LOGS,
+    ...RUNS_RW,
+    's3:ListBucket',
+    'states:StartExecution',
+    'sqs:ReceiveMessage',
+    'sqs:DeleteMessage',
+    'sqs:GetQueueAttributes',
+    'sqs:ChangeMessageVisibility',
+  ],
+  createJob: [...LOGS, ...RUNS_RW, ...EKS],
+  awaitJob: [...LOGS, ...EKS, ...ANSWER],
+  checkJob: [...LOGS, ...EKS],
+  publishArtifacts: [...LOGS, ...RUNS_RW, 's3:AbortMultipartUpload', 's3:ListBucket'],
+  notifyServing: [...LOGS, ...RUNS_RW, 'sqs:SendMessage'],
+  recordOutcome: [...LOGS, ...RUNS_RW],
+  cleanup: [...LOGS, ...EKS],
+  reconciler: [...LOGS, ...EKS, ...ANSWER, 'states:DescribeExecution', ...RUNS_RW, 's3:ListBucket'],
+};
+const KUBERNETES_FUNCTIONS = Object.keys(EXPECTED_ACTIONS).filter((k) =>
+  EXPECTED_ACTIONS[k]?.includes(EKS[0] as string),
+);
+const API_FUNCTIONS = ROUTES.map((r) => r.handler.replace(/-(\w)/g, (_m, c: string) => c.toUpperCase()));
+/** A string only @kubernetes/client-node's bundled code contains (its model type map). */
+const CLIENT_NODE_MARKER = 'V1PodSpec';
+
+// ---- the tests ----------------------------------------------------------------------------------
+
+describe.runIf(available)('serverless package (osls, offline)', () => {
+  let work: string;
+  let main: string;
+  let variant: string;
+  let t: Template;
+  let v: Template;
+  let fns: Map<string, Resource>;
+
+  beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), 'gantry-deploy-'));
+    main = join(work, 'main');
+    variant = join(work, 'vpc-jwt');
+    const template = join(OUT, TEMPLATE);
+    const stale =
+      !existsSync(template) ||
+      statSync(template).mtimeMs < Math.max(...INPUTS.map((p) => newestInput(join(ROOT, p))));
+    if (stale) packageInto(undefined);
+    // serverless empties .serverless/ whenever it packages, even into another folder: keep a copy.
+    cpSync(OUT, main, { recursive: true });
+    try {
+      packageInto(variant, [
+        'subnetIds=subnet-0123456789abcdef0,subnet-0fedcba9876543210',
+        'securityGroupIds=sg-0123456789abcdef0',
+        'auth=jwt',
+        'jwtIssuerUrl=https://issuer.example.com/',
+        'jwtAudience=gantry',
+        'alarmEmail=ops@example.com',
+      ]);
+    } finally {
+      rmSync(OUT, { recursive: true, force: true });
+      cpSync(main, OUT, { recursive: true, preserveTimestamps: true });
+    }
+    t = JSON.parse(readFileSync(join(main, TEMPLATE), 'utf8')) as Template;
+    v = JSON.parse(readFileSync(join(variant, TEMPLATE), 'utf8')) as Template;
+    fns = functionsOf(t);
+  }, 300_000);
+
+  afterAll(() => {
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('packages one function per API route, the consumer, the ASL tasks and the reconciler — nothing else', () => {
+    const keys = [...fns.keys()].sort();
+    expect(keys).toEqual(Object.keys(EXPECTED_ACTIONS).map(lambdaLogicalId).sort());
+  });
+
+  it('every function the ASL names (by its substitution) exists as a Lambda with the handler the local stack runs', () => {
+    expect(Object.keys(stateMachine.TASK_FUNCTIONS).sort()).toEqual(Object.keys(LOCAL_TASK_FUNCTIONS).sort());
+    for (const [substitution, key] of Object.entries(stateMachine.TASK_FUNCTIONS)) {
+      const fn = fns.get(lambdaLogicalId(key));
+      expect(fn, `${substitution} → ${key}`).toBeDefined();
+      const handlerFile = `${String(fn?.Properties.Handler).replace(/\.handler$/, '')}.ts`;
+      expect(`../${handlerFile}`, substitution).toBe(LOCAL_TASK_FUNCTIONS[substitution]);
+    }
+  });
+
+  it('the state machine is the ASL file, with exactly its substitutions bound to those functions', () => {
+    const sm = t.Resources.TrainingRunStateMachine as Resource;
+    expect(sm.Type).toBe('AWS::StepFunctions::StateMachine');
+    expect(sm.Properties.StateMachineType).toBe('STANDARD');
+    const [text, vars] = (sm.Properties.DefinitionString as { 'Fn::Sub': [string, Record<string, Json>] })[
+      'Fn::Sub'
+    ];
+    const bound = new Map(
+      Object.entries(vars).map(([name, value]) => [name, (value['Fn::GetAtt'] as string[])[0] as string]),
+    );
+    const used = new Set([...text.matchAll(/\$\{(\w+)\}/g)].map((m) => m[1] as string));
+    expect([...used].sort()).toEqual([...bound.keys()].sort());
+    // Put the ASL's own substitution names back: the result must be the ASL file, untouched.
+    const bySubstitution = new Map(
+      Object.entries(stateMachine.TASK_FUNCTIONS).map(([name, key]) => [lambdaLogicalId(key), name]),
+    );
+    const restored = text.replace(
+      /\$\{(\w+)\}/g,
+      (_m, name: string) => `\${${bySubstitution.get(bound.get(name) ?? '')}}`,
+    );
+    const asl = JSON.parse(
+      readFileSync(join(ROOT, 'statemachines/training-run.asl.json'), 'utf8'),
+    ) as unknown;
+    // `validate: true` runs asl-validator 3.16, which writes the default `QueryLanguage: JSONPath` into
+    // every state it checks; that is the only change allowed.
+    const deployed = JSON.parse(restored) as { States: Record<string, Json> };
+    for (const state of Object.values(deployed.States)) {
+      expect(state.QueryLanguage ?? 'JSONPath').toBe('JSONPath');
+      delete state.QueryLanguage;
+    }
+    expect(deployed).toEqual(asl);
+    expect([...new Set(bound.values())].sort()).toEqual(
+      stateMachine.namedFunctions().map(lambdaLogicalId).sort(),
+    );
+    // Its role may invoke exactly those functions.
+    const role = roleOf(t, { Properties: { Role: sm.Properties.RoleArn } } as unknown as Resource);
+    const invoke = role.statements.filter((s) => list(s.Action).includes('lambda:InvokeFunction'));
+    expect(
+      invoke
+        .flatMap((s) => list(s.Resource))
+        .map(render)
+        .sort(),
+    ).toEqual([...new Set(bound.values())].map((id) => `<${id}.Arn>`).sort());
+  });
+
+  it('the ASL loader fails loudly on an unknown substitution or a missing function', () => {
+    expect(() =>
+      stateMachine.definitionFor({ S: { Resource: substitution('NopeFunctionArn') } }, ['createJob']),
+    ).toThrow(/\$\{NopeFunctionArn\}.*does not define/);
+    expect(() =>
+      stateMachine.definitionFor({ S: { Resource: substitution('CreateJobFunctionArn') } }, []),
+    ).toThrow(/needs the function "createJob"/);
+  });
+
+  it('runs every function on nodejs24.x / arm64 from its own ESM bundle', () => {
+    for (const [id, fn] of fns) {
+      expect(fn.Properties.Runtime, id).toBe('nodejs24.x');
+      expect(fn.Properties.Architectures, id).toEqual(['arm64']);
+      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
+      const zip = readZip(join(main, `${key}.zip`));
+      const handler = `${String(fn.Properties.Handler).replace(/\.handler$/, '')}.mjs`;
+      expect([...zip.keys()], id).toContain(handler);
+    }
+  });
+
+  it('ships @kubernetes/client-node only in the functions that talk to Kubernetes', () => {
+    for (const [id, fn] of fns) {
+      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
+      const zip = readZip(join(main, `${key}.zip`));
+      const code =
+        zip.get(`${String(fn.Properties.Handler).replace(/\.handler$/, '')}.mjs`)?.toString('utf8') ?? '';
+      expect(code.includes(CLIENT_NODE_MARKER), `${key} bundles @kubernetes/client-node`).toBe(
+        KUBERNETES_FUNCTIONS.includes(key),
+      );
+    }
+  });
+
+  it("keeps only zod's English locale in the bundles (Gantry never switches locales)", () => {
+    for (const [id, fn] of fns) {
+      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
+      const code =
+        readZip(join(main, `${key}.zip`))
+          .get(`${String(fn.Properties.Handler).replace(/\.handler$/, '')}.mjs`)
+          ?.toString('utf8') ?? '';
+      expect(code.includes('Ungültige Eingabe'), `${key} bundles zod's German locale`).toBe(false);
+    }
+  });
+
+  it('sets the environment lib/config.ts reads, and ships the config file it names', () => {
+    const known = new Set(Object.keys(RuntimeEnvSchema.shape));
+    for (const [id, fn] of fns) {
+      const vars = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+      for (const name of Object.keys(vars).filter((n) => n.startsWith('GANTRY_'))) {
+        expect(known.has(name), `${id}: ${name} is not in RuntimeEnv`).toBe(true);
+      }
+      expect(vars.GANTRY_BUCKET, id).toEqual({ Ref: 'GantryBucket' });
+      expect(render(vars.GANTRY_STATE_MACHINE_ARN), id).toBe(
+        `arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:stateMachine:${t.Resources.TrainingRunStateMachine?.Properties.StateMachineName}`,
+      );
+      const configFile = String(vars.GANTRY_CONFIG_FILE);
+      expect(configFile, id).toMatch(/^\/var\/task\//);
+      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
+      const shipped = readZip(join(main, `${key}.zip`)).get(configFile.slice('/var/task/'.length));
+      expect(shipped, `${key} ships ${configFile}`).toBeDefined();
+    }
+    const submit = fns.get('SubmitRunLambdaFunction')?.Properties.Environment as { Variables: Json };
+    expect(submit.Variables.GANTRY_RUNS_QUEUE_URL).toEqual({ Ref: 'RunsQueue' });
+    const notify = fns.get('NotifyServingLambdaFunction')?.Properties.Environment as { Variables: Json };
+    expect(notify.Variables.GANTRY_SERVING_QUEUE_URL).toEqual({ Ref: 'ServingQueue' });
+  });
+
+  it('refuses a Gantry config that lib/config.ts rejects, kubeconfig clusters, or a file outside the service', async () => {
+    const invalid = join(OUT, 'test-invalid-config.json');
+    const local = join(OUT, 'test-kubeconfig-config.json');
+    writeFileSync(invalid, JSON.stringify({ clusters: [], teams: [{ name: 'Bad_Name' }] }));
+    writeFileSync(
+      local,
+      JSON.stringify({ clusters: [{ name: 'laptop', kubeconfig: '/home/me/.kube/config' }] }),
+    );
+    const resolver = (file: string) => async (name: string) => (name === 'param:config' ? file : 'test');
+    try {
+      await expect(gantryConfig.load(resolver(relative(ROOT, invalid)))).rejects.toThrow(
+        /is invalid:\n.*clusters/,
+      );
+      await expect(gantryConfig.load(resolver(relative(ROOT, local)))).rejects.toThrow(
+        /kubeconfig clusters \(laptop\).*for local use/,
+      );
+      await expect(gantryConfig.load(resolver(join(tmpdir(), 'x.json')))).rejects.toThrow(
+        /inside the service/,
+      );
+      await expect(gantryConfig.load(resolver('deploy/serverless/config/nope.json'))).rejects.toThrow(
+        /no Gantry config for stage/,
+      );
+    } finally {
+      rmSync(invalid, { force: true });
+      rmSync(local, { force: true });
+    }
+  });
+
+  it("replaces client-node's KubeConfig module (kubeconfig clusters are local-only) with a throwing stub", () => {
+    for (const key of KUBERNETES_FUNCTIONS) {
+      const fn = fns.get(lambdaLogicalId(key)) as Resource;
+      const code =
+        readZip(join(main, `${key}.zip`))
+          .get(`${String(fn.Properties.Handler).replace(/\.handler$/, '')}.mjs`)
+          ?.toString('utf8') ?? '';
+      expect(code, key).toContain('kubeconfig clusters are for local use');
+      expect(code.includes('undici'), `${key} bundles undici`).toBe(false);
+    }
+  });
+
+  it('gives every function its own role with exactly the actions its code uses', () => {
+    const roles = new Set<string>();
+    for (const [id, fn] of fns) {
+      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
+      const role = roleOf(t, fn);
+      expect(roles.has(role.id), `${id} shares ${role.id}`).toBe(false);
+      roles.add(role.id);
+      expect(actionsOf(role.statements), key).toEqual([...new Set(EXPECTED_ACTIONS[key])].sort());
+      // Logs: only this function's own log group.
+      const logs = role.statements.filter((s) => list(s.Action).some((a) => a.startsWith('logs:')));
+      expect(logs.flatMap((s) => list(s.Resource)).map(render), key).toEqual([
+        `arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws/lambda/${fn.Properties.FunctionName}:*`,
+      ]);
+    }
+  });
+
+  it('scopes every statement: no * actions, no Resource * beyond the documented exceptions', () => {
+    const roleIds = Object.entries(t.Resources)
+      .filter(([, r]) => r.Type === 'AWS::IAM::Role')
+      .map(([id]) => id);
+    for (const template of [t, v]) {
+      for (const id of roleIds) {
+        for (const s of roleOf(template, { Properties: { Role: { 'Fn::GetAtt': [id, 'Arn'] } } } as never)
+          .statements) {
+          for (const a of list(s.Action)) expect(a, `${id} ${s.Sid}`).not.toMatch(/\*/);
+          if (list(s.Resource).includes('*')) {
+            expect(
+              list(s.Action).filter((a) => !WILDCARD_ONLY.has(a)),
+              `${id} ${s.Sid} on *`,
+            ).toEqual([]);
+          }
+          for (const r of list(s.Resource).map(render)) {
+            if (r.startsWith('<GantryBucket.Arn>/'))
+              expect(r, id).toMatch(/^<GantryBucket\.Arn>\/(runs|models)\/\*$/);
+            if (r.includes(':states:')) expect(r, id).toContain(':gantry-dev-training-run');
+            if (r.includes(':eks:')) expect(r, id).toMatch(/:cluster\/[\w-]+$/);
+          }
+        }
+      }
+    }
+  });
+
+  it('lets only await-job and the reconciler answer task tokens; no API function may', () => {
+    const answering = [...fns]
+      .filter(([, fn]) => actionsOf(roleOf(t, fn).statements).some((a) => a.startsWith('states:SendTask')))
+      .map(([id]) => id)
+      .sort();
+    expect(answering).toEqual(['AwaitJobLambdaFunction', 'ReconcilerLambdaFunction']);
+    for (const key of API_FUNCTIONS) {
+      const fn = fns.get(lambdaLogicalId(key));
+      expect(fn, key).toBeDefined();
+      const actions = actionsOf(roleOf(t, fn as Resource).statements);
+      expect(
+        actions.filter((a) => a.startsWith('states:SendTask')),
+        key,
+      ).toEqual([]);
+    }
+  });
+
+  it('routes the HTTP API (IAM auth by default) to the handler of each route', () => {
+    const routes = Object.values(t.Resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Route');
+    expect(routes.map((r) => r.Properties.RouteKey).sort()).toEqual(ROUTES.map(routeKey).sort());
+    for (const r of routes)
+      expect(r.Properties.AuthorizationType, String(r.Properties.RouteKey)).toBe('AWS_IAM');
+    for (const route of ROUTES) {
+      const fn = fns.get(
+        lambdaLogicalId(route.handler.replace(/-(\w)/g, (_m, c: string) => c.toUpperCase())),
+      );
+      expect(fn?.Properties.Handler, route.path).toBe(`functions/api/${route.handler}.handler`);
+      expect(Number(fn?.Properties.Timeout), route.path).toBeLessThanOrEqual(29);
+    }
+  });
+
+  it('consumes the runs queue with partial batch failures, bounded concurrency and a DLQ', () => {
+    const esms = Object.values(t.Resources).filter((r) => r.Type === 'AWS::Lambda::EventSourceMapping');
+    expect(esms).toHaveLength(1);
+    const esm = esms[0] as Resource;
+    expect(esm.Properties.FunctionName).toEqual({ 'Fn::GetAtt': ['RunsConsumerLambdaFunction', 'Arn'] });
+    expect(esm.Properties.EventSourceArn).toEqual({ 'Fn::GetAtt': ['RunsQueue', 'Arn'] });
+    expect(esm.Properties.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
+    const max = (esm.Properties.ScalingConfig as { MaximumConcurrency: number }).MaximumConcurrency;
+    expect(max).toBeGreaterThanOrEqual(2);
+    expect(max).toBeLessThanOrEqual(1000);
+    const queue = t.Resources.RunsQueue as Resource;
+    const consumer = fns.get('RunsConsumerLambdaFunction') as Resource;
+    expect(Number(queue.Properties.VisibilityTimeout)).toBeGreaterThanOrEqual(
+      6 * Number(consumer.Properties.Timeout),
+    );
+    expect(queue.Properties.RedrivePolicy).toEqual({
+      deadLetterTargetArn: { 'Fn::GetAtt': ['RunsDeadLetterQueue', 'Arn'] },
+      maxReceiveCount: 5,
+    });
+    expect(t.Resources.RunsDeadLetterQueue?.Type).toBe('AWS::SQS::Queue');
+  });
+
+  it('schedules the reconciler every minute, one tick at a time', () => {
+    const rule = Object.values(t.Resources).find((r) => r.Type === 'AWS::Events::Rule') as Resource;
+    expect(rule.Properties.ScheduleExpression).toBe('rate(1 minute)');
+    const target = (rule.Properties.Targets as Array<{ Arn: unknown }>)[0];
+    expect(target?.Arn).toEqual({ 'Fn::GetAtt': ['ReconcilerLambdaFunction', 'Arn'] });
+    expect(fns.get('ReconcilerLambdaFunction')?.Properties.ReservedConcurrentExecutions).toBe(1);
+  });
+
+  it('keeps the bucket private, versioned and encrypted, with data/ events going to the data-events queue', () => {
+    const bucket = (t.Resources.GantryBucket as Resource).Properties as Json;
+    expect(bucket.VersioningConfiguration).toEqual({ Status: 'Enabled' });
+    expect(JSON.stringify(bucket.BucketEncryption)).toContain('AES256');
+    expect(bucket.PublicAccessBlockConfiguration).toEqual({
+      BlockPublicAcls: true,
+      BlockPublicPolicy: true,
+      IgnorePublicAcls: true,
+      RestrictPublicBuckets: true,
+    });
+    const [notification] = (bucket.NotificationConfiguration as { QueueConfigurations: Json[] })
+      .QueueConfigurations;
+    expect(notification?.Queue).toEqual({ 'Fn::GetAtt': ['DataEventsQueue', 'Arn'] });
+    expect(JSON.stringify(notification?.Filter)).toContain('"Value":"data/"');
+    expect(list((t.Resources.GantryBucket as Resource).DependsOn)).toContain('DataEventsQueuePolicy');
+  });
+
+  it('alarms on dead-lettered runs and on failed or timed-out executions', () => {
+    const alarms = Object.values(t.Resources).filter((r) => r.Type === 'AWS::CloudWatch::Alarm');
+    const metric = (ns: string, name: string) =>
+      alarms.find((a) => a.Properties.Namespace === ns && a.Properties.MetricName === name);
+    const dlq = metric('AWS/SQS', 'ApproximateNumberOfMessagesVisible');
+    expect(JSON.stringify(dlq?.Properties.Dimensions)).toContain('RunsDeadLetterQueue');
+    expect(dlq?.Properties.Threshold).toBe(0);
+    expect(metric('AWS/States', 'ExecutionsFailed')).toBeDefined();
+    expect(metric('AWS/States', 'ExecutionsTimedOut')).toBeDefined();
+    const logs = Object.values(t.Resources).filter((r) => r.Type === 'AWS::Logs::LogGroup');
+    for (const g of logs) expect(g.Properties.RetentionInDays, String(g.Properties.LogGroupName)).toBe(30);
+  });
+
+  it('with the VPC and JWT params: only the Kubernetes functions join the VPC, and every route uses the JWT authorizer', () => {
+    for (const [id, fn] of functionsOf(v)) {
+      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
+      const inVpc = KUBERNETES_FUNCTIONS.includes(key);
+      expect(fn.Properties.VpcConfig, id).toEqual(
+        inVpc
+          ? {
+              SubnetIds: ['subnet-0123456789abcdef0', 'subnet-0fedcba9876543210'],
+              SecurityGroupIds: ['sg-0123456789abcdef0'],
+            }
+          : undefined,
+      );
+      const actions = actionsOf(roleOf(v, fn).statements);
+      expect(actions.includes('ec2:CreateNetworkInterface'), id).toBe(inVpc);
+    }
+    const routes = Object.values(v.Resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Route');
+    expect(routes).toHaveLength(ROUTES.length);
+    for (const r of routes) expect(r.Properties.AuthorizationType).toBe('JWT');
+    const authorizer = Object.values(v.Resources).find((r) => r.Type === 'AWS::ApiGatewayV2::Authorizer');
+    expect(authorizer?.Properties.JwtConfiguration).toEqual({
+      Audience: ['gantry'],
+      Issuer: 'https://issuer.example.com/',
+    });
+  });
+
+  describe.runIf(lintAvailable)('cfn-lint', () => {
+    for (const which of ['main', 'vpc-jwt']) {
+      it(`reports no errors on the ${which} template`, () => {
+        const r = spawnSync(
+          'bash',
+          ['deploy/serverless/cfn-lint.sh', join(which === 'main' ? main : variant, TEMPLATE)],
+          { cwd: ROOT, encoding: 'utf8', env: { ...process.env, CFN_LINT: cfnLint } },
+        );
+        const out = `${r.stdout}\n${r.stderr}`;
+        expect(out.match(/^E\d{4}.*$/gm) ?? [], out).toEqual([]);
+        expect(r.status, out).toBe(0);
+      });
+    }
+  });
+});
