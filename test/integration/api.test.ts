@@ -665,6 +665,15 @@ describe('HTTP API on the local stand-ins', () => {
     });
   });
 
+  it('accepts any Unicode text in env and args (the queue message is escaped to ASCII)', async () => {
+    // Found by the fuzz run below: an emoji reached SQS unescaped and the local SQS refused it (500).
+    const raw = JSON.stringify(valid({ env: { X: '🚀 naïve \ufffe' }, args: ['--name=模型'] }));
+    const res = await call({ raw, key: 'unicode-1' });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const record = await readRecord(res.body.runId as string);
+    expect(record?.spec.request.env).toEqual({ X: '🚀 naïve \ufffe' });
+  });
+
   it('never answers 5xx and never accepts an invalid run, for 1,200 fuzzed requests', async () => {
     const nasty = fc.constantFrom(
       '',

@@ -4,6 +4,7 @@ import { DETAIL_TYPE, type ServingEvent } from '../../artifacts/events.ts';
 import type { ServingEvents } from '../../artifacts/ports.ts';
 import { AwsUnavailableError } from '../../errors.ts';
 import type { CallOptions } from '../../ports.ts';
+import { asciiJson } from './ascii-json.ts';
 import { translateAwsError } from './errors.ts';
 
 /**
@@ -41,7 +42,7 @@ export function makeSqsServingEvents(deps: {
         const out = await sqs.send(
           new SendMessageCommand({
             QueueUrl: queueUrl,
-            MessageBody: JSON.stringify(event),
+            MessageBody: asciiJson(event),
             MessageAttributes: attributes,
             ...(fifo ? { MessageGroupId: event.model, MessageDeduplicationId: dedupId(event) } : {}),
           }),

@@ -1,5 +1,6 @@
 import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { CallOptions, RunQueue } from '../../ports.ts';
+import { asciiJson } from './ascii-json.ts';
 import { translateAwsError } from './errors.ts';
 
 /**
@@ -19,7 +20,7 @@ export function makeSqsRunQueue(deps: { sqs: SQSClient; queueUrl: string }): Run
         await sqs.send(
           new SendMessageCommand({
             QueueUrl: queueUrl,
-            MessageBody: JSON.stringify(message),
+            MessageBody: asciiJson(message),
             MessageAttributes,
           }),
           opts?.signal ? { abortSignal: opts.signal } : {},
