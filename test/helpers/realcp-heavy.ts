@@ -33,7 +33,7 @@ import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, stringify as stringifyYaml } from 'yaml';
-import { type KubeResponse, type RealControlPlane, startRealControlPlane } from './realcp.ts';
+import { type KubeResponse, type RealControlPlane, startRealControlPlane, stopProc } from './realcp.ts';
 
 // ----------------------------------------------------------------------------------------------------
 // Version sets and binaries
@@ -235,31 +235,6 @@ function spawnLogged(
     writeFileSync(join(runDir, 'pids'), `${child.pid}\n`, { flag: 'a' });
   }
   return proc;
-}
-
-async function stopProc(p: Proc, graceMs = 5000): Promise<void> {
-  if (p.exited) return;
-  try {
-    p.child.kill('SIGTERM');
-  } catch {
-    /* gone */
-  }
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = await Promise.race([
-    p.exitPromise.then(() => false),
-    new Promise<boolean>((r) => {
-      timer = setTimeout(() => r(true), graceMs);
-    }),
-  ]);
-  if (timer) clearTimeout(timer);
-  if (timedOut && !p.exited) {
-    try {
-      p.child.kill('SIGKILL');
-    } catch {
-      /* gone */
-    }
-    await p.exitPromise;
-  }
 }
 
 function logTail(p: Proc, lines = 30): string {

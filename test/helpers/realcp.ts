@@ -332,7 +332,11 @@ function exitedError(p: Proc, what: string): Error {
   );
 }
 
-async function stopProc(p: Proc, graceMs = 5000): Promise<void> {
+/** SIGTERM, then SIGKILL after `graceMs`; shared with the heavy tier's harness. */
+export async function stopProc(
+  p: Pick<Proc, 'child' | 'exited' | 'exitPromise'>,
+  graceMs = 5000,
+): Promise<void> {
   if (p.exited) return;
   try {
     p.child.kill('SIGTERM');
