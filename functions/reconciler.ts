@@ -3,6 +3,7 @@ import { makeReconciler } from '../lib/orchestration/reconcile.ts';
 import type { JobApi } from '../lib/ports.ts';
 import { jobApi } from '../lib/trainjob/build.ts';
 import { clock, config, env, gateway, records, workflow } from './_deps.ts';
+import { log, logLine } from './_log.ts';
 
 function build() {
   const clusters = config().clusters.map((c) => ({
@@ -32,8 +33,7 @@ function build() {
         records: records(),
         clock,
         orphanGraceSeconds: env().GANTRY_ORPHAN_GRACE_SECONDS,
-        log: (line) =>
-          console.log(JSON.stringify({ service: 'gantry-reconciler', region: env().AWS_REGION, ...line })),
+        log: (line) => logLine({ service: 'gantry-reconciler', ...line }),
       }),
   );
 }
@@ -46,8 +46,7 @@ export const handler = middy({ timeoutEarlyInMillis: 2000 }).handler(
     ready ??= build();
     const report = await (await ready).tick({ signal });
     const { jobs: _jobs, ...changes } = report;
-    if (Object.values(changes).some((n) => n > 0))
-      console.log(JSON.stringify({ level: 'INFO', msg: 'reconciler tick', ...report }));
+    if (Object.values(changes).some((n) => n > 0)) log('info', { msg: 'reconciler tick', ...report });
     return report;
   },
 );

@@ -18,6 +18,8 @@ const speed = Number(process.env.GANTRY_SIM_SPEED ?? 600);
 const sfnSpeed = Number(process.env.GANTRY_SFN_SPEED ?? 60);
 
 async function main() {
+  // The demo shows its own progress line; the services' JSON logs would drown it (WARN and up still show).
+  if (demo) process.env.GANTRY_LOG_LEVEL ??= 'warn';
   const { stack, api, close } = await startEmbedded({ simSpeed: speed, sfnSpeed, port });
   const stop = close;
   process.once('SIGINT', () => void stop().then(() => process.exit(130)));
@@ -139,12 +141,15 @@ async function runDemo(url: string, stack: Stack): Promise<boolean> {
   console.log(
     `\nRun ${runId} ended ${String(run.phase)}${run.reason ? ` (${String(run.reason)}: ${String(run.message)})` : ''}`,
   );
-  const artifacts = run.artifacts as { outputUri?: string } | undefined;
-  if (artifacts?.outputUri) {
-    const prefix = artifacts.outputUri.replace(`s3://${stack.bucket}/`, '');
+  const artifacts = run.artifacts as { outputUri?: string; modelUri?: string; version?: string } | undefined;
+  if (artifacts?.modelUri) {
+    // The published model: what a serving stage (e.g. a KServe InferenceService's storageUri) reads.
+    const prefix = artifacts.modelUri.replace(`s3://${stack.bucket}/`, '');
     const listed = await stack.s3.send(new ListObjectsV2Command({ Bucket: stack.bucket, Prefix: prefix }));
-    console.log(`Model output: ${artifacts.outputUri}`);
+    console.log(`Published model: ${artifacts.modelUri}  (version ${artifacts.version})`);
     for (const o of listed.Contents ?? []) console.log(`  ${o.Key}  ${o.Size} bytes`);
+    console.log(`Manifest: ${artifacts.modelUri.replace(/\/?$/, '/')}manifest.json`);
+    console.log(`Training output: ${artifacts.outputUri}`);
   }
   if (run.phase !== 'Succeeded') {
     // Show the state machine's path, which says where the run went wrong.

@@ -23,6 +23,7 @@ import {
   UnsupportedMediaTypeError,
 } from '../../lib/intake/errors.ts';
 import { type Caller, callerFromAuthorizer } from '../../lib/intake/tenancy.ts';
+import { log } from '../_log.ts';
 
 /** An HTTP API (payload v2) event with the IAM or the JWT authorizer. */
 export type ApiEvent = APIGatewayProxyEventV2WithIAMAuthorizer | APIGatewayProxyEventV2WithJWTAuthorizer;
@@ -149,16 +150,6 @@ function isUnavailable(err: unknown): boolean {
     name === 'ConcurrentUpdateError' ||
     name === 'TimeoutError'
   );
-}
-
-const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as const;
-let threshold: number | undefined;
-
-/** One JSON log line (CloudWatch parses it); `GANTRY_LOG_LEVEL` (default info) filters, read once. */
-export function log(level: Exclude<keyof typeof LEVELS, 'silent'>, fields: Record<string, unknown>): void {
-  threshold ??= LEVELS[(process.env.GANTRY_LOG_LEVEL ?? 'info') as keyof typeof LEVELS] ?? LEVELS.info;
-  if (LEVELS[level] < threshold) return;
-  console.log(JSON.stringify({ level: level.toUpperCase(), time: new Date().toISOString(), ...fields }));
 }
 
 function requestIdOf(event: ApiEvent, context: Context | undefined): string {

@@ -2,6 +2,7 @@ import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { makeStartRuns } from '../../lib/intake/start-runs.ts';
 import { clock, records, workflow } from '../_deps.ts';
+import { logLine } from '../_log.ts';
 
 let startRuns: ReturnType<typeof makeStartRuns> | undefined;
 
@@ -15,7 +16,7 @@ export const handler = middy<SQSEvent, SQSBatchResponse>({ timeoutEarlyInMillis:
       workflow: workflow(),
       records: records(),
       clock,
-      log: (line) => console.log(JSON.stringify(line)),
+      log: logLine,
     });
     return startRuns(event, { signal });
   },
