@@ -13,12 +13,15 @@
  *      127.0.0.1 from a cert signed by a CA made here; the webhook configurations point at
  *      `https://127.0.0.1:<port><path>` with that CA as caBundle (cert-manager / internal cert
  *      rotation off)
+ *   7b. opt-in (`trainingOperator: true`): Kubeflow Training Operator v1 (PyTorchJob only) with its
+ *      kubeflow.org CRDs and its own cert rotator kept happy by a pre-made Secret (see
+ *      startTrainingOperator)
  *   8. fixtures: ResourceFlavor, ClusterQueue with a GPU quota, the Trainer runtimes
  *      (torch-distributed as upstream ships it, and torch-distributed-failfast: the same with the
  *      Job's backoffLimit 0 so one failed pod fails the job at once)
  *
- * kwok runs no code: pods go Pending → Running/Ready → Succeeded after a delay. The trainer
- * container's env steers them (Gantry passes a run's `env` through to it):
+ * kwok runs no code: pods (of a Job or a PyTorchJob) go Pending → Running/Ready → Succeeded after a
+ * delay. The trainer container's env steers them (Gantry passes a run's `env` through to it):
  *   KWOK_RUN_DURATION=<go duration>   how long a pod "runs" (default 5s)
  *   KWOK_EXIT_CODE=<n>                the pod fails with that exit code instead of succeeding
  *
@@ -434,7 +437,12 @@ const envValue = (name: string) =>
   `.spec.containers.[] | (.env // []) | .[] | select(.name == "${name}") | .value`;
 
 function podStages(): unknown[] {
-  const ownedByJob = { key: '.metadata.ownerReferences.[].kind', operator: 'In', values: ['Job'] };
+  // Pods of a batch Job (JobSet/Trainer) or of a Training Operator v1 PyTorchJob (which owns its pods directly).
+  const ownedByJob = {
+    key: '.metadata.ownerReferences.[].kind',
+    operator: 'In',
+    values: ['Job', 'PyTorchJob'],
+  };
   const runningReady = [
     { key: '.metadata.deletionTimestamp', operator: 'DoesNotExist' },
     { key: '.status.phase', operator: 'In', values: ['Running'] },
@@ -526,7 +534,7 @@ type Json = Record<string, unknown>;
 interface WebhookEntry {
   name: string;
   clientConfig?: { service?: { path?: string } };
-  rules?: { apiGroups?: string[] }[];
+  rules?: { apiGroups?: string[]; resources?: string[] }[];
 }
 
 function webhookConfigs(
@@ -566,6 +574,224 @@ function webhookConfigs(
 }
 
 // ----------------------------------------------------------------------------------------------------
+// Kubeflow Training Operator v1 (opt-in)
+//
+// v1.9.3 always runs cert-controller's rotator (pkg/cert): it keeps the Secret
+// kubeflow/training-operator-webhook-cert valid for `training-operator-ca` (CA) and
+// `training-operator.kubeflow.svc` (server), injects that CA into the ValidatingWebhookConfiguration
+// `validator.training-operator.kubeflow.org`, and starts its controllers only once the cert file
+// exists in the hard-coded /tmp/k8s-webhook-server/serving-certs AND the CA was injected. It never
+// writes the files (in-cluster they are the Secret's volume). So: pre-create the Secret with a CA
+// and server cert made here (the server cert also valid for IP 127.0.0.1; the rotator keeps a valid
+// one), point that webhook configuration at https://127.0.0.1:<port>, serve the same cert from the
+// operator's TMPDIR (controller-runtime's default cert dir), and make sure the rotator's mount check
+// finds a tls.crt in /tmp/k8s-webhook-server/serving-certs (it only checks that the file exists).
+
+const TRAINING_OPERATOR = 'training-operator';
+const OPERATOR_NS = 'kubeflow';
+const OPERATOR_VWC = 'validator.training-operator.kubeflow.org';
+
+function operatorDir(): string {
+  return moduleDir(
+    'github.com/kubeflow/training-operator',
+    pinned(join(TOOLS, TRAINING_OPERATOR, 'go.mod'), 'github.com/kubeflow/training-operator') ?? '',
+  );
+}
+
+function makeOperatorCerts(runDir: string): Certs {
+  const dir = join(runDir, 'training-operator-certs');
+  mkdirSync(dir, { recursive: true });
+  const run = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  // The rotator wants >90 days of validity (its lookahead) and a CA valid for DNS name
+  // `training-operator-ca`.
+  writeFileSync(
+    join(dir, 'ca.cnf'),
+    'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\nsubjectAltName=DNS:training-operator-ca\n',
+  );
+  run([
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.csr',
+    '-subj',
+    '/O=training-operator/CN=training-operator-ca',
+  ]);
+  // The rotator parses the CA key as PKCS#1 ("RSA PRIVATE KEY"), not OpenSSL 3's default PKCS#8.
+  run(['rsa', '-in', 'ca.key', '-out', 'ca.key', '-traditional']);
+  run([
+    'x509',
+    '-req',
+    '-in',
+    'ca.csr',
+    '-signkey',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '365',
+    '-extfile',
+    'ca.cnf',
+  ]);
+  writeFileSync(
+    join(dir, 'ext.cnf'),
+    `subjectAltName=DNS:${TRAINING_OPERATOR}.${OPERATOR_NS}.svc,IP:127.0.0.1\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n`,
+  );
+  run([
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'tls.key',
+    '-out',
+    'tls.csr',
+    '-subj',
+    `/CN=${TRAINING_OPERATOR}.${OPERATOR_NS}.svc`,
+  ]);
+  run([
+    'x509',
+    '-req',
+    '-in',
+    'tls.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'tls.crt',
+    '-days',
+    '365',
+    '-extfile',
+    'ext.cnf',
+  ]);
+  return {
+    dir,
+    caPem: readFileSync(join(dir, 'ca.crt'), 'utf8'),
+    crt: readFileSync(join(dir, 'tls.crt'), 'utf8'),
+    key: readFileSync(join(dir, 'tls.key'), 'utf8'),
+  };
+}
+
+async function startTrainingOperator(
+  runDir: string,
+  kubeconfig: string,
+  deadline: number,
+  procs: Proc[],
+  req: (method: string, path: string, body?: unknown) => Promise<KubeResponse>,
+  must: (what: string, r: Promise<KubeResponse>, ok?: number[]) => Promise<KubeResponse>,
+): Promise<void> {
+  const certs = makeOperatorCerts(runDir);
+  const [whPort, healthPort] = (await freePorts(2)) as [number, number];
+  await must(
+    `creating namespace ${OPERATOR_NS}`,
+    req('POST', '/api/v1/namespaces', {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: OPERATOR_NS },
+    }),
+    [201, 409],
+  );
+  const b64 = (s: string) => Buffer.from(s).toString('base64');
+  const caKey = readFileSync(join(certs.dir, 'ca.key'), 'utf8');
+  await must(
+    'creating the training-operator webhook cert Secret',
+    req('POST', `/api/v1/namespaces/${OPERATOR_NS}/secrets`, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'training-operator-webhook-cert', namespace: OPERATOR_NS },
+      type: 'Opaque',
+      data: {
+        'ca.crt': b64(certs.caPem),
+        'ca.key': b64(caKey),
+        'tls.crt': b64(certs.crt),
+        'tls.key': b64(certs.key),
+      },
+    }),
+    [201],
+  );
+  // The upstream PyTorchJob webhook only, at 127.0.0.1, under the name the rotator injects into.
+  const vwc = webhookConfigs(
+    join(operatorDir(), 'manifests/base/webhook/manifests.yaml'),
+    TRAINING_OPERATOR,
+    whPort,
+    certs.caPem,
+    (w) => (w.rules ?? []).some((r) => (r.resources ?? []).includes('pytorchjobs')),
+  ).find((c) => c.kind === 'ValidatingWebhookConfiguration');
+  if (!vwc) throw new HeavyError('realcp-heavy: no PyTorchJob webhook in the training-operator manifests');
+  (vwc.metadata as Json).name = OPERATOR_VWC;
+  await must(
+    `creating ValidatingWebhookConfiguration ${OPERATOR_VWC}`,
+    req('POST', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', vwc),
+    [201],
+  );
+  // The rotator's existence check (hard-coded path, shared by every run on the machine: any
+  // tls.crt will do, the served one comes from this run's TMPDIR).
+  const mountDir = '/tmp/k8s-webhook-server/serving-certs';
+  if (!existsSync(join(mountDir, 'tls.crt'))) {
+    mkdirSync(mountDir, { recursive: true });
+    const tmp = join(mountDir, `.tls.crt.${process.pid}`);
+    writeFileSync(tmp, certs.crt);
+    renameSync(tmp, join(mountDir, 'tls.crt'));
+  }
+  const tmpDir = join(runDir, 'tmp-training-operator');
+  writeCertDir(join(tmpDir, 'k8s-webhook-server', 'serving-certs'), certs);
+  const op = spawnLogged(
+    TRAINING_OPERATOR,
+    binPath(TRAINING_OPERATOR, 'training-operator'),
+    [
+      `--kubeconfig=${kubeconfig}`,
+      '--enable-scheme=pytorchjob',
+      `--webhook-server-port=${whPort}`,
+      '--metrics-bind-address=0',
+      `--health-probe-bind-address=127.0.0.1:${healthPort}`,
+      '--leader-elect=false',
+      '--zap-devel=false',
+      '--zap-log-level=2',
+    ],
+    runDir,
+    { KUBECONFIG: kubeconfig, TMPDIR: tmpDir, MY_POD_NAMESPACE: OPERATOR_NS },
+  );
+  procs.push(op);
+  // readyz = certs mounted + CA injected + webhook server started (the controllers follow).
+  await waitFor(
+    'training-operator /readyz',
+    deadline,
+    healthy(`http://127.0.0.1:${healthPort}/readyz`),
+    procs,
+  );
+  // A PyTorchJob create goes through the webhook: retried (as a dry run) until it answers.
+  const probe = {
+    apiVersion: 'kubeflow.org/v1',
+    kind: 'PyTorchJob',
+    metadata: { name: 'gantry-webhook-probe', namespace: OPERATOR_NS },
+    spec: {
+      pytorchReplicaSpecs: {
+        Master: { replicas: 1, template: { spec: { containers: [{ name: 'pytorch', image: 'probe' }] } } },
+      },
+    },
+  };
+  await waitFor(
+    'training-operator PyTorchJob webhook',
+    deadline,
+    async () => {
+      const r = await req(
+        'POST',
+        `/apis/kubeflow.org/v1/namespaces/${OPERATOR_NS}/pytorchjobs?dryRun=All`,
+        probe,
+      );
+      return r.status === 201 ? true : `HTTP ${r.status} ${r.text.slice(0, 300)}`;
+    },
+    procs,
+    300,
+  );
+}
+
+// ----------------------------------------------------------------------------------------------------
 // Public API
 
 export interface HeavyOptions {
@@ -577,6 +803,11 @@ export interface HeavyOptions {
   gpuQuota?: number;
   /** false: only KCM, scheduler and kwok (no JobSet/Trainer/Kueue, no CRDs, no fixtures). Default true. */
   controllers?: boolean;
+  /**
+   * Also start the Kubeflow Training Operator v1 (component `training-operator`, PyTorchJob scheme
+   * only) with the kubeflow.org CRDs and its PyTorchJob validating webhook. Default false.
+   */
+  trainingOperator?: boolean;
   startTimeoutMs?: number;
 }
 
@@ -615,7 +846,13 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
   const deadline = started + (opts.startTimeoutMs ?? 240_000);
   const set = versionSet(opts.set);
   const withControllers = opts.controllers !== false;
-  const components = ['kube', 'kwok', ...(withControllers ? [set.jobsetComponent, set.component] : [])];
+  const withOperator = withControllers && opts.trainingOperator === true;
+  const components = [
+    'kube',
+    'kwok',
+    ...(withControllers ? [set.jobsetComponent, set.component] : []),
+    ...(withOperator ? [TRAINING_OPERATOR] : []),
+  ];
   const missing = heavyMissing(components);
   if (missing.length) throw new Error(`realcp-heavy: missing ${missing.join('; ')}`);
 
@@ -632,6 +869,7 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
     join(jobsetDir, 'config/components/crd/bases'),
     join(trainerDir, 'manifests/base/crds'),
     join(kueueDir, 'config/components/crd/bases'),
+    ...(withOperator ? [join(operatorDir(), 'manifests/base/crds')] : []),
   ];
   const timings: Record<string, number> = {};
   const mark = (what: string) => {
@@ -976,6 +1214,11 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
       await applyObject(`kueue ${String((cfg.metadata as Json).name)}`, cfg);
     }
     mark('kueue');
+
+    if (withOperator) {
+      await startTrainingOperator(runDir, kubeconfig, deadline, procs, req, must);
+      mark(TRAINING_OPERATOR);
+    }
 
     // 8. fixtures (through the webhooks: each apply retries until its webhook answers)
     await applyObject('ResourceFlavor', {

@@ -1,0 +1,185 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { RunSpec } from '../../lib/run/spec.ts';
+import type { K8sObject } from '../../lib/trainjob/types.ts';
+import { type Stack, startStack } from '../../local/stack.ts';
+import {
+  type HeavyControlPlane,
+  heavyMissing,
+  KWOK_ENV,
+  startHeavyControlPlane,
+  versionSet,
+} from '../helpers/realcp-heavy.ts';
+import { runDriver } from '../helpers/runs.ts';
+import { tierAvailable } from '../helpers/tiers.ts';
+
+/**
+ * Gantry's state machine against the REAL Kubeflow Training Operator v1 (v1.9.3, PyTorchJob scheme,
+ * its validating webhook served on 127.0.0.1) on the heavy control plane: the operator makes the
+ * pods and services, the scheduler binds them to kwok GPU nodes, kwok "runs" them, and the operator
+ * rolls the pod phases up to the PyTorchJob's Succeeded condition.
+ *
+ * No Kueue here: the heavy tier's Kueue enables only the TrainJob integration, so the run has no
+ * `queue` (Gantry then creates the job unsuspended and nothing waits for admission).
+ */
+
+const SPEED = 60;
+const PYTORCHJOBS = '/apis/kubeflow.org/v1';
+const SET = 'v2.3' as const;
+
+interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+}
+type Obj = K8sObject & { status?: { conditions?: Condition[] } };
+
+const set = versionSet(SET);
+const available = tierAvailable(
+  'e2e-real (Training Operator v1 PyTorchJob)',
+  heavyMissing(['kube', 'kwok', set.jobsetComponent, set.component, 'training-operator']),
+);
+
+describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
+  let hc: HeavyControlPlane;
+  let stack: Stack;
+  let driver: ReturnType<typeof runDriver>;
+  let ns: string;
+
+  beforeAll(async () => {
+    vi.resetModules();
+    hc = await startHeavyControlPlane({ set: SET, nodes: 2, gpusPerNode: 8, trainingOperator: true });
+    console.log(`[e2e-real pytorchjob] heavy control plane up in ${hc.startupMs} ms`, hc.timings);
+    stack = await startStack({
+      cluster: { kubeconfigYaml: hc.kubeconfigYaml(), legacyKinds: ['PyTorchJob'] },
+      speed: SPEED,
+      reconcileEveryMs: 300,
+      orphanGraceSeconds: 0,
+      consumer: false,
+    });
+    driver = runDriver(stack);
+    ns = await hc.cp.createNamespace('pt');
+  }, 300_000);
+
+  afterAll(async () => {
+    await stack?.close();
+    await hc?.stop();
+  });
+
+  const jobPath = (run: RunSpec) => `${PYTORCHJOBS}/namespaces/${run.namespace}/pytorchjobs/${run.jobName}`;
+  async function job(run: RunSpec): Promise<Obj | undefined> {
+    const r = await hc.request<Obj>('GET', jobPath(run));
+    return r.status === 200 ? r.body : undefined;
+  }
+  const phase = (run: RunSpec, want: string, timeoutMs = 60_000) =>
+    driver.waitFor(
+      `run ${run.runId} phase ${want}`,
+      async () => ((await driver.record(run.runId)).phase === want ? true : undefined),
+      timeoutMs,
+    );
+
+  /** Watch the PyTorchJob until its Succeeded condition (caught even if Gantry deletes it right after). */
+  async function succeeded(run: RunSpec, timeoutMs = 90_000): Promise<Condition> {
+    const base = `${PYTORCHJOBS}/namespaces/${run.namespace}/pytorchjobs`;
+    const sel = `fieldSelector=metadata.name%3D${run.jobName}`;
+    const list = await hc.request<{ metadata: { resourceVersion: string }; items: Obj[] }>(
+      'GET',
+      `${base}?${sel}`,
+    );
+    const hit = (o: Obj | undefined) =>
+      o?.status?.conditions?.find((c) => c.type === 'Succeeded' && c.status === 'True');
+    const found = hit(list.body.items[0]);
+    if (found) return found;
+    let rv = list.body.metadata.resourceVersion;
+    const until = Date.now() + timeoutMs;
+    while (Date.now() < until) {
+      const w = await hc.request(
+        'GET',
+        `${base}?${sel}&watch=1&allowWatchBookmarks=false&timeoutSeconds=2&resourceVersion=${rv}`,
+      );
+      for (const line of w.text.split('\n').filter(Boolean)) {
+        const ev = JSON.parse(line) as {
+          type: string;
+          object: Obj & { metadata: { resourceVersion?: string } };
+        };
+        if (ev.type === 'ERROR') throw new Error(`watch failed: ${line}`);
+        rv = ev.object.metadata.resourceVersion ?? rv;
+        const c = hit(ev.object);
+        if (c) return c;
+        if (ev.type === 'DELETED') throw new Error(`PyTorchJob ${run.jobName} deleted without Succeeded`);
+      }
+    }
+    throw new Error(`timed out waiting for PyTorchJob ${run.jobName} Succeeded`);
+  }
+
+  it('succeeds: the operator makes master + worker pods on kwok GPU nodes, Succeeded → record Succeeded', async () => {
+    // Prepare
+    const run = driver.spec(
+      {
+        target: 'PyTorchJob',
+        numNodes: 2,
+        resourcesPerNode: { gpu: 2 },
+        env: { [KWOK_ENV.runDuration]: '8s' },
+      },
+      ns,
+    );
+    // Act
+    const watching = succeeded(run);
+    const arn = await driver.start(run);
+    await phase(run, 'Running');
+    // kwok pods run no code: write what the training code would write, while the job runs.
+    await driver.writeOutput(stack.s3, run);
+    // Assess: the real operator did the work
+    const pods = await driver.waitFor('pods bound to kwok nodes', async () => {
+      const r = await hc.request<{
+        items: { metadata: { labels?: Record<string, string> }; spec: { nodeName?: string } }[];
+      }>('GET', `/api/v1/namespaces/${ns}/pods?labelSelector=training.kubeflow.org/job-name=${run.jobName}`);
+      return r.body.items.length === 2 && r.body.items.every((p) => p.spec.nodeName)
+        ? r.body.items
+        : undefined;
+    });
+    expect(pods.map((p) => p.metadata.labels?.['training.kubeflow.org/replica-type']).sort()).toEqual([
+      'master',
+      'worker',
+    ]);
+    for (const p of pods) expect(p.spec.nodeName).toMatch(/^kwok-gpu-/);
+    const done = await watching;
+    expect(done.reason).toBe('PyTorchJobSucceeded');
+    const ended = await driver.finished(arn, 90_000);
+    expect(ended.status).toBe('SUCCEEDED');
+    const record = await driver.record(run.runId);
+    expect(record.phase).toBe('Succeeded');
+    expect(record.transitions.map((t) => t.phase)).toEqual([
+      'Accepted',
+      'Submitting',
+      'Pending',
+      'Running',
+      'Publishing',
+      'Succeeded',
+    ]);
+    expect(record.artifacts).toMatchObject({ outputUri: run.outputUri, files: 2 });
+    await driver.waitFor('the job to be deleted', async () => ((await job(run)) ? undefined : true), 30_000);
+  });
+
+  it('the webhook is the real one: a PyTorchJob with two masters is refused', async () => {
+    const bad = {
+      apiVersion: 'kubeflow.org/v1',
+      kind: 'PyTorchJob',
+      metadata: { name: 'two-masters', namespace: ns },
+      spec: {
+        pytorchReplicaSpecs: {
+          Master: { replicas: 2, template: { spec: { containers: [{ name: 'pytorch', image: 'x' }] } } },
+        },
+      },
+    };
+    const r = await hc.request('POST', `${PYTORCHJOBS}/namespaces/${ns}/pytorchjobs?dryRun=All`, bad);
+    expect(r.status).toBe(403); // a webhook denial
+    expect((r.body as { message?: string }).message).toMatch(
+      /^admission webhook "validator\.pytorchjob\.training-operator\.kubeflow\.org" denied the request: .*Master.*must be 1/,
+    );
+  });
+
+  it('no controller crashed', () => {
+    expect(hc.exited()).toEqual([]);
+  });
+});
