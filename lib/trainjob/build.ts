@@ -1,4 +1,5 @@
 import { UnsupportedApiError, ValidationError } from '../errors.ts';
+import type { JobApi } from '../ports.ts';
 import { requestFingerprint } from '../run/ids.ts';
 import type { LegacyKind, Resources, RunRequest } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
@@ -51,13 +52,6 @@ const LEGACY: Record<LegacyKind, { plural: string; replicaSpecs: string; contain
   XGBoostJob: { plural: 'xgboostjobs', replicaSpecs: 'xgbReplicaSpecs', container: 'xgboost' },
   JAXJob: { plural: 'jaxjobs', replicaSpecs: 'jaxReplicaSpecs', container: 'jax' },
 };
-
-export interface JobApi {
-  group: string;
-  version: string;
-  plural: string;
-  kind: string;
-}
 
 /** Group, version, plural and kind of the job a shape builds: the REST path is `/apis/{group}/{version}/namespaces/{ns}/{plural}`. */
 export function jobApi(shape: JobShape, kind?: LegacyKind): JobApi {
