@@ -32,11 +32,16 @@ import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_pr
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, stringify as stringifyYaml } from 'yaml';
-import { type KubeResponse, type RealControlPlane, startRealControlPlane, stopProc } from './realcp.ts';
+import {
+  freePorts,
+  type KubeResponse,
+  type RealControlPlane,
+  startRealControlPlane,
+  stopProc,
+} from './realcp.ts';
 
 // ----------------------------------------------------------------------------------------------------
 // Version sets and binaries
@@ -285,27 +290,6 @@ async function waitFor(
   }
 }
 
-async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<ReturnType<typeof createServer>>((res, rej) => {
-          const s = createServer();
-          s.once('error', rej);
-          s.listen(0, '127.0.0.1', () => res(s));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => {
-    const a = s.address();
-    if (a === null || typeof a === 'string') throw new Error('realcp-heavy: no free port');
-    return a.port;
-  });
-  await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
-  return ports;
-}
-
 /** GET a URL; any HTTP status counts as an answer. TLS is not verified (health endpoints only). */
 function probe(url: string): Promise<{ status: number; text: string }> {
   return new Promise((res, rej) => {
@@ -340,6 +324,50 @@ interface Certs {
   key: string;
 }
 
+/** A server certificate for `san`, signed by the CA already in `dir` (ca.crt, ca.key). */
+function issueServerCert(dir: string, opts: { cn: string; san: string; days: number }): Certs {
+  const run = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  writeFileSync(
+    join(dir, 'ext.cnf'),
+    `subjectAltName=${opts.san}\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n`,
+  );
+  run([
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'tls.key',
+    '-out',
+    'tls.csr',
+    '-subj',
+    `/CN=${opts.cn}`,
+  ]);
+  run([
+    'x509',
+    '-req',
+    '-in',
+    'tls.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'tls.crt',
+    '-days',
+    String(opts.days),
+    '-extfile',
+    'ext.cnf',
+  ]);
+  return {
+    dir,
+    caPem: readFileSync(join(dir, 'ca.crt'), 'utf8'),
+    crt: readFileSync(join(dir, 'tls.crt'), 'utf8'),
+    key: readFileSync(join(dir, 'tls.key'), 'utf8'),
+  };
+}
+
 function makeCerts(runDir: string): Certs {
   const dir = join(runDir, 'webhook-certs');
   mkdirSync(dir, { recursive: true });
@@ -359,45 +387,7 @@ function makeCerts(runDir: string): Certs {
     '-subj',
     '/CN=gantry-realcp-heavy-ca',
   ]);
-  writeFileSync(
-    join(dir, 'ext.cnf'),
-    'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n',
-  );
-  run([
-    'req',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'tls.key',
-    '-out',
-    'tls.csr',
-    '-subj',
-    '/CN=127.0.0.1',
-  ]);
-  run([
-    'x509',
-    '-req',
-    '-in',
-    'tls.csr',
-    '-CA',
-    'ca.crt',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-out',
-    'tls.crt',
-    '-days',
-    '2',
-    '-extfile',
-    'ext.cnf',
-  ]);
-  return {
-    dir,
-    caPem: readFileSync(join(dir, 'ca.crt'), 'utf8'),
-    crt: readFileSync(join(dir, 'tls.crt'), 'utf8'),
-    key: readFileSync(join(dir, 'tls.key'), 'utf8'),
-  };
+  return issueServerCert(dir, { cn: '127.0.0.1', san: 'IP:127.0.0.1,DNS:localhost', days: 2 });
 }
 
 function writeCertDir(dir: string, certs: Certs): string {
@@ -636,45 +626,11 @@ function makeOperatorCerts(runDir: string): Certs {
     '-extfile',
     'ca.cnf',
   ]);
-  writeFileSync(
-    join(dir, 'ext.cnf'),
-    `subjectAltName=DNS:${TRAINING_OPERATOR}.${OPERATOR_NS}.svc,IP:127.0.0.1\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n`,
-  );
-  run([
-    'req',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'tls.key',
-    '-out',
-    'tls.csr',
-    '-subj',
-    `/CN=${TRAINING_OPERATOR}.${OPERATOR_NS}.svc`,
-  ]);
-  run([
-    'x509',
-    '-req',
-    '-in',
-    'tls.csr',
-    '-CA',
-    'ca.crt',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-out',
-    'tls.crt',
-    '-days',
-    '365',
-    '-extfile',
-    'ext.cnf',
-  ]);
-  return {
-    dir,
-    caPem: readFileSync(join(dir, 'ca.crt'), 'utf8'),
-    crt: readFileSync(join(dir, 'tls.crt'), 'utf8'),
-    key: readFileSync(join(dir, 'tls.key'), 'utf8'),
-  };
+  return issueServerCert(dir, {
+    cn: `${TRAINING_OPERATOR}.${OPERATOR_NS}.svc`,
+    san: `DNS:${TRAINING_OPERATOR}.${OPERATOR_NS}.svc,IP:127.0.0.1`,
+    days: 365,
+  });
 }
 
 async function startTrainingOperator(

@@ -372,7 +372,7 @@ const debug = (msg: string): void => {
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Reserves `n` distinct free TCP ports on 127.0.0.1 (all held open together, then released). */
-async function freePorts(n: number): Promise<number[]> {
+export async function freePorts(n: number): Promise<number[]> {
   const servers = await Promise.all(
     Array.from(
       { length: n },
