@@ -20,6 +20,12 @@
  * ≈ 450 KB in a bundle); Gantry reports errors in English only and never calls `z.locales.*`, so the
  * locale index is reduced to `en` (zod registers `en` as the default through its own direct import).
  *
+ * `eksSdkOnlyWithoutEndpoint`: when every cluster of the packaged Gantry config gives `eks.endpoint`
+ * and `eks.caData` (deploy/serverless/config/dev.json shows it), the functions connect without
+ * DescribeCluster (lib/adapters/kubernetes/for-cluster.ts imports the EKS SDK only when a cluster
+ * lacks them), so the bundles replace @aws-sdk/client-eks (≈ 100 KB, with the parts of the SDK core
+ * only it uses ≈ 300 KB minified, parsed at every cold start) with a module that throws when loaded.
+ *
  * `undiciSideEffectFree`: @kubernetes/client-node imports undici (≈ 0.7 MB minified) for its default
  * fetch transport, which Gantry's gateway replaces with node:https; undici's package.json does not
  * declare itself side-effect free, so esbuild keeps it unless told (bench/gateway-coldstart.mjs and
@@ -96,6 +102,47 @@ const zodEnglishOnly = {
   },
 };
 
+/** True when every cluster of a Gantry config document is EKS with endpoint and CA given. */
+function eksEndpointsConfigured(config) {
+  const clusters = config?.clusters ?? [];
+  return clusters.length > 0 && clusters.every((c) => c?.eks?.endpoint && c.eks.caData);
+}
+
+function eksSdkOnlyWithoutEndpoint(config) {
+  return {
+    name: 'gantry-eks-sdk-only-without-endpoint',
+    setup(build) {
+      if (!eksEndpointsConfigured(config)) return;
+      build.onResolve({ filter: /^@aws-sdk\/client-eks$/ }, (args) => ({
+        path: args.path,
+        namespace: 'gantry-no-eks-sdk',
+      }));
+      build.onLoad({ filter: /.*/, namespace: 'gantry-no-eks-sdk' }, () => ({
+        // Named exports so kubeconfig.ts's static import still builds; loading the module throws.
+        contents: `throw new Error(${JSON.stringify(
+          'the EKS SDK is not packaged: the Gantry config gives every cluster eks.endpoint and eks.caData ' +
+            '(a cluster without them needs DescribeCluster: add them, or package with a config that lacks them)',
+        )});\nexport const EKSClient = undefined, DescribeClusterCommand = undefined;\n`,
+        loader: 'js',
+      }));
+    },
+  };
+}
+
+/** The Gantry config document `serverless package` ships (GANTRY_CONFIG_FILE), or undefined. */
+function packagedConfig(serverless) {
+  const file = serverless?.service?.provider?.environment?.GANTRY_CONFIG_FILE;
+  if (typeof file !== 'string' || !file.startsWith('/var/task/')) return undefined;
+  const dir = serverless.serviceDir ?? serverless.config?.servicePath ?? process.cwd();
+  try {
+    return JSON.parse(
+      require('node:fs').readFileSync(path.join(dir, file.slice('/var/task/'.length)), 'utf8'),
+    );
+  } catch {
+    return undefined; // gantry-config.cjs has already refused a missing or malformed file
+  }
+}
+
 const undiciSideEffectFree = {
   name: 'undici-side-effect-free',
   setup(build) {
@@ -127,16 +174,21 @@ function kubernetesEntries(functions) {
   );
 }
 
-/** The plugins for a service's functions (serverless.yml `functions`, handlers as written). */
-const pluginsFor = (functions) => [
+/**
+ * The plugins for a service's functions (serverless.yml `functions`, handlers as written) and the
+ * Gantry config document that ships with them.
+ */
+const pluginsFor = (functions, config) => [
   kubernetesOnlyWhereUsed(kubernetesEntries(functions)),
   kubeconfigForLocalUseOnly,
+  eksSdkOnlyWithoutEndpoint(config),
   zodEnglishOnly,
   undiciSideEffectFree,
 ];
 
-module.exports = (serverless) => pluginsFor(serverless.service.functions);
+module.exports = (serverless) => pluginsFor(serverless.service.functions, packagedConfig(serverless));
 module.exports.pluginsFor = pluginsFor;
 module.exports.undiciSideEffectFree = undiciSideEffectFree;
 module.exports.zodEnglishOnly = zodEnglishOnly;
 module.exports.entryOfHandler = entryOfHandler;
+module.exports.eksEndpointsConfigured = eksEndpointsConfigured;

@@ -7,6 +7,11 @@
  * schema the functions parse at their first call — so a bad file fails `serverless package` /
  * `deploy` with every problem named, never a half-working deployment. It also derives the EKS
  * cluster ARNs the execution roles may DescribeCluster, so IAM follows the file.
+ *
+ * Each cluster should give `eks.endpoint` and `eks.caData` (see config/dev.json): with them the
+ * functions connect without DescribeCluster and esbuild-plugins.cjs leaves the EKS SDK out of the
+ * bundles; a cluster without them is accepted, with a warning (each cold start then calls
+ * DescribeCluster).
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -57,7 +62,17 @@ async function validate(file, stage) {
   if (local.length > 0) {
     throw new Error(
       `the Gantry config ${rel} has kubeconfig clusters (${local.join(', ')}): those are for local use; ` +
-        'the deployed functions reach EKS clusters, configured as eks: { clusterName, region }',
+        'the deployed functions reach EKS clusters, configured as eks: { clusterName, region, endpoint, caData }',
+    );
+  }
+  const described = config.clusters
+    .filter((c) => c.eks && !(c.eks.endpoint && c.eks.caData))
+    .map((c) => c.name);
+  if (described.length > 0) {
+    console.warn(
+      `Gantry config ${rel}: clusters ${described.join(', ')} give no eks.endpoint / eks.caData, so the ` +
+        'functions call DescribeCluster at each cold start and bundle the EKS SDK ' +
+        "(aws eks describe-cluster --query 'cluster.[endpoint,certificateAuthority.data]')",
     );
   }
   return { path: rel.split(path.sep).join('/'), config };

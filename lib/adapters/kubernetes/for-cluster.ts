@@ -1,16 +1,22 @@
 import type { ClusterConfig } from '../../config.ts';
 import type { ClusterGateway } from '../../ports.ts';
+import { eksConnection } from './eks-connection.ts';
 import { makeKubernetesGateway } from './gateway.ts';
-import { eksConnection, eksKubeConfig, kubeConfigFromYaml } from './kubeconfig.ts';
 
 /**
  * The gateway for one configured cluster: a kubeconfig (local use, non-EKS clusters) or EKS
  * (endpoint and CA from the configuration, or DescribeCluster; an STS-presigned bearer token). The
- * connection is made on first use.
+ * connection is made on first use. With `eks.endpoint` and `eks.caData` configured (the deployed
+ * case, see deploy/serverless/config/dev.json) neither the EKS SDK nor kubeconfig.ts is loaded: both
+ * are dynamic imports on the other paths only.
  */
 export function gatewayForCluster(cluster: ClusterConfig): ClusterGateway {
   const { eks, kubeconfig } = cluster;
-  if (kubeconfig) return makeKubernetesGateway({ kubeConfig: () => kubeConfigFromYaml(kubeconfig) });
+  if (kubeconfig) {
+    return makeKubernetesGateway({
+      kubeConfig: async () => (await import('./kubeconfig.ts')).kubeConfigFromYaml(kubeconfig),
+    });
+  }
   if (!eks) throw new Error(`cluster ${cluster.name} has neither eks nor kubeconfig`);
   const { endpoint, caData } = eks;
   if (endpoint && caData) {
@@ -29,7 +35,10 @@ export function gatewayForCluster(cluster: ClusterConfig): ClusterGateway {
   }
   return makeKubernetesGateway({
     kubeConfig: async () => {
-      const { EKSClient } = await import('@aws-sdk/client-eks');
+      const [{ EKSClient }, { eksKubeConfig }] = await Promise.all([
+        import('@aws-sdk/client-eks'),
+        import('./kubeconfig.ts'),
+      ]);
       return eksKubeConfig({
         clusterName: eks.clusterName,
         region: eks.region,

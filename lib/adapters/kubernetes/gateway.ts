@@ -1,17 +1,5 @@
 import type { Agent } from 'node:http';
 import type { RequestOptions } from 'node:https';
-import type { Configuration } from '@kubernetes/client-node/dist/gen/configuration.js';
-import {
-  type HttpLibrary,
-  type RequestContext,
-  ResponseContext,
-  SelfDecodingBody,
-  wrapHttpLibrary,
-} from '@kubernetes/client-node/dist/gen/http/http.js';
-import type { Middleware } from '@kubernetes/client-node/dist/gen/middleware.js';
-import { of } from '@kubernetes/client-node/dist/gen/rxjsStub.js';
-import { ServerConfiguration } from '@kubernetes/client-node/dist/gen/servers.js';
-import { ObjectCustomObjectsApi } from '@kubernetes/client-node/dist/gen/types/ObjectParamAPI.js';
 import { ClusterUnavailableError, JobNameConflictError, NotFoundError } from '../../errors.ts';
 import type { CallOptions, ClusterCapabilities, ClusterGateway, JobApi } from '../../ports.ts';
 import {
@@ -27,25 +15,32 @@ import {
   TRAINER_GROUP,
   TRAINER_VERSION,
 } from '../../trainjob/types.ts';
+import {
+  type CustomObjectsApi,
+  type KubeCallOptions,
+  type KubeHttp,
+  type KubeHttpRequest,
+  type KubeHttpResponse,
+  makeCustomObjectsApi,
+} from './custom-objects.ts';
 import { httpStatusOf, kubeCall, toGantryError } from './errors.ts';
 
 /**
- * ClusterGateway on @kubernetes/client-node 2.x: its generated CustomObjectsApi (request building,
- * response checks) over a small node:https transport. Why not client-node's own transport: it imports
- * undici (≈0.7 MB minified, most of the cold start of a bundle) and builds a new undici Agent — a new
- * TCP + TLS connection — for every request. This transport keeps one keep-alive agent per gateway,
- * built from the TLS material of the first call. Bundles must let esbuild drop the unused undici
- * (see bench/results/gateway-coldstart.md).
+ * ClusterGateway on the Kubernetes custom-objects REST API (custom-objects.ts: the calls of
+ * @kubernetes/client-node 2.x's CustomObjectsApi, without its model classes) over a small node:https
+ * transport. Why not client-node's own transport: it imports undici (≈0.7 MB minified, most of the
+ * cold start of a bundle) and builds a new undici Agent — a new TCP + TLS connection — for every
+ * request. This transport keeps one keep-alive agent per gateway, built from the TLS material of the
+ * first call (see bench/results/gateway-coldstart.md and function-bundles.md).
  *
- * Cancellation: client-node's generated methods take no AbortSignal, but every RequestContext has
- * `setSignal()`; a per-call middleware sets the caller's signal there and the transport aborts the
- * request with it, or after `fetchTimeoutMs`, whichever comes first.
+ * Cancellation: every call takes the caller's signal; the transport aborts the request with it, or
+ * after `fetchTimeoutMs`, whichever comes first.
  */
 
 /**
  * What the gateway needs from a KubeConfig. A @kubernetes/client-node `KubeConfig` satisfies it (its
  * `applyToHTTPSOptions` adds TLS material, the bearer token / exec / client-cert credentials and
- * `Impersonate-User`); so does the EKS connection from kubeconfig.ts, without loading client-node's
+ * `Impersonate-User`); so does the EKS connection from eks-connection.ts, without loading client-node's
  * config module.
  */
 export interface KubeConnection {
@@ -111,7 +106,7 @@ export function jobApiOf(job: Pick<K8sObject, 'apiVersion' | 'kind'>): JobApi {
 }
 
 /** node:https / node:http transport with TLS and credentials from the KubeConnection, one keep-alive agent. */
-function makeTransport(conn: KubeConnection, timeoutMs: number): HttpLibrary {
+function makeTransport(conn: KubeConnection, timeoutMs: number): KubeHttp {
   let agent: Agent | undefined;
 
   async function agentFor(url: URL, tls: RequestOptions): Promise<Agent | undefined> {
@@ -136,27 +131,24 @@ function makeTransport(conn: KubeConnection, timeoutMs: number): HttpLibrary {
     return agent;
   }
 
-  async function send(ctx: RequestContext): Promise<ResponseContext> {
+  return async function send(request: KubeHttpRequest): Promise<KubeHttpResponse> {
     const timeout = AbortSignal.timeout(timeoutMs);
-    const caller = ctx.getSignal();
+    const caller = request.signal;
     const signal = caller ? AbortSignal.any([caller, timeout]) : timeout;
     signal.throwIfAborted();
-    const url = new URL(ctx.getUrl());
+    const { url, body } = request;
     const tls: RequestOptions = {};
     await conn.applyToHTTPSOptions(tls); // credentials per call: tokens expire and are refreshed
-    const body = ctx.getBody();
-    if (body !== undefined && typeof body !== 'string')
-      throw new Error('gateway transport sends JSON bodies only');
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(tls.headers ?? {})) if (v !== undefined) headers[k] = String(v);
-    Object.assign(headers, ctx.getHeaders());
+    Object.assign(headers, request.headers);
     if (body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(body));
     const mod = url.protocol === 'http:' ? await import('node:http') : await import('node:https');
     const useAgent = await agentFor(url, tls);
-    return new Promise<ResponseContext>((resolve, reject) => {
+    return new Promise<KubeHttpResponse>((resolve, reject) => {
       const req = mod.request(
         url,
-        { method: ctx.getHttpMethod(), headers, agent: useAgent, signal, auth: tls.auth ?? undefined },
+        { method: request.method, headers, agent: useAgent, signal, auth: tls.auth ?? undefined },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
@@ -170,35 +162,19 @@ function makeTransport(conn: KubeConnection, timeoutMs: number): HttpLibrary {
             for (const [k, v] of Object.entries(res.headers)) {
               if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
             }
-            resolve(
-              new ResponseContext(
-                res.statusCode ?? 0,
-                out,
-                new SelfDecodingBody(Promise.resolve(Buffer.concat(chunks))),
-              ),
-            );
+            resolve({ status: res.statusCode ?? 0, headers: out, body: Buffer.concat(chunks) });
           });
         },
       );
       req.on('error', reject);
       req.end(body);
     });
-  }
-
-  return wrapHttpLibrary({ send });
+  };
 }
 
 /** Per-call client options: the caller's signal, and optionally a Content-Type (merge patch). */
-function callOptions(opts: CallOptions | undefined, contentType?: string) {
-  const middleware: Middleware = {
-    pre: (ctx: RequestContext) => {
-      if (opts?.signal) ctx.setSignal(opts.signal);
-      if (contentType) ctx.setHeaderParam('Content-Type', contentType);
-      return of(ctx);
-    },
-    post: (res: ResponseContext) => of(res),
-  };
-  return { middleware: [middleware], middlewareMergeStrategy: 'append' as const };
+function callOptions(opts: CallOptions | undefined, contentType?: string): KubeCallOptions {
+  return { ...(opts?.signal ? { signal: opts.signal } : {}), ...(contentType ? { contentType } : {}) };
 }
 
 function withTypeMeta(items: unknown, apiVersion: string, kind: string): K8sObject[] {
@@ -223,21 +199,15 @@ const at = (ns: string, n: string) => `${ns}/${n}`;
 export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGateway {
   const timeoutMs = deps.fetchTimeoutMs ?? DEFAULT_TIMEOUT_MS;
   const fieldManager = deps.fieldManager ?? 'gantry';
-  let client: Promise<ObjectCustomObjectsApi> | undefined;
+  let client: Promise<CustomObjectsApi> | undefined;
   let discovered: Promise<Discovered> | undefined;
 
-  function api(opts?: CallOptions): Promise<ObjectCustomObjectsApi> {
+  function api(opts?: CallOptions): Promise<CustomObjectsApi> {
     client ??= (async () => {
       const conn = typeof deps.kubeConfig === 'function' ? await deps.kubeConfig(opts) : deps.kubeConfig;
       const cluster = conn.getCurrentCluster();
       if (!cluster) throw new Error('kubeconfig has no current cluster');
-      const config: Configuration = {
-        baseServer: new ServerConfiguration(cluster.server.replace(/\/+$/, ''), {}),
-        httpApi: makeTransport(conn, timeoutMs),
-        middleware: [],
-        authMethods: {},
-      };
-      return new ObjectCustomObjectsApi(config);
+      return makeCustomObjectsApi(cluster.server, makeTransport(conn, timeoutMs));
     })().catch((err: unknown) => {
       client = undefined;
       throw err;

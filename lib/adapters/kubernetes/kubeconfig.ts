@@ -1,4 +1,3 @@
-import type { RequestOptions } from 'node:https';
 import { DescribeClusterCommand, type EKSClient } from '@aws-sdk/client-eks';
 import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
@@ -9,8 +8,7 @@ import {
   NotFoundError,
 } from '../../errors.ts';
 import type { CallOptions, Clock } from '../../ports.ts';
-import { type EksTokenProvider, makeEksTokenProvider } from './eks-token.ts';
-import type { KubeConnection } from './gateway.ts';
+import { type EksClusterEndpoint, type EksConnection, eksConnection } from './eks-connection.ts';
 
 /**
  * Where the Kubernetes gateway connects, two ways:
@@ -35,61 +33,8 @@ export async function kubeConfigFromYaml(
   return kc;
 }
 
-export interface EksClusterEndpoint {
-  /** https://… API server endpoint. */
-  server: string;
-  /** Base64 PEM of the cluster CA (DescribeCluster `certificateAuthority.data`). */
-  caData: string;
-}
-
-/** A KubeConnection for an EKS cluster; also exposes its token provider (e.g. to write a kubeconfig). */
-export interface EksConnection extends KubeConnection {
-  readonly clusterName: string;
-  readonly endpoint: EksClusterEndpoint;
-  readonly tokens: EksTokenProvider;
-}
-
-export interface EksConnectionDeps {
-  clusterName: string;
-  region: string;
-  /** Endpoint and CA, e.g. from Gantry's cluster configuration (resolved at deploy time). */
-  endpoint: EksClusterEndpoint;
-  /** Credentials that sign the token (in Lambda: the execution role's, e.g. `fromEnv()`). */
-  credentials: AwsCredentialIdentityProvider;
-  clock?: Clock;
-}
-
-/**
- * The connection to an EKS cluster whose endpoint and CA are known: no AWS call, and no EKS SDK in
- * the bundle (eksKubeConfig below is the only user of @aws-sdk/client-eks, which is side-effect free,
- * so esbuild drops it when a function does not call eksKubeConfig).
- */
-export function eksConnection(deps: EksConnectionDeps): EksConnection {
-  const { clusterName, endpoint } = deps;
-  const tokens = makeEksTokenProvider({
-    clusterName,
-    region: deps.region,
-    credentials: deps.credentials,
-    ...(deps.clock ? { clock: deps.clock } : {}),
-  });
-  const ca = Buffer.from(endpoint.caData, 'base64');
-  const cluster = {
-    name: clusterName,
-    server: endpoint.server,
-    caData: endpoint.caData,
-    skipTLSVerify: false,
-  };
-  return {
-    clusterName,
-    endpoint,
-    tokens,
-    getCurrentCluster: () => cluster,
-    async applyToHTTPSOptions(opts: RequestOptions) {
-      opts.ca = ca;
-      opts.headers = { ...opts.headers, Authorization: `Bearer ${await tokens.getToken()}` };
-    },
-  };
-}
+export type { EksClusterEndpoint, EksConnection, EksConnectionDeps } from './eks-connection.ts';
+export { eksConnection } from './eks-connection.ts';
 
 export interface EksKubeConfigDeps {
   clusterName: string;
