@@ -10,11 +10,13 @@ import { makeS3ArtifactStore } from '../lib/adapters/aws/s3-artifacts.ts';
 import { makeS3ObjectStore } from '../lib/adapters/aws/s3-store.ts';
 import { makeSqsServingEvents } from '../lib/adapters/aws/serving-events.ts';
 import { makeSfnWorkflow } from '../lib/adapters/aws/sfn.ts';
+import { makeSqsCheckQueue } from '../lib/adapters/aws/sqs-checks.ts';
 import { makeSqsRunQueue } from '../lib/adapters/aws/sqs-queue.ts';
 import type { ArtifactStore, ServingEvents } from '../lib/artifacts/ports.ts';
 import { type GantryConfig, loadConfig, loadRuntimeEnv, type RuntimeEnv } from '../lib/config.ts';
 import type { Clock, ClusterGateway, ObjectStore, RunQueue, WorkflowEngine } from '../lib/ports.ts';
 import { makeRunRecords, type RunRecords } from '../lib/run/records.ts';
+import { makeSweeps, type Sweeps } from '../lib/sweep/sweeps.ts';
 
 function once<T>(make: () => T): () => T {
   let value: T | undefined;
@@ -110,3 +112,18 @@ export function gateway(cluster: string): Promise<ClusterGateway> {
   }
   return g;
 }
+
+/**
+ * Sweep records and the sweep controller. Callers pass the capabilities they have (release,
+ * stop, publish) to `advance`; this getter holds none of them.
+ */
+export const sweeps = /* @__PURE__ */ once(
+  (): Sweeps => makeSweeps({ store: store(), records: records(), clock, bucket: env().GANTRY_BUCKET }),
+);
+
+/** The data-events queue (GANTRY_DATA_EVENTS_QUEUE_URL): the data trigger's delayed checks. */
+export const dataEventsQueue = /* @__PURE__ */ once(() => {
+  const queueUrl = env().GANTRY_DATA_EVENTS_QUEUE_URL;
+  if (!queueUrl) throw new Error('GANTRY_DATA_EVENTS_QUEUE_URL is not set');
+  return makeSqsCheckQueue({ sqs: sqs(), queueUrl });
+});

@@ -1,9 +1,53 @@
 import middy from '@middy/core';
+import { makeModelPublisher } from '../lib/artifacts/publish.ts';
 import { makeReconciler } from '../lib/orchestration/reconcile.ts';
 import type { JobApi } from '../lib/ports.ts';
+import { makeBestPublisher } from '../lib/sweep/publish-best.ts';
+import { makeRunStopper } from '../lib/sweep/stop.ts';
+import type { SweepCapabilities } from '../lib/sweep/sweeps.ts';
 import { jobApi } from '../lib/trainjob/build.ts';
-import { clock, config, env, gateway, records, workflow } from './_deps.ts';
+import {
+  artifactStore,
+  clock,
+  config,
+  env,
+  gateway,
+  records,
+  runQueue,
+  servingEvents,
+  store,
+  sweeps,
+  workflow,
+} from './_deps.ts';
 import { log, logLine } from './_log.ts';
+
+/** The reconciler may do everything a sweep needs: release, stop (and delete jobs), publish the best. */
+function sweepCapabilities(): SweepCapabilities {
+  return {
+    queue: runQueue(),
+    stopRun: makeRunStopper({
+      workflow: workflow(),
+      records: records(),
+      clock,
+      deleteJob: async (job, opts) => {
+        const [gw, { jobApiOf }] = await Promise.all([
+          gateway(job.cluster),
+          import('../lib/adapters/kubernetes/gateway.ts'),
+        ]);
+        await gw.deleteJob(jobApiOf(job), job.namespace, job.name, opts);
+      },
+    }),
+    publishBest: makeBestPublisher({
+      publisher: makeModelPublisher({
+        store: store(),
+        artifacts: artifactStore(),
+        clock,
+        bucket: env().GANTRY_BUCKET,
+      }),
+      serving: servingEvents(),
+    }),
+  };
+}
 
 function build() {
   const clusters = config().clusters.map((c) => ({
@@ -33,6 +77,7 @@ function build() {
         records: records(),
         clock,
         orphanGraceSeconds: env().GANTRY_ORPHAN_GRACE_SECONDS,
+        sweeps: { advanceActive: (opts) => sweeps().advanceActive(sweepCapabilities(), opts) },
         log: (line) => logLine({ service: 'gantry-reconciler', ...line }),
       }),
   );

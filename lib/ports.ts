@@ -69,6 +69,8 @@ export interface ObjectStore {
     opts?: CallOptions,
   ): Promise<{ etag: string }>;
   list(prefix: string, opts?: CallOptions): Promise<Array<{ key: string; size: number; etag?: string }>>;
+  /** Delete a key; a key that is already gone is not an error. */
+  delete(key: string, opts?: CallOptions): Promise<void>;
 }
 
 /** The workflow engine (Step Functions): one execution per run, named by the run id. */

@@ -20,6 +20,7 @@ import {
   InvalidJsonError,
   PayloadTooLargeError,
   RunFinishedError,
+  SweepFinishedError,
   UnsupportedMediaTypeError,
 } from '../../lib/intake/errors.ts';
 import { type Caller, callerFromAuthorizer } from '../../lib/intake/tenancy.ts';
@@ -126,6 +127,9 @@ export function errorResponse(err: unknown, requestId: string): ApiResult {
   if (err instanceof RunFinishedError) {
     return respond(409, { error: 'RunFinishedError', message: e.message, phase: err.phase });
   }
+  if (err instanceof SweepFinishedError) {
+    return respond(409, { error: 'SweepFinishedError', message: e.message, phase: err.phase });
+  }
   if (err instanceof PayloadTooLargeError)
     return respond(413, { error: 'PayloadTooLarge', message: e.message });
   if (err instanceof UnsupportedMediaTypeError) {
@@ -183,14 +187,15 @@ export function httpApi(): MiddlewareObj<ApiEvent, ApiResult, Error, Context, { 
     const { event, context, response, error } = request;
     const status = response?.statusCode ?? 500;
     const caller = callerOf(event);
-    const runId = runIdOf(event, response);
+    const id = runIdOf(event, response);
+    const idField = id?.startsWith('swp-') ? 'sweepId' : 'runId';
     log(status >= 500 ? 'error' : 'info', {
       msg: 'request',
       route: event.routeKey,
       status,
       durationMs: Date.now() - (request.internal.startedAt ?? Date.now()),
       requestId: requestIdOf(event, context),
-      ...(runId ? { runId } : {}),
+      ...(id ? { [idField]: id } : {}),
       caller: caller.iamArn ?? caller.sub ?? null,
       ...(error
         ? {

@@ -29,7 +29,7 @@ function lazy<T>(make: () => T): () => T {
 }
 
 /** Delete a run's job; loads the Kubernetes client only when a cancelled run has a job. */
-async function deleteJob(job: JobLocation, opts?: CallOptions): Promise<void> {
+export async function deleteJob(job: JobLocation, opts?: CallOptions): Promise<void> {
   const [gw, { jobApiOf }] = await Promise.all([
     gateway(job.cluster),
     import('../../lib/adapters/kubernetes/gateway.ts'),

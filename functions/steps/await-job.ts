@@ -1,5 +1,9 @@
 import middy from '@middy/core';
-import { type StepInput, stepOptions, steps } from './_steps.ts';
+import { gateway, workflow } from '../_deps.ts';
+import { type StepInput, stepOptions, stepsWith } from './_steps.ts';
+
+/** Only what `awaitJob` calls (see _steps.ts). */
+const steps = stepsWith(() => ({ gateway, workflow: workflow() }));
 
 /** State machine task `awaitJob` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
 export const handler = middy<StepInput<'awaitJob'>>(stepOptions).handler((event, _context, { signal }) =>

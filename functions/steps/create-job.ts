@@ -1,5 +1,9 @@
 import middy from '@middy/core';
-import { type StepInput, stepOptions, steps } from './_steps.ts';
+import { gateway, records } from '../_deps.ts';
+import { type StepInput, stepOptions, stepsWith } from './_steps.ts';
+
+/** Only what `createJob` calls (see _steps.ts). */
+const steps = stepsWith(() => ({ gateway, records: records() }));
 
 /** State machine task `createJob` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
 export const handler = middy<StepInput<'createJob'>>(stepOptions).handler((event, _context, { signal }) =>

@@ -1,5 +1,15 @@
 import middy from '@middy/core';
-import { type StepInput, stepOptions, steps } from './_steps.ts';
+import { artifactStore, env, records, servingEvents, store } from '../_deps.ts';
+import { type StepInput, stepOptions, stepsWith } from './_steps.ts';
+
+/** Only what `notifyServing` calls (see _steps.ts). */
+const steps = stepsWith(() => ({
+  records: records(),
+  store: store(),
+  artifacts: artifactStore(),
+  modelsBucket: env().GANTRY_BUCKET,
+  serving: servingEvents(),
+}));
 
 /** State machine task `notifyServing` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
 export const handler = middy<StepInput<'notifyServing'>>(stepOptions).handler((event, _context, { signal }) =>

@@ -1,5 +1,14 @@
 import middy from '@middy/core';
-import { type StepInput, stepOptions, steps } from './_steps.ts';
+import { artifactStore, env, records, store } from '../_deps.ts';
+import { type StepInput, stepOptions, stepsWith } from './_steps.ts';
+
+/** Only what `publishArtifacts` calls (see _steps.ts). */
+const steps = stepsWith(() => ({
+  records: records(),
+  store: store(),
+  artifacts: artifactStore(),
+  modelsBucket: env().GANTRY_BUCKET,
+}));
 
 /** State machine task `publishArtifacts` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
 export const handler = middy<StepInput<'publishArtifacts'>>(stepOptions).handler(

@@ -1,5 +1,9 @@
 import middy from '@middy/core';
-import { type StepInput, stepOptions, steps } from './_steps.ts';
+import { records } from '../_deps.ts';
+import { type StepInput, stepOptions, stepsWith, sweepHooks } from './_steps.ts';
+
+/** Only what `recordOutcome` calls (see _steps.ts). */
+const steps = stepsWith(() => ({ records: records(), ...sweepHooks() }));
 
 /** State machine task `recordOutcome` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
 export const handler = middy<StepInput<'recordOutcome'>>(stepOptions).handler((event, _context, { signal }) =>

@@ -35,3 +35,13 @@ export class PayloadTooLargeError extends TerminalError {
     this.limitBytes = limitBytes;
   }
 }
+
+/** Cancel of a sweep that already ended (Succeeded or Failed); the API answers 409 with the phase. */
+export class SweepFinishedError extends TerminalError {
+  override readonly name = 'SweepFinishedError' as const;
+  readonly phase: string;
+  constructor(sweepId: string, phase: string, options?: ErrorOptions) {
+    super(`sweep ${sweepId} already ended with phase ${phase}`, options);
+    this.phase = phase;
+  }
+}

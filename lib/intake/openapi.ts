@@ -1,8 +1,10 @@
 import { z } from 'zod';
 import { RunRequestSchema } from '../run/schema.ts';
+import { SweepRequestSchema } from '../sweep/schema.ts';
 import { ROUTES, type Route } from './routes.ts';
 import { ListRunsQuerySchema } from './runs.ts';
 import { IDEMPOTENCY_HEADER } from './submit-run.ts';
+import { SweepViewSchema } from './sweeps.ts';
 import {
   CancelResponseSchema,
   ErrorBodySchema,
@@ -71,6 +73,14 @@ const runIdParameter = {
   required: true,
   description: 'Run id',
   schema: { type: 'string', pattern: '^run-[a-z2-7]{20}$' },
+};
+
+const sweepIdParameter = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: 'Sweep id',
+  schema: { type: 'string', pattern: '^swp-[a-z2-7]{20}$' },
 };
 
 const runRequestBody = {
@@ -162,6 +172,59 @@ function operation(route: Route): Json {
           503: ERRORS[503],
         },
       };
+    case 'submitSweep':
+      return {
+        ...common,
+        parameters: [idempotencyHeader],
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: ref('SweepRequest') } },
+        },
+        responses: {
+          202: json(ref('SweepView'), 'Accepted: the sweep is recorded and its first trials are queued'),
+          200: json(ref('SweepView'), 'Replay: this key and body were submitted before'),
+          400: ERRORS[400],
+          403: ERRORS[403],
+          409: json(
+            ref('ErrorBody'),
+            'The idempotency key was used with another body (`IdempotencyConflictError`)',
+          ),
+          413: ERRORS[413],
+          415: ERRORS[415],
+          500: ERRORS[500],
+          503: ERRORS[503],
+        },
+      };
+    case 'getSweep':
+      return {
+        ...common,
+        parameters: [sweepIdParameter],
+        responses: {
+          200: json(ref('SweepView'), 'The sweep'),
+          400: ERRORS[400],
+          403: ERRORS[403],
+          404: ERRORS[404],
+          500: ERRORS[500],
+          503: ERRORS[503],
+        },
+      };
+    case 'cancelSweep':
+      return {
+        ...common,
+        parameters: [sweepIdParameter],
+        responses: {
+          202: json(
+            ref('SweepView'),
+            'Cancelled: no trial runs any more (also for a sweep already cancelled)',
+          ),
+          400: ERRORS[400],
+          403: ERRORS[403],
+          404: ERRORS[404],
+          409: json(ref('ErrorBody'), 'The sweep already ended (`SweepFinishedError`, with its phase)'),
+          500: ERRORS[500],
+          503: ERRORS[503],
+        },
+      };
     case 'listRuntimes':
       return {
         ...common,
@@ -213,6 +276,8 @@ export function buildOpenApiDocument(opts: { version?: string; serverUrl?: strin
       },
       schemas: {
         RunRequest: jsonSchema(RunRequestSchema, 'input'),
+        SweepRequest: jsonSchema(SweepRequestSchema, 'input'),
+        SweepView: jsonSchema(SweepViewSchema, 'output'),
         SubmitResponse: jsonSchema(SubmitResponseSchema, 'output'),
         RunView: jsonSchema(RunViewSchema, 'output'),
         RunList: jsonSchema(RunListSchema, 'output'),

@@ -47,6 +47,28 @@ export const ROUTES = [
     body: true,
   },
   {
+    method: 'POST',
+    path: '/v1/sweeps',
+    handler: 'submit-sweep',
+    operationId: 'submitSweep',
+    summary: 'Submit a hyperparameter sweep (idempotent with an Idempotency-Key)',
+    body: true,
+  },
+  {
+    method: 'GET',
+    path: '/v1/sweeps/{id}',
+    handler: 'get-sweep',
+    operationId: 'getSweep',
+    summary: "Get a sweep: each trial's parameters, phase and objective, and the best trial",
+  },
+  {
+    method: 'POST',
+    path: '/v1/sweeps/{id}/cancel',
+    handler: 'cancel-sweep',
+    operationId: 'cancelSweep',
+    summary: 'Cancel a sweep: stop its trials and delete their jobs',
+  },
+  {
     method: 'GET',
     path: '/v1/runtimes',
     handler: 'list-runtimes',

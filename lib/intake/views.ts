@@ -56,7 +56,9 @@ export const RunViewSchema = RunSummarySchema.extend({
   cluster: z.string(),
   namespace: z.string(),
   outputUri: z.string(),
-  trial: z.strictObject({ sweepId: z.string(), trialIndex: z.number() }).optional(),
+  trial: z
+    .strictObject({ sweepId: z.string(), trialIndex: z.number(), publish: z.boolean().optional() })
+    .optional(),
   job: JobLocationSchema.optional(),
   admission: z
     .strictObject({ state: z.string(), reason: z.string().optional(), message: z.string().optional() })

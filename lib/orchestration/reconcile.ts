@@ -15,6 +15,8 @@ export interface ReconcilerDeps {
   clock: Clock;
   /** A job with no waiting token is only an orphan after this long (covers the gap between steps). */
   orphanGraceSeconds?: number;
+  /** Advances every active sweep after the jobs (releases, early stopping, publishing the best). */
+  sweeps?: { advanceActive(opts?: CallOptions): Promise<{ sweeps: number; errors: number }> };
   log?: (line: Record<string, unknown>) => void;
 }
 
@@ -26,6 +28,7 @@ export interface TickReport {
   orphansDeleted: number;
   cancelled: number;
   recordsUpdated: number;
+  sweeps: number;
   errors: number;
 }
 
@@ -60,6 +63,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
       orphansDeleted: 0,
       cancelled: 0,
       recordsUpdated: 0,
+      sweeps: 0,
       errors: 0,
     };
     const live = new Set<string>();
@@ -107,6 +111,17 @@ export function makeReconciler(deps: ReconcilerDeps) {
       });
     }
     for (const runId of recorded.keys()) if (!live.has(runId)) recorded.delete(runId);
+    if (deps.sweeps) {
+      // After the jobs: the trials' run records now say what the cluster said this tick.
+      try {
+        const swept = await deps.sweeps.advanceActive(opts);
+        report.sweeps = swept.sweeps;
+        report.errors += swept.errors;
+      } catch (err) {
+        report.errors++;
+        log({ level: 'ERROR', msg: 'sweeps not advanced', error: String(err) });
+      }
+    }
     return report;
   }
 

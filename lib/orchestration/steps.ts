@@ -16,7 +16,7 @@ import {
 import type { CallOptions, Clock, ClusterGateway, ObjectStore, WorkflowEngine } from '../ports.ts';
 import { type FailureReason, isTerminal } from '../run/phases.ts';
 import type { RunRecords } from '../run/records.ts';
-import type { RunSpec } from '../run/spec.ts';
+import type { RunSpec, TrialRef } from '../run/spec.ts';
 import { buildJob, jobApi } from '../trainjob/build.ts';
 import { chooseShape } from '../trainjob/capabilities.ts';
 import { ANNOTATION } from '../trainjob/labels.ts';
@@ -37,6 +37,12 @@ export interface StepDeps {
   modelsBucket: string;
   /** The serving hand-off channel; without one NotifyServing only records. */
   serving?: ServingEvents;
+  /**
+   * Called when a sweep trial's run ends, so the sweep releases its next trials at once. Its
+   * failure is logged, never the run's: the reconciler advances every active sweep each tick.
+   */
+  onTrialEnded?: (trial: TrialRef, opts?: CallOptions) => Promise<void>;
+  log?: (line: Record<string, unknown>) => void;
 }
 
 export interface RunInput {
@@ -199,6 +205,17 @@ export function makeSteps(deps: StepDeps) {
   ): Promise<PublishSummary> {
     const { run, job } = input;
     const record = await records.update(run.runId, { phase: 'Publishing' }, opts);
+    if (run.trial && !run.trial.publish) {
+      // A sweep publishes its best trial once the sweep ends, not every trial.
+      return {
+        outputUri: run.outputUri,
+        model: run.request.modelName,
+        published: false,
+        files: 0,
+        bytes: 0,
+        at: clock.now().toISOString(),
+      };
+    }
     const artifacts = await publisher.publish({ run, job, record }, opts);
     await records.update(run.runId, { artifacts: recordArtifacts(artifacts) }, opts);
     return artifacts;
@@ -214,6 +231,12 @@ export function makeSteps(deps: StepDeps) {
   ): Promise<Notification> {
     const { run, artifacts } = input;
     await records.update(run.runId, { artifacts: recordArtifacts(artifacts) }, opts);
+    if (run.trial && !run.trial.publish) {
+      return {
+        notified: false,
+        reason: `a trial of sweep ${run.trial.sweepId}: the sweep hands over its best trial`,
+      };
+    }
     return publisher.notify({ run, artifacts }, deps.serving, opts);
   }
 
@@ -244,11 +267,28 @@ export function makeSteps(deps: StepDeps) {
         { phase: 'Succeeded', ...(input.job.metrics ? { metrics: input.job.metrics } : {}) },
         opts,
       );
+      await trialEnded(input.run, opts);
       return { phase: record.phase };
     }
     const { reason, message } = failureOf(input.state);
     const record = await records.update(input.state.run.runId, { phase: 'Failed', reason, message }, opts);
+    await trialEnded(input.state.run, opts);
     return { phase: record.phase, reason: record.reason };
+  }
+
+  async function trialEnded(run: RunSpec, opts?: CallOptions) {
+    if (!run.trial || !deps.onTrialEnded) return;
+    try {
+      await deps.onTrialEnded(run.trial, opts);
+    } catch (err) {
+      deps.log?.({
+        level: 'WARN',
+        msg: 'sweep not advanced; the reconciler will',
+        runId: run.runId,
+        sweepId: run.trial.sweepId,
+        error: String(err),
+      });
+    }
   }
 
   return { createJob, awaitJob, checkJob, publishArtifacts, notifyServing, cleanup, recordOutcome };

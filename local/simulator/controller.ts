@@ -154,6 +154,8 @@ export interface ControllerStats {
   admitted: number;
   running: number;
   peakRunning: number;
+  /** The most jobs that existed at once without having finished (pending, running or finishing). */
+  peakUnfinished: number;
   pending: number;
   completed: number;
   failed: number;
@@ -191,7 +193,7 @@ export class Controllers {
   private dirty = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly inflight = new Set<Promise<unknown>>();
-  private readonly stats = { admitted: 0, peakRunning: 0, completed: 0, failed: 0 };
+  private readonly stats = { admitted: 0, peakRunning: 0, peakUnfinished: 0, completed: 0, failed: 0 };
   /** Order in which Workloads appeared: FIFO within a second (creationTimestamp's precision). */
   private readonly arrivals = new Map<string, number>();
   private readonly demands = new Map<
@@ -606,6 +608,7 @@ export class Controllers {
       suspended: isSuspended(def, job),
     };
     this.jobs.set(uid, j);
+    this.updatePeak();
     this.initialStatus(j, job);
     this.ensureGate(j);
     this.reconcileJob(uid);
@@ -678,8 +681,13 @@ export class Controllers {
 
   private updatePeak(): void {
     let running = 0;
-    for (const x of this.jobs.values()) if (x.state === 'running' || x.state === 'finishing') running++;
+    let unfinished = 0;
+    for (const x of this.jobs.values()) {
+      if (x.state === 'running' || x.state === 'finishing') running++;
+      if (x.state !== 'finished') unfinished++;
+    }
     if (running > this.stats.peakRunning) this.stats.peakRunning = running;
+    if (unfinished > this.stats.peakUnfinished) this.stats.peakUnfinished = unfinished;
   }
 
   private progressInterval(j: SimJob): number {

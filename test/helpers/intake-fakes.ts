@@ -36,6 +36,9 @@ export function memoryStore(): ObjectStore & { objects: Map<string, { body: stri
         .sort()
         .map((key) => ({ key, size: (objects.get(key)?.body.length ?? 0) as number }));
     },
+    async delete(key) {
+      objects.delete(key);
+    },
   };
 }
 

@@ -1,4 +1,5 @@
 import {
+  DeleteObjectCommand,
   GetObjectCommand,
   ListObjectsV2Command,
   type ListObjectsV2CommandOutput,
@@ -65,6 +66,14 @@ export function makeS3ObjectStore(deps: { s3: S3Client; bucket: string }): Objec
         token = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (token);
       return objects;
+    },
+
+    async delete(key, opts) {
+      try {
+        await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }), sendOpts(opts));
+      } catch (err) {
+        throw translateAwsError(err, `delete s3://${bucket}/${key}`);
+      }
     },
   };
 }

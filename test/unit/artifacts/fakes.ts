@@ -50,6 +50,10 @@ export function memoryObjectStore(mem: MemoryBuckets, name: string): ObjectStore
         .filter(([k]) => k.startsWith(prefix))
         .map(([key, o]) => ({ key, size: o.body.length }));
     },
+    async delete(key) {
+      await mem.tick();
+      mem.bucket(name).delete(key);
+    },
   };
 }
 

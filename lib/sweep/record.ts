@@ -1,0 +1,361 @@
+import type { RunPhase } from '../run/phases.ts';
+import { type Curve, shouldStopEarly } from './early-stopping.ts';
+import type { Algorithm, Observation } from './samplers.ts';
+import type { SweepRequest } from './schema.ts';
+import { type Assignment, gridSize } from './space.ts';
+import type { SweepPlacement } from './trials.ts';
+
+/**
+ * The sweep record (`sweeps/<id>/record.json`) and the pure decision of what a sweep does next.
+ * The record is a cache of what the trials' run records say plus the sweep's own decisions;
+ * `step()` recomputes everything from the run records it is shown, so two concurrent advancers
+ * reach the same decision and the loser of the conditional write simply finds nothing to do.
+ */
+
+export const SWEEP_PHASES = ['Running', 'Completing', 'Succeeded', 'Failed', 'Cancelled'] as const;
+export type SweepPhase = (typeof SWEEP_PHASES)[number];
+export type SweepOutcome = { phase: 'Succeeded' | 'Failed' | 'Cancelled'; reason: string; message: string };
+
+/**
+ * A trial's phase. `Stopping`: Gantry decided to stop it (early stopping, the sweep ended) and
+ * waits for its run to say Cancelled; it still holds a slot until then.
+ */
+export const TRIAL_PHASES = [
+  'Queued',
+  'Pending',
+  'Running',
+  'Stopping',
+  'Succeeded',
+  'Failed',
+  'EarlyStopped',
+  'Cancelled',
+] as const;
+export type TrialPhase = (typeof TRIAL_PHASES)[number];
+const TRIAL_TERMINAL: readonly TrialPhase[] = ['Succeeded', 'Failed', 'EarlyStopped', 'Cancelled'];
+export const isTrialTerminal = (p: TrialPhase) => TRIAL_TERMINAL.includes(p);
+
+/** Why Gantry stops a trial's run; the run record ends Cancelled with this reason. */
+export type StopReason = 'EarlyStopped' | 'SweepEnded' | 'Cancelled';
+
+export interface Trial {
+  index: number;
+  runId: string;
+  parameters: Assignment;
+  phase: TrialPhase;
+  /** The objective metric's final value (Succeeded trials). */
+  objective?: number;
+  reason?: string;
+  /** Why it is being stopped (phase Stopping). */
+  stopReason?: StopReason;
+  /** Objective samples over progress, [percent, value] (kept only when early stopping is on). */
+  curve?: Array<[number, number]>;
+  /** The run was waiting for quota (Kueue/gang scheduler) when last seen. */
+  waitingForQuota?: boolean;
+  releasedAt: string;
+  endedAt?: string;
+}
+
+export interface BestTrial {
+  trialIndex: number;
+  runId: string;
+  objective: number;
+  parameters: Assignment;
+}
+
+export interface PublishedModel {
+  runId: string;
+  model: string;
+  published: boolean;
+  version?: number;
+  modelUri?: string;
+  manifestUri?: string;
+  notified?: boolean;
+}
+
+export interface SweepRecord {
+  sweepId: string;
+  team: string;
+  phase: SweepPhase;
+  reason?: string;
+  message?: string;
+  /** Decided when the sweep stops releasing trials; the phase becomes it once nothing is in flight. */
+  outcome?: SweepOutcome;
+  /** The accepted request, the seed filled in (so the sweep can be reproduced). */
+  request: SweepRequest;
+  fingerprint: string;
+  placement: SweepPlacement;
+  trials: Trial[];
+  best?: BestTrial;
+  published?: PublishedModel;
+  createdAt: string;
+  updatedAt: string;
+  endedAt?: string;
+}
+
+/** What a trial's run record says, as the advancer read it (undefined: no record yet). */
+export interface RunObservation {
+  phase: RunPhase;
+  reason?: string;
+  message?: string;
+  metrics?: Record<string, number | string>;
+  percent?: number;
+  waitingForQuota?: boolean;
+}
+
+export interface StepResult {
+  record: SweepRecord;
+  changed: boolean;
+  /** New trials to enqueue. */
+  release: Trial[];
+  /** Trials whose runs must be stopped. */
+  stop: Array<{ trial: Trial; reason: StopReason }>;
+}
+
+/** Samples closer than this (in percent) to the previous one are not kept: a curve stays small. */
+const CURVE_SPACING = 5;
+
+export function algorithmOf(request: SweepRequest): Algorithm {
+  const a = request.algorithm;
+  if (a.name === 'grid') return { name: 'grid' };
+  if (a.name === 'random') return { name: 'random', seed: a.seed ?? 0 };
+  return {
+    name: 'tpe',
+    seed: a.seed ?? 0,
+    startupTrials: a.startupTrials ?? Math.max(2, Math.min(10, Math.floor(request.maxTrials / 5))),
+  };
+}
+
+/** How many trials the sweep runs at most: maxTrials, or the grid's size when smaller. */
+export function trialBudget(request: SweepRequest): number {
+  return request.algorithm.name === 'grid'
+    ? Math.min(request.maxTrials, gridSize(request.parameters))
+    : request.maxTrials;
+}
+
+/** The objective oriented so that lower is better. */
+export function lossOf(request: SweepRequest, value: number): number {
+  return request.objective.direction === 'maximize' ? -value : value;
+}
+
+function objectiveValue(request: SweepRequest, metrics: RunObservation['metrics']): number | undefined {
+  const raw = metrics?.[request.objective.metric];
+  const value = typeof raw === 'string' ? Number(raw) : raw;
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+function observeTrial(request: SweepRequest, trial: Trial, run: RunObservation, now: string): Trial {
+  const next: Trial = { ...trial };
+  delete next.waitingForQuota;
+  const value = objectiveValue(request, run.metrics);
+  if (request.earlyStopping && value !== undefined && run.percent !== undefined) {
+    const curve = [...(trial.curve ?? [])];
+    const last = curve[curve.length - 1];
+    if (!last || run.percent - last[0] >= CURVE_SPACING) curve.push([run.percent, value]);
+    next.curve = curve;
+  }
+  switch (run.phase) {
+    case 'Accepted':
+    case 'Submitting':
+      break;
+    case 'Pending':
+      if (trial.phase !== 'Stopping') next.phase = 'Pending';
+      if (run.waitingForQuota) next.waitingForQuota = true;
+      break;
+    case 'Running':
+    case 'Publishing':
+      if (trial.phase !== 'Stopping') next.phase = 'Running';
+      break;
+    case 'Succeeded':
+      next.endedAt = now;
+      if (value === undefined) {
+        next.phase = 'Failed';
+        next.reason = 'ObjectiveMissing';
+      } else {
+        next.phase = 'Succeeded';
+        next.objective = value;
+        if (request.earlyStopping) {
+          const curve = (next.curve ?? []).filter(([p]) => p < 100);
+          next.curve = [...curve, [100, value]];
+        }
+      }
+      break;
+    case 'Failed':
+      next.phase = 'Failed';
+      next.endedAt = now;
+      if (run.reason !== undefined) next.reason = run.reason;
+      break;
+    case 'Cancelled':
+      next.phase = run.reason === 'EarlyStopped' ? 'EarlyStopped' : 'Cancelled';
+      next.endedAt = now;
+      next.reason = run.reason ?? 'Cancelled';
+      break;
+  }
+  return next;
+}
+
+export function bestOf(request: SweepRequest, trials: readonly Trial[]): BestTrial | undefined {
+  let best: Trial | undefined;
+  for (const t of trials) {
+    if (t.phase !== 'Succeeded' || t.objective === undefined) continue;
+    if (!best || lossOf(request, t.objective) < lossOf(request, best.objective as number)) best = t;
+  }
+  return best
+    ? {
+        trialIndex: best.index,
+        runId: best.runId,
+        objective: best.objective as number,
+        parameters: best.parameters,
+      }
+    : undefined;
+}
+
+function goalReached(request: SweepRequest, best: BestTrial | undefined): boolean {
+  const goal = request.objective.goal;
+  if (goal === undefined || !best) return false;
+  return request.objective.direction === 'maximize' ? best.objective >= goal : best.objective <= goal;
+}
+
+const lossCurve = (request: SweepRequest, curve: ReadonlyArray<[number, number]>): Curve =>
+  curve.map(([p, v]) => [p, lossOf(request, v)] as const);
+
+/**
+ * One decision step. `runs` holds what the run record of every non-terminal trial says now.
+ * `newTrial(index, history)` makes the trial released at `index` (its id and parameters).
+ * `canStop`: the caller can stop runs (it may decide early stopping and end-of-sweep stops).
+ */
+export function step(
+  record: SweepRecord,
+  runs: ReadonlyMap<string, RunObservation | undefined>,
+  now: Date,
+  newTrial: (index: number, history: Observation[]) => Trial,
+  canStop: boolean,
+): StepResult {
+  const at = now.toISOString();
+  const { request } = record;
+  const before = JSON.stringify(record);
+  const trials = record.trials.map((t) => {
+    if (isTrialTerminal(t.phase)) return t;
+    const run = runs.get(t.runId);
+    return run ? observeTrial(request, t, run, at) : t;
+  });
+  const next: SweepRecord = { ...record, trials };
+  const best = bestOf(request, trials);
+  if (best) next.best = best;
+  const release: Trial[] = [];
+  const stop: StepResult['stop'] = [];
+  const inFlight = () => next.trials.filter((t) => !isTrialTerminal(t.phase));
+
+  if (next.phase === 'Running') {
+    const failed = trials.filter((t) => t.phase === 'Failed').length;
+    const budget = trialBudget(request);
+    if (failed > request.maxFailedTrials) {
+      next.outcome = {
+        phase: 'Failed',
+        reason: 'TooManyFailedTrials',
+        message: `${failed} trials failed, more than maxFailedTrials ${request.maxFailedTrials}`,
+      };
+    } else if (goalReached(request, best)) {
+      next.outcome = {
+        phase: 'Succeeded',
+        reason: 'GoalReached',
+        message: `trial ${best?.trialIndex} reached the goal ${request.objective.metric} = ${request.objective.goal}`,
+      };
+    } else if (trials.length >= budget && inFlight().length === 0) {
+      next.outcome = best
+        ? { phase: 'Succeeded', reason: 'TrialsExhausted', message: `all ${budget} trials ended` }
+        : { phase: 'Failed', reason: 'NoSuccessfulTrial', message: `none of the ${budget} trials succeeded` };
+    }
+    if (next.outcome) {
+      next.phase = 'Completing';
+    } else {
+      const rule = request.earlyStopping;
+      if (rule && canStop) {
+        const completed = trials
+          .filter((t) => t.phase === 'Succeeded' && t.curve && t.curve.length > 0)
+          .map((t) => lossCurve(request, t.curve ?? []));
+        next.trials = next.trials.map((t) => {
+          if (t.phase !== 'Running' || !t.curve?.length) return t;
+          if (!shouldStopEarly(lossCurve(request, t.curve), completed, rule)) return t;
+          const stopping: Trial = { ...t, phase: 'Stopping', stopReason: 'EarlyStopped' };
+          stop.push({ trial: stopping, reason: 'EarlyStopped' });
+          return stopping;
+        });
+      }
+      const waiting = next.trials.some((t) => t.waitingForQuota);
+      const slots = waiting ? 0 : request.parallelTrials - inFlight().length;
+      const history: Observation[] = next.trials
+        .filter((t) => t.phase === 'Succeeded' && t.objective !== undefined)
+        .map((t) => ({ assignment: t.parameters, loss: lossOf(request, t.objective as number) }));
+      for (let i = 0; i < slots && next.trials.length < budget; i++) {
+        const trial = newTrial(next.trials.length, history);
+        next.trials = [...next.trials, trial];
+        release.push(trial);
+      }
+    }
+  }
+
+  if (next.phase === 'Completing' && canStop) {
+    const reason: StopReason = next.outcome?.phase === 'Cancelled' ? 'Cancelled' : 'SweepEnded';
+    next.trials = next.trials.map((t) => {
+      if (isTrialTerminal(t.phase)) return t;
+      const stopping: Trial = { ...t, phase: 'Stopping', stopReason: t.stopReason ?? reason };
+      stop.push({ trial: stopping, reason: stopping.stopReason as StopReason });
+      return stopping;
+    });
+  } else if (canStop) {
+    for (const t of next.trials) {
+      if (t.phase === 'Stopping' && !stop.some((s) => s.trial.runId === t.runId)) {
+        stop.push({ trial: t, reason: t.stopReason ?? 'EarlyStopped' });
+      }
+    }
+  }
+
+  const changed = JSON.stringify(next) !== before;
+  if (changed) next.updatedAt = at;
+  return { record: next, changed, release, stop };
+}
+
+/** The sweep is done once its outcome is decided, nothing is in flight and the best is published. */
+export function readyToFinish(record: SweepRecord): boolean {
+  if (record.phase !== 'Completing' || !record.outcome) return false;
+  if (record.trials.some((t) => !isTrialTerminal(t.phase))) return false;
+  return !needsPublish(record);
+}
+
+export function needsPublish(record: SweepRecord): boolean {
+  return (
+    record.outcome?.phase === 'Succeeded' &&
+    record.request.publish === 'best' &&
+    record.best !== undefined &&
+    record.published === undefined
+  );
+}
+
+export function finish(record: SweepRecord, now: Date): SweepRecord {
+  const outcome = record.outcome as SweepOutcome;
+  const at = now.toISOString();
+  return {
+    ...record,
+    phase: outcome.phase,
+    reason: outcome.reason,
+    message: outcome.message,
+    endedAt: at,
+    updatedAt: at,
+  };
+}
+
+/** Cancel: stop releasing and stop every trial in flight (a no-op once the sweep ended). */
+export function requestCancel(record: SweepRecord, now: Date): SweepRecord | undefined {
+  if (record.phase !== 'Running' && record.phase !== 'Completing') return undefined;
+  if (record.outcome?.phase === 'Cancelled') return undefined;
+  return {
+    ...record,
+    phase: 'Completing',
+    outcome: { phase: 'Cancelled', reason: 'Cancelled', message: 'cancelled through the API' },
+    updatedAt: now.toISOString(),
+  };
+}
+
+export function isSweepFinal(phase: SweepPhase): boolean {
+  return phase === 'Succeeded' || phase === 'Failed' || phase === 'Cancelled';
+}

@@ -1,0 +1,339 @@
+import { ConcurrentUpdateError, NotFoundError } from '../errors.ts';
+import { runMessage, runMessageAttributes } from '../intake/message.ts';
+import type { CallOptions, Clock, ObjectStore, RunQueue } from '../ports.ts';
+import { trialRunId } from '../run/ids.ts';
+import type { RunRecord } from '../run/record.ts';
+import type { RunRecords } from '../run/records.ts';
+import type { RunSpec } from '../run/spec.ts';
+import {
+  algorithmOf,
+  finish,
+  isSweepFinal,
+  needsPublish,
+  type PublishedModel,
+  type RunObservation,
+  readyToFinish,
+  requestCancel,
+  type StopReason,
+  type SweepRecord,
+  step,
+  type Trial,
+} from './record.ts';
+import { suggest } from './samplers.ts';
+import { trialRequest, trialSpec } from './trials.ts';
+
+export const sweepKey = (sweepId: string) => `sweeps/${sweepId}/record.json`;
+/** One small object per sweep that is not final: the reconciler lists these, never every sweep. */
+export const ACTIVE_PREFIX = 'sweeps/active/';
+export const activeKey = (sweepId: string) => `${ACTIVE_PREFIX}${sweepId}`;
+
+/** A Queued trial with no run record this long after release is enqueued again (the first send was lost). */
+const REQUEUE_AFTER_MS = 15 * 60 * 1000;
+const MAX_ATTEMPTS = 24;
+const READ_CONCURRENCY = 16;
+
+export interface SweepCapabilities {
+  /** Release trials (send their run messages). */
+  queue?: RunQueue;
+  /** Stop a trial's run: early stopping, the end of a sweep, a cancel. */
+  stopRun?: (spec: RunSpec, reason: StopReason, opts?: CallOptions) => Promise<void>;
+  /** Publish the best trial's output as a model version (and tell serving). */
+  publishBest?: (run: RunRecord, opts?: CallOptions) => Promise<PublishedModel>;
+}
+
+export interface SweepStoreDeps extends SweepCapabilities {
+  store: ObjectStore;
+  records: RunRecords;
+  clock: Clock;
+  /** Gantry's bucket: trials write to `s3://<bucket>/runs/<runId>/output/`. */
+  bucket: string;
+  log?: (line: Record<string, unknown>) => void;
+}
+
+export interface AdvanceReport {
+  sweepId: string;
+  phase: SweepRecord['phase'];
+  released: number;
+  stopped: number;
+  published: boolean;
+  writes: number;
+}
+
+/**
+ * Sweep records and the sweep controller. `advance()` is the one way a sweep moves: read the
+ * record and the run records of the trials in flight, decide (lib/sweep/record.ts `step`), write
+ * with If-Match, then act — enqueue released trials, stop trials, publish the best. Each caller
+ * brings the capabilities it has: a trial's RecordOutcome step releases the next trials at once;
+ * the reconciler (every tick, for every active sweep) also stops and publishes. Idempotent and
+ * safe to run concurrently: a lost conditional write re-reads and re-decides.
+ */
+export function makeSweeps(deps: SweepStoreDeps) {
+  const { store, records, clock } = deps;
+  const log = deps.log ?? (() => undefined);
+
+  async function get(sweepId: string, opts?: CallOptions): Promise<SweepRecord | undefined> {
+    return (await store.getJson<SweepRecord>(sweepKey(sweepId), opts))?.value;
+  }
+
+  /** Create the record (create-only) and its active marker; an existing record is returned instead. */
+  async function create(
+    record: SweepRecord,
+    opts?: CallOptions,
+  ): Promise<{ record: SweepRecord; created: boolean }> {
+    try {
+      await store.putJson(sweepKey(record.sweepId), record, { ifNoneMatch: true }, opts);
+    } catch (err) {
+      if (!(err instanceof ConcurrentUpdateError)) throw err;
+      const existing = await get(record.sweepId, opts);
+      if (!existing) throw err;
+      return { record: existing, created: false };
+    }
+    await store.putJson(
+      activeKey(record.sweepId),
+      { sweepId: record.sweepId, at: record.createdAt },
+      {},
+      opts,
+    );
+    return { record, created: true };
+  }
+
+  function specOf(record: SweepRecord, trial: Trial): RunSpec {
+    return trialSpec({
+      runId: trial.runId,
+      sweepId: record.sweepId,
+      trialIndex: trial.index,
+      request: trialRequest(record.request.template, record.request.parameters, trial.parameters),
+      placement: record.placement,
+      bucket: deps.bucket,
+      publish: record.request.publish === 'all',
+    });
+  }
+
+  async function observe(record: SweepRecord, opts?: CallOptions) {
+    const open = record.trials.filter(
+      (t) => !['Succeeded', 'Failed', 'EarlyStopped', 'Cancelled'].includes(t.phase),
+    );
+    const runs = new Map<string, RunObservation | undefined>();
+    const found = new Map<string, RunRecord>();
+    await forEachLimit(open, READ_CONCURRENCY, async (t) => {
+      const run = await records.get(t.runId, opts);
+      if (!run) return;
+      found.set(t.runId, run);
+      runs.set(t.runId, {
+        phase: run.phase,
+        ...(run.reason !== undefined ? { reason: run.reason } : {}),
+        ...(run.metrics ? { metrics: run.metrics } : {}),
+        ...(run.progress?.percent !== undefined ? { percent: run.progress.percent } : {}),
+        ...(run.phase === 'Pending' && run.admission ? { waitingForQuota: true } : {}),
+      });
+    });
+    return { runs, found };
+  }
+
+  async function write(record: SweepRecord, etag: string, opts?: CallOptions): Promise<boolean> {
+    try {
+      await store.putJson(sweepKey(record.sweepId), record, { ifMatch: etag }, opts);
+      return true;
+    } catch (err) {
+      if (err instanceof ConcurrentUpdateError) return false;
+      throw err;
+    }
+  }
+
+  async function advance(
+    sweepId: string,
+    caps: SweepCapabilities = deps,
+    opts?: CallOptions,
+  ): Promise<AdvanceReport> {
+    const report: AdvanceReport = {
+      sweepId,
+      phase: 'Running',
+      released: 0,
+      stopped: 0,
+      published: false,
+      writes: 0,
+    };
+    const canStop = caps.stopRun !== undefined;
+    let restopped = false;
+    for (let attempt = 1; ; attempt++) {
+      const current = await store.getJson<SweepRecord>(sweepKey(sweepId), opts);
+      if (!current) throw new NotFoundError(`sweep ${sweepId} has no record`);
+      const record = current.value;
+      report.phase = record.phase;
+      if (isSweepFinal(record.phase)) {
+        if (canStop) await store.delete(activeKey(sweepId), opts);
+        return report;
+      }
+      const now = clock.now();
+      const { runs } = await observe(record, opts);
+      const algorithm = algorithmOf(record.request);
+      const result = step(
+        record,
+        runs,
+        now,
+        (index, history) => ({
+          index,
+          runId: trialRunId(sweepId, index),
+          parameters: suggest(algorithm, record.request.parameters, index, history),
+          phase: 'Queued',
+          releasedAt: now.toISOString(),
+        }),
+        canStop,
+      );
+      // Only a caller that can release may grow the trial list; others leave it for the next one.
+      let next = result.record;
+      let release = result.release;
+      if (!caps.queue && release.length > 0) {
+        next = { ...next, trials: next.trials.slice(0, next.trials.length - release.length) };
+        release = [];
+      }
+      const requeue = caps.queue
+        ? next.trials.filter(
+            (t) =>
+              t.phase === 'Queued' &&
+              !runs.has(t.runId) &&
+              !release.includes(t) &&
+              now.getTime() - Date.parse(t.releasedAt) > REQUEUE_AFTER_MS,
+          )
+        : [];
+      if (requeue.length > 0) {
+        const at = now.toISOString();
+        next = {
+          ...next,
+          trials: next.trials.map((t) => (requeue.includes(t) ? { ...t, releasedAt: at } : t)),
+        };
+      }
+      const changed = result.changed || requeue.length > 0;
+      if (changed) {
+        if (!(await write(next, current.etag, opts))) {
+          if (attempt >= MAX_ATTEMPTS)
+            throw new ConcurrentUpdateError(`sweep ${sweepId}: too many concurrent updates`);
+          await jitter(attempt);
+          continue;
+        }
+        report.writes++;
+      }
+      report.phase = next.phase;
+      for (const trial of [...release, ...requeue]) {
+        const spec = specOf(next, trial);
+        await caps.queue?.enqueue(runMessage(spec), runMessageAttributes(spec), opts);
+      }
+      report.released += release.length;
+      if (release.length > 0)
+        log({ level: 'INFO', msg: 'trials released', sweepId, trials: release.map((t) => t.index) });
+      if (caps.stopRun) {
+        await forEachLimit(result.stop, 8, async ({ trial, reason }) => {
+          await caps.stopRun?.(specOf(next, trial), reason, opts);
+        });
+        report.stopped += result.stop.length;
+        if (result.stop.length > 0) {
+          log({
+            level: 'INFO',
+            msg: 'trials stopped',
+            sweepId,
+            trials: result.stop.map((s) => [s.trial.index, s.reason]),
+          });
+        }
+      }
+      if (next.phase !== 'Completing' || !canStop) return report;
+      // Trials stopped just now: look once more, so their runs' Cancelled reaches the record and
+      // a cancelled or finished sweep ends in this call rather than at the next tick.
+      if (result.stop.length > 0 && !restopped) {
+        restopped = true;
+        continue;
+      }
+      // Completing: publish the best (once nothing else runs), then end the sweep.
+      if (needsPublish(next) && caps.publishBest && next.trials.every((t) => isDone(t))) {
+        const best = next.best;
+        const run = best ? await records.get(best.runId, opts) : undefined;
+        if (!run) throw new NotFoundError(`the best trial's run ${best?.runId} has no record`);
+        const published = await caps.publishBest(run, opts);
+        report.published = true;
+        await settle(sweepId, (r) => (r.published ? undefined : { ...r, published }), opts);
+        log({
+          level: 'INFO',
+          msg: 'best trial published',
+          sweepId,
+          runId: run.runId,
+          version: published.version,
+        });
+      }
+      const ended = await settle(
+        sweepId,
+        (r) => (readyToFinish(r) ? finish(r, clock.now()) : undefined),
+        opts,
+      );
+      if (ended && isSweepFinal(ended.phase)) {
+        await store.delete(activeKey(sweepId), opts);
+        report.phase = ended.phase;
+        log({ level: 'INFO', msg: 'sweep ended', sweepId, phase: ended.phase, reason: ended.reason });
+      }
+      return report;
+    }
+  }
+
+  /** A read-modify-write of the record (undefined from `change`: nothing to write). */
+  async function settle(
+    sweepId: string,
+    change: (r: SweepRecord) => SweepRecord | undefined,
+    opts?: CallOptions,
+  ): Promise<SweepRecord | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      const current = await store.getJson<SweepRecord>(sweepKey(sweepId), opts);
+      if (!current) throw new NotFoundError(`sweep ${sweepId} has no record`);
+      const next = change(current.value);
+      if (!next) return current.value;
+      if (await write(next, current.etag, opts)) return next;
+      if (attempt >= MAX_ATTEMPTS)
+        throw new ConcurrentUpdateError(`sweep ${sweepId}: too many concurrent updates`);
+      await jitter(attempt);
+    }
+  }
+
+  /** Cancel: stop releasing, stop every trial in flight and delete its job, then end the sweep. */
+  async function cancel(sweepId: string, caps: SweepCapabilities = deps, opts?: CallOptions) {
+    await settle(sweepId, (r) => requestCancel(r, clock.now()), opts);
+    await advance(sweepId, caps, opts);
+    return (await get(sweepId, opts)) as SweepRecord;
+  }
+
+  /** Advance every active sweep (the reconciler's tick). One failing sweep does not stop the others. */
+  async function advanceActive(
+    caps: SweepCapabilities = deps,
+    opts?: CallOptions,
+  ): Promise<{ sweeps: number; errors: number }> {
+    const ids = (await store.list(ACTIVE_PREFIX, opts)).map((o) => o.key.slice(ACTIVE_PREFIX.length));
+    let errors = 0;
+    await forEachLimit(ids, 4, async (id) => {
+      try {
+        await advance(id, caps, opts);
+      } catch (err) {
+        errors++;
+        log({ level: 'ERROR', msg: 'sweep advance failed', sweepId: id, error: String(err) });
+      }
+    });
+    return { sweeps: ids.length, errors };
+  }
+
+  return { get, create, advance, cancel, advanceActive, specOf };
+}
+
+export type Sweeps = ReturnType<typeof makeSweeps>;
+
+function isDone(t: Trial): boolean {
+  return ['Succeeded', 'Failed', 'EarlyStopped', 'Cancelled'].includes(t.phase);
+}
+
+async function jitter(attempt: number): Promise<void> {
+  const ms = Math.random() * Math.min(500, 10 * 2 ** attempt);
+  await new Promise((r) => setTimeout(r, ms));
+}
+
+async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++] as T);
+    }),
+  );
+}

@@ -1,0 +1,262 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Embedded, startEmbedded } from '../../local/embedded.ts';
+import { PRINCIPAL_HEADER } from '../../local/http-api.ts';
+import { finalAccuracy, parseHyperparameters } from '../../local/simulator/objective.ts';
+import { DEMO_TEAM } from '../../local/stack.ts';
+
+/**
+ * Sweeps through the HTTP API on the embedded default: trials fan out through the runs queue,
+ * run as TrainJobs in the cluster simulator (whose accuracy is a known function of the
+ * hyperparameters, so the best trial is knowable), and the sweep controller (RecordOutcome and
+ * the reconciler) releases, stops and publishes.
+ */
+
+const PRINCIPAL = DEMO_TEAM.principals[0] as string;
+
+const template = {
+  modelName: 'sweep-demo',
+  team: 'demo',
+  runtime: { name: 'torch-distributed' },
+  image: 'registry.local/vision/train:1.0',
+  numNodes: 1,
+  resourcesPerNode: { gpu: 1 },
+  queue: 'demo-queue',
+};
+
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are read field by field in assertions
+type Body = Record<string, any>;
+type Trial = {
+  index: number;
+  runId: string;
+  parameters: Record<string, number | string>;
+  phase: string;
+  objective?: number;
+};
+
+/** The accuracy the simulator gives these parameters, read the way it reads a trial's args. */
+function trueAccuracy(parameters: Trial['parameters']): number {
+  const args = Object.entries(parameters).map(([k, v]) => `--${k}=${v}`);
+  return finalAccuracy(parseHyperparameters(args, {}));
+}
+
+describe('sweeps on the embedded default', () => {
+  let env: Embedded;
+
+  beforeAll(async () => {
+    env = await startEmbedded({
+      simSpeed: 1200,
+      sfnSpeed: 60,
+      // 3000 simulated seconds: 2.5 s a trial, progress (and metrics) every 10 %.
+      simulator: { defaultDurationSeconds: 3000 },
+      stack: { orphanGraceSeconds: 1 },
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await env?.close();
+  });
+
+  async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+    const res = await fetch(`${env.api.url}${path}`, {
+      method,
+      headers: {
+        [PRINCIPAL_HEADER]: PRINCIPAL,
+        ...(body ? { 'content-type': 'application/json' } : {}),
+        ...headers,
+      },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    return { status: res.status, body: (text ? JSON.parse(text) : {}) as Body };
+  }
+
+  async function until(sweepId: string, done: (s: Body) => boolean, timeoutMs = 120_000): Promise<Body> {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const r = await call('GET', `/v1/sweeps/${sweepId}`);
+      expect(r.status).toBe(200);
+      if (done(r.body)) return r.body;
+      if (Date.now() > end)
+        throw new Error(`sweep ${sweepId} is ${r.body.phase}: ${JSON.stringify(r.body.counts)}`);
+      await new Promise((res) => setTimeout(res, 200));
+    }
+  }
+  const ended = (s: Body) => ['Succeeded', 'Failed', 'Cancelled'].includes(s.phase);
+
+  /** The sweep's TrainJobs as the cluster lists them that have not finished. */
+  async function unfinishedJobs(sweepId: string): Promise<number> {
+    const selector = encodeURIComponent(`gantry.dev/sweep-id=${sweepId}`);
+    const res = await fetch(
+      `${env.sim.url}/apis/trainer.kubeflow.org/v1alpha1/trainjobs?labelSelector=${selector}`,
+    );
+    const items = ((await res.json()) as { items: Body[] }).items;
+    return items.filter(
+      (j) =>
+        !(j.status?.conditions ?? []).some(
+          (c: Body) => ['Complete', 'Failed'].includes(c.type) && c.status === 'True',
+        ),
+    ).length;
+  }
+  /** Run ids of the sweep's TrainJobs that exist in the cluster. */
+  async function jobRunIds(sweepId: string): Promise<string[]> {
+    const selector = encodeURIComponent(`gantry.dev/sweep-id=${sweepId}`);
+    const res = await fetch(
+      `${env.sim.url}/apis/trainer.kubeflow.org/v1alpha1/trainjobs?labelSelector=${selector}`,
+    );
+    return ((await res.json()) as { items: Body[] }).items.map((j) => j.metadata.labels['gantry.dev/run-id']);
+  }
+
+  function expectRightBest(sweep: Body) {
+    const succeeded = (sweep.trials as Trial[]).filter((t) => t.phase === 'Succeeded');
+    expect(succeeded.length).toBeGreaterThan(0);
+    const truth = succeeded.map((t) => ({ t, accuracy: trueAccuracy(t.parameters) }));
+    const top = truth.reduce((a, b) => (b.accuracy > a.accuracy ? b : a));
+    expect(sweep.best.trialIndex).toBe(top.t.index);
+    // The objective each trial reported ranks the trials as the simulator's formula does.
+    const byObjective = [...succeeded].sort((a, b) => (b.objective ?? 0) - (a.objective ?? 0));
+    expect(byObjective[0]?.index).toBe(top.t.index);
+  }
+
+  it('a 20-trial random sweep ends with the best trial, never more than parallelTrials at once, and publishes only the best', async () => {
+    const submitted = await call('POST', '/v1/sweeps', {
+      template,
+      parameters: [
+        { name: 'lr', type: 'continuous', min: 1e-5, max: 1e-1, scale: 'log' },
+        { name: 'dropout', type: 'continuous', min: 0, max: 0.5 },
+        { name: 'batch_size', type: 'discrete', values: [16, 32, 64, 128, 256] },
+      ],
+      objective: { metric: 'accuracy', direction: 'maximize' },
+      algorithm: { name: 'random', seed: 7 },
+      maxTrials: 20,
+      parallelTrials: 4,
+    });
+    expect(submitted.status).toBe(202);
+    const sweepId = submitted.body.sweepId as string;
+    expect(submitted.body.trials).toHaveLength(4);
+
+    let peakSeen = 0;
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        peakSeen = Math.max(peakSeen, await unfinishedJobs(sweepId));
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    const sweep = await until(sweepId, ended);
+    watching = false;
+    await watcher;
+
+    expect(sweep.phase).toBe('Succeeded');
+    expect(sweep.reason).toBe('TrialsExhausted');
+    expect(sweep.trials).toHaveLength(20);
+    expect(new Set((sweep.trials as Trial[]).map((t) => t.runId)).size).toBe(20);
+    expectRightBest(sweep);
+    // This is the first sweep in this simulator: its peak of unfinished jobs is the sweep's own.
+    expect(env.sim.stats().jobs.peakUnfinished).toBeLessThanOrEqual(4);
+    expect(env.sim.stats().jobs.peakUnfinished).toBeGreaterThan(1);
+    expect(peakSeen).toBeLessThanOrEqual(4);
+
+    // Only the best trial's model is published: one version, from the best run.
+    expect(sweep.published).toMatchObject({ runId: sweep.best.runId, published: true, version: 1 });
+    const other = (sweep.trials as Trial[]).find((t) => t.runId !== sweep.best.runId) as Trial;
+    const run = await call('GET', `/v1/runs/${other.runId}`);
+    expect(run.body.phase).toBe('Succeeded');
+    expect(run.body.trial).toMatchObject({ sweepId, trialIndex: other.index });
+    expect(run.body.artifacts?.modelUri).toBeUndefined();
+
+    // The same seed is recorded, so the sweep is reproducible; a replay with the same key is a 200.
+    expect(sweep.algorithm).toEqual({ name: 'random', seed: 7 });
+  }, 180_000);
+
+  it('a grid sweep tries every point once and ends with the grid optimum', async () => {
+    const submitted = await call('POST', '/v1/sweeps', {
+      template,
+      parameters: [
+        { name: 'lr', type: 'discrete', values: [0.0001, 0.001, 0.003, 0.03] },
+        { name: 'dropout', type: 'discrete', values: [0.1, 0.2, 0.35] },
+        { name: 'batch_size', type: 'integer', min: 32, max: 64, step: 32 },
+      ],
+      objective: { metric: 'accuracy', direction: 'maximize' },
+      algorithm: { name: 'grid' },
+      maxTrials: 24,
+      parallelTrials: 8,
+    });
+    expect(submitted.status).toBe(202);
+    const sweep = await until(submitted.body.sweepId, ended);
+    expect(sweep.phase).toBe('Succeeded');
+    const points = (sweep.trials as Trial[]).map((t) => JSON.stringify(t.parameters));
+    expect(new Set(points).size).toBe(24);
+    expect(sweep.best.parameters).toEqual({ lr: 0.003, dropout: 0.2, batch_size: 64 });
+    expectRightBest(sweep);
+  }, 180_000);
+
+  it('early stopping stops clearly bad trials by the median rule', async () => {
+    const submitted = await call('POST', '/v1/sweeps', {
+      template,
+      parameters: [{ name: 'lr', type: 'continuous', min: 1e-7, max: 1, scale: 'log' }],
+      objective: { metric: 'accuracy', direction: 'maximize' },
+      algorithm: { name: 'random', seed: 11 },
+      maxTrials: 16,
+      parallelTrials: 4,
+      earlyStopping: { rule: 'median', minTrialsCompleted: 3, startAtPercent: 20 },
+    });
+    expect(submitted.status).toBe(202);
+    const sweep = await until(submitted.body.sweepId, ended);
+    expect(sweep.phase).toBe('Succeeded');
+    const trials = sweep.trials as Trial[];
+    const stopped = trials.filter((t) => t.phase === 'EarlyStopped');
+    const completed = trials.filter((t) => t.phase === 'Succeeded');
+    expect(stopped.length).toBeGreaterThan(0);
+    // Every stopped trial was worse than the median completed one would have been.
+    const accuracies = completed.map((t) => trueAccuracy(t.parameters)).sort((a, b) => a - b);
+    const median = accuracies[Math.floor(accuracies.length / 2)] as number;
+    for (const t of stopped) expect(trueAccuracy(t.parameters)).toBeLessThan(median);
+    expectRightBest(sweep);
+    // A stopped trial's run ended Cancelled with the reason, and its job is gone.
+    const run = await call('GET', `/v1/runs/${stopped[0]?.runId}`);
+    expect(run.body).toMatchObject({ phase: 'Cancelled', reason: 'EarlyStopped' });
+  }, 180_000);
+
+  it('cancel stops the trials in flight and leaves no job behind', async () => {
+    const submitted = await call('POST', '/v1/sweeps', {
+      template,
+      parameters: [{ name: 'lr', type: 'continuous', min: 1e-4, max: 1e-2, scale: 'log' }],
+      objective: { metric: 'accuracy', direction: 'maximize' },
+      algorithm: { name: 'random', seed: 3 },
+      maxTrials: 50,
+      parallelTrials: 4,
+    });
+    const sweepId = submitted.body.sweepId as string;
+    await until(
+      sweepId,
+      (s) => (s.trials as Trial[]).filter((t) => t.phase === 'Running').length >= 2,
+      60_000,
+    );
+    const cancelled = await call('POST', `/v1/sweeps/${sweepId}/cancel`);
+    expect(cancelled.status).toBe(202);
+    expect(cancelled.body.phase).toBe('Cancelled');
+    expect(
+      (cancelled.body.trials as Trial[]).every((t) =>
+        ['Succeeded', 'Failed', 'Cancelled', 'EarlyStopped'].includes(t.phase),
+      ),
+    ).toBe(true);
+    expect((cancelled.body.trials as Trial[]).some((t) => t.phase === 'Cancelled')).toBe(true);
+    // No job of a cancelled trial is left, and nothing of the sweep still runs (a job created
+    // while the cancel ran is an orphan of an aborted execution, which the reconciler deletes).
+    const cancelledRuns = new Set(
+      (cancelled.body.trials as Trial[]).filter((t) => t.phase !== 'Succeeded').map((t) => t.runId),
+    );
+    const leftOver = async () => (await jobRunIds(sweepId)).filter((id) => cancelledRuns.has(id)).length;
+    const end = Date.now() + 20_000;
+    while ((await leftOver()) > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 200));
+    expect(await leftOver()).toBe(0);
+    expect(await unfinishedJobs(sweepId)).toBe(0);
+    // No trial is released after the cancel.
+    await new Promise((r) => setTimeout(r, 1500));
+    const after = await call('GET', `/v1/sweeps/${sweepId}`);
+    expect(after.body.trials).toHaveLength((cancelled.body.trials as Trial[]).length);
+    expect(await leftOver()).toBe(0);
+    // Cancelling again is idempotent.
+    expect((await call('POST', `/v1/sweeps/${sweepId}/cancel`)).status).toBe(202);
+  }, 120_000);
+});

@@ -1,0 +1,303 @@
+import { describe, expect, it } from 'vitest';
+import { ForbiddenError, IdempotencyConflictError, ValidationError } from '../../../lib/errors.ts';
+import { RunMessageSchema } from '../../../lib/intake/message.ts';
+import { makeCancelSweep, makeGetSweep, makeSubmitSweep, toSweepView } from '../../../lib/intake/sweeps.ts';
+import { trialRunId } from '../../../lib/run/ids.ts';
+import { newRecord } from '../../../lib/run/record.ts';
+import { makeRunRecords } from '../../../lib/run/records.ts';
+import { makeRunStopper } from '../../../lib/sweep/stop.ts';
+import { makeSweeps } from '../../../lib/sweep/sweeps.ts';
+import {
+  BUCKET,
+  iam,
+  intakeConfig,
+  memoryStore,
+  NLP_ARN,
+  recordingQueue,
+  recordingWorkflow,
+  VISION_ARN,
+} from '../../helpers/intake-fakes.ts';
+
+/**
+ * Sweep intake over in-memory fakes of the ports (the local-stack e2e test in
+ * test/e2e/sweeps.test.ts runs the same code against real S3, SQS and Step Functions stand-ins).
+ */
+
+const clock = { now: () => new Date('2026-12-02T10:00:00Z') };
+
+const template = {
+  modelName: 'resnet',
+  team: 'vision',
+  runtime: { name: 'torch-distributed' },
+  image: 'ghcr.io/acme/train:1',
+  resourcesPerNode: { gpu: 1 },
+};
+
+const valid = (over: Record<string, unknown> = {}) => ({
+  template,
+  parameters: [
+    { name: 'lr', type: 'continuous', min: 1e-4, max: 1e-1, scale: 'log' },
+    { name: 'batch_size', type: 'integer', min: 16, max: 128, step: 16 },
+    { name: 'optimizer', type: 'categorical', values: ['adam', 'sgd'], inject: { into: 'env' } },
+  ],
+  objective: { metric: 'accuracy', direction: 'maximize' },
+  algorithm: { name: 'random', seed: 1 },
+  maxTrials: 10,
+  parallelTrials: 3,
+  ...over,
+});
+
+function setup() {
+  const store = memoryStore();
+  const queue = recordingQueue();
+  const records = makeRunRecords({ store, clock });
+  const sweeps = makeSweeps({ store, records, clock, bucket: BUCKET });
+  const deps = { sweeps, config: intakeConfig(), bucket: BUCKET, clock, caps: { queue }, newSeed: () => 42 };
+  return { store, queue, records, sweeps, submit: makeSubmitSweep(deps), get: makeGetSweep(deps), deps };
+}
+
+async function issuesOf(body: unknown): Promise<Array<{ field: string; rule: string }>> {
+  const { submit } = setup();
+  const err = await submit({ caller: iam(VISION_ARN), body }).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(ValidationError);
+  return [...(err as ValidationError).issues];
+}
+
+describe('submitting a sweep', () => {
+  it('records the sweep and releases parallelTrials trials with ids derived from the sweep id', async () => {
+    const { submit, queue, store } = setup();
+    const { record, created } = await submit({
+      caller: iam(VISION_ARN),
+      body: valid(),
+      idempotencyKey: 'k1',
+    });
+    expect(created).toBe(true);
+    expect(record.trials.map((t) => t.runId)).toEqual([0, 1, 2].map((i) => trialRunId(record.sweepId, i)));
+    expect(queue.sent).toHaveLength(3);
+    const message = RunMessageSchema.parse(queue.sent[0]?.message);
+    expect(message.run.trial).toEqual({ sweepId: record.sweepId, trialIndex: 0, publish: false });
+    const t0 = record.trials[0]?.parameters as Record<string, number | string>;
+    expect(message.run.request.args).toEqual([`--lr=${t0.lr}`, `--batch_size=${t0.batch_size}`]);
+    expect(message.run.request.env).toEqual({ OPTIMIZER: t0.optimizer });
+    expect(message.run.request.hyperparameters).toEqual(t0);
+    expect(message.run.request.queue).toBe('vision-queue');
+    expect(store.objects.has(`sweeps/active/${record.sweepId}`)).toBe(true);
+  });
+
+  it('replays the same key and body without releasing more, and refuses the key with another body', async () => {
+    const { submit, queue } = setup();
+    const first = await submit({ caller: iam(VISION_ARN), body: valid(), idempotencyKey: 'k1' });
+    const again = await submit({ caller: iam(VISION_ARN), body: valid(), idempotencyKey: 'k1' });
+    expect(again.created).toBe(false);
+    expect(again.record.sweepId).toBe(first.record.sweepId);
+    expect(queue.sent).toHaveLength(3);
+    await expect(
+      submit({ caller: iam(VISION_ARN), body: valid({ maxTrials: 11 }), idempotencyKey: 'k1' }),
+    ).rejects.toBeInstanceOf(IdempotencyConflictError);
+  });
+
+  it('fills in a seed when none is given and records it, so the sweep can be reproduced', async () => {
+    const { submit } = setup();
+    const { record } = await submit({ caller: iam(VISION_ARN), body: valid({ algorithm: { name: 'tpe' } }) });
+    expect(record.request.algorithm).toEqual({ name: 'tpe', seed: 42 });
+  });
+
+  it("applies the template team's tenancy rules", async () => {
+    const { submit } = setup();
+    await expect(submit({ caller: iam(NLP_ARN), body: valid() })).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(
+      submit({
+        caller: iam(VISION_ARN),
+        body: valid({ template: { ...template, image: 'docker.io/evil:1' } }),
+      }),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+  });
+
+  it('a sweep of another team is hidden', async () => {
+    const { submit, get } = setup();
+    const { record } = await submit({ caller: iam(VISION_ARN), body: valid() });
+    await expect(get({ caller: iam(NLP_ARN), sweepId: record.sweepId })).rejects.toBeInstanceOf(
+      ForbiddenError,
+    );
+    expect(toSweepView(await get({ caller: iam(VISION_ARN), sweepId: record.sweepId })).plannedTrials).toBe(
+      10,
+    );
+  });
+});
+
+describe('invalid sweeps are 400s that name the field and the rule', () => {
+  const cases: Array<[string, unknown, string, RegExp]> = [
+    ['empty search space', valid({ parameters: [] }), 'parameters', /must not be empty/],
+    [
+      'min > max',
+      valid({ parameters: [{ name: 'lr', type: 'continuous', min: 0.1, max: 0.01 }] }),
+      'parameters.0.min',
+      /less than max/,
+    ],
+    [
+      'log scale from 0',
+      valid({ parameters: [{ name: 'lr', type: 'continuous', min: 0, max: 1, scale: 'log' }] }),
+      'parameters.0.min',
+      /greater than 0/,
+    ],
+    [
+      'grid larger than maxTrials',
+      valid({
+        algorithm: { name: 'grid' },
+        parameters: [
+          { name: 'lr', type: 'discrete', values: [0.1, 0.01, 0.001] },
+          { name: 'bs', type: 'integer', min: 16, max: 64, step: 16 },
+        ],
+        maxTrials: 10,
+      }),
+      'maxTrials',
+      /12 points, more than maxTrials 10/,
+    ],
+    [
+      'grid over a continuous parameter without gridPoints',
+      valid({ algorithm: { name: 'grid' } }),
+      'parameters.0.gridPoints',
+      /required for grid search/,
+    ],
+    ['unknown algorithm', valid({ algorithm: { name: 'hyperband' } }), 'algorithm.name', /grid, random, tpe/],
+    [
+      'objective metric missing',
+      valid({ objective: { direction: 'maximize' } }),
+      'objective.metric',
+      /required/,
+    ],
+    [
+      'unknown direction',
+      valid({ objective: { metric: 'acc', direction: 'up' } }),
+      'objective.direction',
+      /minimize or maximize/,
+    ],
+    ['maxTrials missing', valid({ maxTrials: undefined }), 'maxTrials', /required/],
+    [
+      'parallelTrials above maxTrials',
+      valid({ parallelTrials: 11 }),
+      'parallelTrials',
+      /must not exceed maxTrials/,
+    ],
+    [
+      'duplicate parameter',
+      valid({
+        parameters: [
+          { name: 'lr', type: 'discrete', values: [1] },
+          { name: 'lr', type: 'discrete', values: [2] },
+        ],
+      }),
+      'parameters.1.name',
+      /duplicate/,
+    ],
+    [
+      'empty categorical values',
+      valid({ parameters: [{ name: 'opt', type: 'categorical', values: [] }] }),
+      'parameters.0.values',
+      /must not be empty/,
+    ],
+    [
+      'unknown parameter type',
+      valid({ parameters: [{ name: 'x', type: 'float', min: 0, max: 1 }] }),
+      'parameters.0.type',
+      /continuous, integer, discrete, categorical/,
+    ],
+    [
+      'reserved env injection',
+      valid({
+        parameters: [{ name: 'lr', type: 'discrete', values: [1], inject: { into: 'env', as: 'GANTRY_LR' } }],
+      }),
+      'parameters.0.inject.as',
+      /reserved/,
+    ],
+    [
+      'template invalid',
+      valid({ template: { ...template, numNodes: 0 } }),
+      'template.numNodes',
+      /at least 1/,
+    ],
+    [
+      'template with a key',
+      valid({ template: { ...template, idempotencyKey: 'x' } }),
+      'template.idempotencyKey',
+      /on the sweep/,
+    ],
+    [
+      'template with an output',
+      valid({ template: { ...template, output: { uri: 's3://other-bucket/x/' } } }),
+      'template.output',
+      /own run/,
+    ],
+    ['unknown field', { ...valid(), trials: 3 }, 'trials', /unknown field/],
+  ];
+  it.each(cases)('%s', async (_name, body, field, rule) => {
+    const issues = await issuesOf(body);
+    const issue = issues.find((i) => i.field === field);
+    expect(issue, JSON.stringify(issues)).toBeDefined();
+    expect(issue?.rule).toMatch(rule);
+  });
+
+  it('a parameter value that makes the trial invalid is found before any trial runs', async () => {
+    const issues = await issuesOf(
+      valid({
+        parameters: [
+          {
+            name: 'p',
+            type: 'categorical',
+            values: ['ok', 'x'.repeat(256)],
+            inject: { into: 'args', as: '--p' },
+          },
+        ],
+        template: { ...template, args: Array.from({ length: 128 }, () => '--flag') },
+      }),
+    );
+    expect(issues[0]?.field).toBe('template.args');
+    expect(issues[0]?.rule).toMatch(/with the parameters injected/);
+  });
+});
+
+describe('cancelling a sweep', () => {
+  it('stops every trial in flight (run Cancelled, job deleted), ends the sweep Cancelled, and is idempotent', async () => {
+    const { submit, deps, queue, records } = setup();
+    const workflow = recordingWorkflow();
+    const deleted: string[] = [];
+    const caps = {
+      queue,
+      stopRun: makeRunStopper({
+        workflow,
+        records,
+        clock,
+        deleteJob: async (job: { name: string }) => {
+          deleted.push(job.name);
+        },
+      }),
+    };
+    const cancel = makeCancelSweep({ ...deps, caps });
+    const { record } = await submit({ caller: iam(VISION_ARN), body: valid() });
+    // Trial 0 has a job already; trials 1 and 2 are still on the queue (no run record).
+    const spec0 = deps.sweeps.specOf(record, record.trials[0] as never);
+    await records.create(newRecord(spec0, 'f', clock.now()));
+    await records.update(spec0.runId, {
+      phase: 'Pending',
+      job: {
+        cluster: 'local',
+        apiVersion: 'v',
+        kind: 'TrainJob',
+        namespace: 'team-vision',
+        name: spec0.runId,
+      },
+    });
+
+    const after = await cancel({ caller: iam(VISION_ARN), sweepId: record.sweepId });
+    expect(after.phase).toBe('Cancelled');
+    expect(after.trials.map((t) => t.phase)).toEqual(['Cancelled', 'Cancelled', 'Cancelled']);
+    expect(workflow.stops.sort()).toEqual(record.trials.map((t) => t.runId).sort());
+    expect(deleted).toEqual([spec0.runId]);
+    // The queued trials' records exist, Cancelled: the consumer will not start them.
+    for (const t of record.trials) expect((await records.get(t.runId))?.phase).toBe('Cancelled');
+    expect(queue.sent).toHaveLength(3);
+    const again = await cancel({ caller: iam(VISION_ARN), sweepId: record.sweepId });
+    expect(again.phase).toBe('Cancelled');
+    expect(queue.sent).toHaveLength(3);
+  });
+});

@@ -1,0 +1,221 @@
+import { describe, expect, it } from 'vitest';
+import {
+  type RunObservation,
+  readyToFinish,
+  type SweepRecord,
+  step,
+  type Trial,
+} from '../../../lib/sweep/record.ts';
+import { type SweepRequestInput, SweepRequestSchema } from '../../../lib/sweep/schema.ts';
+
+/** The sweep's decision step, on records built by hand: what is released, stopped and decided. */
+
+const NOW = new Date('2026-12-02T10:00:00Z');
+
+function sweep(over: Partial<SweepRequestInput> = {}, trials: Trial[] = []): SweepRecord {
+  const request = SweepRequestSchema.parse({
+    template: {
+      modelName: 'm',
+      team: 't',
+      runtime: { name: 'torch' },
+      image: 'ghcr.io/acme/train:1',
+    },
+    parameters: [{ name: 'lr', type: 'discrete', values: [0.1, 0.01, 0.001, 0.0001] }],
+    objective: { metric: 'accuracy', direction: 'maximize' },
+    algorithm: { name: 'random', seed: 1 },
+    maxTrials: 10,
+    parallelTrials: 3,
+    ...over,
+  });
+  return {
+    sweepId: 'swp-aaaaaaaaaaaaaaaaaaaa',
+    team: 't',
+    phase: 'Running',
+    request,
+    fingerprint: 'f',
+    placement: { cluster: 'c', namespace: 'n' },
+    trials,
+    createdAt: NOW.toISOString(),
+    updatedAt: NOW.toISOString(),
+  };
+}
+
+const trial = (index: number, phase: Trial['phase'], over: Partial<Trial> = {}): Trial => ({
+  index,
+  runId: `run-${index}`,
+  parameters: { lr: 0.01 },
+  phase,
+  releasedAt: NOW.toISOString(),
+  ...over,
+});
+
+const newTrial = (index: number) => trial(index, 'Queued');
+const runs = (entries: Array<[string, RunObservation]>) =>
+  new Map<string, RunObservation | undefined>(entries);
+
+describe('releasing trials', () => {
+  it('releases up to parallelTrials, and one more for each trial that ends', () => {
+    const first = step(sweep(), runs([]), NOW, newTrial, false);
+    expect(first.release.map((t) => t.index)).toEqual([0, 1, 2]);
+    const busy = step(first.record, runs([['run-0', { phase: 'Running' }]]), NOW, newTrial, false);
+    expect(busy.release).toEqual([]);
+    const one = step(
+      first.record,
+      runs([['run-0', { phase: 'Succeeded', metrics: { accuracy: 0.9 } }]]),
+      NOW,
+      newTrial,
+      false,
+    );
+    expect(one.release.map((t) => t.index)).toEqual([3]);
+    expect(one.record.best).toMatchObject({ trialIndex: 0, objective: 0.9 });
+  });
+
+  it('releases nothing while a trial waits for quota, even with free slots', () => {
+    const record = sweep({}, [trial(0, 'Pending'), trial(1, 'Succeeded', { objective: 0.5 })]);
+    const held = step(
+      record,
+      runs([['run-0', { phase: 'Pending', waitingForQuota: true }]]),
+      NOW,
+      newTrial,
+      false,
+    );
+    expect(held.release).toEqual([]);
+    const admitted = step(held.record, runs([['run-0', { phase: 'Running' }]]), NOW, newTrial, false);
+    expect(admitted.release.map((t) => t.index)).toEqual([2, 3]);
+  });
+
+  it('stops at the grid size when the grid is smaller than maxTrials', () => {
+    const record = sweep({ algorithm: { name: 'grid' }, parallelTrials: 8 });
+    expect(step(record, runs([]), NOW, newTrial, false).release).toHaveLength(4);
+  });
+});
+
+describe('ending a sweep', () => {
+  it('fails once more trials failed than maxFailedTrials, and stops the rest', () => {
+    const record = sweep({ maxFailedTrials: 1 }, [
+      trial(0, 'Failed'),
+      trial(1, 'Running'),
+      trial(2, 'Running'),
+    ]);
+    const out = step(
+      record,
+      runs([['run-1', { phase: 'Failed', reason: 'TrainingFailed' }]]),
+      NOW,
+      newTrial,
+      true,
+    );
+    expect(out.record.phase).toBe('Completing');
+    expect(out.record.outcome).toMatchObject({ phase: 'Failed', reason: 'TooManyFailedTrials' });
+    expect(out.release).toEqual([]);
+    expect(out.stop.map((s) => [s.trial.index, s.reason])).toEqual([[2, 'SweepEnded']]);
+  });
+
+  it('succeeds early when a trial reaches the goal', () => {
+    const record = sweep({ objective: { metric: 'loss', direction: 'minimize', goal: 0.2 } }, [
+      trial(0, 'Running'),
+      trial(1, 'Running'),
+    ]);
+    const out = step(
+      record,
+      runs([['run-0', { phase: 'Succeeded', metrics: { loss: 0.15 } }]]),
+      NOW,
+      newTrial,
+      true,
+    );
+    expect(out.record.outcome).toMatchObject({ phase: 'Succeeded', reason: 'GoalReached' });
+    expect(out.stop.map((s) => s.trial.index)).toEqual([1]);
+  });
+
+  it('a trial that succeeds without the objective metric counts as failed', () => {
+    const record = sweep({}, [trial(0, 'Running')]);
+    const out = step(
+      record,
+      runs([['run-0', { phase: 'Succeeded', metrics: { loss: 0.1 } }]]),
+      NOW,
+      newTrial,
+      false,
+    );
+    expect(out.record.trials[0]).toMatchObject({ phase: 'Failed', reason: 'ObjectiveMissing' });
+  });
+
+  it('ends with TrialsExhausted once every trial ended, or NoSuccessfulTrial when none succeeded', () => {
+    const done = sweep({ maxTrials: 2, parallelTrials: 2 }, [
+      trial(0, 'Succeeded', { objective: 0.7 }),
+      trial(1, 'Running'),
+    ]);
+    const out = step(
+      done,
+      runs([['run-1', { phase: 'Succeeded', metrics: { accuracy: 0.8 } }]]),
+      NOW,
+      newTrial,
+      true,
+    );
+    expect(out.record.outcome).toMatchObject({ phase: 'Succeeded', reason: 'TrialsExhausted' });
+    expect(out.record.best?.trialIndex).toBe(1);
+    // Publishing the best is still to do.
+    expect(readyToFinish(out.record)).toBe(false);
+    expect(readyToFinish({ ...out.record, published: { runId: 'run-1', model: 'm', published: true } })).toBe(
+      true,
+    );
+
+    const failed = sweep({ maxTrials: 1, parallelTrials: 1, maxFailedTrials: 1 }, [trial(0, 'Failed')]);
+    expect(step(failed, runs([]), NOW, newTrial, true).record.outcome).toMatchObject({
+      phase: 'Failed',
+      reason: 'NoSuccessfulTrial',
+    });
+  });
+});
+
+describe('early stopping (median rule)', () => {
+  const completed = (i: number, value: number) =>
+    trial(i, 'Succeeded', {
+      objective: value,
+      curve: [
+        [30, value * 0.8],
+        [60, value * 0.95],
+        [100, value],
+      ],
+    });
+
+  it('stops a running trial that is worse than the median of completed ones at the same progress', () => {
+    const record = sweep(
+      { earlyStopping: { rule: 'median', minTrialsCompleted: 3, startAtPercent: 20 }, parallelTrials: 2 },
+      [
+        completed(0, 0.9),
+        completed(1, 0.85),
+        completed(2, 0.8),
+        trial(3, 'Running', { curve: [[30, 0.2]] }),
+        trial(4, 'Running', { curve: [[30, 0.8]] }),
+      ],
+    );
+    const out = step(
+      record,
+      runs([['run-3', { phase: 'Running', percent: 40, metrics: { accuracy: 0.25 } }]]),
+      NOW,
+      newTrial,
+      true,
+    );
+    expect(out.stop.map((s) => [s.trial.index, s.reason])).toEqual([[3, 'EarlyStopped']]);
+    expect(out.record.trials[3]?.phase).toBe('Stopping');
+    // A stopping trial still holds its slot until its run says Cancelled.
+    expect(out.release).toEqual([]);
+    const ended = step(
+      out.record,
+      runs([['run-3', { phase: 'Cancelled', reason: 'EarlyStopped' }]]),
+      NOW,
+      newTrial,
+      true,
+    );
+    expect(ended.record.trials[3]?.phase).toBe('EarlyStopped');
+    expect(ended.release.map((t) => t.index)).toEqual([5]);
+  });
+
+  it('a caller that cannot stop runs decides no early stop', () => {
+    const record = sweep({ earlyStopping: { rule: 'median', minTrialsCompleted: 1, startAtPercent: 0 } }, [
+      completed(0, 0.9),
+      trial(1, 'Running', { curve: [[30, 0.1]] }),
+    ]);
+    expect(step(record, runs([]), NOW, newTrial, false).stop).toEqual([]);
+    expect(step(record, runs([]), NOW, newTrial, true).stop).toHaveLength(1);
+  });
+});
