@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ValidationError } from './errors.ts';
+import { checkRules, DataTriggerRuleSchema } from './datatrigger/rules.ts';
+import { ForbiddenError, ValidationError } from './errors.ts';
+import { checkTenancy } from './intake/tenancy.ts';
 import { RFC1035_LABEL } from './run/schema.ts';
 import { parseWith } from './run/validate.ts';
 
@@ -60,6 +62,8 @@ export const GantryConfigSchema = z
     clusters: z.array(ClusterConfigSchema).min(1, 'at least one cluster'),
     teams: z.array(TeamConfigSchema).default([]),
     defaultCluster: name.optional(),
+    /** Retraining on new data (lib/datatrigger/rules.ts): S3 objects under a prefix → runs. */
+    dataTriggers: z.array(DataTriggerRuleSchema).default([]),
   })
   .superRefine((c, ctx) => {
     const clusters = new Set(c.clusters.map((x) => x.name));
@@ -81,6 +85,23 @@ export const GantryConfigSchema = z
         });
       }
     });
+    const valid = checkRules(c.dataTriggers, c.teams, (path, message) =>
+      ctx.addIssue({ code: 'custom', path, message }),
+    );
+    // A rule's runs must pass the team's rules (namespace, image, caps) now, not at the first data.
+    for (const { rule, index, request } of valid) {
+      const team = c.teams.find((t) => t.name === rule.team) as TeamConfig;
+      try {
+        checkTenancy(request, team, c, { bucket: 'config-check', runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
+      } catch (err) {
+        if (!(err instanceof ForbiddenError)) throw err;
+        ctx.addIssue({
+          code: 'custom',
+          path: ['dataTriggers', index, 'run'],
+          message: `rule ${rule.name}: ${err.message}`,
+        });
+      }
+    }
   });
 
 export type GantryConfig = z.output<typeof GantryConfigSchema>;
@@ -93,6 +114,8 @@ export const RuntimeEnvSchema = z.object({
   GANTRY_STATE_MACHINE_ARN: z.string().startsWith('arn:'),
   GANTRY_RUNS_QUEUE_URL: z.string().startsWith('http').optional(),
   GANTRY_SERVING_QUEUE_URL: z.string().startsWith('http').optional(),
+  /** The data-events queue: S3 notifications in, the data trigger's delayed checks out and in. */
+  GANTRY_DATA_EVENTS_QUEUE_URL: z.string().startsWith('http').optional(),
   GANTRY_CONFIG: z.string().optional(),
   GANTRY_CONFIG_FILE: z.string().optional(),
   AWS_REGION: z.string().default('us-east-1'),

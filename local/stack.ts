@@ -1,7 +1,13 @@
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { startFauxqs } from 'fauxqs';
 import type { GantryConfig } from '../lib/config.ts';
+import { DataTriggerRuleSchema } from '../lib/datatrigger/rules.ts';
 import { ACCOUNT, functionArn, loadDefinition, REGION, STATE_MACHINE, TASK_FUNCTIONS } from './definition.ts';
 import { invokeLocal, type LambdaHandler } from './lambda.ts';
 import { startConditionalS3Proxy } from './s3/conditional-proxy.ts';
@@ -38,6 +44,8 @@ export interface StackOptions {
   teams?: GantryConfig['teams'];
   /** Start the queue consumer (default true). */
   consumer?: boolean;
+  /** Data-trigger rules (lib/datatrigger/rules.ts); their objects in the local bucket notify the data-events queue. */
+  dataTriggers?: Array<Record<string, unknown>>;
 }
 
 export interface Stack {
@@ -46,6 +54,11 @@ export interface Stack {
   bucket: string;
   queueUrl: string;
   dlqUrl: string;
+  /** The data-events queue (S3 notifications in, consumed by functions/intake/data.ts) and its DLQ. */
+  dataEventsQueueUrl: string;
+  dataEventsDlqUrl: string;
+  /** Every S3 notification body the local S3 delivered, in order (to replay as a redelivery). */
+  dataEvents: string[];
   sfn: LocalStepFunctions;
   endpoints: { s3: string; sqs: string; sfn: string };
   stateMachineArn: string;
@@ -80,7 +93,23 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
     const fauxqs = await startFauxqs({ port: 0, logger: false, host: '127.0.0.1' });
     closers.push(() => fauxqs.stop());
-    const proxy = await startConditionalS3Proxy({ upstream: `http://127.0.0.1:${fauxqs.port}` });
+    const bucket = 'gantry-local';
+    const dataTriggers = (opts.dataTriggers ?? []).map((r) => DataTriggerRuleSchema.parse(r));
+    const dataEvents: string[] = [];
+    let sendDataEvent: (body: string) => Promise<void> = async () => undefined;
+    const proxy = await startConditionalS3Proxy({
+      upstream: `http://127.0.0.1:${fauxqs.port}`,
+      // As serverless.yml's NotificationConfiguration (data/), plus the prefixes of local rules.
+      notifications: {
+        watches: (b, key) =>
+          (b === bucket && key.startsWith('data/')) ||
+          dataTriggers.some((r) => (r.bucket ?? bucket) === b && key.startsWith(r.prefix)),
+        deliver: async (body) => {
+          dataEvents.push(body);
+          await sendDataEvent(body);
+        },
+      },
+    });
     closers.push(() => proxy.close());
     const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
     const s3 = new S3Client({ endpoint: proxy.url, forcePathStyle: true, region: REGION, credentials });
@@ -90,7 +119,6 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       sqs.destroy();
     });
 
-    const bucket = 'gantry-local';
     await s3.send(new CreateBucketCommand({ Bucket: bucket }));
     const dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'gantry-runs-dlq' })))
       .QueueUrl as string;
@@ -109,6 +137,26 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       )
     ).QueueUrl as string;
     const queueArn = `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-runs`;
+    const dataEventsDlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'gantry-data-events-dlq' })))
+      .QueueUrl as string;
+    const dataEventsQueueUrl = (
+      await sqs.send(
+        new CreateQueueCommand({
+          QueueName: 'gantry-data-events',
+          Attributes: {
+            VisibilityTimeout: '30',
+            RedrivePolicy: JSON.stringify({
+              deadLetterTargetArn: `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-data-events-dlq`,
+              maxReceiveCount: 5,
+            }),
+          },
+        }),
+      )
+    ).QueueUrl as string;
+    const dataEventsQueueArn = `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-data-events`;
+    sendDataEvent = async (body) => {
+      await sqs.send(new SendMessageCommand({ QueueUrl: dataEventsQueueUrl, MessageBody: body }));
+    };
 
     let target: ClusterTarget;
     if (typeof opts.cluster === 'function') {
@@ -123,6 +171,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       clusters: [{ name: 'local', kubeconfig: target.kubeconfigYaml, legacyKinds: target.legacyKinds ?? [] }],
       teams: opts.teams ?? [DEMO_TEAM],
       defaultCluster: 'local',
+      dataTriggers,
     };
 
     // The handlers are the production modules; they read their environment on first use.
@@ -154,6 +203,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       GANTRY_BUCKET: bucket,
       GANTRY_STATE_MACHINE_ARN: stateMachineArn,
       GANTRY_RUNS_QUEUE_URL: queueUrl,
+      GANTRY_DATA_EVENTS_QUEUE_URL: dataEventsQueueUrl,
       GANTRY_S3_ENDPOINT: proxy.url,
       GANTRY_SQS_ENDPOINT: sqsEndpoint,
       GANTRY_SFN_ENDPOINT: sfnServer.url,
@@ -166,13 +216,27 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       const mod = (await import('../functions/intake/queue.ts')) as { handler: LambdaHandler };
       return mod.handler(event, context);
     };
+    const dataHandler = async (event: never, context: Parameters<LambdaHandler>[1]) => {
+      const mod = (await import('../functions/intake/data.ts')) as { handler: LambdaHandler };
+      return mod.handler(event, context);
+    };
     let poller: ReturnType<typeof startSqsPoller> | undefined;
+    let dataPoller: ReturnType<typeof startSqsPoller> | undefined;
     const startConsumer = () => {
       poller ??= startSqsPoller({ sqs, queueUrl, queueArn, handler: consumerHandler, concurrency: 2 });
+      dataPoller ??= startSqsPoller({
+        sqs,
+        queueUrl: dataEventsQueueUrl,
+        queueArn: dataEventsQueueArn,
+        handler: dataHandler,
+        concurrency: 2,
+        functionName: 'gantry-data-intake',
+      });
     };
     const stopConsumer = async () => {
-      await poller?.stop();
+      await Promise.all([poller?.stop(), dataPoller?.stop()]);
       poller = undefined;
+      dataPoller = undefined;
     };
     if (opts.consumer !== false) startConsumer();
     closers.push(stopConsumer);
@@ -199,6 +263,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       bucket,
       queueUrl,
       dlqUrl,
+      dataEventsQueueUrl,
+      dataEventsDlqUrl,
+      dataEvents,
       sfn,
       endpoints: { s3: proxy.url, sqs: sqsEndpoint, sfn: sfnServer.url },
       stateMachineArn,

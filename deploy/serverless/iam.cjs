@@ -25,6 +25,7 @@ const join = (...parts) => ({ 'Fn::Join': ['', parts] });
 const BUCKET_ARN = { 'Fn::GetAtt': ['GantryBucket', 'Arn'] };
 const RUNS_QUEUE_ARN = { 'Fn::GetAtt': ['RunsQueue', 'Arn'] };
 const SERVING_QUEUE_ARN = { 'Fn::GetAtt': ['ServingQueue', 'Arn'] };
+const DATA_EVENTS_QUEUE_ARN = { 'Fn::GetAtt': ['DataEventsQueue', 'Arn'] };
 
 /** serverless's logical id for a function key: `createJob` → `CreateJobLambdaFunction`. */
 const lambdaLogicalId = (key) =>
@@ -41,6 +42,14 @@ const objects = (actions, ...prefixes) => ({
 });
 const readRuns = objects(['s3:GetObject'], 'runs/*');
 const readWriteRuns = objects(['s3:GetObject', 's3:PutObject'], 'runs/*');
+const readSweeps = objects(['s3:GetObject'], 'sweeps/*');
+// Sweep records and their active markers (sweeps/<id>/record.json, sweeps/active/<id>).
+const readWriteSweeps = {
+  ...objects(['s3:GetObject', 's3:PutObject'], 'sweeps/*'),
+  Sid: 'SweepObjectsGetPut',
+};
+// Only the functions that end sweeps remove the active marker.
+const endSweeps = { ...objects(['s3:DeleteObject'], 'sweeps/active/*'), Sid: 'SweepObjectsDelete' };
 
 /** ListObjectsV2 limited to prefixes (s3:prefix is set on list requests). */
 const listPrefixes = (...prefixes) => ({
@@ -120,6 +129,19 @@ const statements = {
     ],
     Resource: [RUNS_QUEUE_ARN],
   }),
+  /** S3 notifications in, and the data trigger's own delayed checks out (lib/datatrigger/trigger.ts). */
+  consumeDataEvents: () => ({
+    Sid: 'ConsumeDataEvents',
+    Effect: 'Allow',
+    Action: [
+      'sqs:ReceiveMessage',
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:ChangeMessageVisibility',
+      'sqs:SendMessage',
+    ],
+    Resource: [DATA_EVENTS_QUEUE_ARN],
+  }),
   describeClusters: () =>
     ctx.clusterArns.length > 0
       ? {
@@ -150,12 +172,42 @@ const FUNCTIONS = {
       statements.describeClusters(),
     ],
   },
+  // Sweeps: submit records the sweep and releases its first trials (run messages); cancel also
+  // stops trials (their executions, records and jobs) and ends the sweep.
+  submitSweep: {
+    statements: () => [readWriteSweeps, readRuns, existenceChecks, statements.enqueueRuns()],
+  },
+  getSweep: { statements: () => [readSweeps, existenceChecks] },
+  cancelSweep: {
+    k8s: true,
+    statements: () => [
+      readWriteSweeps,
+      endSweeps,
+      readWriteRuns,
+      existenceChecks,
+      statements.enqueueRuns(),
+      statements.stopExecution(),
+      statements.describeClusters(),
+    ],
+  },
   listRuntimes: { k8s: true, statements: () => [statements.describeClusters()] },
   validateRun: { k8s: true, statements: () => [statements.describeClusters()] },
   openapi: { statements: () => [] },
   // the runs queue consumer
   runsConsumer: {
     statements: () => [statements.consumeRuns(), statements.startExecution(), readWriteRuns, existenceChecks],
+  },
+  // the data-events consumer: run records (create, and Cancelled on replace), its own state and
+  // dedupe objects under triggers/, the runs queue, and StopExecution for `replace`. It never talks
+  // to Kubernetes: the reconciler deletes the jobs of the executions it stops.
+  dataIntake: {
+    statements: () => [
+      statements.consumeDataEvents(),
+      statements.enqueueRuns(),
+      objects(['s3:GetObject', 's3:PutObject'], 'runs/*', 'triggers/*'),
+      existenceChecks,
+      statements.stopExecution(),
+    ],
   },
   // the state machine's tasks
   createJob: { k8s: true, statements: () => [readWriteRuns, statements.describeClusters()] },
@@ -176,7 +228,10 @@ const FUNCTIONS = {
   notifyServing: {
     statements: () => [readWriteRuns, objects(['s3:GetObject'], 'models/*'), statements.notifyServing()],
   },
-  recordOutcome: { statements: () => [readWriteRuns] },
+  // A trial's outcome releases its sweep's next trials at once (lib/sweep/sweeps.ts advance).
+  recordOutcome: {
+    statements: () => [readWriteRuns, readWriteSweeps, existenceChecks, statements.enqueueRuns()],
+  },
   cleanup: { k8s: true, statements: () => [statements.describeClusters()] },
   // scheduled
   reconciler: {
@@ -187,6 +242,15 @@ const FUNCTIONS = {
       statements.describeExecution(),
       readWriteRuns,
       existenceChecks,
+      // Sweeps: advance every active sweep — release, stop trials (early stopping, end, cancel),
+      // publish the best trial's model and hand it to serving.
+      readWriteSweeps,
+      endSweeps,
+      listPrefixes('sweeps/active/*'),
+      statements.enqueueRuns(),
+      statements.stopExecution(),
+      objects(['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'], 'models/*'),
+      statements.notifyServing(),
     ],
   },
 };

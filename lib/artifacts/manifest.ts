@@ -1,4 +1,4 @@
-import type { RunSpec } from '../run/spec.ts';
+import type { DataTriggerRef, RunSpec } from '../run/spec.ts';
 import { MANIFEST_FILE, manifestKey, s3Uri, versionPrefix } from './layout.ts';
 import type { FileChecksum } from './ports.ts';
 
@@ -22,6 +22,8 @@ export interface ModelLineage {
   baseModelUri?: string;
   trial?: { sweepId: string; trialIndex: number };
   job?: { cluster: string; namespace: string; name: string };
+  /** A retraining started by new data: the rule, the partition and the data version it trained on. */
+  trigger?: DataTriggerRef;
 }
 
 /**
@@ -66,10 +68,11 @@ export function buildManifest(input: ManifestInput): ModelManifest {
     runtime: { name: run.request.runtime.name, kind: run.request.runtime.kind },
     image: run.request.image,
     hyperparameters: { ...(run.request.hyperparameters ?? {}) },
-    ...(run.request.datasetUri ? { dataset: datasetRef(run.request.datasetUri) } : {}),
+    ...(run.request.datasetUri ? { dataset: datasetOf(run.request.datasetUri, run.trigger) } : {}),
     ...(run.request.modelUri ? { baseModelUri: run.request.modelUri } : {}),
     ...(run.trial ? { trial: { sweepId: run.trial.sweepId, trialIndex: run.trial.trialIndex } } : {}),
     ...(input.job ? { job: input.job } : {}),
+    ...(run.trigger ? { trigger: { ...run.trigger } } : {}),
   };
   return {
     schemaVersion: 1,
@@ -88,6 +91,14 @@ export function buildManifest(input: ManifestInput): ModelManifest {
       publishedAt: input.publishedAt.toISOString(),
     },
   };
+}
+
+/** The dataset of a data-triggered run is versioned by its trigger (the marker's version) when the URI has none. */
+function datasetOf(uri: string, trigger: DataTriggerRef | undefined): { uri: string; version?: string } {
+  const ref = datasetRef(uri);
+  if (ref.version === undefined && trigger && trigger.dataUri === uri)
+    return { uri, version: trigger.dataVersion };
+  return ref;
 }
 
 /**

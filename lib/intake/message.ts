@@ -16,7 +16,21 @@ export const RunSpecSchema = z.strictObject({
   request: RunRequestSchema,
   outputUri: z.string().regex(/^s3:\/\/[^/]+\/.*$/, 'must be an s3:// URI'),
   trial: z
-    .strictObject({ sweepId: z.string().regex(SWEEP_ID), trialIndex: z.number().int().min(0) })
+    .strictObject({
+      sweepId: z.string().regex(SWEEP_ID),
+      trialIndex: z.number().int().min(0),
+      publish: z.boolean().optional(),
+    })
+    .optional(),
+  trigger: z
+    .strictObject({
+      rule: z.string().regex(RFC1035_LABEL).max(63),
+      bucket: z.string().min(3).max(63),
+      partition: z.string().max(1024),
+      dataUri: z.string().regex(/^s3:\/\/[^/]+\/.*$/, 'must be an s3:// URI'),
+      dataVersion: z.string().min(1).max(1024),
+      eventTime: z.string().min(1).max(64),
+    })
     .optional(),
 });
 

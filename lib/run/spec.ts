@@ -4,6 +4,8 @@ import type { RunRequest } from './schema.ts';
 export interface TrialRef {
   sweepId: string;
   trialIndex: number;
+  /** Whether the trial's run publishes its own model; by default only the sweep's best is published. */
+  publish?: boolean;
 }
 
 /**
@@ -21,4 +23,16 @@ export interface RunSpec {
   /** `s3://bucket/prefix/` where the training code writes its output. */
   outputUri: string;
   trial?: TrialRef;
+  /** The data a data-trigger run trains on (lib/datatrigger): its lineage, recorded and published. */
+  trigger?: DataTriggerRef;
+}
+
+/** Which rule started the run, on which partition at which version (lib/datatrigger/rules.ts DataRef). */
+export interface DataTriggerRef {
+  rule: string;
+  bucket: string;
+  partition: string;
+  dataUri: string;
+  dataVersion: string;
+  eventTime: string;
 }

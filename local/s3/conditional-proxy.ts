@@ -11,9 +11,87 @@ import type { AddressInfo } from 'node:net';
  * writer's (S3 itself may answer a concurrent loser with 409 ConditionalRequestConflict; the
  * client treats 409 and 412 alike). Every other request passes through unchanged.
  */
-export async function startConditionalS3Proxy(opts: { upstream: string; port?: number }) {
+export async function startConditionalS3Proxy(opts: {
+  upstream: string;
+  port?: number;
+  notifications?: ObjectCreatedNotifications;
+}) {
   const upstream = new URL(opts.upstream);
   const locks = new Map<string, Promise<void>>();
+  let sequence = 0;
+
+  /**
+   * S3 event notifications (fauxqs 2.4.1 has no bucket notification configuration): after a
+   * successful PutObject, CopyObject or CompleteMultipartUpload of a watched key, the proxy sends
+   * the AWS-shaped `ObjectCreated:*` event (key form-encoded, size and ETag read back with HEAD,
+   * an increasing sequencer; no versionId: the local store does not version) to `deliver`.
+   */
+  async function notifyCreated(path: string, eventName: string): Promise<void> {
+    const n = opts.notifications;
+    const slash = path.indexOf('/', 1);
+    if (!n || slash < 0) return;
+    const bucket = decodeURIComponent(path.slice(1, slash));
+    const key = decodeURIComponent(path.slice(slash + 1));
+    if (!n.watches(bucket, key)) return;
+    const head = await headObject(path);
+    if (!head) return;
+    sequence++;
+    await n.deliver(
+      JSON.stringify({
+        Records: [
+          {
+            eventVersion: '2.1',
+            eventSource: 'aws:s3',
+            awsRegion: 'us-east-1',
+            eventTime: new Date().toISOString(),
+            eventName,
+            userIdentity: { principalId: 'local' },
+            requestParameters: { sourceIPAddress: '127.0.0.1' },
+            responseElements: { 'x-amz-request-id': `local-${sequence}`, 'x-amz-id-2': 'local' },
+            s3: {
+              s3SchemaVersion: '1.0',
+              configurationId: 'gantry-local-data-events',
+              bucket: {
+                name: bucket,
+                ownerIdentity: { principalId: 'local' },
+                arn: `arn:aws:s3:::${bucket}`,
+              },
+              object: {
+                key: encodeURIComponent(key).replace(/%20/g, '+'),
+                size: head.size,
+                eTag: stripQuotes(head.etag),
+                sequencer: sequence.toString(16).toUpperCase().padStart(18, '0'),
+              },
+            },
+          },
+        ],
+      }),
+    );
+  }
+
+  function headObject(path: string): Promise<{ etag: string; size: number } | undefined> {
+    return new Promise((resolve, reject) => {
+      const r = httpRequest(
+        {
+          host: upstream.hostname,
+          port: upstream.port,
+          method: 'HEAD',
+          path,
+          headers: { host: upstream.host },
+        },
+        (res) => {
+          res.resume();
+          resolve(
+            res.statusCode === 200
+              ? { etag: String(res.headers.etag ?? ''), size: Number(res.headers['content-length'] ?? 0) }
+              : undefined,
+          );
+        },
+      );
+      r.on('error', reject);
+      r.end();
+    });
+  }
 
   async function withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const previous = locks.get(key) ?? Promise.resolve();
@@ -34,11 +112,19 @@ export async function startConditionalS3Proxy(opts: { upstream: string; port?: n
 
   function forward(req: IncomingMessage, res: ServerResponse, body?: Buffer): void {
     const headers = { ...req.headers, host: upstream.host };
+    const created = createdEvent(req);
     const out = httpRequest(
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers },
       (up) => {
         res.writeHead(up.statusCode ?? 502, up.headers);
         up.pipe(res);
+        if (created && up.statusCode === 200) {
+          up.on('end', () => {
+            notifyCreated(created.path, created.eventName).catch((err) =>
+              console.error('local S3 notification failed:', err),
+            );
+          });
+        }
       },
     );
     out.on('error', (err) => {
@@ -140,6 +226,28 @@ export async function startConditionalS3Proxy(opts: { upstream: string; port?: n
         server.close(() => resolve());
       }),
   };
+}
+
+/** Where local S3 delivers `ObjectCreated:*` events (the stack: the data-events queue). */
+export interface ObjectCreatedNotifications {
+  watches(bucket: string, key: string): boolean;
+  deliver(body: string): Promise<void>;
+}
+
+/** The S3 event name of a request that creates an object, if it is one. */
+function createdEvent(req: IncomingMessage): { path: string; eventName: string } | undefined {
+  const url = new URL(req.url ?? '/', 'http://local');
+  // PutObject / CopyObject carry at most the SDK's `x-id`; other PUTs on a key are subresources (?tagging, ?partNumber).
+  if (req.method === 'PUT' && [...url.searchParams.keys()].every((k) => k === 'x-id')) {
+    return {
+      path: url.pathname,
+      eventName: req.headers['x-amz-copy-source'] ? 'ObjectCreated:Copy' : 'ObjectCreated:Put',
+    };
+  }
+  if (req.method === 'POST' && url.searchParams.has('uploadId')) {
+    return { path: url.pathname, eventName: 'ObjectCreated:CompleteMultipartUpload' };
+  }
+  return undefined;
 }
 
 function stripQuotes(etag: string): string {

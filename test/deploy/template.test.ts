@@ -191,6 +191,18 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
     'states:DescribeExecution',
     ...EKS,
   ],
+  submitSweep: [...LOGS, ...RUNS_RW, 's3:ListBucket', 'sqs:SendMessage'],
+  getSweep: [...LOGS, 's3:GetObject', 's3:ListBucket'],
+  cancelSweep: [
+    ...LOGS,
+    ...RUNS_RW,
+    's3:DeleteObject',
+    's3:ListBucket',
+    'sqs:SendMessage',
+    'states:StopExecution',
+    'states:DescribeExecution',
+    ...EKS,
+  ],
   listRuntimes: [...LOGS, ...EKS],
   validateRun: [...LOGS, ...EKS],
   openapi: [...LOGS],
@@ -204,21 +216,49 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
     'sqs:GetQueueAttributes',
     'sqs:ChangeMessageVisibility',
   ],
+  dataIntake: [
+    ...LOGS,
+    ...RUNS_RW,
+    's3:ListBucket',
+    'sqs:SendMessage',
+    'sqs:ReceiveMessage',
+    'sqs:DeleteMessage',
+    'sqs:GetQueueAttributes',
+    'sqs:ChangeMessageVisibility',
+    'states:StopExecution',
+    'states:DescribeExecution',
+  ],
   createJob: [...LOGS, ...RUNS_RW, ...EKS],
   awaitJob: [...LOGS, ...EKS, ...ANSWER],
   checkJob: [...LOGS, ...EKS],
   publishArtifacts: [...LOGS, ...RUNS_RW, 's3:AbortMultipartUpload', 's3:ListBucket'],
   notifyServing: [...LOGS, ...RUNS_RW, 'sqs:SendMessage'],
-  recordOutcome: [...LOGS, ...RUNS_RW],
+  recordOutcome: [...LOGS, ...RUNS_RW, 's3:ListBucket', 'sqs:SendMessage'],
   cleanup: [...LOGS, ...EKS],
-  reconciler: [...LOGS, ...EKS, ...ANSWER, 'states:DescribeExecution', ...RUNS_RW, 's3:ListBucket'],
+  reconciler: [
+    ...LOGS,
+    ...EKS,
+    ...ANSWER,
+    'states:DescribeExecution',
+    'states:StopExecution',
+    ...RUNS_RW,
+    's3:AbortMultipartUpload',
+    's3:DeleteObject',
+    's3:ListBucket',
+    'sqs:SendMessage',
+  ],
 };
 const KUBERNETES_FUNCTIONS = Object.keys(EXPECTED_ACTIONS).filter((k) =>
   EXPECTED_ACTIONS[k]?.includes(EKS[0] as string),
 );
 const API_FUNCTIONS = ROUTES.map((r) => r.handler.replace(/-(\w)/g, (_m, c: string) => c.toUpperCase()));
-/** A string only @kubernetes/client-node's bundled code contains (its model type map). */
-const CLIENT_NODE_MARKER = 'V1PodSpec';
+/**
+ * A string only the Kubernetes client's bundled code contains: client-node's ApiException, which
+ * Gantry's custom-objects client (lib/adapters/kubernetes/custom-objects.ts) throws.
+ */
+const CLIENT_NODE_MARKER = 'HTTP-Code: ';
+/** A string only @aws-sdk/client-eks contains (its service shape name). */
+const EKS_SDK_MARKER = 'AWSWesleyFrontend';
 
 // ---- the tests ----------------------------------------------------------------------------------
 
@@ -355,6 +395,19 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     }
   });
 
+  it("leaves client-node's model classes and, with endpoint and caData in the config, the EKS SDK out", () => {
+    for (const [id, fn] of fns) {
+      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
+      const code =
+        readZip(join(main, `${key}.zip`))
+          .get(`${String(fn.Properties.Handler).replace(/\.handler$/, '')}.mjs`)
+          ?.toString('utf8') ?? '';
+      expect(code.includes('V1PodSpec'), `${key} bundles client-node's models`).toBe(false);
+      // deploy/serverless/config/dev.json gives every cluster eks.endpoint and eks.caData.
+      expect(code.includes(EKS_SDK_MARKER), `${key} bundles the EKS SDK`).toBe(false);
+    }
+  });
+
   it("keeps only zod's English locale in the bundles (Gantry never switches locales)", () => {
     for (const [id, fn] of fns) {
       const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
@@ -462,7 +515,9 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
           }
           for (const r of list(s.Resource).map(render)) {
             if (r.startsWith('<GantryBucket.Arn>/'))
-              expect(r, id).toMatch(/^<GantryBucket\.Arn>\/(runs|models)\/\*$/);
+              // triggers/: the data trigger's rule state and dedupe objects; sweeps/: sweep
+              // records, and sweeps/active/ markers, which only the functions that end sweeps delete.
+              expect(r, id).toMatch(/^<GantryBucket\.Arn>\/(runs|models|triggers|sweeps|sweeps\/active)\/\*$/);
             if (r.includes(':states:')) expect(r, id).toContain(':gantry-dev-training-run');
             if (r.includes(':eks:')) expect(r, id).toMatch(/:cluster\/[\w-]+$/);
           }
@@ -504,9 +559,12 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
 
   it('consumes the runs queue with partial batch failures, bounded concurrency and a DLQ', () => {
     const esms = Object.values(t.Resources).filter((r) => r.Type === 'AWS::Lambda::EventSourceMapping');
-    expect(esms).toHaveLength(1);
-    const esm = esms[0] as Resource;
-    expect(esm.Properties.FunctionName).toEqual({ 'Fn::GetAtt': ['RunsConsumerLambdaFunction', 'Arn'] });
+    const consumes = (fn: string) =>
+      esms.filter(
+        (e) => JSON.stringify(e.Properties.FunctionName) === JSON.stringify({ 'Fn::GetAtt': [fn, 'Arn'] }),
+      );
+    expect(consumes('RunsConsumerLambdaFunction')).toHaveLength(1);
+    const esm = consumes('RunsConsumerLambdaFunction')[0] as Resource;
     expect(esm.Properties.EventSourceArn).toEqual({ 'Fn::GetAtt': ['RunsQueue', 'Arn'] });
     expect(esm.Properties.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
     const max = (esm.Properties.ScalingConfig as { MaximumConcurrency: number }).MaximumConcurrency;
@@ -522,6 +580,32 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
       maxReceiveCount: 5,
     });
     expect(t.Resources.RunsDeadLetterQueue?.Type).toBe('AWS::SQS::Queue');
+  });
+
+  it('consumes the data-events queue with the data trigger, partial batch failures and a DLQ', () => {
+    const esms = Object.values(t.Resources).filter(
+      (r) =>
+        r.Type === 'AWS::Lambda::EventSourceMapping' &&
+        JSON.stringify(r.Properties.EventSourceArn) ===
+          JSON.stringify({ 'Fn::GetAtt': ['DataEventsQueue', 'Arn'] }),
+    );
+    expect(esms).toHaveLength(1);
+    const esm = esms[0] as Resource;
+    expect(esm.Properties.FunctionName).toEqual({ 'Fn::GetAtt': ['DataIntakeLambdaFunction', 'Arn'] });
+    expect(esm.Properties.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
+    const fn = fns.get('DataIntakeLambdaFunction') as Resource;
+    expect(fn.Properties.Handler).toBe('functions/intake/data.handler');
+    const vars = (fn.Properties.Environment as { Variables: Json }).Variables;
+    expect(vars.GANTRY_DATA_EVENTS_QUEUE_URL).toEqual({ Ref: 'DataEventsQueue' });
+    expect(vars.GANTRY_RUNS_QUEUE_URL).toEqual({ Ref: 'RunsQueue' });
+    const queue = t.Resources.DataEventsQueue as Resource;
+    expect(Number(queue.Properties.VisibilityTimeout)).toBeGreaterThanOrEqual(
+      6 * Number(fn.Properties.Timeout),
+    );
+    expect(queue.Properties.RedrivePolicy).toEqual({
+      deadLetterTargetArn: { 'Fn::GetAtt': ['DataEventsDeadLetterQueue', 'Arn'] },
+      maxReceiveCount: 5,
+    });
   });
 
   it('schedules the reconciler every minute, one tick at a time', () => {

@@ -1,0 +1,29 @@
+import middy from '@middy/core';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { type DataTrigger, makeDataTrigger } from '../../lib/datatrigger/trigger.ts';
+import { clock, config, dataEventsQueue, env, records, runQueue, store, workflow } from '../_deps.ts';
+import { logLine } from '../_log.ts';
+
+let trigger: DataTrigger | undefined;
+
+/**
+ * The data-events consumer (SQS event source with ReportBatchItemFailures): S3 ObjectCreated
+ * notifications for watched prefixes, and the trigger's own delayed checks → retraining runs by
+ * the rules in the Gantry config (lib/datatrigger). Bad events are acknowledged and logged.
+ */
+export const handler = middy<SQSEvent, SQSBatchResponse>({ timeoutEarlyInMillis: 1000 }).handler(
+  async (event, _context, { signal }) => {
+    trigger ??= makeDataTrigger({
+      config: config(),
+      bucket: env().GANTRY_BUCKET,
+      store: store(),
+      records: records(),
+      queue: runQueue(),
+      checks: dataEventsQueue(),
+      workflow: workflow(),
+      clock,
+      log: logLine,
+    });
+    return trigger(event, { signal });
+  },
+);
