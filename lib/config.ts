@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
 import { checkRules, DataTriggerRuleSchema } from './datatrigger/rules.ts';
 import { ForbiddenError, ValidationError } from './errors.ts';
 import { checkTenancy } from './intake/tenancy.ts';
 import { RFC1035_LABEL } from './run/schema.ts';
 import { parseWith } from './run/validate.ts';
+import * as z from './zod.ts';
 
 /**
  * Gantry's configuration: the clusters it drives, the teams it serves and their limits. One
@@ -13,96 +13,110 @@ import { parseWith } from './run/validate.ts';
  * loudly with every problem named; it never half-works.
  */
 
-const name = z.string().regex(RFC1035_LABEL, 'must be an RFC 1035 label').max(63);
+const name = z.string().check(z.regex(RFC1035_LABEL, 'must be an RFC 1035 label'), z.maxLength(63));
 
 export const ClusterConfigSchema = z
   .strictObject({
     name,
     /** An EKS cluster: endpoint and CA from DescribeCluster, a bearer token from STS. */
-    eks: z
-      .strictObject({
-        clusterName: z.string().min(1).max(100),
-        region: z.string().min(1),
-        /**
-         * Endpoint and CA (DescribeCluster's `endpoint` and `certificateAuthority.data`), resolved at
-         * deploy time: with both, functions connect without the EKS SDK (a smaller, faster cold start).
-         */
-        endpoint: z.string().startsWith('https://').optional(),
-        caData: z.string().min(1).optional(),
-      })
-      .refine((e) => Boolean(e.endpoint) === Boolean(e.caData), 'give both endpoint and caData, or neither')
-      .optional(),
+    eks: z.optional(
+      z
+        .strictObject({
+          clusterName: z.string().check(z.minLength(1), z.maxLength(100)),
+          region: z.string().check(z.minLength(1)),
+          /**
+           * Endpoint and CA (DescribeCluster's `endpoint` and `certificateAuthority.data`), resolved at
+           * deploy time: with both, functions connect without the EKS SDK (a smaller, faster cold start).
+           */
+          endpoint: z.optional(z.string().check(z.startsWith('https://'))),
+          caData: z.optional(z.string().check(z.minLength(1))),
+        })
+        .check(
+          z.refine(
+            (e) => Boolean(e.endpoint) === Boolean(e.caData),
+            'give both endpoint and caData, or neither',
+          ),
+        ),
+    ),
     /** A kubeconfig (path or inline YAML) for local use and non-EKS clusters. */
-    kubeconfig: z.string().min(1).optional(),
+    kubeconfig: z.optional(z.string().check(z.minLength(1))),
     /** Training Operator v1 kinds the reconciler lists on this cluster, besides TrainJobs. */
-    legacyKinds: z.array(z.enum(['PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob', 'JAXJob'])).default([]),
+    legacyKinds: z._default(z.array(z.enum(['PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob', 'JAXJob'])), []),
   })
-  .refine(
-    (c) => Boolean(c.eks) !== Boolean(c.kubeconfig),
-    'a cluster needs exactly one of eks or kubeconfig',
+  .check(
+    z.refine(
+      (c) => Boolean(c.eks) !== Boolean(c.kubeconfig),
+      'a cluster needs exactly one of eks or kubeconfig',
+    ),
   );
 
 export const TeamConfigSchema = z.strictObject({
   name,
   /** Who belongs to the team: IAM principal ARNs (a trailing * matches a prefix) or JWT `sub`/group values. */
-  principals: z.array(z.string().min(1)).min(1, 'a team needs at least one principal'),
-  namespaces: z.array(name).min(1, 'a team needs at least one namespace'),
-  queues: z.array(name).default([]),
+  principals: z
+    .array(z.string().check(z.minLength(1)))
+    .check(z.minLength(1, 'a team needs at least one principal')),
+  namespaces: z.array(name).check(z.minLength(1, 'a team needs at least one namespace')),
+  queues: z._default(z.array(name), []),
   /** Allowed runtimes; empty means any runtime the cluster has. */
-  runtimes: z.array(z.string().min(1)).default([]),
+  runtimes: z._default(z.array(z.string().check(z.minLength(1))), []),
   /** Allowed image prefixes, e.g. `123456789012.dkr.ecr.us-east-1.amazonaws.com/vision/`. */
-  imagePrefixes: z.array(z.string().min(1)).min(1, 'a team needs at least one allowed image prefix'),
-  maxNodes: z.number().int().min(1).default(16),
-  maxGpusPerRun: z.number().int().min(0).default(64),
-  cluster: name.optional(),
+  imagePrefixes: z
+    .array(z.string().check(z.minLength(1)))
+    .check(z.minLength(1, 'a team needs at least one allowed image prefix')),
+  maxNodes: z._default(z.number().check(z.int(), z.gte(1)), 16),
+  maxGpusPerRun: z._default(z.number().check(z.int(), z.gte(0)), 64),
+  cluster: z.optional(name),
 });
 
 export const GantryConfigSchema = z
   .strictObject({
-    clusters: z.array(ClusterConfigSchema).min(1, 'at least one cluster'),
-    teams: z.array(TeamConfigSchema).default([]),
-    defaultCluster: name.optional(),
+    clusters: z.array(ClusterConfigSchema).check(z.minLength(1, 'at least one cluster')),
+    teams: z._default(z.array(TeamConfigSchema), []),
+    defaultCluster: z.optional(name),
     /** Retraining on new data (lib/datatrigger/rules.ts): S3 objects under a prefix → runs. */
-    dataTriggers: z.array(DataTriggerRuleSchema).default([]),
+    dataTriggers: z._default(z.array(DataTriggerRuleSchema), []),
   })
-  .superRefine((c, ctx) => {
-    const clusters = new Set(c.clusters.map((x) => x.name));
-    if (clusters.size !== c.clusters.length)
-      ctx.addIssue({ code: 'custom', path: ['clusters'], message: 'duplicate cluster names' });
-    if (c.defaultCluster && !clusters.has(c.defaultCluster)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['defaultCluster'],
-        message: `no cluster named ${c.defaultCluster}`,
+  .check(
+    z.superRefine((c, ctx) => {
+      const clusters = new Set(c.clusters.map((x) => x.name));
+      if (clusters.size !== c.clusters.length)
+        ctx.addIssue({ code: 'custom', path: ['clusters'], message: 'duplicate cluster names' });
+      if (c.defaultCluster && !clusters.has(c.defaultCluster)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['defaultCluster'],
+          message: `no cluster named ${c.defaultCluster}`,
+        });
+      }
+      c.teams.forEach((t, i) => {
+        if (t.cluster && !clusters.has(t.cluster)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['teams', i, 'cluster'],
+            message: `no cluster named ${t.cluster}`,
+          });
+        }
       });
-    }
-    c.teams.forEach((t, i) => {
-      if (t.cluster && !clusters.has(t.cluster)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['teams', i, 'cluster'],
-          message: `no cluster named ${t.cluster}`,
-        });
+      const valid = checkRules(c.dataTriggers, c.teams, (path, message) =>
+        ctx.addIssue({ code: 'custom', path, message }),
+      );
+      // A rule's runs must pass the team's rules (namespace, image, caps) now, not at the first data.
+      for (const { rule, index, request } of valid) {
+        const team = c.teams.find((t) => t.name === rule.team) as TeamConfig;
+        try {
+          checkTenancy(request, team, c, { bucket: 'config-check', runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
+        } catch (err) {
+          if (!(err instanceof ForbiddenError)) throw err;
+          ctx.addIssue({
+            code: 'custom',
+            path: ['dataTriggers', index, 'run'],
+            message: `rule ${rule.name}: ${err.message}`,
+          });
+        }
       }
-    });
-    const valid = checkRules(c.dataTriggers, c.teams, (path, message) =>
-      ctx.addIssue({ code: 'custom', path, message }),
-    );
-    // A rule's runs must pass the team's rules (namespace, image, caps) now, not at the first data.
-    for (const { rule, index, request } of valid) {
-      const team = c.teams.find((t) => t.name === rule.team) as TeamConfig;
-      try {
-        checkTenancy(request, team, c, { bucket: 'config-check', runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
-      } catch (err) {
-        if (!(err instanceof ForbiddenError)) throw err;
-        ctx.addIssue({
-          code: 'custom',
-          path: ['dataTriggers', index, 'run'],
-          message: `rule ${rule.name}: ${err.message}`,
-        });
-      }
-    }
-  });
+    }),
+  );
 
 export type GantryConfig = z.output<typeof GantryConfigSchema>;
 export type TeamConfig = z.output<typeof TeamConfigSchema>;
@@ -110,21 +124,21 @@ export type ClusterConfig = z.output<typeof ClusterConfigSchema>;
 
 /** Where the service's AWS resources are, from the Lambda environment (serverless.yml sets it). */
 export const RuntimeEnvSchema = z.object({
-  GANTRY_BUCKET: z.string().min(3),
-  GANTRY_STATE_MACHINE_ARN: z.string().startsWith('arn:'),
-  GANTRY_RUNS_QUEUE_URL: z.string().startsWith('http').optional(),
-  GANTRY_SERVING_QUEUE_URL: z.string().startsWith('http').optional(),
+  GANTRY_BUCKET: z.string().check(z.minLength(3)),
+  GANTRY_STATE_MACHINE_ARN: z.string().check(z.startsWith('arn:')),
+  GANTRY_RUNS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
+  GANTRY_SERVING_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
   /** The data-events queue: S3 notifications in, the data trigger's delayed checks out and in. */
-  GANTRY_DATA_EVENTS_QUEUE_URL: z.string().startsWith('http').optional(),
-  GANTRY_CONFIG: z.string().optional(),
-  GANTRY_CONFIG_FILE: z.string().optional(),
-  AWS_REGION: z.string().default('us-east-1'),
+  GANTRY_DATA_EVENTS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
+  GANTRY_CONFIG: z.optional(z.string()),
+  GANTRY_CONFIG_FILE: z.optional(z.string()),
+  AWS_REGION: z._default(z.string(), 'us-east-1'),
   /** A job with no waiting task token is an orphan only after this long (covers the gap between steps). */
-  GANTRY_ORPHAN_GRACE_SECONDS: z.coerce.number().int().min(0).default(300),
+  GANTRY_ORPHAN_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 300),
   /** Local endpoints for the embedded default; unset on AWS. */
-  GANTRY_S3_ENDPOINT: z.string().url().optional(),
-  GANTRY_SQS_ENDPOINT: z.string().url().optional(),
-  GANTRY_SFN_ENDPOINT: z.string().url().optional(),
+  GANTRY_S3_ENDPOINT: z.optional(z.string().check(z.url())),
+  GANTRY_SQS_ENDPOINT: z.optional(z.string().check(z.url())),
+  GANTRY_SFN_ENDPOINT: z.optional(z.string().check(z.url())),
 });
 export type RuntimeEnv = z.output<typeof RuntimeEnvSchema>;
 

@@ -16,9 +16,11 @@
  * (dist/config.js: auth providers, js-yaml, undici, …; reached only by lib/adapters/kubernetes/
  * kubeconfig.ts's dynamic import) with a module that throws when loaded.
  *
- * `zodEnglishOnly`: zod 4's `z` namespace re-exports every locale (`z.locales`, ≈ 260 KB of zod's
- * ≈ 450 KB in a bundle); Gantry reports errors in English only and never calls `z.locales.*`, so the
- * locale index is reduced to `en` (zod registers `en` as the default through its own direct import).
+ * `zodEnglishOnly`: zod 4's `z` namespace re-exports every locale (`z.locales`, ≈ 260 KB of classic
+ * zod's ≈ 450 KB in a bundle); Gantry reports errors in English only and never calls `z.locales.*`, so
+ * the locale index is reduced to `en`. Gantry's schemas now use zod/mini through lib/zod.ts, which
+ * imports `en` directly and whose unused `locales` namespace esbuild drops anyway: this stays as a
+ * guard should anything bundled reach the locale index.
  *
  * `eksSdkOnlyWithoutEndpoint`: when every cluster of the packaged Gantry config gives `eks.endpoint`
  * and `eks.caData` (deploy/serverless/config/dev.json shows it), the functions connect without

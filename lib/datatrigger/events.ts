@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
 import { ValidationError } from '../errors.ts';
 import { RFC1035_LABEL } from '../run/schema.ts';
 import { toIssues } from '../run/validate.ts';
+import * as z from '../zod.ts';
 
 /**
  * The messages on the data-events queue: S3 event notifications (what S3 sends for
@@ -13,22 +13,24 @@ import { toIssues } from '../run/validate.ts';
 /** One S3 event record (the fields Gantry reads; S3 sends more, which are ignored). */
 const S3RecordSchema = z.object({
   eventSource: z.literal('aws:s3'),
-  eventName: z.string().min(1),
-  eventTime: z.string().min(1),
+  eventName: z.string().check(z.minLength(1)),
+  eventTime: z.string().check(z.minLength(1)),
   s3: z.object({
-    bucket: z.object({ name: z.string().min(3).max(63) }),
+    bucket: z.object({ name: z.string().check(z.minLength(3), z.maxLength(63)) }),
     object: z.object({
       /** URL-encoded, as in an HTML form (a space is '+'). */
-      key: z.string().min(1).max(4096),
-      size: z.number().int().min(0).optional(),
-      eTag: z.string().min(1).max(128).optional(),
-      versionId: z.string().min(1).max(1024).optional(),
-      sequencer: z.string().min(1).max(64).optional(),
+      key: z.string().check(z.minLength(1), z.maxLength(4096)),
+      size: z.optional(z.number().check(z.int(), z.gte(0))),
+      eTag: z.optional(z.string().check(z.minLength(1), z.maxLength(128))),
+      versionId: z.optional(z.string().check(z.minLength(1), z.maxLength(1024))),
+      sequencer: z.optional(z.string().check(z.minLength(1), z.maxLength(64))),
     }),
   }),
 });
 
-const S3NotificationSchema = z.object({ Records: z.array(S3RecordSchema).min(1).max(100) });
+const S3NotificationSchema = z.object({
+  Records: z.array(S3RecordSchema).check(z.minLength(1), z.maxLength(100)),
+});
 
 const S3TestEventSchema = z.object({ Service: z.literal('Amazon S3'), Event: z.literal('s3:TestEvent') });
 
@@ -36,11 +38,11 @@ const S3TestEventSchema = z.object({ Service: z.literal('Amazon S3'), Event: z.l
 export const CheckMessageSchema = z.strictObject({
   kind: z.literal('gantry.datatrigger.check'),
   check: z.enum(['quiet', 'queue']),
-  rule: z.string().regex(RFC1035_LABEL).max(63),
+  rule: z.string().check(z.regex(RFC1035_LABEL), z.maxLength(63)),
   /** The partition (quiet checks). */
-  partition: z.string().max(1024).optional(),
+  partition: z.optional(z.string().check(z.maxLength(1024))),
   /** The state's token when this check was sent: a check whose token the state no longer names is stale. */
-  token: z.string().min(1).max(64),
+  token: z.string().check(z.minLength(1), z.maxLength(64)),
 });
 export type CheckMessage = z.output<typeof CheckMessageSchema>;
 

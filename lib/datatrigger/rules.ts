@@ -1,7 +1,7 @@
-import { z } from 'zod';
 import type { TeamConfig } from '../config.ts';
 import { ENV_NAME, RFC1035_LABEL, type RunRequest, RunRequestSchema } from '../run/schema.ts';
 import { toIssues } from '../run/validate.ts';
+import * as z from '../zod.ts';
 
 /**
  * Data-trigger rules: new data under a watched S3 prefix starts a retraining run from a template.
@@ -22,73 +22,77 @@ const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 export const DataTriggerRuleSchema = z
   .strictObject({
     /** The rule's name: part of run ids, logs and `triggers/<name>/` in the Gantry bucket. */
-    name: z.string().regex(RFC1035_LABEL, 'must be an RFC 1035 label').max(63),
+    name: z.string().check(z.regex(RFC1035_LABEL, 'must be an RFC 1035 label'), z.maxLength(63)),
     /** The team the runs belong to (one of `teams`): its namespaces, images and caps apply. */
-    team: z.string().regex(RFC1035_LABEL, 'must be an RFC 1035 label').max(63),
+    team: z.string().check(z.regex(RFC1035_LABEL, 'must be an RFC 1035 label'), z.maxLength(63)),
     /** The bucket the data lands in; default the Gantry bucket (whose `data/` prefix notifies the data-events queue). */
-    bucket: z.string().regex(BUCKET_NAME, 'must be an S3 bucket name').optional(),
+    bucket: z.optional(z.string().check(z.regex(BUCKET_NAME, 'must be an S3 bucket name'))),
     /** Keys under this prefix (no leading '/'; '' = the whole bucket; a trailing '/' is usual). */
-    prefix: z
-      .string()
-      .max(1024)
-      .refine((p) => !p.startsWith('/'), 'must not start with /'),
+    prefix: z.string().check(
+      z.maxLength(1024),
+      z.refine((p) => !p.startsWith('/'), 'must not start with /'),
+    ),
     /** Only keys ending with this count as data (e.g. `.parquet`); the marker always counts. */
-    suffix: z.string().min(1).max(256).optional(),
+    suffix: z.optional(z.string().check(z.minLength(1), z.maxLength(256))),
     /** The completion marker's file name (e.g. `_SUCCESS`, `manifest.json`): its arrival starts the run. */
-    marker: z
-      .string()
-      .min(1)
-      .max(255)
-      .refine((m) => !m.includes('/'), 'must be a file name without /')
-      .optional(),
+    marker: z.optional(
+      z.string().check(
+        z.minLength(1),
+        z.maxLength(255),
+        z.refine((m) => !m.includes('/'), 'must be a file name without /'),
+      ),
+    ),
     /** Without a marker: start once the partition has had no new object for this long. */
-    quietPeriodSeconds: z.number().int().min(1).max(86_400).optional(),
+    quietPeriodSeconds: z.optional(z.number().check(z.int(), z.gte(1), z.lte(86_400))),
     /**
      * How a key maps to its partition: `depth` = the first N path segments below the prefix
      * (`dt=2026-01-02/` for depth 1); without it, the key's directory below the prefix.
      */
-    partitionDepth: z.number().int().min(1).max(32).optional(),
+    partitionDepth: z.optional(z.number().check(z.int(), z.gte(1), z.lte(32))),
     /** The run to start: a run request (lib/run/schema.ts) without `team` and `idempotencyKey`. */
     run: z.record(z.string(), z.unknown()),
     /** How the partition's URI and version reach the job. */
-    inject: z
-      .strictObject({
+    inject: z._default(
+      z.strictObject({
         /** Set the request's `datasetUri` (the Trainer v2 dataset initializer) to the partition's URI. */
-        datasetUri: z.boolean().default(true),
+        datasetUri: z._default(z.boolean(), true),
         /** An env var that receives the partition's URI. */
-        env: z.string().regex(ENV_NAME, 'must be an env var name').optional(),
+        env: z.optional(z.string().check(z.regex(ENV_NAME, 'must be an env var name'))),
         /** An env var that receives the data version (the marker's version id or ETag). */
-        versionEnv: z.string().regex(ENV_NAME, 'must be an env var name').optional(),
+        versionEnv: z.optional(z.string().check(z.regex(ENV_NAME, 'must be an env var name'))),
         /** Appended to the template's args, with {dataUri} {dataVersion} {partition} {bucket} replaced. */
-        args: z.array(z.string().max(4096)).max(32).optional(),
-      })
-      .default({ datasetUri: true }),
+        args: z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.maxLength(32))),
+      }),
+      { datasetUri: true },
+    ),
     /** New data while the rule's retraining runs: `queue` after it, `replace` it, or `skip` the new data. */
-    concurrency: z.enum(['queue', 'replace', 'skip']).default('queue'),
+    concurrency: z._default(z.enum(['queue', 'replace', 'skip']), 'queue'),
     /** How often a queued retraining checks whether the current one has ended. */
-    recheckSeconds: z.number().int().min(1).max(MAX_DELAY_SECONDS).default(60),
+    recheckSeconds: z._default(z.number().check(z.int(), z.gte(1), z.lte(MAX_DELAY_SECONDS)), 60),
   })
-  .superRefine((r, ctx) => {
-    if ((r.marker === undefined) === (r.quietPeriodSeconds === undefined)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['marker'],
-        message: 'give exactly one of marker (a completion file) or quietPeriodSeconds',
-      });
-    }
-    for (const field of ['team', 'idempotencyKey'] as const) {
-      if (field in r.run) {
+  .check(
+    z.superRefine((r, ctx) => {
+      if ((r.marker === undefined) === (r.quietPeriodSeconds === undefined)) {
         ctx.addIssue({
           code: 'custom',
-          path: ['run', field],
-          message:
-            field === 'team'
-              ? "set the rule's team, not the template's"
-              : 'data runs get their identity from the data event',
+          path: ['marker'],
+          message: 'give exactly one of marker (a completion file) or quietPeriodSeconds',
         });
       }
-    }
-  });
+      for (const field of ['team', 'idempotencyKey'] as const) {
+        if (field in r.run) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['run', field],
+            message:
+              field === 'team'
+                ? "set the rule's team, not the template's"
+                : 'data runs get their identity from the data event',
+          });
+        }
+      }
+    }),
+  );
 
 /** A rule as the trigger uses it: its bucket resolved (the Gantry bucket when the rule names none). */
 export type DataTriggerRule = z.output<typeof DataTriggerRuleSchema> & { bucket: string };

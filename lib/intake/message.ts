@@ -1,7 +1,7 @@
-import { z } from 'zod';
 import { RUN_ID, SWEEP_ID } from '../run/ids.ts';
 import { RFC1035_LABEL, RunRequestSchema } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
+import * as z from '../zod.ts';
 
 /**
  * The message on the runs queue: every intake (API, sweeps, data triggers) enqueues one per run,
@@ -9,29 +9,29 @@ import type { RunSpec } from '../run/spec.ts';
  * message that does not parse is reported failed and ends in the DLQ after maxReceiveCount.
  */
 export const RunSpecSchema = z.strictObject({
-  runId: z.string().regex(RUN_ID, 'must be a run id (run-<20 base32 characters>)'),
-  cluster: z.string().regex(RFC1035_LABEL).max(63),
-  jobName: z.string().regex(RFC1035_LABEL).max(63),
-  namespace: z.string().regex(RFC1035_LABEL).max(63),
+  runId: z.string().check(z.regex(RUN_ID, 'must be a run id (run-<20 base32 characters>)')),
+  cluster: z.string().check(z.regex(RFC1035_LABEL), z.maxLength(63)),
+  jobName: z.string().check(z.regex(RFC1035_LABEL), z.maxLength(63)),
+  namespace: z.string().check(z.regex(RFC1035_LABEL), z.maxLength(63)),
   request: RunRequestSchema,
-  outputUri: z.string().regex(/^s3:\/\/[^/]+\/.*$/, 'must be an s3:// URI'),
-  trial: z
-    .strictObject({
-      sweepId: z.string().regex(SWEEP_ID),
-      trialIndex: z.number().int().min(0),
-      publish: z.boolean().optional(),
-    })
-    .optional(),
-  trigger: z
-    .strictObject({
-      rule: z.string().regex(RFC1035_LABEL).max(63),
-      bucket: z.string().min(3).max(63),
-      partition: z.string().max(1024),
-      dataUri: z.string().regex(/^s3:\/\/[^/]+\/.*$/, 'must be an s3:// URI'),
-      dataVersion: z.string().min(1).max(1024),
-      eventTime: z.string().min(1).max(64),
-    })
-    .optional(),
+  outputUri: z.string().check(z.regex(/^s3:\/\/[^/]+\/.*$/, 'must be an s3:// URI')),
+  trial: z.optional(
+    z.strictObject({
+      sweepId: z.string().check(z.regex(SWEEP_ID)),
+      trialIndex: z.number().check(z.int(), z.gte(0)),
+      publish: z.optional(z.boolean()),
+    }),
+  ),
+  trigger: z.optional(
+    z.strictObject({
+      rule: z.string().check(z.regex(RFC1035_LABEL), z.maxLength(63)),
+      bucket: z.string().check(z.minLength(3), z.maxLength(63)),
+      partition: z.string().check(z.maxLength(1024)),
+      dataUri: z.string().check(z.regex(/^s3:\/\/[^/]+\/.*$/, 'must be an s3:// URI')),
+      dataVersion: z.string().check(z.minLength(1), z.maxLength(1024)),
+      eventTime: z.string().check(z.minLength(1), z.maxLength(64)),
+    }),
+  ),
 });
 
 export const RunMessageSchema = z.strictObject({ kind: z.literal('run'), run: RunSpecSchema });

@@ -1,6 +1,6 @@
-import { z } from 'zod';
 import { RunRequestSchema } from '../run/schema.ts';
 import { SweepRequestSchema } from '../sweep/schema.ts';
+import * as z from '../zod.ts';
 import { ROUTES, type Route } from './routes.ts';
 import { ListRunsQuerySchema } from './runs.ts';
 import { IDEMPOTENCY_HEADER } from './submit-run.ts';
@@ -27,7 +27,7 @@ import {
 
 type Json = Record<string, unknown>;
 
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
+function jsonSchema(schema: z.core.$ZodType, io: 'input' | 'output'): Json {
   const { $schema: _, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Json;
   return rest;
 }

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import type { GantryConfig } from '../config.ts';
 import { ForbiddenError, NotFoundError } from '../errors.ts';
 import type { CallOptions, ObjectStore, WorkflowEngine } from '../ports.ts';
@@ -8,13 +7,14 @@ import type { JobLocation, RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import { LIMITS, RFC1035_LABEL } from '../run/schema.ts';
 import { parseWith } from '../run/validate.ts';
+import * as z from '../zod.ts';
 import { RunFinishedError } from './errors.ts';
 import { type Caller, requireTeams } from './tenancy.ts';
 
 /** Get, list and cancel runs: always scoped to the caller's teams. */
 
 const RunIdSchema = z.strictObject({
-  runId: z.string().regex(RUN_ID, 'must be a run id (run-<20 lowercase base32 characters>)'),
+  runId: z.string().check(z.regex(RUN_ID, 'must be a run id (run-<20 lowercase base32 characters>)')),
 });
 
 /** A run id from the path, checked before it becomes part of an object key. */
@@ -55,38 +55,45 @@ export function encodeToken(runId: string): string {
 }
 
 export const ListRunsQuerySchema = z.strictObject({
-  phase: z.enum(PHASES).optional().describe('Only runs in this phase'),
-  sweepId: z
-    .string()
-    .regex(SWEEP_ID, 'must be a sweep id (swp-…)')
-    .optional()
-    .describe('Only trials of this sweep'),
-  model: z
-    .string()
-    .max(LIMITS.modelName)
-    .regex(RFC1035_LABEL, 'must be a model name')
-    .optional()
-    .describe('Only runs of this model'),
-  limit: z
-    .string()
-    .regex(/^[0-9]{1,3}$/, `must be a whole number from 1 to ${MAX_PAGE}`)
-    .transform(Number)
-    .pipe(z.number().min(1, 'must be at least 1').max(MAX_PAGE, `must be at most ${MAX_PAGE}`))
-    .optional()
-    .describe(`Page size, 1–${MAX_PAGE} (default ${DEFAULT_PAGE})`),
-  nextToken: z
-    .string()
-    .max(64)
-    .transform((t, ctx) => {
-      const id = /^[A-Za-z0-9_-]+$/.test(t) ? Buffer.from(t, 'base64url').toString('utf8') : '';
-      if (!RUN_ID.test(id)) {
-        ctx.addIssue({ code: 'custom', message: 'is not a token this API returned' });
-        return z.NEVER;
-      }
-      return id;
-    })
-    .optional()
-    .describe('The nextToken of the previous page'),
+  phase: z.described(z.optional(z.enum(PHASES)), 'Only runs in this phase'),
+  sweepId: z.described(
+    z.optional(z.string().check(z.regex(SWEEP_ID, 'must be a sweep id (swp-…)'))),
+    'Only trials of this sweep',
+  ),
+  model: z.described(
+    z.optional(
+      z.string().check(z.maxLength(LIMITS.modelName), z.regex(RFC1035_LABEL, 'must be a model name')),
+    ),
+    'Only runs of this model',
+  ),
+  limit: z.described(
+    z.optional(
+      z.pipe(
+        z.pipe(
+          z.string().check(z.regex(/^[0-9]{1,3}$/, `must be a whole number from 1 to ${MAX_PAGE}`)),
+          z.transform(Number),
+        ),
+        z.number().check(z.gte(1, 'must be at least 1'), z.lte(MAX_PAGE, `must be at most ${MAX_PAGE}`)),
+      ),
+    ),
+    `Page size, 1–${MAX_PAGE} (default ${DEFAULT_PAGE})`,
+  ),
+  nextToken: z.described(
+    z.optional(
+      z.pipe(
+        z.string().check(z.maxLength(64)),
+        z.transform((t: string, ctx) => {
+          const id = /^[A-Za-z0-9_-]+$/.test(t) ? Buffer.from(t, 'base64url').toString('utf8') : '';
+          if (!RUN_ID.test(id)) {
+            ctx.issues.push({ code: 'custom', message: 'is not a token this API returned', input: t });
+            return z.NEVER;
+          }
+          return id;
+        }),
+      ),
+    ),
+    'The nextToken of the previous page',
+  ),
 });
 export type ListRunsQuery = z.input<typeof ListRunsQuerySchema>;
 

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import type { GantryConfig } from '../config.ts';
 import { IdempotencyConflictError, ValidationError } from '../errors.ts';
 import type { CallOptions, Clock, RunQueue } from '../ports.ts';
@@ -8,6 +7,7 @@ import type { RunRecords } from '../run/records.ts';
 import { LIMITS, type RunRequest } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
 import { parseRunRequest, parseWith } from '../run/validate.ts';
+import * as z from '../zod.ts';
 import { runMessage, runMessageAttributes } from './message.ts';
 import { type Caller, checkTenancy, type Placement, requireTeam } from './tenancy.ts';
 
@@ -22,9 +22,11 @@ export const MAX_SPEC_BYTES = 192 * 1024;
 
 const KeySchema = z
   .string()
-  .min(1, 'must not be empty')
-  .max(LIMITS.idempotencyKeyLength, `must be at most ${LIMITS.idempotencyKeyLength} characters`)
-  .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
+  .check(
+    z.minLength(1, 'must not be empty'),
+    z.maxLength(LIMITS.idempotencyKeyLength, `must be at most ${LIMITS.idempotencyKeyLength} characters`),
+    z.regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
+  );
 
 /** The effective idempotency key: the header's, or the body's; both given and different is a 400. */
 export function resolveIdempotencyKey(

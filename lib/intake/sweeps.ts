@@ -1,5 +1,4 @@
 import { randomInt } from 'node:crypto';
-import { z } from 'zod';
 import type { GantryConfig } from '../config.ts';
 import { ForbiddenError, IdempotencyConflictError, NotFoundError, ValidationError } from '../errors.ts';
 import type { CallOptions, Clock } from '../ports.ts';
@@ -12,6 +11,7 @@ import { ObjectiveSchema, type SweepRequest, SweepRequestSchema } from '../sweep
 import { gridPoint } from '../sweep/space.ts';
 import type { SweepCapabilities, Sweeps } from '../sweep/sweeps.ts';
 import { trialRequest, trialSpec } from '../sweep/trials.ts';
+import * as z from '../zod.ts';
 import { SweepFinishedError } from './errors.ts';
 import { runMessage } from './message.ts';
 import { MAX_SPEC_BYTES, resolveIdempotencyKey } from './submit-run.ts';
@@ -166,7 +166,7 @@ export function makeSubmitSweep(deps: SweepIntakeDeps) {
 }
 
 const SweepIdSchema = z.strictObject({
-  sweepId: z.string().regex(SWEEP_ID, 'must be a sweep id (swp-<20 lowercase base32 characters>)'),
+  sweepId: z.string().check(z.regex(SWEEP_ID, 'must be a sweep id (swp-<20 lowercase base32 characters>)')),
 });
 
 async function ownSweep(deps: SweepIntakeDeps, caller: Caller, sweepId: unknown, opts?: CallOptions) {
@@ -207,62 +207,66 @@ const Value = z.union([z.number(), z.string()]);
 export const SweepViewSchema = z.strictObject({
   sweepId: z.string(),
   team: z.string(),
-  phase: z
-    .enum(SWEEP_PHASES)
-    .describe('Completing: no trial is released any more; the best is being published'),
-  reason: z
-    .string()
-    .optional()
-    .describe('GoalReached, TrialsExhausted, TooManyFailedTrials, NoSuccessfulTrial, Cancelled'),
-  message: z.string().optional(),
-  outcome: z.strictObject({ phase: z.string(), reason: z.string(), message: z.string() }).optional(),
+  phase: z.described(
+    z.enum(SWEEP_PHASES),
+    'Completing: no trial is released any more; the best is being published',
+  ),
+  reason: z.described(
+    z.optional(z.string()),
+    'GoalReached, TrialsExhausted, TooManyFailedTrials, NoSuccessfulTrial, Cancelled',
+  ),
+  message: z.optional(z.string()),
+  outcome: z.optional(z.strictObject({ phase: z.string(), reason: z.string(), message: z.string() })),
   modelName: z.string(),
   objective: ObjectiveSchema,
-  algorithm: z
-    .record(z.string(), Value)
-    .describe('The algorithm, its seed filled in (resubmit it to reproduce)'),
+  algorithm: z.described(
+    z.record(z.string(), Value),
+    'The algorithm, its seed filled in (resubmit it to reproduce)',
+  ),
   maxTrials: z.number(),
-  plannedTrials: z.number().describe('maxTrials, or the size of the grid when smaller'),
+  plannedTrials: z.described(z.number(), 'maxTrials, or the size of the grid when smaller'),
   parallelTrials: z.number(),
   maxFailedTrials: z.number(),
-  earlyStopping: z.record(z.string(), Value).optional(),
+  earlyStopping: z.optional(z.record(z.string(), Value)),
   publish: z.enum(['best', 'all', 'none']),
-  counts: z.record(z.enum(TRIAL_PHASES), z.number()).describe('Trials per phase'),
-  best: z
-    .strictObject({
+  counts: z.described(z.record(z.enum(TRIAL_PHASES), z.number()), 'Trials per phase'),
+  best: z.optional(
+    z.strictObject({
       trialIndex: z.number(),
       runId: z.string(),
       objective: z.number(),
       parameters: z.record(z.string(), Value),
-    })
-    .optional(),
-  published: z
-    .strictObject({
-      runId: z.string(),
-      model: z.string(),
-      published: z.boolean(),
-      version: z.number().optional(),
-      modelUri: z.string().optional(),
-      manifestUri: z.string().optional(),
-      notified: z.boolean().optional(),
-    })
-    .optional()
-    .describe("The best trial's model, once published"),
+    }),
+  ),
+  published: z.described(
+    z.optional(
+      z.strictObject({
+        runId: z.string(),
+        model: z.string(),
+        published: z.boolean(),
+        version: z.optional(z.number()),
+        modelUri: z.optional(z.string()),
+        manifestUri: z.optional(z.string()),
+        notified: z.optional(z.boolean()),
+      }),
+    ),
+    "The best trial's model, once published",
+  ),
   trials: z.array(
     z.strictObject({
       index: z.number(),
       runId: z.string(),
       parameters: z.record(z.string(), Value),
       phase: z.enum(TRIAL_PHASES),
-      objective: z.number().optional(),
-      reason: z.string().optional(),
+      objective: z.optional(z.number()),
+      reason: z.optional(z.string()),
       releasedAt: z.string(),
-      endedAt: z.string().optional(),
+      endedAt: z.optional(z.string()),
     }),
   ),
   createdAt: z.string(),
   updatedAt: z.string(),
-  endedAt: z.string().optional(),
+  endedAt: z.optional(z.string()),
   links: z.strictObject({ self: z.string(), cancel: z.string(), trials: z.string() }),
 });
 

@@ -1,25 +1,24 @@
-import { z } from 'zod';
 import { FAILURE_REASONS, PHASES } from '../run/phases.ts';
 import type { RunRecord } from '../run/record.ts';
 import { RunRequestSchema } from '../run/schema.ts';
+import * as z from '../zod.ts';
 
 /**
  * What the API returns, as zod schemas (the OpenAPI document is generated from them) and the
  * functions that build them from records. A view leaves out internals (the request fingerprint).
  */
 
-export const PhaseSchema = z.enum(PHASES).describe('Run phase');
+export const PhaseSchema = z.described(z.enum(PHASES), 'Run phase');
 
 export const LinksSchema = z.strictObject({
-  self: z.string().describe('GET this run'),
-  cancel: z.string().describe('POST here to cancel the run'),
+  self: z.described(z.string(), 'GET this run'),
+  cancel: z.described(z.string(), 'POST here to cancel the run'),
 });
 
-export const SubmitResponseSchema = z
-  .strictObject({ runId: z.string(), phase: PhaseSchema, links: LinksSchema })
-  .describe(
-    'The accepted run (202) or, for a replay of the same idempotency key and body, the existing run (200)',
-  );
+export const SubmitResponseSchema = z.described(
+  z.strictObject({ runId: z.string(), phase: PhaseSchema, links: LinksSchema }),
+  'The accepted run (202) or, for a replay of the same idempotency key and body, the existing run (200)',
+);
 
 const JobLocationSchema = z.strictObject({
   cluster: z.string(),
@@ -32,55 +31,62 @@ const JobLocationSchema = z.strictObject({
 export const RunSummarySchema = z.strictObject({
   runId: z.string(),
   phase: PhaseSchema,
-  reason: z
-    .string()
-    .optional()
-    .describe(`Why the run failed, e.g. ${FAILURE_REASONS.slice(0, 3).join(', ')}`),
+  reason: z.described(
+    z.optional(z.string()),
+    `Why the run failed, e.g. ${FAILURE_REASONS.slice(0, 3).join(', ')}`,
+  ),
   team: z.string(),
   modelName: z.string(),
-  sweepId: z.string().optional(),
+  sweepId: z.optional(z.string()),
   createdAt: z.string(),
   updatedAt: z.string(),
-  progress: z
-    .strictObject({
-      percent: z.number().optional(),
-      etaSeconds: z.number().optional(),
-      updatedAt: z.string().optional(),
-    })
-    .optional(),
+  progress: z.optional(
+    z.strictObject({
+      percent: z.optional(z.number()),
+      etaSeconds: z.optional(z.number()),
+      updatedAt: z.optional(z.string()),
+    }),
+  ),
   links: LinksSchema,
 });
 
-export const RunViewSchema = RunSummarySchema.extend({
-  message: z.string().optional(),
+export const RunViewSchema = z.extend(RunSummarySchema, {
+  message: z.optional(z.string()),
   cluster: z.string(),
   namespace: z.string(),
   outputUri: z.string(),
-  trial: z
-    .strictObject({ sweepId: z.string(), trialIndex: z.number(), publish: z.boolean().optional() })
-    .optional(),
-  job: JobLocationSchema.optional(),
-  admission: z
-    .strictObject({ state: z.string(), reason: z.string().optional(), message: z.string().optional() })
-    .optional()
-    .describe("While Pending: the gang scheduler's or Kueue's word on admission"),
-  metrics: z.record(z.string(), z.union([z.number(), z.string()])).optional(),
-  artifacts: z
-    .strictObject({
+  trial: z.optional(
+    z.strictObject({ sweepId: z.string(), trialIndex: z.number(), publish: z.optional(z.boolean()) }),
+  ),
+  job: z.optional(JobLocationSchema),
+  admission: z.described(
+    z.optional(
+      z.strictObject({ state: z.string(), reason: z.optional(z.string()), message: z.optional(z.string()) }),
+    ),
+    "While Pending: the gang scheduler's or Kueue's word on admission",
+  ),
+  metrics: z.optional(z.record(z.string(), z.union([z.number(), z.string()]))),
+  artifacts: z.optional(
+    z.strictObject({
       outputUri: z.string(),
-      modelUri: z.string().optional(),
-      version: z.string().optional(),
-      files: z.number().optional(),
-      bytes: z.number().optional(),
-    })
-    .optional(),
-  transitions: z.array(z.strictObject({ phase: PhaseSchema, at: z.string(), reason: z.string().optional() })),
-  request: RunRequestSchema.describe('The request as accepted (defaults filled in)'),
+      modelUri: z.optional(z.string()),
+      version: z.optional(z.string()),
+      files: z.optional(z.number()),
+      bytes: z.optional(z.number()),
+    }),
+  ),
+  transitions: z.array(
+    z.strictObject({ phase: PhaseSchema, at: z.string(), reason: z.optional(z.string()) }),
+  ),
+  request: z.described(RunRequestSchema, 'The request as accepted (defaults filled in)'),
 });
 
 export const RunListSchema = z.strictObject({
   runs: z.array(RunSummarySchema),
-  nextToken: z.string().optional().describe('Pass as nextToken for the next page; absent on the last page'),
+  nextToken: z.described(
+    z.optional(z.string()),
+    'Pass as nextToken for the next page; absent on the last page',
+  ),
 });
 
 export const CancelResponseSchema = z.strictObject({
@@ -95,7 +101,7 @@ export const RuntimeListSchema = z.strictObject({
       cluster: z.string(),
       name: z.string(),
       kind: z.literal('ClusterTrainingRuntime'),
-      framework: z.string().optional().describe('The trainer.kubeflow.org/framework label, when set'),
+      framework: z.described(z.optional(z.string()), 'The trainer.kubeflow.org/framework label, when set'),
     }),
   ),
 });
@@ -108,8 +114,8 @@ export const CheckSchema = z.strictObject({
 export type Check = z.infer<typeof CheckSchema>;
 
 export const ValidateResponseSchema = z.strictObject({
-  valid: z.boolean().describe('true when no check failed (skipped checks are listed with the reason)'),
-  runId: z.string().optional().describe('The run id a submit with this idempotency key would get'),
+  valid: z.described(z.boolean(), 'true when no check failed (skipped checks are listed with the reason)'),
+  runId: z.described(z.optional(z.string()), 'The run id a submit with this idempotency key would get'),
   checks: z.array(CheckSchema),
 });
 
@@ -157,8 +163,8 @@ export function toRunView(record: RunRecord): z.infer<typeof RunViewSchema> {
 
 /** Error bodies, one per outcome (see functions/api/_http.ts for the status of each). */
 export const IssueSchema = z.strictObject({
-  field: z.string().describe('Dotted path of the offending field ("" for the whole request)'),
-  rule: z.string().describe('The rule it breaks, in words'),
+  field: z.described(z.string(), 'Dotted path of the offending field ("" for the whole request)'),
+  rule: z.described(z.string(), 'The rule it breaks, in words'),
 });
 export const ValidationErrorBodySchema = z.strictObject({
   error: z.literal('ValidationError'),
@@ -168,7 +174,7 @@ export const ValidationErrorBodySchema = z.strictObject({
 export const ForbiddenBodySchema = z.strictObject({
   error: z.literal('ForbiddenError'),
   message: z.string(),
-  rule: z.string().describe('The tenancy rule the request breaks'),
+  rule: z.described(z.string(), 'The tenancy rule the request breaks'),
 });
 export const RunFinishedBodySchema = z.strictObject({
   error: z.literal('RunFinishedError'),
@@ -176,11 +182,10 @@ export const RunFinishedBodySchema = z.strictObject({
   phase: PhaseSchema,
 });
 export const ErrorBodySchema = z.strictObject({
-  error: z
-    .string()
-    .describe(
-      'InvalidJson, UnsupportedMediaType, PayloadTooLarge, NotFoundError, IdempotencyConflictError, ServiceUnavailable, InternalError',
-    ),
+  error: z.described(
+    z.string(),
+    'InvalidJson, UnsupportedMediaType, PayloadTooLarge, NotFoundError, IdempotencyConflictError, ServiceUnavailable, InternalError',
+  ),
   message: z.string(),
-  requestId: z.string().optional().describe('Quote it when reporting a 5xx'),
+  requestId: z.described(z.optional(z.string()), 'Quote it when reporting a 5xx'),
 });

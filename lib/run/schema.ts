@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from '../zod.ts';
 
 /**
  * What a user submits to start a training run. Every field is checked here, once, at the edge:
@@ -114,238 +114,310 @@ export function parseQuantity(q: string): number {
 const dnsLabel = (what: string, max: number) =>
   z
     .string()
-    .min(1, `${what} must not be empty`)
-    .max(max, `${what} must be at most ${max} characters`)
-    .regex(
-      RFC1035_LABEL,
-      `${what} must be lowercase letters, digits and '-', start with a letter (RFC 1035)`,
+    .check(
+      z.minLength(1, `${what} must not be empty`),
+      z.maxLength(max, `${what} must be at most ${max} characters`),
+      z.regex(
+        RFC1035_LABEL,
+        `${what} must be lowercase letters, digits and '-', start with a letter (RFC 1035)`,
+      ),
     );
 
 const storageUri = z
   .string()
-  .max(LIMITS.uriLength, `must be at most ${LIMITS.uriLength} characters`)
-  .regex(STORAGE_URI, 'must be a URI with a scheme, e.g. s3://bucket/path or hf://org/name');
+  .check(
+    z.maxLength(LIMITS.uriLength, `must be at most ${LIMITS.uriLength} characters`),
+    z.regex(STORAGE_URI, 'must be a URI with a scheme, e.g. s3://bucket/path or hf://org/name'),
+  );
 
 const quantity = z.union([
-  z.string().regex(QUANTITY, "must be a Kubernetes quantity such as '4', '500m' or '16Gi'"),
-  z.number().positive('must be positive'),
+  z.string().check(z.regex(QUANTITY, "must be a Kubernetes quantity such as '4', '500m' or '16Gi'")),
+  z.number().check(z.positive('must be positive')),
 ]);
 
-const labelKey = z
-  .string()
-  .max(317, 'label keys are at most 253 + 1 + 63 characters')
-  .refine((k) => {
+const labelKey = z.string().check(
+  z.maxLength(317, 'label keys are at most 253 + 1 + 63 characters'),
+  z.refine((k) => {
     const slash = k.lastIndexOf('/');
     const prefix = slash >= 0 ? k.slice(0, slash) : '';
     const name = slash >= 0 ? k.slice(slash + 1) : k;
     if (slash >= 0 && (prefix.length === 0 || prefix.length > 253 || !RFC1123_SUBDOMAIN.test(prefix)))
       return false;
     return name.length > 0 && name.length <= 63 && LABEL_VALUE.test(name);
-  }, 'must be a Kubernetes label key ([prefix/]name, name ≤ 63 alphanumerics, -, _, .)')
-  .refine(
+  }, 'must be a Kubernetes label key ([prefix/]name, name ≤ 63 alphanumerics, -, _, .)'),
+  z.refine(
     (k) => !isReservedLabelKey(k),
     `must not use a reserved prefix (${RESERVED_LABEL_PREFIXES.join(', ')}, *.kubernetes.io/, *.k8s.io/)`,
-  );
+  ),
+);
 
 const stringList = (what: string, maxItems: number) =>
   z
     .array(
-      z
-        .string()
-        .max(LIMITS.argLength, `each ${what} item must be at most ${LIMITS.argLength} characters`)
-        .refine((s) => !s.includes('\u0000'), `${what} items must not contain NUL characters`),
+      z.string().check(
+        z.maxLength(LIMITS.argLength, `each ${what} item must be at most ${LIMITS.argLength} characters`),
+        z.refine((s) => !s.includes('\u0000'), `${what} items must not contain NUL characters`),
+      ),
     )
-    .max(maxItems, `at most ${maxItems} ${what} items`)
-    .refine(
-      (items) => items.reduce((n, s) => n + Buffer.byteLength(s), 0) <= LIMITS.argsTotalBytes,
-      `${what} must total at most ${LIMITS.argsTotalBytes} bytes`,
+    .check(
+      z.maxLength(maxItems, `at most ${maxItems} ${what} items`),
+      z.refine(
+        (items) => items.reduce((n, s) => n + Buffer.byteLength(s), 0) <= LIMITS.argsTotalBytes,
+        `${what} must total at most ${LIMITS.argsTotalBytes} bytes`,
+      ),
     );
 
-export const ResourcesSchema = z
-  .strictObject({
-    cpu: quantity
-      .optional()
-      .refine(
-        (q) => q === undefined || toNumber(q) <= LIMITS.maxCpuPerNode,
-        `must be at most ${LIMITS.maxCpuPerNode} cores`,
+export const ResourcesSchema = z.described(
+  z.strictObject({
+    cpu: z
+      .optional(quantity)
+      .check(
+        z.refine(
+          (q) => q === undefined || toNumber(q) <= LIMITS.maxCpuPerNode,
+          `must be at most ${LIMITS.maxCpuPerNode} cores`,
+        ),
       ),
-    memory: quantity
-      .optional()
-      .refine(
-        (q) => q === undefined || toNumber(q) <= LIMITS.maxMemoryPerNodeBytes,
-        'must be at most 16Ti per node',
+    memory: z
+      .optional(quantity)
+      .check(
+        z.refine(
+          (q) => q === undefined || toNumber(q) <= LIMITS.maxMemoryPerNodeBytes,
+          'must be at most 16Ti per node',
+        ),
       ),
-    gpu: z
-      .number()
-      .int('must be a whole number of GPUs')
-      .min(0, 'must not be negative')
-      .max(LIMITS.maxGpuPerNode, `must be at most ${LIMITS.maxGpuPerNode} per node`)
-      .optional(),
-  })
-  .describe('Resources for each node (CPU cores, memory bytes, nvidia.com/gpu)');
+    gpu: z.optional(
+      z
+        .number()
+        .check(
+          z.int('must be a whole number of GPUs'),
+          z.gte(0, 'must not be negative'),
+          z.lte(LIMITS.maxGpuPerNode, `must be at most ${LIMITS.maxGpuPerNode} per node`),
+        ),
+    ),
+  }),
+  'Resources for each node (CPU cores, memory bytes, nvidia.com/gpu)',
+);
 
 function toNumber(q: string | number): number {
   return typeof q === 'number' ? q : parseQuantity(q);
 }
 
 export const OutputSchema = z.strictObject({
-  uri: z
-    .string()
-    .max(LIMITS.uriLength, `must be at most ${LIMITS.uriLength} characters`)
-    .regex(/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/.*$/, 'must be an s3://bucket/prefix/ URI')
-    .refine((u) => !u.slice(5).split('/').slice(1).includes('..'), "must not contain '..' path segments")
-    .refine((u) => !u.slice(5).includes('//'), "must not contain empty path segments ('//')")
-    .refine(
+  uri: z.string().check(
+    z.maxLength(LIMITS.uriLength, `must be at most ${LIMITS.uriLength} characters`),
+    z.regex(/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/.*$/, 'must be an s3://bucket/prefix/ URI'),
+    z.refine((u) => !u.slice(5).split('/').slice(1).includes('..'), "must not contain '..' path segments"),
+    z.refine((u) => !u.slice(5).includes('//'), "must not contain empty path segments ('//')"),
+    z.refine(
       (u) => ![...u].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f || c === '\\'),
       'must not contain control characters or backslashes',
     ),
+  ),
 });
 
 export const RunRequestSchema = z
   .strictObject({
-    modelName: dnsLabel('modelName', LIMITS.modelName).describe('Name of the model this run trains'),
-    team: dnsLabel('team', LIMITS.teamName).describe('The team the run belongs to (tenancy)'),
-    namespace: dnsLabel('namespace', LIMITS.namespace)
-      .optional()
-      .describe("Kubernetes namespace for the job; defaults to the team's first namespace"),
+    modelName: z.described(dnsLabel('modelName', LIMITS.modelName), 'Name of the model this run trains'),
+    team: z.described(dnsLabel('team', LIMITS.teamName), 'The team the run belongs to (tenancy)'),
+    namespace: z.described(
+      z.optional(dnsLabel('namespace', LIMITS.namespace)),
+      "Kubernetes namespace for the job; defaults to the team's first namespace",
+    ),
     runtime: z.strictObject({
       name: z
         .string()
-        .min(1, 'runtime.name must not be empty')
-        .max(LIMITS.runtimeName, `runtime.name must be at most ${LIMITS.runtimeName} characters`)
-        .regex(RFC1123_SUBDOMAIN, 'runtime.name must be a DNS subdomain (lowercase, digits, - and .)'),
-      kind: z.enum(['ClusterTrainingRuntime', 'TrainingRuntime']).default(DEFAULTS.runtimeKind),
+        .check(
+          z.minLength(1, 'runtime.name must not be empty'),
+          z.maxLength(LIMITS.runtimeName, `runtime.name must be at most ${LIMITS.runtimeName} characters`),
+          z.regex(RFC1123_SUBDOMAIN, 'runtime.name must be a DNS subdomain (lowercase, digits, - and .)'),
+        ),
+      kind: z._default(z.enum(['ClusterTrainingRuntime', 'TrainingRuntime']), DEFAULTS.runtimeKind),
     }),
     image: z
       .string()
-      .min(1, 'image must not be empty')
-      .max(LIMITS.image, `image must be at most ${LIMITS.image} characters`)
-      .regex(IMAGE_REF, 'image must be a container image reference such as registry/repo/name:tag'),
-    command: stringList('command', LIMITS.commandItems).optional(),
-    args: stringList('args', LIMITS.argItems).optional(),
-    env: z
-      .record(
-        z
-          .string()
-          .max(256, 'env names must be at most 256 characters')
-          .regex(ENV_NAME, 'env names must be letters, digits and _, not starting with a digit')
-          .refine((n) => n !== '__proto__', 'env name __proto__ is not allowed')
-          .refine(
-            (n) => !n.startsWith(RESERVED_ENV_PREFIX),
-            `env names starting with ${RESERVED_ENV_PREFIX} are reserved`,
+      .check(
+        z.minLength(1, 'image must not be empty'),
+        z.maxLength(LIMITS.image, `image must be at most ${LIMITS.image} characters`),
+        z.regex(IMAGE_REF, 'image must be a container image reference such as registry/repo/name:tag'),
+      ),
+    command: z.optional(stringList('command', LIMITS.commandItems)),
+    args: z.optional(stringList('args', LIMITS.argItems)),
+    env: z.optional(
+      z
+        .record(
+          z.string().check(
+            z.maxLength(256, 'env names must be at most 256 characters'),
+            z.regex(ENV_NAME, 'env names must be letters, digits and _, not starting with a digit'),
+            z.refine((n) => n !== '__proto__', 'env name __proto__ is not allowed'),
+            z.refine(
+              (n) => !n.startsWith(RESERVED_ENV_PREFIX),
+              `env names starting with ${RESERVED_ENV_PREFIX} are reserved`,
+            ),
           ),
-        z
-          .string()
-          .max(LIMITS.envValueLength, `env values must be at most ${LIMITS.envValueLength} characters`)
-          .refine((s) => !s.includes('\u0000'), 'env values must not contain NUL characters'),
-      )
-      .refine((e) => Object.keys(e).length <= LIMITS.envEntries, `at most ${LIMITS.envEntries} env entries`)
-      .optional(),
-    numNodes: z
-      .number()
-      .int('numNodes must be a whole number')
-      .min(1, 'numNodes must be at least 1')
-      .max(LIMITS.maxNodes, `numNodes must be at most ${LIMITS.maxNodes}`)
-      .default(DEFAULTS.numNodes),
-    resourcesPerNode: ResourcesSchema.optional(),
-    numProcPerNode: z
-      .union([
+          z.string().check(
+            z.maxLength(
+              LIMITS.envValueLength,
+              `env values must be at most ${LIMITS.envValueLength} characters`,
+            ),
+            z.refine((s) => !s.includes('\u0000'), 'env values must not contain NUL characters'),
+          ),
+        )
+        .check(
+          z.refine(
+            (e) => Object.keys(e).length <= LIMITS.envEntries,
+            `at most ${LIMITS.envEntries} env entries`,
+          ),
+        ),
+    ),
+    numNodes: z._default(
+      z
+        .number()
+        .check(
+          z.int('numNodes must be a whole number'),
+          z.gte(1, 'numNodes must be at least 1'),
+          z.lte(LIMITS.maxNodes, `numNodes must be at most ${LIMITS.maxNodes}`),
+        ),
+      DEFAULTS.numNodes,
+    ),
+    resourcesPerNode: z.optional(ResourcesSchema),
+    numProcPerNode: z.optional(
+      z.union([
         z
           .number()
-          .int('numProcPerNode must be a whole number')
-          .min(1, 'numProcPerNode must be at least 1')
-          .max(LIMITS.maxProcPerNode, `numProcPerNode must be at most ${LIMITS.maxProcPerNode}`),
+          .check(
+            z.int('numProcPerNode must be a whole number'),
+            z.gte(1, 'numProcPerNode must be at least 1'),
+            z.lte(LIMITS.maxProcPerNode, `numProcPerNode must be at most ${LIMITS.maxProcPerNode}`),
+          ),
         z.literal('auto'),
-      ])
-      .optional(),
-    datasetUri: storageUri.optional(),
-    modelUri: storageUri.optional(),
-    queue: dnsLabel('queue', 63).optional().describe('Kueue LocalQueue name'),
-    priorityClass: z
-      .string()
-      .min(1)
-      .max(253)
-      .regex(RFC1123_SUBDOMAIN, 'priorityClass must be a DNS subdomain')
-      .optional()
-      .describe('Kueue WorkloadPriorityClass name'),
-    output: OutputSchema.optional().describe('Where training writes its output; defaults to the run prefix'),
-    producesArtifacts: z.boolean().default(true).describe('false when the run publishes no model'),
-    admissionDeadlineSeconds: z
-      .number()
-      .int()
-      .min(
-        LIMITS.minDeadlineSeconds,
-        `admissionDeadlineSeconds must be at least ${LIMITS.minDeadlineSeconds}`,
-      )
-      .max(
-        LIMITS.maxAdmissionDeadlineSeconds,
-        `admissionDeadlineSeconds must be at most ${LIMITS.maxAdmissionDeadlineSeconds} (7 days)`,
-      )
-      .default(DEFAULTS.admissionDeadlineSeconds),
-    runDeadlineSeconds: z
-      .number()
-      .int()
-      .min(LIMITS.minDeadlineSeconds, `runDeadlineSeconds must be at least ${LIMITS.minDeadlineSeconds}`)
-      .max(
-        LIMITS.maxRunDeadlineSeconds,
-        `runDeadlineSeconds must be at most ${LIMITS.maxRunDeadlineSeconds} (30 days)`,
-      )
-      .default(DEFAULTS.runDeadlineSeconds),
-    labels: z
-      .record(
-        labelKey,
+      ]),
+    ),
+    datasetUri: z.optional(storageUri),
+    modelUri: z.optional(storageUri),
+    queue: z.described(z.optional(dnsLabel('queue', 63)), 'Kueue LocalQueue name'),
+    priorityClass: z.described(
+      z.optional(
         z
           .string()
-          .max(63, 'label values are at most 63 characters')
-          .regex(LABEL_VALUE, 'must be a Kubernetes label value'),
-      )
-      .refine((l) => Object.keys(l).length <= LIMITS.labels, `at most ${LIMITS.labels} labels`)
-      .optional(),
-    hyperparameters: z
-      .record(
+          .check(
+            z.minLength(1),
+            z.maxLength(253),
+            z.regex(RFC1123_SUBDOMAIN, 'priorityClass must be a DNS subdomain'),
+          ),
+      ),
+      'Kueue WorkloadPriorityClass name',
+    ),
+    output: z.described(
+      z.optional(OutputSchema),
+      'Where training writes its output; defaults to the run prefix',
+    ),
+    producesArtifacts: z.described(z._default(z.boolean(), true), 'false when the run publishes no model'),
+    admissionDeadlineSeconds: z._default(
+      z
+        .number()
+        .check(
+          z.int(),
+          z.gte(
+            LIMITS.minDeadlineSeconds,
+            `admissionDeadlineSeconds must be at least ${LIMITS.minDeadlineSeconds}`,
+          ),
+          z.lte(
+            LIMITS.maxAdmissionDeadlineSeconds,
+            `admissionDeadlineSeconds must be at most ${LIMITS.maxAdmissionDeadlineSeconds} (7 days)`,
+          ),
+        ),
+      DEFAULTS.admissionDeadlineSeconds,
+    ),
+    runDeadlineSeconds: z._default(
+      z
+        .number()
+        .check(
+          z.int(),
+          z.gte(
+            LIMITS.minDeadlineSeconds,
+            `runDeadlineSeconds must be at least ${LIMITS.minDeadlineSeconds}`,
+          ),
+          z.lte(
+            LIMITS.maxRunDeadlineSeconds,
+            `runDeadlineSeconds must be at most ${LIMITS.maxRunDeadlineSeconds} (30 days)`,
+          ),
+        ),
+      DEFAULTS.runDeadlineSeconds,
+    ),
+    labels: z.optional(
+      z
+        .record(
+          labelKey,
+          z
+            .string()
+            .check(
+              z.maxLength(63, 'label values are at most 63 characters'),
+              z.regex(LABEL_VALUE, 'must be a Kubernetes label value'),
+            ),
+        )
+        .check(z.refine((l) => Object.keys(l).length <= LIMITS.labels, `at most ${LIMITS.labels} labels`)),
+    ),
+    hyperparameters: z.described(
+      z.optional(
         z
-          .string()
-          .min(1)
-          .max(64)
-          .regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/, 'hyperparameter names are identifiers'),
-        z.union([z.string().max(256), z.number().refine(Number.isFinite, 'must be finite'), z.boolean()]),
-      )
-      .refine(
-        (h) => Object.keys(h).length <= LIMITS.hyperparameters,
-        `at most ${LIMITS.hyperparameters} hyperparameters`,
-      )
-      .optional()
-      .describe('Recorded in the run and the published manifest'),
-    idempotencyKey: z
-      .string()
-      .min(1)
-      .max(
-        LIMITS.idempotencyKeyLength,
-        `idempotencyKey must be at most ${LIMITS.idempotencyKeyLength} characters`,
-      )
-      .regex(/^[\x21-\x7e]+$/, 'idempotencyKey must be printable ASCII without spaces')
-      .optional(),
-    target: z.enum(TARGETS).default(DEFAULTS.target),
+          .record(
+            z
+              .string()
+              .check(
+                z.minLength(1),
+                z.maxLength(64),
+                z.regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/, 'hyperparameter names are identifiers'),
+              ),
+            z.union([
+              z.string().check(z.maxLength(256)),
+              z.number().check(z.refine(Number.isFinite, 'must be finite')),
+              z.boolean(),
+            ]),
+          )
+          .check(
+            z.refine(
+              (h) => Object.keys(h).length <= LIMITS.hyperparameters,
+              `at most ${LIMITS.hyperparameters} hyperparameters`,
+            ),
+          ),
+      ),
+      'Recorded in the run and the published manifest',
+    ),
+    idempotencyKey: z.optional(
+      z
+        .string()
+        .check(
+          z.minLength(1),
+          z.maxLength(
+            LIMITS.idempotencyKeyLength,
+            `idempotencyKey must be at most ${LIMITS.idempotencyKeyLength} characters`,
+          ),
+          z.regex(/^[\x21-\x7e]+$/, 'idempotencyKey must be printable ASCII without spaces'),
+        ),
+    ),
+    target: z._default(z.enum(TARGETS), DEFAULTS.target),
   })
-  .superRefine((r, ctx) => {
-    if (r.target === 'MPIJob' && r.numNodes < 2) {
-      // An MPIJob needs a launcher and at least one worker.
-      ctx.addIssue({
-        code: 'custom',
-        path: ['numNodes'],
-        message: 'an MPIJob needs numNodes ≥ 2 (launcher + workers)',
-      });
-    }
-    for (const field of ['datasetUri', 'modelUri'] as const) {
-      if (r[field] && r.target !== 'auto' && r.target !== 'TrainJob') {
+  .check(
+    z.superRefine((r, ctx) => {
+      if (r.target === 'MPIJob' && r.numNodes < 2) {
+        // An MPIJob needs a launcher and at least one worker.
         ctx.addIssue({
           code: 'custom',
-          path: [field],
-          message: 'initializers exist only for Trainer v2 TrainJobs; pass the URI in env for legacy kinds',
+          path: ['numNodes'],
+          message: 'an MPIJob needs numNodes ≥ 2 (launcher + workers)',
         });
       }
-    }
-  });
+      for (const field of ['datasetUri', 'modelUri'] as const) {
+        if (r[field] && r.target !== 'auto' && r.target !== 'TrainJob') {
+          ctx.addIssue({
+            code: 'custom',
+            path: [field],
+            message: 'initializers exist only for Trainer v2 TrainJobs; pass the URI in env for legacy kinds',
+          });
+        }
+      }
+    }),
+  );
 
 export type RunRequestInput = z.input<typeof RunRequestSchema>;
 export type RunRequest = z.output<typeof RunRequestSchema>;

@@ -1,5 +1,5 @@
-import type { z } from 'zod';
 import { type Issue, ValidationError } from '../errors.ts';
+import * as z from '../zod.ts';
 import { type RunRequest, RunRequestSchema } from './schema.ts';
 
 function describeInput(input: unknown): string {
@@ -9,7 +9,7 @@ function describeInput(input: unknown): string {
 }
 
 /** zod issues → Gantry issues: a dotted field path and the rule, in words. One issue per field. */
-export function toIssues(error: z.ZodError): Issue[] {
+export function toIssues(error: z.core.$ZodError): Issue[] {
   const byField = new Map<string, Issue>();
   for (const i of error.issues) {
     const field = i.path.map(String).join('.');
@@ -36,8 +36,8 @@ export function toIssues(error: z.ZodError): Issue[] {
 }
 
 /** Parse an untrusted value with a schema, or throw a `ValidationError` naming every bad field. */
-export function parseWith<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
-  const result = schema.safeParse(input, { reportInput: true });
+export function parseWith<S extends z.core.$ZodType>(schema: S, input: unknown): z.output<S> {
+  const result = z.safeParse(schema, input, { reportInput: true });
   if (!result.success) throw new ValidationError(toIssues(result.error));
   return result.data;
 }

@@ -1,5 +1,5 @@
-import { z } from 'zod';
 import { ENV_NAME, RESERVED_ENV_PREFIX, RunRequestSchema } from '../run/schema.ts';
+import * as z from '../zod.ts';
 import { gridSize } from './space.ts';
 
 /**
@@ -26,28 +26,30 @@ export const SWEEP_DEFAULTS = {
 const PARAMETER_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 const FLAG = /^--?[A-Za-z][A-Za-z0-9_.-]*$/;
 
-const finite = (what: string) => z.number().refine(Number.isFinite, `${what} must be a finite number`);
+const finite = (what: string) =>
+  z.number().check(z.refine(Number.isFinite, `${what} must be a finite number`));
 
 /** Where a parameter's value reaches the trial: a `--flag=value` argument or an environment variable. */
 const Injection = z.strictObject({
-  into: z.enum(['args', 'env']).default('args').describe('args (default) or env'),
-  as: z
-    .string()
-    .min(1)
-    .max(128)
-    .optional()
-    .describe(
-      'The flag (default `--<name>`) or the env name (default the name upper-cased, non-alphanumerics as _)',
-    ),
+  into: z.described(z._default(z.enum(['args', 'env']), 'args'), 'args (default) or env'),
+  as: z.described(
+    z.optional(z.string().check(z.minLength(1), z.maxLength(128))),
+    'The flag (default `--<name>`) or the env name (default the name upper-cased, non-alphanumerics as _)',
+  ),
 });
 
 const common = {
   name: z
     .string()
-    .min(1, 'must not be empty')
-    .max(64, 'must be at most 64 characters')
-    .regex(PARAMETER_NAME, 'must be an identifier (letters, digits, _, . and -, not starting with a digit)'),
-  inject: Injection.optional(),
+    .check(
+      z.minLength(1, 'must not be empty'),
+      z.maxLength(64, 'must be at most 64 characters'),
+      z.regex(
+        PARAMETER_NAME,
+        'must be an identifier (letters, digits, _, . and -, not starting with a digit)',
+      ),
+    ),
+  inject: z.optional(Injection),
 };
 
 const ContinuousSchema = z.strictObject({
@@ -55,42 +57,52 @@ const ContinuousSchema = z.strictObject({
   type: z.literal('continuous'),
   min: finite('min'),
   max: finite('max'),
-  scale: z.enum(['linear', 'log']).default('linear'),
-  gridPoints: z
-    .number()
-    .int('gridPoints must be a whole number')
-    .min(2, 'gridPoints must be at least 2')
-    .max(SWEEP_LIMITS.gridPoints, `gridPoints must be at most ${SWEEP_LIMITS.gridPoints}`)
-    .optional()
-    .describe('Points for grid search, evenly spaced on the scale, both ends included'),
+  scale: z._default(z.enum(['linear', 'log']), 'linear'),
+  gridPoints: z.described(
+    z.optional(
+      z
+        .number()
+        .check(
+          z.int('gridPoints must be a whole number'),
+          z.gte(2, 'gridPoints must be at least 2'),
+          z.lte(SWEEP_LIMITS.gridPoints, `gridPoints must be at most ${SWEEP_LIMITS.gridPoints}`),
+        ),
+    ),
+    'Points for grid search, evenly spaced on the scale, both ends included',
+  ),
 });
 
 const IntegerSchema = z.strictObject({
   ...common,
   type: z.literal('integer'),
-  min: z.number().int('min must be a whole number'),
-  max: z.number().int('max must be a whole number'),
-  step: z.number().int('step must be a whole number').min(1, 'step must be at least 1').default(1),
+  min: z.number().check(z.int('min must be a whole number')),
+  max: z.number().check(z.int('max must be a whole number')),
+  step: z._default(
+    z.number().check(z.int('step must be a whole number'), z.gte(1, 'step must be at least 1')),
+    1,
+  ),
 });
 
 const DiscreteSchema = z.strictObject({
   ...common,
   type: z.literal('discrete'),
-  values: z
-    .array(finite('each value'))
-    .min(1, 'values must not be empty')
-    .max(SWEEP_LIMITS.values, `at most ${SWEEP_LIMITS.values} values`)
-    .refine((v) => new Set(v).size === v.length, 'values must be distinct'),
+  values: z.array(finite('each value')).check(
+    z.minLength(1, 'values must not be empty'),
+    z.maxLength(SWEEP_LIMITS.values, `at most ${SWEEP_LIMITS.values} values`),
+    z.refine((v) => new Set(v).size === v.length, 'values must be distinct'),
+  ),
 });
 
 const CategoricalSchema = z.strictObject({
   ...common,
   type: z.literal('categorical'),
   values: z
-    .array(z.string().min(1, 'values must not be empty strings').max(256))
-    .min(1, 'values must not be empty')
-    .max(SWEEP_LIMITS.values, `at most ${SWEEP_LIMITS.values} values`)
-    .refine((v) => new Set(v).size === v.length, 'values must be distinct'),
+    .array(z.string().check(z.minLength(1, 'values must not be empty strings'), z.maxLength(256)))
+    .check(
+      z.minLength(1, 'values must not be empty'),
+      z.maxLength(SWEEP_LIMITS.values, `at most ${SWEEP_LIMITS.values} values`),
+      z.refine((v) => new Set(v).size === v.length, 'values must be distinct'),
+    ),
 });
 
 export const ParameterSchema = z.discriminatedUnion(
@@ -100,37 +112,40 @@ export const ParameterSchema = z.discriminatedUnion(
 );
 
 export const ObjectiveSchema = z.strictObject({
-  metric: z
-    .string()
-    .min(1, 'metric must not be empty')
-    .max(SWEEP_LIMITS.metricName, `metric must be at most ${SWEEP_LIMITS.metricName} characters`)
-    .regex(/^[A-Za-z_][A-Za-z0-9_./-]*$/, 'metric must be a metric name such as accuracy or val/loss')
-    .describe('The metric the jobs report (Trainer status metrics, or metrics.json)'),
+  metric: z.described(
+    z
+      .string()
+      .check(
+        z.minLength(1, 'metric must not be empty'),
+        z.maxLength(SWEEP_LIMITS.metricName, `metric must be at most ${SWEEP_LIMITS.metricName} characters`),
+        z.regex(/^[A-Za-z_][A-Za-z0-9_./-]*$/, 'metric must be a metric name such as accuracy or val/loss'),
+      ),
+    'The metric the jobs report (Trainer status metrics, or metrics.json)',
+  ),
   direction: z.enum(['minimize', 'maximize'], { error: 'direction must be minimize or maximize' }),
-  goal: finite('goal').optional().describe('The sweep ends early once a trial reaches it'),
+  goal: z.described(z.optional(finite('goal')), 'The sweep ends early once a trial reaches it'),
 });
 
 const seed = z
   .number()
-  .int('seed must be a whole number')
-  .min(0, 'seed must not be negative')
-  .max(2 ** 31 - 1, 'seed must be below 2^31');
+  .check(
+    z.int('seed must be a whole number'),
+    z.gte(0, 'seed must not be negative'),
+    z.lte(2 ** 31 - 1, 'seed must be below 2^31'),
+  );
 
 export const AlgorithmSchema = z.discriminatedUnion(
   'name',
   [
     z.strictObject({ name: z.literal('grid') }),
-    z.strictObject({ name: z.literal('random'), seed: seed.optional() }),
+    z.strictObject({ name: z.literal('random'), seed: z.optional(seed) }),
     z.strictObject({
       name: z.literal('tpe'),
-      seed: seed.optional(),
-      startupTrials: z
-        .number()
-        .int()
-        .min(1, 'startupTrials must be at least 1')
-        .max(1000)
-        .optional()
-        .describe('Random trials before TPE takes over (default max(2, min(10, maxTrials / 5)))'),
+      seed: z.optional(seed),
+      startupTrials: z.described(
+        z.optional(z.number().check(z.int(), z.gte(1, 'startupTrials must be at least 1'), z.lte(1000))),
+        'Random trials before TPE takes over (default max(2, min(10, maxTrials / 5)))',
+      ),
     }),
   ],
   { error: 'algorithm.name must be one of grid, random, tpe' },
@@ -138,128 +153,159 @@ export const AlgorithmSchema = z.discriminatedUnion(
 
 export const EarlyStoppingSchema = z.strictObject({
   rule: z.literal('median', { error: "rule must be 'median' (the median stopping rule)" }),
-  minTrialsCompleted: z
-    .number()
-    .int()
-    .min(1, 'minTrialsCompleted must be at least 1')
-    .default(SWEEP_DEFAULTS.earlyStopping.minTrialsCompleted),
-  startAtPercent: z
-    .number()
-    .min(0, 'startAtPercent must be between 0 and 100')
-    .max(100, 'startAtPercent must be between 0 and 100')
-    .default(SWEEP_DEFAULTS.earlyStopping.startAtPercent),
+  minTrialsCompleted: z._default(
+    z.number().check(z.int(), z.gte(1, 'minTrialsCompleted must be at least 1')),
+    SWEEP_DEFAULTS.earlyStopping.minTrialsCompleted,
+  ),
+  startAtPercent: z._default(
+    z
+      .number()
+      .check(
+        z.gte(0, 'startAtPercent must be between 0 and 100'),
+        z.lte(100, 'startAtPercent must be between 0 and 100'),
+      ),
+    SWEEP_DEFAULTS.earlyStopping.startAtPercent,
+  ),
 });
 
-export const SweepRequestSchema = z
+const SweepRequestObject = z
   .strictObject({
-    template: RunRequestSchema.describe('The run every trial starts from'),
+    template: z.described(RunRequestSchema, 'The run every trial starts from'),
     parameters: z
       .array(ParameterSchema)
-      .min(1, 'parameters must not be empty: a sweep searches at least one parameter')
-      .max(SWEEP_LIMITS.parameters, `at most ${SWEEP_LIMITS.parameters} parameters`),
+      .check(
+        z.minLength(1, 'parameters must not be empty: a sweep searches at least one parameter'),
+        z.maxLength(SWEEP_LIMITS.parameters, `at most ${SWEEP_LIMITS.parameters} parameters`),
+      ),
     objective: ObjectiveSchema,
     algorithm: AlgorithmSchema,
     maxTrials: z
       .number({ error: 'maxTrials is required (a whole number)' })
-      .int('maxTrials must be a whole number')
-      .min(1, 'maxTrials must be at least 1')
-      .max(SWEEP_LIMITS.maxTrials, `maxTrials must be at most ${SWEEP_LIMITS.maxTrials}`),
-    parallelTrials: z
-      .number()
-      .int('parallelTrials must be a whole number')
-      .min(1, 'parallelTrials must be at least 1')
-      .max(SWEEP_LIMITS.parallelTrials, `parallelTrials must be at most ${SWEEP_LIMITS.parallelTrials}`)
-      .optional()
-      .describe(
-        `Trials in flight at most (default ${SWEEP_DEFAULTS.parallelTrials}, or maxTrials when smaller)`,
+      .check(
+        z.int('maxTrials must be a whole number'),
+        z.gte(1, 'maxTrials must be at least 1'),
+        z.lte(SWEEP_LIMITS.maxTrials, `maxTrials must be at most ${SWEEP_LIMITS.maxTrials}`),
       ),
-    maxFailedTrials: z
-      .number()
-      .int('maxFailedTrials must be a whole number')
-      .min(0, 'maxFailedTrials must not be negative')
-      .default(SWEEP_DEFAULTS.maxFailedTrials)
-      .describe('The sweep fails once more trials than this have failed'),
-    earlyStopping: EarlyStoppingSchema.optional(),
-    publish: z
-      .enum(['best', 'all', 'none'], { error: 'publish must be best, all or none' })
-      .default(SWEEP_DEFAULTS.publish)
-      .describe("Whose model is published: the best trial's (default), every trial's, or none"),
-    idempotencyKey: z
-      .string()
-      .min(1)
-      .max(128)
-      .regex(/^[\x21-\x7e]+$/, 'idempotencyKey must be printable ASCII without spaces')
-      .optional(),
+    parallelTrials: z.described(
+      z.optional(
+        z
+          .number()
+          .check(
+            z.int('parallelTrials must be a whole number'),
+            z.gte(1, 'parallelTrials must be at least 1'),
+            z.lte(
+              SWEEP_LIMITS.parallelTrials,
+              `parallelTrials must be at most ${SWEEP_LIMITS.parallelTrials}`,
+            ),
+          ),
+      ),
+      `Trials in flight at most (default ${SWEEP_DEFAULTS.parallelTrials}, or maxTrials when smaller)`,
+    ),
+    maxFailedTrials: z.described(
+      z._default(
+        z
+          .number()
+          .check(
+            z.int('maxFailedTrials must be a whole number'),
+            z.gte(0, 'maxFailedTrials must not be negative'),
+          ),
+        SWEEP_DEFAULTS.maxFailedTrials,
+      ),
+      'The sweep fails once more trials than this have failed',
+    ),
+    earlyStopping: z.optional(EarlyStoppingSchema),
+    publish: z.described(
+      z._default(
+        z.enum(['best', 'all', 'none'], { error: 'publish must be best, all or none' }),
+        SWEEP_DEFAULTS.publish,
+      ),
+      "Whose model is published: the best trial's (default), every trial's, or none",
+    ),
+    idempotencyKey: z.optional(
+      z
+        .string()
+        .check(
+          z.minLength(1),
+          z.maxLength(128),
+          z.regex(/^[\x21-\x7e]+$/, 'idempotencyKey must be printable ASCII without spaces'),
+        ),
+    ),
   })
-  .superRefine((s, ctx) => {
-    const issue = (path: (string | number)[], message: string) =>
-      ctx.addIssue({ code: 'custom', path, message });
-    if (s.template.idempotencyKey !== undefined) {
-      issue(['template', 'idempotencyKey'], 'set idempotencyKey on the sweep, not on its template');
-    }
-    const names = new Set<string>();
-    const targets = new Set<string>();
-    s.parameters.forEach((p, i) => {
-      if (names.has(p.name)) issue(['parameters', i, 'name'], `duplicate parameter name ${p.name}`);
-      names.add(p.name);
-      if (p.type === 'continuous' || p.type === 'integer') {
-        if (p.min >= p.max) issue(['parameters', i, 'min'], 'min must be less than max');
+  .check(
+    z.superRefine((s, ctx) => {
+      const issue = (path: (string | number)[], message: string) =>
+        ctx.addIssue({ code: 'custom', path, message });
+      if (s.template.idempotencyKey !== undefined) {
+        issue(['template', 'idempotencyKey'], 'set idempotencyKey on the sweep, not on its template');
       }
-      if (p.type === 'continuous' && p.scale === 'log' && p.min <= 0) {
-        issue(['parameters', i, 'min'], 'min must be greater than 0 on a log scale');
-      }
-      const target = injectionOf(p);
-      if (target.into === 'env') {
-        if (!ENV_NAME.test(target.as)) {
-          issue(['parameters', i, 'inject', 'as'], 'must be an env name (letters, digits and _)');
-        } else if (target.as.startsWith(RESERVED_ENV_PREFIX)) {
-          issue(
-            ['parameters', i, 'inject', 'as'],
-            `env names starting with ${RESERVED_ENV_PREFIX} are reserved`,
-          );
-        } else if (s.template.env && target.as in s.template.env) {
-          issue(['parameters', i, 'inject', 'as'], `env ${target.as} is also set in template.env`);
+      const names = new Set<string>();
+      const targets = new Set<string>();
+      s.parameters.forEach((p, i) => {
+        if (names.has(p.name)) issue(['parameters', i, 'name'], `duplicate parameter name ${p.name}`);
+        names.add(p.name);
+        if (p.type === 'continuous' || p.type === 'integer') {
+          if (p.min >= p.max) issue(['parameters', i, 'min'], 'min must be less than max');
         }
-      } else if (!FLAG.test(target.as)) {
-        issue(['parameters', i, 'inject', 'as'], 'must be a flag such as --lr or -b');
-      }
-      const key = `${target.into}:${target.as}`;
-      if (targets.has(key))
-        issue(['parameters', i, 'inject'], `${target.into} ${target.as} is injected twice`);
-      targets.add(key);
-    });
-    if (s.algorithm.name === 'grid') {
-      const missing = s.parameters.findIndex((p) => p.type === 'continuous' && p.gridPoints === undefined);
-      if (missing >= 0) {
-        issue(
-          ['parameters', missing, 'gridPoints'],
-          'is required for grid search over a continuous parameter',
-        );
-      } else {
-        const size = gridSize(s.parameters);
-        if (size > s.maxTrials) {
+        if (p.type === 'continuous' && p.scale === 'log' && p.min <= 0) {
+          issue(['parameters', i, 'min'], 'min must be greater than 0 on a log scale');
+        }
+        const target = injectionOf(p);
+        if (target.into === 'env') {
+          if (!ENV_NAME.test(target.as)) {
+            issue(['parameters', i, 'inject', 'as'], 'must be an env name (letters, digits and _)');
+          } else if (target.as.startsWith(RESERVED_ENV_PREFIX)) {
+            issue(
+              ['parameters', i, 'inject', 'as'],
+              `env names starting with ${RESERVED_ENV_PREFIX} are reserved`,
+            );
+          } else if (s.template.env && target.as in s.template.env) {
+            issue(['parameters', i, 'inject', 'as'], `env ${target.as} is also set in template.env`);
+          }
+        } else if (!FLAG.test(target.as)) {
+          issue(['parameters', i, 'inject', 'as'], 'must be a flag such as --lr or -b');
+        }
+        const key = `${target.into}:${target.as}`;
+        if (targets.has(key))
+          issue(['parameters', i, 'inject'], `${target.into} ${target.as} is injected twice`);
+        targets.add(key);
+      });
+      if (s.algorithm.name === 'grid') {
+        const missing = s.parameters.findIndex((p) => p.type === 'continuous' && p.gridPoints === undefined);
+        if (missing >= 0) {
           issue(
-            ['maxTrials'],
-            `the grid has ${size} points, more than maxTrials ${s.maxTrials}; raise maxTrials or coarsen the grid`,
+            ['parameters', missing, 'gridPoints'],
+            'is required for grid search over a continuous parameter',
           );
+        } else {
+          const size = gridSize(s.parameters);
+          if (size > s.maxTrials) {
+            issue(
+              ['maxTrials'],
+              `the grid has ${size} points, more than maxTrials ${s.maxTrials}; raise maxTrials or coarsen the grid`,
+            );
+          }
         }
       }
-    }
-    if (s.parallelTrials !== undefined && s.parallelTrials > s.maxTrials) {
-      issue(['parallelTrials'], `must not exceed maxTrials (${s.maxTrials})`);
-    }
-    if (
-      s.algorithm.name === 'tpe' &&
-      s.algorithm.startupTrials !== undefined &&
-      s.algorithm.startupTrials > s.maxTrials
-    ) {
-      issue(['algorithm', 'startupTrials'], `must not exceed maxTrials (${s.maxTrials})`);
-    }
-  })
-  .transform((s) => ({
+      if (s.parallelTrials !== undefined && s.parallelTrials > s.maxTrials) {
+        issue(['parallelTrials'], `must not exceed maxTrials (${s.maxTrials})`);
+      }
+      if (
+        s.algorithm.name === 'tpe' &&
+        s.algorithm.startupTrials !== undefined &&
+        s.algorithm.startupTrials > s.maxTrials
+      ) {
+        issue(['algorithm', 'startupTrials'], `must not exceed maxTrials (${s.maxTrials})`);
+      }
+    }),
+  );
+
+export const SweepRequestSchema = z.pipe(
+  SweepRequestObject,
+  z.transform((s: z.output<typeof SweepRequestObject>) => ({
     ...s,
     parallelTrials: s.parallelTrials ?? Math.min(SWEEP_DEFAULTS.parallelTrials, s.maxTrials),
-  }));
+  })),
+);
 
 export type SweepRequestInput = z.input<typeof SweepRequestSchema>;
 export type SweepRequest = z.output<typeof SweepRequestSchema>;
