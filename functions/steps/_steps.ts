@@ -48,8 +48,10 @@ export function stepsWith(wire: () => Partial<StepDeps>): () => Steps {
 
 /** The steps that end a run: a sweep trial that ends releases the sweep's next trials now rather than at the next reconciler tick. */
 export const sweepHooks = (): Pick<StepDeps, 'onTrialEnded' | 'log'> => ({
-  onTrialEnded: async (trial, opts) => {
-    await sweeps().advance(trial.sweepId, { queue: runQueue() }, opts);
+  // Look only at this trial's run, and give up after a few lost races: the reconciler advances
+  // every active sweep each tick, so a contended record costs a tick, never the run.
+  onTrialEnded: async (trial, runId, opts) => {
+    await sweeps().advance(trial.sweepId, { queue: runQueue() }, opts, { onlyRuns: [runId], maxAttempts: 4 });
   },
   log: (line) => logLine({ service: 'gantry-steps', ...line }),
 });

@@ -41,7 +41,7 @@ export interface StepDeps {
    * Called when a sweep trial's run ends, so the sweep releases its next trials at once. Its
    * failure is logged, never the run's: the reconciler advances every active sweep each tick.
    */
-  onTrialEnded?: (trial: TrialRef, opts?: CallOptions) => Promise<void>;
+  onTrialEnded?: (trial: TrialRef, runId: string, opts?: CallOptions) => Promise<void>;
   log?: (line: Record<string, unknown>) => void;
 }
 
@@ -276,10 +276,22 @@ export function makeSteps(deps: StepDeps) {
     return { phase: record.phase, reason: record.reason };
   }
 
+  /**
+   * The sweep hook, bounded: it gets TRIAL_HOOK_BUDGET_MS of the step's time, and whatever
+   * happens to it the run's outcome stands (the step must not time out or fail because a sweep
+   * record is contended; the reconciler advances the sweep on its next tick).
+   */
   async function trialEnded(run: RunSpec, opts?: CallOptions) {
     if (!run.trial || !deps.onTrialEnded) return;
+    const budget = AbortSignal.timeout(TRIAL_HOOK_BUDGET_MS);
+    const signal = opts?.signal ? AbortSignal.any([opts.signal, budget]) : budget;
     try {
-      await deps.onTrialEnded(run.trial, opts);
+      await Promise.race([
+        deps.onTrialEnded(run.trial, run.runId, { signal }),
+        new Promise((_resolve, reject) => {
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+        }),
+      ]);
     } catch (err) {
       deps.log?.({
         level: 'WARN',
@@ -295,6 +307,9 @@ export function makeSteps(deps: StepDeps) {
 }
 
 export type Steps = ReturnType<typeof makeSteps>;
+
+/** How long RecordOutcome may spend advancing a trial's sweep (its Lambda timeout is 30 s). */
+export const TRIAL_HOOK_BUDGET_MS = 8000;
 
 function vanished() {
   return {

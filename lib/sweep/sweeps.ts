@@ -28,7 +28,7 @@ export const ACTIVE_PREFIX = 'sweeps/active/';
 export const activeKey = (sweepId: string) => `${ACTIVE_PREFIX}${sweepId}`;
 
 /** A Queued trial with no run record this long after release is enqueued again (the first send was lost). */
-const REQUEUE_AFTER_MS = 15 * 60 * 1000;
+const REQUEUE_AFTER_MS = 5 * 60 * 1000;
 const MAX_ATTEMPTS = 24;
 const READ_CONCURRENCY = 16;
 
@@ -48,6 +48,13 @@ export interface SweepStoreDeps extends SweepCapabilities {
   /** Gantry's bucket: trials write to `s3://<bucket>/runs/<runId>/output/`. */
   bucket: string;
   log?: (line: Record<string, unknown>) => void;
+}
+
+export interface AdvanceOptions {
+  /** Read only these trials' run records (default: every open trial's). */
+  onlyRuns?: readonly string[];
+  /** Lost write races before giving up with ConcurrentUpdateError (default 24). */
+  maxAttempts?: number;
 }
 
 export interface AdvanceReport {
@@ -109,16 +116,32 @@ export function makeSweeps(deps: SweepStoreDeps) {
     });
   }
 
-  async function observe(record: SweepRecord, opts?: CallOptions) {
+  /**
+   * What the run records of the open trials say. `seen` carries what an earlier attempt of the
+   * same call read: a lost write race re-reads the sweep record, not every run record (a stale
+   * observation only delays a release to the next advance; it never over-releases, because a
+   * trial counts as in flight until a run record says it ended). `only` limits the reads to those
+   * runs (a trial's own RecordOutcome looks at its own run).
+   */
+  async function observe(
+    record: SweepRecord,
+    seen: Map<string, RunObservation | undefined>,
+    only: ReadonlySet<string> | undefined,
+    opts?: CallOptions,
+  ) {
     const open = record.trials.filter(
-      (t) => !['Succeeded', 'Failed', 'EarlyStopped', 'Cancelled'].includes(t.phase),
+      (t) =>
+        !['Succeeded', 'Failed', 'EarlyStopped', 'Cancelled'].includes(t.phase) &&
+        !seen.has(t.runId) &&
+        (only === undefined || only.has(t.runId)),
     );
-    const runs = new Map<string, RunObservation | undefined>();
-    const found = new Map<string, RunRecord>();
+    const runs = seen;
     await forEachLimit(open, READ_CONCURRENCY, async (t) => {
       const run = await records.get(t.runId, opts);
-      if (!run) return;
-      found.set(t.runId, run);
+      if (!run) {
+        runs.set(t.runId, undefined);
+        return;
+      }
       runs.set(t.runId, {
         phase: run.phase,
         ...(run.reason !== undefined ? { reason: run.reason } : {}),
@@ -127,7 +150,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
         ...(run.phase === 'Pending' && run.admission ? { waitingForQuota: true } : {}),
       });
     });
-    return { runs, found };
+    return { runs };
   }
 
   async function write(record: SweepRecord, etag: string, opts?: CallOptions): Promise<boolean> {
@@ -144,7 +167,11 @@ export function makeSweeps(deps: SweepStoreDeps) {
     sweepId: string,
     caps: SweepCapabilities = deps,
     opts?: CallOptions,
+    how: AdvanceOptions = {},
   ): Promise<AdvanceReport> {
+    const maxAttempts = how.maxAttempts ?? MAX_ATTEMPTS;
+    const only = how.onlyRuns ? new Set(how.onlyRuns) : undefined;
+    const seen = new Map<string, RunObservation | undefined>();
     const report: AdvanceReport = {
       sweepId,
       phase: 'Running',
@@ -165,7 +192,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
         return report;
       }
       const now = clock.now();
-      const { runs } = await observe(record, opts);
+      const { runs } = await observe(record, seen, only, opts);
       const algorithm = algorithmOf(record.request);
       const result = step(
         record,
@@ -191,7 +218,8 @@ export function makeSweeps(deps: SweepStoreDeps) {
         ? next.trials.filter(
             (t) =>
               t.phase === 'Queued' &&
-              !runs.has(t.runId) &&
+              runs.has(t.runId) &&
+              runs.get(t.runId) === undefined &&
               !release.includes(t) &&
               now.getTime() - Date.parse(t.releasedAt) > REQUEUE_AFTER_MS,
           )
@@ -206,7 +234,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
       const changed = result.changed || requeue.length > 0;
       if (changed) {
         if (!(await write(next, current.etag, opts))) {
-          if (attempt >= MAX_ATTEMPTS)
+          if (attempt >= maxAttempts)
             throw new ConcurrentUpdateError(`sweep ${sweepId}: too many concurrent updates`);
           await jitter(attempt);
           continue;
@@ -240,6 +268,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
       // a cancelled or finished sweep ends in this call rather than at the next tick.
       if (result.stop.length > 0 && !restopped) {
         restopped = true;
+        for (const { trial } of result.stop) seen.delete(trial.runId);
         continue;
       }
       // Completing: publish the best (once nothing else runs), then end the sweep.
@@ -297,22 +326,34 @@ export function makeSweeps(deps: SweepStoreDeps) {
     return (await get(sweepId, opts)) as SweepRecord;
   }
 
-  /** Advance every active sweep (the reconciler's tick). One failing sweep does not stop the others. */
+  /**
+   * Advance every active sweep (the reconciler's tick). One failing sweep does not stop the
+   * others; a sweep not started before `budgetMs` waits for the next tick, so sweeps never hold
+   * up the reconciler's jobs (which every team's runs wait on). A lost race is left to the next
+   * tick after a few attempts: the trials' own RecordOutcome steps advance it meanwhile.
+   */
   async function advanceActive(
     caps: SweepCapabilities = deps,
     opts?: CallOptions,
-  ): Promise<{ sweeps: number; errors: number }> {
+    budgetMs = 20_000,
+  ): Promise<{ sweeps: number; errors: number; deferred: number }> {
+    const started = Date.now();
     const ids = (await store.list(ACTIVE_PREFIX, opts)).map((o) => o.key.slice(ACTIVE_PREFIX.length));
     let errors = 0;
+    let deferred = 0;
     await forEachLimit(ids, 4, async (id) => {
+      if (Date.now() - started > budgetMs) {
+        deferred++;
+        return;
+      }
       try {
-        await advance(id, caps, opts);
+        await advance(id, caps, opts, { maxAttempts: 6 });
       } catch (err) {
         errors++;
         log({ level: 'ERROR', msg: 'sweep advance failed', sweepId: id, error: String(err) });
       }
     });
-    return { sweeps: ids.length, errors };
+    return { sweeps: ids.length, errors, deferred };
   }
 
   return { get, create, advance, cancel, advanceActive, specOf };
