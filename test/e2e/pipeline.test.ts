@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
-import { PRINCIPAL_HEADER } from '../../local/http-api.ts';
 import { DEMO_TEAM } from '../../local/stack.ts';
+import { apiClient } from '../helpers/api-client.ts';
 
 /**
  * The whole pipeline through the HTTP API on the embedded default: the production handlers
@@ -40,24 +40,7 @@ describe('the pipeline through the HTTP API (embedded default)', () => {
     await env?.close();
   });
 
-  async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-    const res = await fetch(`${env.api.url}${path}`, {
-      method,
-      headers: {
-        [PRINCIPAL_HEADER]: PRINCIPAL,
-        ...(body ? { 'content-type': 'application/json' } : {}),
-        ...headers,
-      },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    return {
-      status: res.status,
-      headers: res.headers,
-      // biome-ignore lint/suspicious/noExplicitAny: response bodies are read field by field in assertions
-      body: (text ? JSON.parse(text) : {}) as Record<string, any>,
-    };
-  }
+  const call = apiClient(() => env.api.url, PRINCIPAL);
 
   async function until(runId: string, phases: string[], timeoutMs = 60_000) {
     const end = Date.now() + timeoutMs;

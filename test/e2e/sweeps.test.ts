@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
-import { PRINCIPAL_HEADER } from '../../local/http-api.ts';
 import { finalAccuracy, parseHyperparameters } from '../../local/simulator/objective.ts';
 import { DEMO_TEAM } from '../../local/stack.ts';
+import { apiClient, type Body } from '../helpers/api-client.ts';
 
 /**
  * Sweeps through the HTTP API on the embedded default: trials fan out through the runs queue,
@@ -23,8 +23,6 @@ const template = {
   queue: 'demo-queue',
 };
 
-// biome-ignore lint/suspicious/noExplicitAny: response bodies are read field by field in assertions
-type Body = Record<string, any>;
 type Trial = {
   index: number;
   runId: string;
@@ -56,19 +54,7 @@ describe('sweeps on the embedded default', () => {
     await env?.close();
   });
 
-  async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-    const res = await fetch(`${env.api.url}${path}`, {
-      method,
-      headers: {
-        [PRINCIPAL_HEADER]: PRINCIPAL,
-        ...(body ? { 'content-type': 'application/json' } : {}),
-        ...headers,
-      },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : {}) as Body };
-  }
+  const call = apiClient(() => env.api.url, PRINCIPAL);
 
   async function until(sweepId: string, done: (s: Body) => boolean, timeoutMs = 120_000): Promise<Body> {
     const end = Date.now() + timeoutMs;
