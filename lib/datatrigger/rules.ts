@@ -1,5 +1,6 @@
 import type { TeamConfig } from '../config.ts';
 import { ENV_NAME, RFC1035_LABEL, type RunRequest, RunRequestSchema } from '../run/schema.ts';
+import type { DataTriggerRef } from '../run/spec.ts';
 import { toIssues } from '../run/validate.ts';
 import * as z from '../zod.ts';
 
@@ -107,17 +108,7 @@ export function bindRules(
 export type Concurrency = DataTriggerRule['concurrency'];
 
 /** The data a run trains on: one partition at one version. Carried on the run as `spec.trigger`. */
-export interface DataRef {
-  rule: string;
-  bucket: string;
-  partition: string;
-  /** `s3://bucket/<prefix><partition>/` */
-  dataUri: string;
-  /** The marker's version id or ETag; in quiet-period mode a digest of the objects seen. */
-  dataVersion: string;
-  /** When the data was complete (the marker's event time, or the last object's). */
-  eventTime: string;
-}
+export type DataRef = DataTriggerRef;
 
 /** Does this object belong to the rule, and is it the rule's marker? */
 export function matchKey(
@@ -221,7 +212,12 @@ export function checkRules(
       bucket: rule.bucket,
       dataUri: partitionUri(rule, SAMPLE.partition),
     };
-    const parsed = RunRequestSchema.safeParse(requestFor(rule, data));
+    // The template alone first: injecting into env/args of the wrong type would not be a
+    // ValidationError naming the field, but a crash.
+    const alone = RunRequestSchema.safeParse({ ...rule.run, team: rule.team }, { reportInput: true });
+    const parsed = alone.success
+      ? RunRequestSchema.safeParse(requestFor(rule, data), { reportInput: true })
+      : alone;
     if (!parsed.success) {
       for (const issue of toIssues(parsed.error)) {
         const field = issue.field.split('.').filter(Boolean);

@@ -32,7 +32,10 @@ export interface DataTriggerRef {
   rule: string;
   bucket: string;
   partition: string;
+  /** `s3://bucket/<prefix><partition>/` */
   dataUri: string;
+  /** The marker's version id or ETag; in quiet-period mode a digest of the objects seen. */
   dataVersion: string;
+  /** When the data was complete (the marker's event time, or the last object's). */
   eventTime: string;
 }

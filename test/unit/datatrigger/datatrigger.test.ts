@@ -88,6 +88,12 @@ describe('data-trigger rules in the config', () => {
       'rule daily: numNodes must be at least 1',
     ],
     [
+      'template args that are not a list',
+      { run: { ...TEMPLATE, args: {} } },
+      'dataTriggers.0.run.args',
+      'rule daily: must be array',
+    ],
+    [
       'a template with a team',
       { run: { ...TEMPLATE, team: 'vision' } },
       'dataTriggers.0.run.team',
