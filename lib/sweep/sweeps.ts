@@ -27,8 +27,13 @@ export const sweepKey = (sweepId: string) => `sweeps/${sweepId}/record.json`;
 export const ACTIVE_PREFIX = 'sweeps/active/';
 export const activeKey = (sweepId: string) => `${ACTIVE_PREFIX}${sweepId}`;
 
-/** A Queued trial with no run record this long after release is enqueued again (the first send was lost). */
-const REQUEUE_AFTER_MS = 5 * 60 * 1000;
+/**
+ * A Queued trial with no run record this long after release is enqueued again: the advance that
+ * released it was cut off between its write and its send (a RecordOutcome past its budget, a
+ * Lambda timeout). A duplicate message is harmless — the consumer starts one execution per run
+ * id — so this is short: a lost send must not leave a slot idle for long.
+ */
+const REQUEUE_AFTER_MS = 60 * 1000;
 const MAX_ATTEMPTS = 24;
 const READ_CONCURRENCY = 16;
 
@@ -242,10 +247,10 @@ export function makeSweeps(deps: SweepStoreDeps) {
         report.writes++;
       }
       report.phase = next.phase;
-      for (const trial of [...release, ...requeue]) {
+      await forEachLimit([...release, ...requeue], 16, async (trial) => {
         const spec = specOf(next, trial);
         await caps.queue?.enqueue(runMessage(spec), runMessageAttributes(spec), opts);
-      }
+      });
       report.released += release.length;
       if (release.length > 0)
         log({ level: 'INFO', msg: 'trials released', sweepId, trials: release.map((t) => t.index) });

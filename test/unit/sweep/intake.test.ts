@@ -96,6 +96,26 @@ describe('submitting a sweep', () => {
     ).rejects.toBeInstanceOf(IdempotencyConflictError);
   });
 
+  it('sends again a released trial whose message was lost, once it has waited a minute without a run', async () => {
+    const { submit, queue, store, records } = setup();
+    queue.failNext(new Error('send lost'));
+    await expect(submit({ caller: iam(VISION_ARN), body: valid(), idempotencyKey: 'lost' })).rejects.toThrow(
+      'send lost',
+    );
+    const sent = queue.sent.length;
+    let now = clock.now().getTime() + 61_000;
+    const later = makeSweeps({ store, records, clock: { now: () => new Date(now) }, bucket: BUCKET });
+    const sweepId = (await store.list('sweeps/active/'))[0]?.key.split('/')[2] as string;
+    await later.advance(sweepId, { queue });
+    const resent = queue.sent.slice(sent).map((m) => RunMessageSchema.parse(m.message).run.runId);
+    expect(resent).toContain(trialRunId(sweepId, 0));
+    // Not again right away: the re-send restarts the clock.
+    now += 1000;
+    const before = queue.sent.length;
+    await later.advance(sweepId, { queue });
+    expect(queue.sent.length).toBe(before);
+  });
+
   it('fills in a seed when none is given and records it, so the sweep can be reproduced', async () => {
     const { submit } = setup();
     const { record } = await submit({ caller: iam(VISION_ARN), body: valid({ algorithm: { name: 'tpe' } }) });
