@@ -66,6 +66,9 @@ export function makeReconciler(deps: ReconcilerDeps) {
       sweeps: 0,
       errors: 0,
     };
+    // Sweeps advance beside the job pass, on what the run records said at the last tick: a slow
+    // job pass (many jobs, a slow cluster) must not starve the sweeps, nor they it.
+    const sweeping = advanceSweeps(report, opts);
     const live = new Set<string>();
     for (const cluster of deps.clusters()) {
       let apis: JobApi[];
@@ -111,18 +114,20 @@ export function makeReconciler(deps: ReconcilerDeps) {
       });
     }
     for (const runId of recorded.keys()) if (!live.has(runId)) recorded.delete(runId);
-    if (deps.sweeps) {
-      // After the jobs: the trials' run records now say what the cluster said this tick.
-      try {
-        const swept = await deps.sweeps.advanceActive(opts);
-        report.sweeps = swept.sweeps;
-        report.errors += swept.errors;
-      } catch (err) {
-        report.errors++;
-        log({ level: 'ERROR', msg: 'sweeps not advanced', error: String(err) });
-      }
-    }
+    await sweeping;
     return report;
+  }
+
+  async function advanceSweeps(report: TickReport, opts?: CallOptions) {
+    if (!deps.sweeps) return;
+    try {
+      const swept = await deps.sweeps.advanceActive(opts);
+      report.sweeps = swept.sweeps;
+      report.errors += swept.errors;
+    } catch (err) {
+      report.errors++;
+      log({ level: 'ERROR', msg: 'sweeps not advanced', error: String(err) });
+    }
   }
 
   async function reconcileJob(
