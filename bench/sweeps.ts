@@ -1,0 +1,561 @@
+/**
+ * Sweeps on the embedded default: a random sweep of N trials (default 1,000, 1 GPU each) against
+ * one Kueue ClusterQueue of 64 GPUs in the cluster simulator, submitted through the HTTP API
+ * (`POST /v1/sweeps`) as the e2e test does, against a baseline measured in the same run: the same
+ * number of plain runs through `POST /v1/runs`, a closed loop keeping min(parallel, quota) in
+ * flight (a new run the moment an execution closes; no sweep controller). A second sweep asks for
+ * more parallel trials than the quota holds, to show that the extra trials wait as Pending and the
+ * sweep does not pile on (peak unfinished jobs ≤ parallelTrials).
+ *
+ * Each case runs in a process of its own (the handlers keep their clients for the life of the
+ * process, as a Lambda container does): the parent only starts them and writes the results.
+ *
+ * Run: `node bench/sweeps.ts [--trials 1000] [--parallel 64] [--over 96] [--speed 3600]
+ *       [--duration 1800] [--quota 64] [--cases baseline,sweep,over] [--write]`
+ * `--over 0` skips the over-quota sweep; `--write` updates bench/results/sweeps.md.
+ */
+import { execFile } from 'node:child_process';
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { DEMO_QUEUE, type Embedded, startEmbedded } from '../local/embedded.ts';
+import { PRINCIPAL_HEADER } from '../local/http-api.ts';
+import { DEMO_TEAM } from '../local/stack.ts';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const RESULTS = resolve(ROOT, 'bench/results/sweeps.md');
+const PRINCIPAL = DEMO_TEAM.principals[0] as string;
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i >= 0 && process.argv[i + 1] !== undefined) return process.argv[i + 1] as string;
+  const eq = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return eq ? eq.slice(name.length + 3) : fallback;
+}
+
+const TRIALS = Number(arg('trials', '1000'));
+const PARALLEL = Number(arg('parallel', '64'));
+const OVER = Number(arg('over', '96'));
+const SPEED = Number(arg('speed', '3600'));
+const DURATION = Number(arg('duration', '1800'));
+const QUOTA = Number(arg('quota', '64'));
+const TIMEOUT_S = Number(arg('timeout', '1800'));
+const CASES = arg('cases', 'baseline,sweep,over').split(',');
+const WRITE = process.argv.includes('--write');
+const CASE = arg('case', '');
+const LOG = arg('log', '/tmp/gantry-bench-sweeps.log');
+
+const template = {
+  modelName: 'sweep-bench',
+  team: 'demo',
+  runtime: { name: 'torch-distributed' },
+  image: 'registry.local/vision/train:1.0',
+  numNodes: 1,
+  resourcesPerNode: { gpu: 1 },
+  queue: DEMO_QUEUE.name,
+};
+const parameters = [
+  { name: 'lr', type: 'continuous', min: 1e-5, max: 1e-1, scale: 'log' },
+  { name: 'dropout', type: 'continuous', min: 0, max: 0.5 },
+  { name: 'batch_size', type: 'discrete', values: [16, 32, 64, 128, 256] },
+];
+
+interface CaseResult {
+  kind: 'baseline' | 'sweep';
+  trials: number;
+  parallel: number;
+  /** Trials (or runs) whose execution closed, by status. */
+  executions: Record<string, number>;
+  executionsStarted: number;
+  /** Submit → the sweep record is final (baseline: → the last execution closed). */
+  wallMs: number;
+  /** Submit → the last trial's execution closed. */
+  lastCloseMs: number;
+  simElapsedSeconds: number;
+  peakUnfinished: number;
+  peakRunning: number;
+  simCompleted: number;
+  simFailed: number;
+  sweep?: {
+    phase: string;
+    reason?: string;
+    succeeded: number;
+    failed: number;
+    recordBytes: number;
+    /** The most trials the record showed in flight (not terminal) at one poll. */
+    peakInFlightRecord: number;
+    /** The most trials the record showed Pending and waiting for quota at one poll. */
+    peakWaitingRecord: number;
+    best?: { trialIndex: number; objective: number };
+  };
+  s3: {
+    total: number;
+    byCommand: Record<string, number>;
+    recordPuts: number;
+    recordConflicts: number;
+    recordGets: number;
+    runRecordPuts: number;
+    runRecordConflicts: number;
+  };
+  logs: Record<string, number>;
+  logSamples: string[];
+  maxRssMiB: number;
+  cpuSeconds: number;
+  loadBefore: number;
+  loadAfter: number;
+  timedOut: boolean;
+  /** [seconds since submit, executions closed], every 15 s. */
+  timeline: Array<[number, number]>;
+  /** The error and cause of the first few executions that did not succeed. */
+  failedSamples: string[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// One case, in this process.
+
+/** S3 requests by command, and the conditional writes of sweep and run records, counted at the SDK. */
+function countS3() {
+  const counts: CaseResult['s3'] = {
+    total: 0,
+    byCommand: {},
+    recordPuts: 0,
+    recordConflicts: 0,
+    recordGets: 0,
+    runRecordPuts: 0,
+    runRecordConflicts: 0,
+  };
+  const proto = S3Client.prototype as unknown as {
+    send: (cmd: unknown, ...rest: unknown[]) => Promise<unknown>;
+  };
+  const send = proto.send;
+  proto.send = async function (this: unknown, cmd: unknown, ...rest: unknown[]) {
+    const c = cmd as { constructor: { name: string }; input?: { Key?: string }; benchOwn?: boolean };
+    if (c.benchOwn) return send.call(this, cmd, ...rest);
+    const name = c.constructor.name.replace(/Command$/, '');
+    counts.total++;
+    counts.byCommand[name] = (counts.byCommand[name] ?? 0) + 1;
+    const key = c.input?.Key ?? '';
+    const sweepRecord = /^sweeps\/[^/]+\/record\.json$/.test(key);
+    const runRecord = /^runs\/[^/]+\/record\.json$/.test(key);
+    if (sweepRecord && name === 'GetObject') counts.recordGets++;
+    if (name === 'PutObject' && sweepRecord) counts.recordPuts++;
+    if (name === 'PutObject' && runRecord) counts.runRecordPuts++;
+    try {
+      return await send.call(this, cmd, ...rest);
+    } catch (err) {
+      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      if (name === 'PutObject' && (status === 412 || status === 409)) {
+        if (sweepRecord) counts.recordConflicts++;
+        if (runRecord) counts.runRecordConflicts++;
+      }
+      throw err;
+    }
+  };
+  return counts;
+}
+
+/** Every log line the handlers print goes to a file; WARN and ERROR lines are counted by message. */
+function captureLogs(file: string) {
+  const counts: Record<string, number> = {};
+  const samples: string[] = [];
+  writeFileSync(file, '');
+  const original = console.log;
+  console.log = (...args: unknown[]) => {
+    const line = args.map((a) => (typeof a === 'string' ? a : JSON.stringify(a))).join(' ');
+    appendFileSync(file, `${line}\n`);
+    const m = /^\{"level":"(WARN|ERROR)".*?"msg":"([^"]*)"/.exec(line);
+    if (m) {
+      const k = `${m[1]} ${m[2]}`;
+      counts[k] = (counts[k] ?? 0) + 1;
+      if (samples.length < 8) samples.push(line.slice(0, 600));
+    }
+  };
+  const originalError = console.error;
+  console.error = (...args: unknown[]) => {
+    const line = args.map((a) => (a instanceof Error ? a.stack : String(a))).join(' ');
+    appendFileSync(file, `STDERR ${line}\n`);
+    const k = `console.error ${line.slice(0, 80)}`;
+    counts[k] = (counts[k] ?? 0) + 1;
+    if (samples.length < 8) samples.push(line.slice(0, 600));
+  };
+  return { counts, samples, restore: () => Object.assign(console, { log: original, error: originalError }) };
+}
+
+async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<CaseResult> {
+  const loadBefore = loadavg()[0] as number;
+  const s3 = countS3();
+  const logs = captureLogs(LOG);
+  const env: Embedded = await startEmbedded({
+    simSpeed: SPEED,
+    sfnSpeed: 60,
+    simulator: {
+      defaultDurationSeconds: DURATION,
+      queues: [{ ...DEMO_QUEUE, quota: { 'nvidia.com/gpu': QUOTA, cpu: 4096, memory: '64Ti' } }],
+    },
+  });
+  const executions: Record<string, number> = {};
+  let lastClose = 0;
+  const failedSamples: string[] = [];
+  const closed: Array<() => void> = [];
+  env.stack.sfn.onExecutionClosed((e) => {
+    executions[e.status] = (executions[e.status] ?? 0) + 1;
+    if (e.status !== 'SUCCEEDED' && failedSamples.length < 5)
+      failedSamples.push(`${e.name} ${e.status} ${e.error}: ${String(e.cause).slice(0, 300)}`);
+    lastClose = performance.now();
+    for (const f of closed) f();
+  });
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${env.api.url}${path}`, {
+      method,
+      headers: { [PRINCIPAL_HEADER]: PRINCIPAL, ...(body ? { 'content-type': 'application/json' } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    // biome-ignore lint/suspicious/noExplicitAny: response bodies are read field by field
+    return { status: res.status, body: (text ? JSON.parse(text) : {}) as Record<string, any> };
+  };
+  const closedCount = () => Object.values(executions).reduce((a, b) => a + b, 0);
+  const timeline: Array<[number, number]> = [];
+  const progress = setInterval(() => {
+    const st = env.sim.stats().jobs;
+    timeline.push([Math.round((performance.now() - t0) / 1000), closedCount()]);
+    process.stderr.write(
+      `[${kind} p=${parallel}] ${((performance.now() - t0) / 1000).toFixed(0)} s: ${closedCount()}/${TRIALS} closed, ` +
+        `${st.running} running, ${st.pending} pending, load ${loadavg()[0]?.toFixed(1)}\n`,
+    );
+  }, 15_000);
+  const sim0 = env.sim.now().getTime();
+  const deadline = Date.now() + TIMEOUT_S * 1000;
+  let timedOut = false;
+  let sweepOut: CaseResult['sweep'];
+  const t0 = performance.now();
+  try {
+    if (kind === 'baseline') {
+      // Closed loop: `parallel` runs in flight; each closed execution lets one more in.
+      let submitted = 0;
+      const errors: string[] = [];
+      const submit = async () => {
+        const i = submitted++;
+        const r = await call('POST', '/v1/runs', {
+          ...template,
+          producesArtifacts: false,
+          args: [`--lr=${(10 ** (-5 + 4 * Math.random())).toPrecision(3)}`, `--dropout=${Math.random() / 2}`],
+          idempotencyKey: `baseline-${i}`,
+        });
+        if (r.status !== 202) errors.push(`${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+      };
+      let wake: () => void = () => undefined;
+      closed.push(() => wake());
+      const initial = Math.min(parallel, TRIALS);
+      for (let i = 0; i < initial; i += 16)
+        await Promise.all(Array.from({ length: Math.min(16, initial - i) }, () => submit()));
+      while (closedCount() < TRIALS) {
+        if (errors.length > 0) throw new Error(`POST /v1/runs failed: ${errors.slice(0, 3).join('; ')}`);
+        if (Date.now() > deadline) {
+          timedOut = true;
+          break;
+        }
+        const toSubmit = Math.min(TRIALS - submitted, closedCount() + parallel - submitted);
+        if (toSubmit > 0) {
+          await Promise.all(Array.from({ length: toSubmit }, () => submit()));
+          continue;
+        }
+        await new Promise<void>((r) => {
+          wake = r;
+          setTimeout(r, 1000);
+        });
+      }
+    } else {
+      const submittedSweep = await call('POST', '/v1/sweeps', {
+        template,
+        parameters,
+        objective: { metric: 'accuracy', direction: 'maximize' },
+        algorithm: { name: 'random', seed: 7 },
+        maxTrials: TRIALS,
+        parallelTrials: parallel,
+        // Count failed trials rather than end the sweep on them.
+        maxFailedTrials: TRIALS,
+      });
+      if (submittedSweep.status !== 202)
+        throw new Error(`POST /v1/sweeps: ${submittedSweep.status} ${JSON.stringify(submittedSweep.body)}`);
+      const sweepId = submittedSweep.body.sweepId as string;
+      // Poll the record itself (not through the API), uncounted: its size, phase and trials in flight.
+      let peakInFlightRecord = 0;
+      let peakWaitingRecord = 0;
+      for (;;) {
+        const get = new GetObjectCommand({ Bucket: env.stack.bucket, Key: `sweeps/${sweepId}/record.json` });
+        (get as unknown as { benchOwn: boolean }).benchOwn = true;
+        const out = await env.stack.s3.send(get);
+        const text = (await out.Body?.transformToString()) ?? '';
+        const record = JSON.parse(text) as {
+          phase: string;
+          reason?: string;
+          trials: Array<{ phase: string; waitingForQuota?: boolean }>;
+          best?: { trialIndex: number; objective: number };
+        };
+        const open = record.trials.filter(
+          (t) => !['Succeeded', 'Failed', 'EarlyStopped', 'Cancelled'].includes(t.phase),
+        );
+        peakInFlightRecord = Math.max(peakInFlightRecord, open.length);
+        peakWaitingRecord = Math.max(peakWaitingRecord, open.filter((t) => t.waitingForQuota).length);
+        const final = ['Succeeded', 'Failed', 'Cancelled'].includes(record.phase);
+        if (final || Date.now() > deadline) {
+          timedOut = !final;
+          sweepOut = {
+            phase: record.phase,
+            ...(record.reason ? { reason: record.reason } : {}),
+            succeeded: record.trials.filter((t) => t.phase === 'Succeeded').length,
+            failed: record.trials.filter((t) => t.phase === 'Failed').length,
+            recordBytes: Buffer.byteLength(text),
+            peakInFlightRecord,
+            peakWaitingRecord,
+            ...(record.best
+              ? { best: { trialIndex: record.best.trialIndex, objective: record.best.objective } }
+              : {}),
+          };
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+    const wallMs = performance.now() - t0;
+    const stats = env.sim.stats();
+    let started = 0;
+    let nextToken: string | undefined;
+    do {
+      const page = await env.stack.sfn.listExecutions({
+        stateMachineArn: env.stack.stateMachineArn,
+        maxResults: 1000,
+        nextToken,
+      });
+      started += page.executions.length;
+      nextToken = page.nextToken;
+    } while (nextToken);
+    const usage = process.resourceUsage();
+    return {
+      kind,
+      trials: TRIALS,
+      parallel,
+      executions,
+      executionsStarted: started,
+      wallMs,
+      lastCloseMs: lastClose - t0,
+      simElapsedSeconds: (env.sim.now().getTime() - sim0) / 1000,
+      peakUnfinished: stats.jobs.peakUnfinished,
+      peakRunning: stats.jobs.peakRunning,
+      simCompleted: stats.jobs.completed,
+      simFailed: stats.jobs.failed,
+      ...(sweepOut ? { sweep: sweepOut } : {}),
+      s3,
+      logs: logs.counts,
+      logSamples: logs.samples,
+      maxRssMiB: usage.maxRSS / 1024,
+      cpuSeconds: (usage.userCPUTime + usage.systemCPUTime) / 1e6,
+      loadBefore,
+      loadAfter: loadavg()[0] as number,
+      timedOut,
+      timeline,
+      failedSamples,
+    };
+  } finally {
+    clearInterval(progress);
+    await env.close().catch(() => undefined);
+    logs.restore();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The parent: one process per case, then the figures.
+
+function measure(name: string, kind: 'baseline' | 'sweep', parallel: number): Promise<CaseResult> {
+  return new Promise((res, rej) => {
+    const child = execFile(
+      process.execPath,
+      [
+        fileURLToPath(import.meta.url),
+        `--case=${kind}`,
+        `--parallel=${parallel}`,
+        `--trials=${TRIALS}`,
+        `--speed=${SPEED}`,
+        `--duration=${DURATION}`,
+        `--quota=${QUOTA}`,
+        `--timeout=${TIMEOUT_S}`,
+        `--log=/tmp/gantry-bench-sweeps-${name}.log`,
+      ],
+      { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout) => {
+        const line = stdout.split('\n').find((l) => l.startsWith('RESULT '));
+        if (line) writeFileSync(`/tmp/gantry-bench-sweeps-${name}.json`, line.slice('RESULT '.length));
+        if (line) res(JSON.parse(line.slice('RESULT '.length)) as CaseResult);
+        else rej(err ?? new Error(`case ${name} printed no result`));
+      },
+    );
+    child.stderr?.pipe(process.stderr);
+  });
+}
+
+interface Derived {
+  slots: number;
+  idealS: number;
+  wallS: number;
+  overheadPerTrialS: number;
+  trialsPerS: number;
+  speedup: number;
+  efficiency: number;
+}
+
+/** Trials that ended: as the sweep record says (an execution may fail after its run succeeded), else closed executions. */
+function doneOf(r: CaseResult): number {
+  return r.sweep
+    ? r.sweep.succeeded + r.sweep.failed
+    : (r.executions.SUCCEEDED ?? 0) + (r.executions.FAILED ?? 0);
+}
+
+function derive(r: CaseResult): Derived {
+  const slots = Math.min(r.parallel, QUOTA);
+  const done = doneOf(r);
+  // Over the trials that finished (all of them unless the case timed out).
+  const idealS = Math.ceil(done / slots) * (DURATION / SPEED);
+  const wallS = r.wallMs / 1000;
+  const serialS = (done * DURATION) / SPEED;
+  return {
+    slots,
+    idealS,
+    wallS,
+    overheadPerTrialS: ((wallS - idealS) * slots) / done,
+    trialsPerS: done / wallS,
+    speedup: serialS / wallS,
+    efficiency: idealS / wallS,
+  };
+}
+
+function report(results: Record<string, CaseResult>, loadBefore: number, loadAfter: number): string {
+  const f = (v: number, d = 1) => v.toFixed(d);
+  const rows: string[] = [];
+  const d: Record<string, Derived> = {};
+  for (const [name, r] of Object.entries(results)) {
+    const x = derive(r);
+    d[name] = x;
+    const label =
+      r.kind === 'baseline'
+        ? `plain runs, closed loop of ${r.parallel} (baseline)`
+        : `sweep, parallelTrials ${r.parallel}`;
+    const done = doneOf(r);
+    rows.push(
+      `| ${label} | ${done}${r.timedOut ? ' (**timed out**)' : ''} | ${f(x.wallS)} s | ${f(x.idealS)} s | ${f(x.efficiency * 100, 0)} % | ` +
+        `${f(x.speedup)}× of ${x.slots} | ${f(x.trialsPerS, 2)} | ${f(x.overheadPerTrialS, 2)} s | ` +
+        `${r.peakUnfinished} / ${r.peakRunning} | ${f(r.maxRssMiB, 0)} MiB | ${f(r.cpuSeconds, 0)} s |`,
+    );
+  }
+  const base = d.baseline;
+  const ratio = (name: string, pick: (x: Derived) => number) =>
+    base && d[name] ? f(pick(d[name] as Derived) / pick(base), 2) : 'n/a';
+  const sweepCases = Object.entries(results).filter(([, r]) => r.kind === 'sweep');
+  const details = sweepCases
+    .map(([name, r]) => {
+      const s = r.sweep;
+      const puts = r.s3.recordPuts;
+      return `### sweep, parallelTrials ${r.parallel}
+
+- ${r.timedOut ? `Record phase at the time box: ${s?.phase}` : `Ended ${s?.phase}${s?.reason ? ` (${s.reason})` : ''}`}: ${s?.succeeded} trials succeeded, ${s?.failed} failed; best trial ${s?.best?.trialIndex} (accuracy ${s?.best?.objective}).
+- ${r.timedOut ? `**Timed out** after ${f(r.wallMs / 1000)} s with ${doneOf(r)} of ${r.trials} trials ended (the record still ${s?.phase}); the last execution closed at ${f(r.lastCloseMs / 1000)} s.` : `Last trial's execution closed at ${f(r.lastCloseMs / 1000)} s; the sweep record was final at ${f(r.wallMs / 1000)} s (publishing the best, the reconciler's end of the sweep).`}
+- Overhead per trial against the baseline's: **${ratio(name, (x) => x.overheadPerTrialS)}×**; trials per second against plain runs per second: **${ratio(name, (x) => x.trialsPerS)}×**.
+- Peak concurrent trials as the simulator saw them: ${r.peakUnfinished} unfinished jobs (≤ parallelTrials ${r.parallel}: ${r.peakUnfinished <= r.parallel ? 'yes' : '**no**'}), ${r.peakRunning} running (quota ${QUOTA}); as the sweep record showed them: ${s?.peakInFlightRecord} in flight, at most ${s?.peakWaitingRecord} waiting for quota.
+- Sweep record: ${s ? f(s.recordBytes / 1024, 0) : '?'} KiB at the end (${s ? f(s.recordBytes / Math.max(1, doneOf(r)), 0) : '?'} B per ended trial); ${puts} conditional writes attempted, ${r.s3.recordConflicts} lost (412/409, then re-read and re-decided) = ${f(puts ? (100 * r.s3.recordConflicts) / puts : 0, 1)} %; ${r.s3.recordGets} reads by Gantry. Writes per ended trial: ${f(puts / Math.max(1, doneOf(r)), 2)}; bytes written to the record: ~${s ? f((puts * s.recordBytes) / 2 / 2 ** 20, 1) : '?'} MiB (writes × half the final size).
+- S3 requests per ended trial: ${f(r.s3.total / Math.max(1, doneOf(r)), 1)} (baseline: ${results.baseline ? f(results.baseline.s3.total / Math.max(1, doneOf(results.baseline)), 1) : 'n/a'} per run). By command: ${Object.entries(
+        r.s3.byCommand,
+      )
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}.
+- Step Functions executions: ${r.executionsStarted} started; closed ${JSON.stringify(r.executions)}.${(r.failedSamples ?? []).length > 0 ? ` First that did not succeed: ${(r.failedSamples ?? []).map((x) => `\`${x.slice(0, 200)}\``).join('; ')}.` : ''}
+- Executions closed over time (s: closed): ${r.timeline.map(([t, n]) => `${t}: ${n}`).join(', ')}.
+- WARN/ERROR log lines: ${
+        Object.keys(r.logs).length === 0
+          ? 'none'
+          : Object.entries(r.logs)
+              .map(([k, v]) => `${k}: ${v}`)
+              .join('; ')
+      }.
+`;
+    })
+    .join('\n');
+  const b = results.baseline;
+  const baseDetails = b
+    ? `### baseline
+
+- ${b.executionsStarted} executions started; closed ${JSON.stringify(b.executions)}; peak ${b.peakUnfinished} unfinished / ${b.peakRunning} running jobs.
+- Executions closed over time (s: closed): ${b.timeline.map(([t, n]) => `${t}: ${n}`).join(', ')}.
+- S3 requests per run: ${f(b.s3.total / Math.max(1, doneOf(b)), 1)}. By command: ${Object.entries(
+        b.s3.byCommand,
+      )
+        .sort((a, c) => c[1] - a[1])
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}.
+- WARN/ERROR log lines: ${
+        Object.keys(b.logs).length === 0
+          ? 'none'
+          : Object.entries(b.logs)
+              .map(([k, v]) => `${k}: ${v}`)
+              .join('; ')
+      }.
+`
+    : '';
+  return `## Latest run
+
+${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs shared with other engineers' work;
+load average ${f(loadBefore)} before, ${f(loadAfter)} after.
+\`node bench/sweeps.ts --trials ${TRIALS} --parallel ${PARALLEL} --over ${OVER} --speed ${SPEED} --duration ${DURATION} --quota ${QUOTA} --timeout ${TIMEOUT_S}\`:
+${TRIALS} trials of ${DURATION} simulated seconds (${f(DURATION / SPEED, 2)} s of wall each at ${SPEED}×), 1 GPU each, one
+ClusterQueue of ${QUOTA} GPUs. Ideal wall = ceil(${TRIALS} / min(parallel, ${QUOTA})) × ${f(DURATION / SPEED, 2)} s (every slot always busy);
+overhead per trial = (wall − ideal) × min(parallel, ${QUOTA}) / trials ended (all ${TRIALS} unless the case timed out;
+then the ideal is over the trials that ended).
+
+| case | trials done | wall | ideal | ideal / wall | speed-up over one at a time | trials/s | overhead per trial | peak unfinished / running jobs | peak RSS | CPU |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+${rows.join('\n')}
+
+Sweep (parallelTrials ${PARALLEL}) against the baseline: overhead per trial **${ratio('sweep', (x) => x.overheadPerTrialS)}×**,
+throughput **${ratio('sweep', (x) => x.trialsPerS)}×**${results.sweep?.timedOut ? ' (the sweep timed out: wall is not comparable)' : `, wall **${ratio('sweep', (x) => x.wallS)}×**`}.
+
+${baseDetails}
+${details}`;
+}
+
+const START = '<!-- results:start -->';
+const END = '<!-- results:end -->';
+
+if (CASE) {
+  const result = await runCase(CASE as 'baseline' | 'sweep', PARALLEL);
+  process.stdout.write(`\nRESULT ${JSON.stringify(result)}\n`);
+  process.exit(0);
+}
+
+const FROM = arg('from', '');
+let loadBefore = loadavg()[0] as number;
+const results: Record<string, CaseResult> = {};
+if (FROM) {
+  // Rewrite the report from the case results a previous run saved (same flags).
+  for (const name of ['baseline', 'sweep', 'over']) {
+    const file = `${FROM}/gantry-bench-sweeps-${name}.json`;
+    if (existsSync(file)) results[name] = JSON.parse(readFileSync(file, 'utf8')) as CaseResult;
+  }
+  loadBefore = Object.values(results)[0]?.loadBefore ?? loadBefore;
+} else {
+  if (CASES.includes('baseline')) results.baseline = await measure('baseline', 'baseline', PARALLEL);
+  if (CASES.includes('sweep')) results.sweep = await measure('sweep', 'sweep', PARALLEL);
+  if (CASES.includes('over') && OVER > 0) results.over = await measure('over', 'sweep', OVER);
+}
+const loadAfter = FROM ? (Object.values(results).at(-1)?.loadAfter ?? 0) : (loadavg()[0] as number);
+writeFileSync('/tmp/gantry-bench-sweeps.json', JSON.stringify(results, null, 2));
+const section = report(results, loadBefore, loadAfter);
+console.log(section);
+if (WRITE) {
+  const previous = existsSync(RESULTS) ? readFileSync(RESULTS, 'utf8') : '';
+  const [head, rest] = previous.includes(START) ? previous.split(START) : ['# Sweeps\n\n', `\n${END}\n`];
+  const tail = (rest ?? '').includes(END) ? (rest ?? '').slice((rest ?? '').indexOf(END) + END.length) : '';
+  writeFileSync(RESULTS, `${head}${START}\n${section}\n${END}${tail}`);
+}
+process.exit(0);
