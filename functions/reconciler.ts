@@ -21,9 +21,16 @@ import {
 } from './_deps.ts';
 import { log, logLine } from './_log.ts';
 
-/** The reconciler may do everything a sweep needs: release, stop (and delete jobs), publish the best. */
+let caps: SweepCapabilities | undefined;
+
+/**
+ * The reconciler may do everything a sweep needs: release, stop (and delete jobs), publish the
+ * best. Built once, on the first sweep pass (not at build), so a missing queue URL fails that
+ * pass only.
+ */
 function sweepCapabilities(): SweepCapabilities {
-  return {
+  if (caps) return caps;
+  caps = {
     queue: runQueue(),
     stopRun: makeRunStopper({
       workflow: workflow(),
@@ -47,6 +54,7 @@ function sweepCapabilities(): SweepCapabilities {
       serving: servingEvents(),
     }),
   };
+  return caps;
 }
 
 function build() {

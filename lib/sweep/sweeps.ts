@@ -9,6 +9,7 @@ import {
   algorithmOf,
   finish,
   isSweepFinal,
+  isTrialTerminal,
   needsPublish,
   type PublishedModel,
   type RunObservation,
@@ -135,10 +136,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
     opts?: CallOptions,
   ) {
     const open = record.trials.filter(
-      (t) =>
-        !['Succeeded', 'Failed', 'EarlyStopped', 'Cancelled'].includes(t.phase) &&
-        !seen.has(t.runId) &&
-        (only === undefined || only.has(t.runId)),
+      (t) => !isTrialTerminal(t.phase) && !seen.has(t.runId) && (only === undefined || only.has(t.runId)),
     );
     const runs = seen;
     await forEachLimit(open, READ_CONCURRENCY, async (t) => {
@@ -277,7 +275,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
         continue;
       }
       // Completing: publish the best (once nothing else runs), then end the sweep.
-      if (needsPublish(next) && caps.publishBest && next.trials.every((t) => isDone(t))) {
+      if (needsPublish(next) && caps.publishBest && next.trials.every((t) => isTrialTerminal(t.phase))) {
         const best = next.best;
         const run = best ? await records.get(best.runId, opts) : undefined;
         if (!run) throw new NotFoundError(`the best trial's run ${best?.runId} has no record`);
@@ -365,10 +363,6 @@ export function makeSweeps(deps: SweepStoreDeps) {
 }
 
 export type Sweeps = ReturnType<typeof makeSweeps>;
-
-function isDone(t: Trial): boolean {
-  return ['Succeeded', 'Failed', 'EarlyStopped', 'Cancelled'].includes(t.phase);
-}
 
 async function jitter(attempt: number): Promise<void> {
   const ms = Math.random() * Math.min(500, 10 * 2 ** attempt);
