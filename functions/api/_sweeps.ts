@@ -1,19 +1,14 @@
-import {
-  makeCancelSweep,
-  makeGetSweep,
-  makeSubmitSweep,
-  type SweepIntakeDeps,
-} from '../../lib/intake/sweeps.ts';
+import { makeCancelSweep, makeGetSweep, type SweepIntakeDeps } from '../../lib/intake/sweeps.ts';
 import { makeRunStopper } from '../../lib/sweep/stop.ts';
 import { clock, config, env, records, runQueue, sweeps, workflow } from '../_deps.ts';
 import { deleteJob } from './_intake.ts';
 
 /**
- * The sweep use cases, wired once per container on first use. Submit may release trials (SQS);
- * cancel may also stop them (Step Functions, and the Kubernetes client only for trials that
- * have a job); get reads.
+ * The sweep use cases, wired on use. Get reads; cancel may also stop trials (Step Functions, and
+ * the Kubernetes client only for trials that have a job). Submit (submit-sweep.ts) wires itself
+ * from `sweepDeps`, so get and cancel do not bundle the sweep request schema.
  */
-function base(): Omit<SweepIntakeDeps, 'caps'> {
+export function sweepDeps(): Omit<SweepIntakeDeps, 'caps'> {
   let settings: { config: SweepIntakeDeps['config']; bucket: string };
   try {
     settings = { config: config(), bucket: env().GANTRY_BUCKET };
@@ -23,11 +18,10 @@ function base(): Omit<SweepIntakeDeps, 'caps'> {
   return { ...settings, sweeps: sweeps(), clock };
 }
 
-export const submitSweep = () => makeSubmitSweep({ ...base(), caps: { queue: runQueue() } });
-export const getSweep = () => makeGetSweep({ ...base(), caps: {} });
+export const getSweep = () => makeGetSweep({ ...sweepDeps(), caps: {} });
 export const cancelSweep = () =>
   makeCancelSweep({
-    ...base(),
+    ...sweepDeps(),
     caps: {
       queue: runQueue(),
       stopRun: makeRunStopper({ workflow: workflow(), records: records(), clock, deleteJob }),

@@ -1,5 +1,5 @@
 import middy from '@middy/core';
-import { toSweepView } from '../../lib/intake/sweeps.ts';
+import { toSweepView } from '../../lib/intake/views.ts';
 import { type ApiEvent, type ApiResult, apiOptions, callerOf, httpApi, respond } from './_http.ts';
 import { getSweep } from './_sweeps.ts';
 

@@ -1,5 +1,7 @@
 import middy from '@middy/core';
-import { toSweepView } from '../../lib/intake/sweeps.ts';
+import { makeSubmitSweep } from '../../lib/intake/submit-sweep.ts';
+import { toSweepView } from '../../lib/intake/views.ts';
+import { runQueue } from '../_deps.ts';
 import {
   type ApiResult,
   apiOptions,
@@ -10,7 +12,10 @@ import {
   jsonBody,
   respond,
 } from './_http.ts';
-import { submitSweep } from './_sweeps.ts';
+import { sweepDeps } from './_sweeps.ts';
+
+/** Submit may release the first trials (SQS). */
+const submitSweep = () => makeSubmitSweep({ ...sweepDeps(), caps: { queue: runQueue() } });
 
 /**
  * POST /v1/sweeps — 202 and a Location for a new sweep (its first trials are already queued);

@@ -4,7 +4,6 @@ import * as z from '../zod.ts';
 import { ROUTES, type Route } from './routes.ts';
 import { ListRunsQuerySchema } from './runs.ts';
 import { IDEMPOTENCY_HEADER } from './submit-run.ts';
-import { SweepViewSchema } from './sweeps.ts';
 import {
   CancelResponseSchema,
   ErrorBodySchema,
@@ -14,9 +13,10 @@ import {
   RuntimeListSchema,
   RunViewSchema,
   SubmitResponseSchema,
+  SweepViewSchema,
   ValidateResponseSchema,
   ValidationErrorBodySchema,
-} from './views.ts';
+} from './view-schemas.ts';
 
 /**
  * The OpenAPI 3.1 document of the HTTP API, generated from the same zod schemas the handlers

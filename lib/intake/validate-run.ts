@@ -4,7 +4,7 @@ import type { RunRequest } from '../run/schema.ts';
 import { clusterRuntimes } from './runtimes.ts';
 import { acceptRequest, type SubmitRunInput } from './submit-run.ts';
 import { requestedTotals } from './tenancy.ts';
-import type { Check } from './views.ts';
+import type { Check } from './view-schemas.ts';
 
 /** Kueue's resource names for what a request asks for. */
 export const QUOTA_RESOURCES = { cpu: 'cpu', memory: 'memory', gpu: 'nvidia.com/gpu' } as const;

@@ -1,133 +1,21 @@
-import { FAILURE_REASONS, PHASES } from '../run/phases.ts';
 import type { RunRecord } from '../run/record.ts';
-import { RunRequestSchema } from '../run/schema.ts';
-import * as z from '../zod.ts';
+import { type SweepRecord, trialBudget } from '../sweep/record.ts';
+import type { RunSummary, RunView, SubmitResponse, SweepView } from './view-schemas.ts';
 
 /**
- * What the API returns, as zod schemas (the OpenAPI document is generated from them) and the
- * functions that build them from records. A view leaves out internals (the request fingerprint).
+ * The views the API returns, built from records; a view leaves out internals (the request
+ * fingerprint). Their schemas are in view-schemas.ts, imported here for types only.
  */
-
-export const PhaseSchema = z.described(z.enum(PHASES), 'Run phase');
-
-export const LinksSchema = z.strictObject({
-  self: z.described(z.string(), 'GET this run'),
-  cancel: z.described(z.string(), 'POST here to cancel the run'),
-});
-
-export const SubmitResponseSchema = z.described(
-  z.strictObject({ runId: z.string(), phase: PhaseSchema, links: LinksSchema }),
-  'The accepted run (202) or, for a replay of the same idempotency key and body, the existing run (200)',
-);
-
-const JobLocationSchema = z.strictObject({
-  cluster: z.string(),
-  apiVersion: z.string(),
-  kind: z.string(),
-  namespace: z.string(),
-  name: z.string(),
-});
-
-export const RunSummarySchema = z.strictObject({
-  runId: z.string(),
-  phase: PhaseSchema,
-  reason: z.described(
-    z.optional(z.string()),
-    `Why the run failed, e.g. ${FAILURE_REASONS.slice(0, 3).join(', ')}`,
-  ),
-  team: z.string(),
-  modelName: z.string(),
-  sweepId: z.optional(z.string()),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-  progress: z.optional(
-    z.strictObject({
-      percent: z.optional(z.number()),
-      etaSeconds: z.optional(z.number()),
-      updatedAt: z.optional(z.string()),
-    }),
-  ),
-  links: LinksSchema,
-});
-
-export const RunViewSchema = z.extend(RunSummarySchema, {
-  message: z.optional(z.string()),
-  cluster: z.string(),
-  namespace: z.string(),
-  outputUri: z.string(),
-  trial: z.optional(
-    z.strictObject({ sweepId: z.string(), trialIndex: z.number(), publish: z.optional(z.boolean()) }),
-  ),
-  job: z.optional(JobLocationSchema),
-  admission: z.described(
-    z.optional(
-      z.strictObject({ state: z.string(), reason: z.optional(z.string()), message: z.optional(z.string()) }),
-    ),
-    "While Pending: the gang scheduler's or Kueue's word on admission",
-  ),
-  metrics: z.optional(z.record(z.string(), z.union([z.number(), z.string()]))),
-  artifacts: z.optional(
-    z.strictObject({
-      outputUri: z.string(),
-      modelUri: z.optional(z.string()),
-      version: z.optional(z.string()),
-      files: z.optional(z.number()),
-      bytes: z.optional(z.number()),
-    }),
-  ),
-  transitions: z.array(
-    z.strictObject({ phase: PhaseSchema, at: z.string(), reason: z.optional(z.string()) }),
-  ),
-  request: z.described(RunRequestSchema, 'The request as accepted (defaults filled in)'),
-});
-
-export const RunListSchema = z.strictObject({
-  runs: z.array(RunSummarySchema),
-  nextToken: z.described(
-    z.optional(z.string()),
-    'Pass as nextToken for the next page; absent on the last page',
-  ),
-});
-
-export const CancelResponseSchema = z.strictObject({
-  runId: z.string(),
-  phase: PhaseSchema,
-  links: LinksSchema,
-});
-
-export const RuntimeListSchema = z.strictObject({
-  runtimes: z.array(
-    z.strictObject({
-      cluster: z.string(),
-      name: z.string(),
-      kind: z.literal('ClusterTrainingRuntime'),
-      framework: z.described(z.optional(z.string()), 'The trainer.kubeflow.org/framework label, when set'),
-    }),
-  ),
-});
-
-export const CheckSchema = z.strictObject({
-  name: z.enum(['schema', 'tenancy', 'runtime', 'quota']),
-  status: z.enum(['passed', 'failed', 'skipped']),
-  message: z.string(),
-});
-export type Check = z.infer<typeof CheckSchema>;
-
-export const ValidateResponseSchema = z.strictObject({
-  valid: z.described(z.boolean(), 'true when no check failed (skipped checks are listed with the reason)'),
-  runId: z.described(z.optional(z.string()), 'The run id a submit with this idempotency key would get'),
-  checks: z.array(CheckSchema),
-});
 
 export function runLinks(runId: string) {
   return { self: `/v1/runs/${runId}`, cancel: `/v1/runs/${runId}/cancel` };
 }
 
-export function toSubmitResponse(record: RunRecord): z.infer<typeof SubmitResponseSchema> {
+export function toSubmitResponse(record: RunRecord): SubmitResponse {
   return { runId: record.runId, phase: record.phase, links: runLinks(record.runId) };
 }
 
-export function toRunSummary(record: RunRecord): z.infer<typeof RunSummarySchema> {
+export function toRunSummary(record: RunRecord): RunSummary {
   const r = record.spec.request;
   return {
     runId: record.runId,
@@ -143,7 +31,7 @@ export function toRunSummary(record: RunRecord): z.infer<typeof RunSummarySchema
   };
 }
 
-export function toRunView(record: RunRecord): z.infer<typeof RunViewSchema> {
+export function toRunView(record: RunRecord): RunView {
   const { spec } = record;
   return {
     ...toRunSummary(record),
@@ -161,31 +49,50 @@ export function toRunView(record: RunRecord): z.infer<typeof RunViewSchema> {
   };
 }
 
-/** Error bodies, one per outcome (see functions/api/_http.ts for the status of each). */
-export const IssueSchema = z.strictObject({
-  field: z.described(z.string(), 'Dotted path of the offending field ("" for the whole request)'),
-  rule: z.described(z.string(), 'The rule it breaks, in words'),
-});
-export const ValidationErrorBodySchema = z.strictObject({
-  error: z.literal('ValidationError'),
-  message: z.string(),
-  issues: z.array(IssueSchema),
-});
-export const ForbiddenBodySchema = z.strictObject({
-  error: z.literal('ForbiddenError'),
-  message: z.string(),
-  rule: z.described(z.string(), 'The tenancy rule the request breaks'),
-});
-export const RunFinishedBodySchema = z.strictObject({
-  error: z.literal('RunFinishedError'),
-  message: z.string(),
-  phase: PhaseSchema,
-});
-export const ErrorBodySchema = z.strictObject({
-  error: z.described(
-    z.string(),
-    'InvalidJson, UnsupportedMediaType, PayloadTooLarge, NotFoundError, IdempotencyConflictError, ServiceUnavailable, InternalError',
-  ),
-  message: z.string(),
-  requestId: z.described(z.optional(z.string()), 'Quote it when reporting a 5xx'),
-});
+export function sweepLinks(sweepId: string) {
+  return {
+    self: `/v1/sweeps/${sweepId}`,
+    cancel: `/v1/sweeps/${sweepId}/cancel`,
+    trials: `/v1/runs?sweepId=${sweepId}`,
+  };
+}
+
+/** The sweep as the API shows it: each trial's parameters, phase and objective, and the best so far. */
+export function toSweepView(record: SweepRecord): SweepView {
+  const counts: Record<string, number> = {};
+  for (const t of record.trials) counts[t.phase] = (counts[t.phase] ?? 0) + 1;
+  return {
+    sweepId: record.sweepId,
+    team: record.team,
+    phase: record.phase,
+    ...(record.reason !== undefined ? { reason: record.reason } : {}),
+    ...(record.message !== undefined ? { message: record.message } : {}),
+    ...(record.outcome && record.phase === 'Completing' ? { outcome: record.outcome } : {}),
+    modelName: record.request.template.modelName,
+    objective: record.request.objective,
+    algorithm: record.request.algorithm,
+    maxTrials: record.request.maxTrials,
+    plannedTrials: trialBudget(record.request),
+    parallelTrials: record.request.parallelTrials,
+    maxFailedTrials: record.request.maxFailedTrials,
+    ...(record.request.earlyStopping ? { earlyStopping: record.request.earlyStopping } : {}),
+    publish: record.request.publish,
+    counts,
+    ...(record.best ? { best: record.best } : {}),
+    ...(record.published ? { published: record.published } : {}),
+    trials: record.trials.map((t) => ({
+      index: t.index,
+      runId: t.runId,
+      parameters: t.parameters,
+      phase: t.phase,
+      ...(t.objective !== undefined ? { objective: t.objective } : {}),
+      ...(t.reason !== undefined ? { reason: t.reason } : {}),
+      releasedAt: t.releasedAt,
+      ...(t.endedAt !== undefined ? { endedAt: t.endedAt } : {}),
+    })),
+    createdAt: record.createdAt,
+    updatedAt: record.updatedAt,
+    ...(record.endedAt !== undefined ? { endedAt: record.endedAt } : {}),
+    links: sweepLinks(record.sweepId),
+  };
+}

@@ -1,6 +1,7 @@
 import { ENV_NAME, RESERVED_ENV_PREFIX, RunRequestSchema } from '../run/schema.ts';
 import * as z from '../zod.ts';
 import { gridSize } from './space.ts';
+import { injectionOf } from './trials.ts';
 
 /**
  * What a user submits to start a sweep: a run template, a search space, an objective, an
@@ -311,11 +312,3 @@ export type SweepRequestInput = z.input<typeof SweepRequestSchema>;
 export type SweepRequest = z.output<typeof SweepRequestSchema>;
 export type Parameter = z.output<typeof ParameterSchema>;
 export type Objective = z.output<typeof ObjectiveSchema>;
-
-/** Where a parameter is injected, its defaults filled. */
-export function injectionOf(p: Pick<Parameter, 'name' | 'inject'>): { into: 'args' | 'env'; as: string } {
-  const into = p.inject?.into ?? 'args';
-  const as =
-    p.inject?.as ?? (into === 'args' ? `--${p.name}` : p.name.toUpperCase().replace(/[^A-Z0-9_]/g, '_'));
-  return { into, as };
-}

@@ -12,7 +12,7 @@ import { startFauxqs } from 'fauxqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeS3ObjectStore } from '../../lib/adapters/aws/s3-store.ts';
 import { parseConfig } from '../../lib/config.ts';
-import { RunMessageSchema } from '../../lib/intake/message.ts';
+import { RunMessageSchema } from '../../lib/intake/message-schema.ts';
 import { checkTenancy, requireTeam } from '../../lib/intake/tenancy.ts';
 import { runIdFromKey } from '../../lib/run/ids.ts';
 import type { RunRecord } from '../../lib/run/record.ts';

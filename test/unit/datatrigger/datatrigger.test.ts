@@ -25,7 +25,7 @@ import {
 } from '../../../lib/datatrigger/rules.ts';
 import { dataRunId } from '../../../lib/datatrigger/trigger.ts';
 import { ValidationError } from '../../../lib/errors.ts';
-import { RunSpecSchema } from '../../../lib/intake/message.ts';
+import { RunSpecSchema } from '../../../lib/intake/message-schema.ts';
 import { aRunSpec } from '../../helpers/builders.ts';
 
 const TEAM = {

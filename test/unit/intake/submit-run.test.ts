@@ -5,7 +5,7 @@ import {
   IdempotencyConflictError,
   ValidationError,
 } from '../../../lib/errors.ts';
-import { RunMessageSchema } from '../../../lib/intake/message.ts';
+import { RunMessageSchema } from '../../../lib/intake/message-schema.ts';
 import { fingerprintOf, makeSubmitRun } from '../../../lib/intake/submit-run.ts';
 import { runIdFromKey } from '../../../lib/run/ids.ts';
 import { makeRunRecords, recordKey } from '../../../lib/run/records.ts';

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ForbiddenError, IdempotencyConflictError, ValidationError } from '../../../lib/errors.ts';
-import { RunMessageSchema } from '../../../lib/intake/message.ts';
-import { makeCancelSweep, makeGetSweep, makeSubmitSweep, toSweepView } from '../../../lib/intake/sweeps.ts';
+import { RunMessageSchema } from '../../../lib/intake/message-schema.ts';
+import { makeSubmitSweep } from '../../../lib/intake/submit-sweep.ts';
+import { makeCancelSweep, makeGetSweep } from '../../../lib/intake/sweeps.ts';
+import { toSweepView } from '../../../lib/intake/views.ts';
 import { trialRunId } from '../../../lib/run/ids.ts';
 import { newRecord } from '../../../lib/run/record.ts';
 import { makeRunRecords } from '../../../lib/run/records.ts';

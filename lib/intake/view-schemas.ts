@@ -1,0 +1,225 @@
+import { FAILURE_REASONS, PHASES } from '../run/phases.ts';
+import { RunRequestSchema } from '../run/schema.ts';
+import { SWEEP_PHASES, TRIAL_PHASES } from '../sweep/record.ts';
+import { ObjectiveSchema } from '../sweep/schema.ts';
+import * as z from '../zod.ts';
+
+/**
+ * What the API returns, as zod schemas: the OpenAPI document is generated from them and the view
+ * types are inferred from them. Nothing parses with them at run time, so only the openapi function
+ * imports this module as a value; the handlers import its types only (lib/intake/views.ts builds
+ * the views), which keeps building these schemas out of their cold start.
+ */
+
+export const PhaseSchema = z.described(z.enum(PHASES), 'Run phase');
+
+export const LinksSchema = z.strictObject({
+  self: z.described(z.string(), 'GET this run'),
+  cancel: z.described(z.string(), 'POST here to cancel the run'),
+});
+
+export const SubmitResponseSchema = z.described(
+  z.strictObject({ runId: z.string(), phase: PhaseSchema, links: LinksSchema }),
+  'The accepted run (202) or, for a replay of the same idempotency key and body, the existing run (200)',
+);
+
+const JobLocationSchema = z.strictObject({
+  cluster: z.string(),
+  apiVersion: z.string(),
+  kind: z.string(),
+  namespace: z.string(),
+  name: z.string(),
+});
+
+export const RunSummarySchema = z.strictObject({
+  runId: z.string(),
+  phase: PhaseSchema,
+  reason: z.described(
+    z.optional(z.string()),
+    `Why the run failed, e.g. ${FAILURE_REASONS.slice(0, 3).join(', ')}`,
+  ),
+  team: z.string(),
+  modelName: z.string(),
+  sweepId: z.optional(z.string()),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  progress: z.optional(
+    z.strictObject({
+      percent: z.optional(z.number()),
+      etaSeconds: z.optional(z.number()),
+      updatedAt: z.optional(z.string()),
+    }),
+  ),
+  links: LinksSchema,
+});
+
+export const RunViewSchema = z.extend(RunSummarySchema, {
+  message: z.optional(z.string()),
+  cluster: z.string(),
+  namespace: z.string(),
+  outputUri: z.string(),
+  trial: z.optional(
+    z.strictObject({ sweepId: z.string(), trialIndex: z.number(), publish: z.optional(z.boolean()) }),
+  ),
+  job: z.optional(JobLocationSchema),
+  admission: z.described(
+    z.optional(
+      z.strictObject({ state: z.string(), reason: z.optional(z.string()), message: z.optional(z.string()) }),
+    ),
+    "While Pending: the gang scheduler's or Kueue's word on admission",
+  ),
+  metrics: z.optional(z.record(z.string(), z.union([z.number(), z.string()]))),
+  artifacts: z.optional(
+    z.strictObject({
+      outputUri: z.string(),
+      modelUri: z.optional(z.string()),
+      version: z.optional(z.string()),
+      files: z.optional(z.number()),
+      bytes: z.optional(z.number()),
+    }),
+  ),
+  transitions: z.array(
+    z.strictObject({ phase: PhaseSchema, at: z.string(), reason: z.optional(z.string()) }),
+  ),
+  request: z.described(RunRequestSchema, 'The request as accepted (defaults filled in)'),
+});
+
+export const RunListSchema = z.strictObject({
+  runs: z.array(RunSummarySchema),
+  nextToken: z.described(
+    z.optional(z.string()),
+    'Pass as nextToken for the next page; absent on the last page',
+  ),
+});
+
+export const CancelResponseSchema = z.strictObject({
+  runId: z.string(),
+  phase: PhaseSchema,
+  links: LinksSchema,
+});
+
+export const RuntimeListSchema = z.strictObject({
+  runtimes: z.array(
+    z.strictObject({
+      cluster: z.string(),
+      name: z.string(),
+      kind: z.literal('ClusterTrainingRuntime'),
+      framework: z.described(z.optional(z.string()), 'The trainer.kubeflow.org/framework label, when set'),
+    }),
+  ),
+});
+
+export const CheckSchema = z.strictObject({
+  name: z.enum(['schema', 'tenancy', 'runtime', 'quota']),
+  status: z.enum(['passed', 'failed', 'skipped']),
+  message: z.string(),
+});
+export type Check = z.infer<typeof CheckSchema>;
+
+export const ValidateResponseSchema = z.strictObject({
+  valid: z.described(z.boolean(), 'true when no check failed (skipped checks are listed with the reason)'),
+  runId: z.described(z.optional(z.string()), 'The run id a submit with this idempotency key would get'),
+  checks: z.array(CheckSchema),
+});
+
+/** Error bodies, one per outcome (see functions/api/_http.ts for the status of each). */
+export const IssueSchema = z.strictObject({
+  field: z.described(z.string(), 'Dotted path of the offending field ("" for the whole request)'),
+  rule: z.described(z.string(), 'The rule it breaks, in words'),
+});
+export const ValidationErrorBodySchema = z.strictObject({
+  error: z.literal('ValidationError'),
+  message: z.string(),
+  issues: z.array(IssueSchema),
+});
+export const ForbiddenBodySchema = z.strictObject({
+  error: z.literal('ForbiddenError'),
+  message: z.string(),
+  rule: z.described(z.string(), 'The tenancy rule the request breaks'),
+});
+export const RunFinishedBodySchema = z.strictObject({
+  error: z.literal('RunFinishedError'),
+  message: z.string(),
+  phase: PhaseSchema,
+});
+export const ErrorBodySchema = z.strictObject({
+  error: z.described(
+    z.string(),
+    'InvalidJson, UnsupportedMediaType, PayloadTooLarge, NotFoundError, IdempotencyConflictError, ServiceUnavailable, InternalError',
+  ),
+  message: z.string(),
+  requestId: z.described(z.optional(z.string()), 'Quote it when reporting a 5xx'),
+});
+
+const Value = z.union([z.number(), z.string()]);
+/** The response of the sweep routes (the OpenAPI document is generated from it). */
+export const SweepViewSchema = z.strictObject({
+  sweepId: z.string(),
+  team: z.string(),
+  phase: z.described(
+    z.enum(SWEEP_PHASES),
+    'Completing: no trial is released any more; the best is being published',
+  ),
+  reason: z.described(
+    z.optional(z.string()),
+    'GoalReached, TrialsExhausted, TooManyFailedTrials, NoSuccessfulTrial, Cancelled',
+  ),
+  message: z.optional(z.string()),
+  outcome: z.optional(z.strictObject({ phase: z.string(), reason: z.string(), message: z.string() })),
+  modelName: z.string(),
+  objective: ObjectiveSchema,
+  algorithm: z.described(
+    z.record(z.string(), Value),
+    'The algorithm, its seed filled in (resubmit it to reproduce)',
+  ),
+  maxTrials: z.number(),
+  plannedTrials: z.described(z.number(), 'maxTrials, or the size of the grid when smaller'),
+  parallelTrials: z.number(),
+  maxFailedTrials: z.number(),
+  earlyStopping: z.optional(z.record(z.string(), Value)),
+  publish: z.enum(['best', 'all', 'none']),
+  counts: z.described(z.record(z.enum(TRIAL_PHASES), z.number()), 'Trials per phase'),
+  best: z.optional(
+    z.strictObject({
+      trialIndex: z.number(),
+      runId: z.string(),
+      objective: z.number(),
+      parameters: z.record(z.string(), Value),
+    }),
+  ),
+  published: z.described(
+    z.optional(
+      z.strictObject({
+        runId: z.string(),
+        model: z.string(),
+        published: z.boolean(),
+        version: z.optional(z.number()),
+        modelUri: z.optional(z.string()),
+        manifestUri: z.optional(z.string()),
+        notified: z.optional(z.boolean()),
+      }),
+    ),
+    "The best trial's model, once published",
+  ),
+  trials: z.array(
+    z.strictObject({
+      index: z.number(),
+      runId: z.string(),
+      parameters: z.record(z.string(), Value),
+      phase: z.enum(TRIAL_PHASES),
+      objective: z.optional(z.number()),
+      reason: z.optional(z.string()),
+      releasedAt: z.string(),
+      endedAt: z.optional(z.string()),
+    }),
+  ),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  endedAt: z.optional(z.string()),
+  links: z.strictObject({ self: z.string(), cancel: z.string(), trials: z.string() }),
+});
+
+export type SubmitResponse = z.infer<typeof SubmitResponseSchema>;
+export type RunSummary = z.infer<typeof RunSummarySchema>;
+export type RunView = z.infer<typeof RunViewSchema>;
+export type SweepView = z.infer<typeof SweepViewSchema>;
