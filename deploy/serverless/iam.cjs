@@ -155,7 +155,8 @@ const statements = {
 
 /**
  * What each function may do. `k8s: true` marks the functions that talk to a cluster: they get
- * eks:DescribeCluster on the configured clusters, run in the VPC when the VPC params are set, and
+ * eks:DescribeCluster on the configured clusters that give no eks.endpoint / eks.caData (none, when
+ * every cluster gives both, as config/dev.json does), run in the VPC when the VPC params are set, and
  * are the only bundles that may contain @kubernetes/client-node.
  */
 const FUNCTIONS = {
@@ -401,7 +402,11 @@ async function build({ resolveVariable, resolveConfigurationProperty }) {
   const stage = await resolveVariable('sls:stage');
   ctx.stateMachineName = await resolveVariable('self:custom.stateMachineName');
   const { config } = await load(resolveVariable);
-  ctx.clusterArns = config.clusters.filter((c) => c.eks).map((c) => clusterArn(c.eks));
+  // Only the clusters without eks.endpoint and eks.caData are looked up (DescribeCluster); the
+  // others are reached from the configuration alone (lib/adapters/kubernetes/for-cluster.ts).
+  ctx.clusterArns = config.clusters
+    .filter((c) => c.eks && !(c.eks.endpoint && c.eks.caData))
+    .map((c) => clusterArn(c.eks));
   const withVpc = Boolean(await vpcConfig(resolveVariable));
 
   const functions = (await resolveConfigurationProperty(['functions'])) ?? {};

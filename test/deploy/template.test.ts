@@ -174,7 +174,10 @@ const WILDCARD_ONLY = new Set([
 ]);
 
 const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
+/** Only for clusters configured without eks.endpoint / eks.caData (the vpc-jwt variant's config). */
 const EKS = ['eks:DescribeCluster'];
+/** The variant is packaged with this config: dev.json without eks.endpoint and eks.caData. */
+const DESCRIBE_CLUSTER_CONFIG = 'test/deploy/fixtures/config-describe-cluster.json';
 const ANSWER = ['states:SendTaskFailure', 'states:SendTaskHeartbeat', 'states:SendTaskSuccess'];
 const RUNS_RW = ['s3:GetObject', 's3:PutObject'];
 
@@ -291,6 +294,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
         'jwtIssuerUrl=https://issuer.example.com/',
         'jwtAudience=gantry',
         'alarmEmail=ops@example.com',
+        `config=${DESCRIBE_CLUSTER_CONFIG}`,
       ]);
     } finally {
       rmSync(OUT, { recursive: true, force: true });
@@ -495,12 +499,34 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
       const role = roleOf(t, fn);
       expect(roles.has(role.id), `${id} shares ${role.id}`).toBe(false);
       roles.add(role.id);
-      expect(actionsOf(role.statements), key).toEqual([...new Set(EXPECTED_ACTIONS[key])].sort());
+      // dev.json gives the cluster's endpoint and CA: no function may describe clusters.
+      const expected = (EXPECTED_ACTIONS[key] ?? []).filter((a) => !EKS.includes(a));
+      expect(actionsOf(role.statements), key).toEqual([...new Set(expected)].sort());
       // Logs: only this function's own log group.
       const logs = role.statements.filter((s) => list(s.Action).some((a) => a.startsWith('logs:')));
       expect(logs.flatMap((s) => list(s.Resource)).map(render), key).toEqual([
         `arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws/lambda/${fn.Properties.FunctionName}:*`,
       ]);
+    }
+  });
+
+  it('grants eks:DescribeCluster, on that cluster only, to the Kubernetes functions when the config gives no endpoint and CA', () => {
+    const config = JSON.parse(readFileSync(join(ROOT, DESCRIBE_CLUSTER_CONFIG), 'utf8')) as {
+      clusters: Array<{ eks: { clusterName: string; region: string } }>;
+    };
+    const arns = config.clusters.map(
+      (c) => `arn:<AWS::Partition>:eks:${c.eks.region}:<AWS::AccountId>:cluster/${c.eks.clusterName}`,
+    );
+    for (const [id, fn] of functionsOf(v)) {
+      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
+      const role = roleOf(v, fn);
+      // The variant also runs the Kubernetes functions in a VPC (its ec2: actions are checked below).
+      const actions = actionsOf(role.statements).filter((a) => !a.startsWith('ec2:'));
+      expect(actions, key).toEqual([...new Set(EXPECTED_ACTIONS[key])].sort());
+      const describe = role.statements.filter((s) => list(s.Action).includes(EKS[0] as string));
+      expect(describe.flatMap((s) => list(s.Resource)).map(render), key).toEqual(
+        KUBERNETES_FUNCTIONS.includes(key) ? arns : [],
+      );
     }
   });
 
