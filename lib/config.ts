@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { checkRules, DataTriggerRuleSchema } from './datatrigger/rules.ts';
-import { ForbiddenError, ValidationError } from './errors.ts';
-import { checkTenancy } from './intake/tenancy.ts';
-import { RFC1035_LABEL } from './run/schema.ts';
+import { DataTriggerRuleSchema } from './datatrigger/rules.ts';
+import { ValidationError } from './errors.ts';
+import { RFC1035_LABEL } from './run/limits.ts';
 import { parseWith } from './run/validate.ts';
 import * as z from './zod.ts';
 
@@ -98,23 +97,6 @@ export const GantryConfigSchema = z
           });
         }
       });
-      const valid = checkRules(c.dataTriggers, c.teams, (path, message) =>
-        ctx.addIssue({ code: 'custom', path, message }),
-      );
-      // A rule's runs must pass the team's rules (namespace, image, caps) now, not at the first data.
-      for (const { rule, index, request } of valid) {
-        const team = c.teams.find((t) => t.name === rule.team) as TeamConfig;
-        try {
-          checkTenancy(request, team, c, { bucket: 'config-check', runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
-        } catch (err) {
-          if (!(err instanceof ForbiddenError)) throw err;
-          ctx.addIssue({
-            code: 'custom',
-            path: ['dataTriggers', index, 'run'],
-            message: `rule ${rule.name}: ${err.message}`,
-          });
-        }
-      }
     }),
   );
 

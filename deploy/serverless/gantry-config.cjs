@@ -51,9 +51,11 @@ async function validate(file, stage) {
     throw new Error(`the Gantry config ${rel} is not JSON: ${err.message}`);
   }
   const { parseConfig } = await import(pathToFileURL(path.join(ROOT, 'lib/config.ts')).href);
+  // The rules' templates too (lib/datatrigger/check.ts): only the data trigger checks them at run time.
+  const { checkDataTriggers } = await import(pathToFileURL(path.join(ROOT, 'lib/datatrigger/check.ts')).href);
   let config;
   try {
-    config = parseConfig(document);
+    config = checkDataTriggers(parseConfig(document));
   } catch (err) {
     const issues = (err.issues ?? []).map((i) => `  - ${i.field || '(root)'}: ${i.rule}`).join('\n');
     throw new Error(`the Gantry config ${rel} is invalid:\n${issues || err.message}`);

@@ -1,18 +1,18 @@
 import type { GantryConfig } from '../../lib/config.ts';
 import { makeCancelRun, makeGetRun, makeListRuns } from '../../lib/intake/runs.ts';
 import { makeListRuntimes } from '../../lib/intake/runtimes.ts';
-import { makeSubmitRun } from '../../lib/intake/submit-run.ts';
-import { makeValidateRun } from '../../lib/intake/validate-run.ts';
 import type { CallOptions } from '../../lib/ports.ts';
 import type { JobLocation } from '../../lib/run/record.ts';
-import { clock, config, env, gateway, records, runQueue, store, workflow } from '../_deps.ts';
+import { config, env, gateway, records, store, workflow } from '../_deps.ts';
 
 /**
- * The intake use cases, wired once per container on first use. A bad environment or config
+ * The intake use cases, wired once per container on first use (submit and validate wire
+ * themselves in their handler files: only they parse run requests, so only their bundles build the
+ * run request schema). A bad environment or config
  * document becomes a plain Error here, so the API answers 500 (and logs why) instead of
  * reporting the deployment's own problems to the caller as a 400.
  */
-function settings(): { config: GantryConfig; bucket: string } {
+export function settings(): { config: GantryConfig; bucket: string } {
   try {
     return { config: config(), bucket: env().GANTRY_BUCKET };
   } catch (err) {
@@ -20,7 +20,7 @@ function settings(): { config: GantryConfig; bucket: string } {
   }
 }
 
-function lazy<T>(make: () => T): () => T {
+export function lazy<T>(make: () => T): () => T {
   let value: T | undefined;
   return () => {
     value ??= make();
@@ -37,10 +37,6 @@ export async function deleteJob(job: JobLocation, opts?: CallOptions): Promise<v
   await gw.deleteJob(jobApiOf(job), job.namespace, job.name, opts);
 }
 
-export const submitRun = /* @__PURE__ */ lazy(() =>
-  makeSubmitRun({ ...settings(), records: records(), queue: runQueue(), clock }),
-);
-export const validateRun = /* @__PURE__ */ lazy(() => makeValidateRun({ ...settings(), gateway }));
 export const getRun = /* @__PURE__ */ lazy(() => makeGetRun({ ...settings(), records: records() }));
 export const listRuns = /* @__PURE__ */ lazy(() =>
   makeListRuns({ ...settings(), records: records(), store: store() }),

@@ -1,5 +1,7 @@
 import middy from '@middy/core';
+import { makeSubmitRun } from '../../lib/intake/submit-run.ts';
 import { toSubmitResponse } from '../../lib/intake/views.ts';
+import { clock, records, runQueue } from '../_deps.ts';
 import {
   type ApiResult,
   apiOptions,
@@ -10,7 +12,9 @@ import {
   jsonBody,
   respond,
 } from './_http.ts';
-import { submitRun } from './_intake.ts';
+import { lazy, settings } from './_intake.ts';
+
+const submitRun = lazy(() => makeSubmitRun({ ...settings(), records: records(), queue: runQueue(), clock }));
 
 /**
  * POST /v1/runs — 202 and a Location for a new run; 200 with the same body for a replay (same

@@ -1,4 +1,6 @@
 import middy from '@middy/core';
+import { makeValidateRun } from '../../lib/intake/validate-run.ts';
+import { gateway } from '../_deps.ts';
 import {
   type ApiResult,
   apiOptions,
@@ -9,7 +11,9 @@ import {
   jsonBody,
   respond,
 } from './_http.ts';
-import { validateRun } from './_intake.ts';
+import { lazy, settings } from './_intake.ts';
+
+const validateRun = lazy(() => makeValidateRun({ ...settings(), gateway }));
 
 /**
  * POST /v1/runs:validate — a dry run: 400 / 403 as submit would answer, else 200

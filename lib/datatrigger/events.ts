@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ValidationError } from '../errors.ts';
-import { RFC1035_LABEL } from '../run/schema.ts';
+import { RFC1035_LABEL } from '../run/limits.ts';
 import { toIssues } from '../run/validate.ts';
 import * as z from '../zod.ts';
 

@@ -1,7 +1,5 @@
-import type { TeamConfig } from '../config.ts';
-import { ENV_NAME, RFC1035_LABEL, type RunRequest, RunRequestSchema } from '../run/schema.ts';
+import { ENV_NAME, RFC1035_LABEL } from '../run/limits.ts';
 import type { DataTriggerRef } from '../run/spec.ts';
-import { toIssues } from '../run/validate.ts';
 import * as z from '../zod.ts';
 
 /**
@@ -177,55 +175,4 @@ export function requestFor(rule: DataTriggerRule, data: DataRef): Record<string,
     ...(Object.keys(env).length > 0 ? { env } : {}),
     ...(args.length > 0 ? { args } : {}),
   };
-}
-
-/** A stand-in partition used to check a template at load time (long enough to catch size limits). */
-const SAMPLE: Omit<DataRef, 'rule' | 'bucket' | 'dataUri'> = {
-  partition: 'dt=2026-01-01',
-  dataVersion: 'd41d8cd98f00b204e9800998ecf8427e',
-  eventTime: '2026-01-01T00:00:00.000Z',
-};
-
-/**
- * Check every rule against the rest of the configuration: unique names, a configured team, and a
- * template that, once the data is injected, is a valid run request. Issues go to `ctx` with paths
- * under `dataTriggers.<i>` and name the rule, so a bad file fails loudly at load.
- */
-export function checkRules(
-  rules: ReadonlyArray<z.output<typeof DataTriggerRuleSchema>>,
-  teams: readonly TeamConfig[],
-  addIssue: (path: Array<string | number>, message: string) => void,
-): Array<{ rule: DataTriggerRule; index: number; request: RunRequest }> {
-  const seen = new Set<string>();
-  const valid = [];
-  for (const [i, rule] of bindRules(rules, 'gantry-bucket').entries()) {
-    const where = (msg: string) => `rule ${rule.name}: ${msg}`;
-    if (seen.has(rule.name)) addIssue(['dataTriggers', i, 'name'], where('duplicate rule name'));
-    seen.add(rule.name);
-    if (!teams.some((t) => t.name === rule.team)) {
-      addIssue(['dataTriggers', i, 'team'], where(`no team named ${rule.team}`));
-      continue;
-    }
-    const data: DataRef = {
-      ...SAMPLE,
-      rule: rule.name,
-      bucket: rule.bucket,
-      dataUri: partitionUri(rule, SAMPLE.partition),
-    };
-    // The template alone first: injecting into env/args of the wrong type would not be a
-    // ValidationError naming the field, but a crash.
-    const alone = RunRequestSchema.safeParse({ ...rule.run, team: rule.team }, { reportInput: true });
-    const parsed = alone.success
-      ? RunRequestSchema.safeParse(requestFor(rule, data), { reportInput: true })
-      : alone;
-    if (!parsed.success) {
-      for (const issue of toIssues(parsed.error)) {
-        const field = issue.field.split('.').filter(Boolean);
-        addIssue(['dataTriggers', i, 'run', ...field], where(issue.rule));
-      }
-      continue;
-    }
-    valid.push({ rule, index: i, request: parsed.data });
-  }
-  return valid;
 }

@@ -9,15 +9,16 @@ import {
 } from '../errors.ts';
 import { runMessage, runMessageAttributes } from '../intake/message.ts';
 import type { BatchResult, QueueRecord } from '../intake/start-runs.ts';
-import { buildRunSpec, fingerprintOf, MAX_SPEC_BYTES } from '../intake/submit-run.ts';
+import { buildRunSpec, MAX_SPEC_BYTES } from '../intake/submit-run.ts';
 import { checkTenancy } from '../intake/tenancy.ts';
 import type { CallOptions, Clock, ObjectStore, RunQueue, WorkflowEngine } from '../ports.ts';
-import { runIdFromKey } from '../run/ids.ts';
+import { fingerprintOf, runIdFromKey } from '../run/ids.ts';
 import { isTerminal } from '../run/phases.ts';
 import { newRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
+import { parseRunRequest } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
-import { parseRunRequest } from '../run/validate.ts';
+import { checkDataTriggers } from './check.ts';
 import {
   type CheckMessage,
   type DataMessage,
@@ -91,6 +92,9 @@ export function makeDataTrigger(deps: DataTriggerDeps) {
   const { store, clock } = deps;
   const log = deps.log ?? (() => undefined);
   const newToken = deps.newToken ?? (() => randomUUID());
+  // The rules' templates are checked against the run schema and their teams here, once, before
+  // any event: a bad rule fails the first call loudly (the packager has refused it already).
+  checkDataTriggers(deps.config);
   const rules = bindRules(deps.config.dataTriggers, deps.bucket);
   const buckets = new Set(rules.map((r) => r.bucket));
 

@@ -1,5 +1,6 @@
 import { RUN_ID, SWEEP_ID } from '../run/ids.ts';
-import { RFC1035_LABEL, RunRequestSchema } from '../run/schema.ts';
+import { RFC1035_LABEL } from '../run/limits.ts';
+import { RunRequestSchema } from '../run/schema.ts';
 import * as z from '../zod.ts';
 
 /**

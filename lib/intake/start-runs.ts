@@ -1,12 +1,12 @@
 import { ValidationError } from '../errors.ts';
 import type { CallOptions, Clock, WorkflowEngine } from '../ports.ts';
+import { fingerprintOf } from '../run/ids.ts';
 import { isTerminal } from '../run/phases.ts';
 import { newRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunSpec } from '../run/spec.ts';
 import { toIssues } from '../run/validate.ts';
 import { RunMessageSchema } from './message-schema.ts';
-import { fingerprintOf } from './submit-run.ts';
 
 /** The part of an SQS event the consumer reads (aws-lambda's SQSRecord satisfies it). */
 export interface QueueRecord {

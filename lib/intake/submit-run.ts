@@ -1,12 +1,14 @@
 import type { GantryConfig } from '../config.ts';
 import { IdempotencyConflictError, ValidationError } from '../errors.ts';
 import type { CallOptions, Clock, RunQueue } from '../ports.ts';
-import { newRunId, requestFingerprint, runIdFromKey } from '../run/ids.ts';
+import { fingerprintOf, newRunId, runIdFromKey } from '../run/ids.ts';
+import { LIMITS } from '../run/limits.ts';
 import { newRecord, type RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
-import { LIMITS, type RunRequest } from '../run/schema.ts';
+import type { RunRequest } from '../run/schema.ts';
+import { parseRunRequest } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
-import { parseRunRequest, parseWith } from '../run/validate.ts';
+import { parseWith } from '../run/validate.ts';
 import * as z from '../zod.ts';
 import { runMessage, runMessageAttributes } from './message.ts';
 import { type Caller, checkTenancy, type Placement, requireTeam } from './tenancy.ts';
@@ -43,15 +45,6 @@ export function resolveIdempotencyKey(
     ]);
   }
   return key;
-}
-
-/**
- * The fingerprint that tells a replay from a conflict: the parsed request (defaults filled, so an
- * omitted default equals the default spelled out) without the key itself, so the key may travel
- * in the header or in the body.
- */
-export function fingerprintOf(request: RunRequest): string {
-  return requestFingerprint({ ...request, idempotencyKey: undefined });
 }
 
 /** The RunSpec Gantry derives from an accepted request and its placement. */

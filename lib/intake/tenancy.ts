@@ -1,6 +1,7 @@
 import type { GantryConfig, TeamConfig } from '../config.ts';
 import { ForbiddenError } from '../errors.ts';
-import { parseQuantity, type RunRequest } from '../run/schema.ts';
+import { parseQuantity } from '../run/limits.ts';
+import type { RunRequest } from '../run/schema.ts';
 
 /**
  * Who is calling and what their team may do. The caller comes from the API Gateway authorizer

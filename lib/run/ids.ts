@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { RunRequest } from './schema.ts';
 
 /**
  * Run and sweep ids. One id travels from the edge to the cluster: idempotency key → run id →
@@ -71,4 +72,13 @@ export function canonicalJson(value: unknown): string {
 /** A fingerprint of a request body: the same key with a different body is a conflict, not a replay. */
 export function requestFingerprint(request: unknown): string {
   return createHash('sha256').update(canonicalJson(request)).digest('hex');
+}
+
+/**
+ * The fingerprint that tells a replay from a conflict: the parsed request (defaults filled, so an
+ * omitted default equals the default spelled out) without the key itself, so the key may travel
+ * in the header or in the body.
+ */
+export function fingerprintOf(request: RunRequest): string {
+  return requestFingerprint({ ...request, idempotencyKey: undefined });
 }

@@ -1,6 +1,5 @@
 import { type Issue, ValidationError } from '../errors.ts';
 import * as z from '../zod.ts';
-import { type RunRequest, RunRequestSchema } from './schema.ts';
 
 function describeInput(input: unknown): string {
   if (input === undefined) return 'nothing';
@@ -40,9 +39,4 @@ export function parseWith<S extends z.core.$ZodType>(schema: S, input: unknown):
   const result = z.safeParse(schema, input, { reportInput: true });
   if (!result.success) throw new ValidationError(toIssues(result.error));
   return result.data;
-}
-
-/** Parse an untrusted value into a `RunRequest`, or throw a `ValidationError` naming every bad field. */
-export function parseRunRequest(input: unknown): RunRequest {
-  return parseWith(RunRequestSchema, input);
 }

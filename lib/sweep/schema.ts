@@ -1,4 +1,5 @@
-import { ENV_NAME, RESERVED_ENV_PREFIX, RunRequestSchema } from '../run/schema.ts';
+import { ENV_NAME, RESERVED_ENV_PREFIX } from '../run/limits.ts';
+import { RunRequestSchema } from '../run/schema.ts';
 import * as z from '../zod.ts';
 import { gridSize } from './space.ts';
 import { injectionOf } from './trials.ts';

@@ -1,5 +1,5 @@
-import { fingerprintOf } from '../intake/submit-run.ts';
 import type { CallOptions, Clock, WorkflowEngine } from '../ports.ts';
+import { fingerprintOf } from '../run/ids.ts';
 import { type JobLocation, newRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunSpec } from '../run/spec.ts';

@@ -17,8 +17,7 @@ import { checkTenancy, requireTeam } from '../../lib/intake/tenancy.ts';
 import { runIdFromKey } from '../../lib/run/ids.ts';
 import type { RunRecord } from '../../lib/run/record.ts';
 import { recordKey } from '../../lib/run/records.ts';
-import { LIMITS } from '../../lib/run/schema.ts';
-import { parseRunRequest } from '../../lib/run/validate.ts';
+import { LIMITS, parseRunRequest } from '../../lib/run/schema.ts';
 import { apiRoutes, startHttpApi } from '../../local/http-api.ts';
 import { startConditionalS3Proxy } from '../../local/s3/conditional-proxy.ts';
 

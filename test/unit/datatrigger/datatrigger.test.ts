@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildManifest } from '../../../lib/artifacts/manifest.ts';
 import { parseConfig } from '../../../lib/config.ts';
+import { checkDataTriggers } from '../../../lib/datatrigger/check.ts';
 import {
   dedupeKey,
   eventIdentity,
@@ -23,7 +24,7 @@ import {
   partitionUri,
   requestFor,
 } from '../../../lib/datatrigger/rules.ts';
-import { dataRunId } from '../../../lib/datatrigger/trigger.ts';
+import { dataRunId, makeDataTrigger } from '../../../lib/datatrigger/trigger.ts';
 import { ValidationError } from '../../../lib/errors.ts';
 import { RunSpecSchema } from '../../../lib/intake/message-schema.ts';
 import { aRunSpec } from '../../helpers/builders.ts';
@@ -67,7 +68,7 @@ function issuesOf(fn: () => unknown): Array<{ field: string; rule: string }> {
 
 describe('data-trigger rules in the config', () => {
   it('accepts a valid rule and fills the defaults', () => {
-    const c = parseConfig(config([ruleInput()]));
+    const c = checkDataTriggers(parseConfig(config([ruleInput()])));
     expect(c.dataTriggers[0]).toMatchObject({
       concurrency: 'queue',
       recheckSeconds: 60,
@@ -120,14 +121,40 @@ describe('data-trigger rules in the config', () => {
       'initializers',
     ],
   ])('refuses %s, naming the field and the rule', (_what, over, field, rule) => {
-    const issues = issuesOf(() => parseConfig(config([ruleInput(over)])));
+    const issues = issuesOf(() => checkDataTriggers(parseConfig(config([ruleInput(over)]))));
     const issue = issues.find((i) => i.field.startsWith(field));
     expect(issue, JSON.stringify(issues)).toBeDefined();
     expect(issue?.rule).toContain(rule);
   });
 
+  it('checks templates where the rules are used: parseConfig takes the shape, the data trigger refuses a bad template at creation', () => {
+    // Prepare: a rule of the right shape whose template is not a valid run request.
+    const parsed = parseConfig(config([ruleInput({ run: { ...TEMPLATE, numNodes: 0 } })]));
+    const unused = () => {
+      throw new Error('not called');
+    };
+    // Act
+    const create = () =>
+      makeDataTrigger({
+        config: parsed,
+        bucket: 'gantry',
+        store: { get: unused, put: unused, list: unused, delete: unused } as never,
+        records: {} as never,
+        queue: {} as never,
+        checks: {} as never,
+        workflow: { stop: unused },
+        clock: { now: () => new Date() },
+      });
+    // Assess
+    expect(parsed.dataTriggers).toHaveLength(1);
+    expect(issuesOf(create)).toContainEqual({
+      field: 'dataTriggers.0.run.numNodes',
+      rule: 'rule daily: numNodes must be at least 1',
+    });
+  });
+
   it('refuses duplicate rule names', () => {
-    const issues = issuesOf(() => parseConfig(config([ruleInput(), ruleInput()])));
+    const issues = issuesOf(() => checkDataTriggers(parseConfig(config([ruleInput(), ruleInput()]))));
     expect(issues).toContainEqual({ field: 'dataTriggers.1.name', rule: 'rule daily: duplicate rule name' });
   });
 });

@@ -6,10 +6,10 @@ import {
   ValidationError,
 } from '../../../lib/errors.ts';
 import { RunMessageSchema } from '../../../lib/intake/message-schema.ts';
-import { fingerprintOf, makeSubmitRun } from '../../../lib/intake/submit-run.ts';
-import { runIdFromKey } from '../../../lib/run/ids.ts';
+import { makeSubmitRun } from '../../../lib/intake/submit-run.ts';
+import { fingerprintOf, runIdFromKey } from '../../../lib/run/ids.ts';
 import { makeRunRecords, recordKey } from '../../../lib/run/records.ts';
-import { parseRunRequest } from '../../../lib/run/validate.ts';
+import { parseRunRequest } from '../../../lib/run/schema.ts';
 import {
   BUCKET,
   iam,

@@ -9,7 +9,7 @@ import {
   requireTeam,
   teamsOf,
 } from '../../../lib/intake/tenancy.ts';
-import { parseRunRequest } from '../../../lib/run/validate.ts';
+import { parseRunRequest } from '../../../lib/run/schema.ts';
 import {
   BUCKET,
   iam,

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../lib/errors.ts';
-import { parseQuantity } from '../../../lib/run/schema.ts';
-import { parseRunRequest } from '../../../lib/run/validate.ts';
+import { parseQuantity, parseRunRequest } from '../../../lib/run/schema.ts';
 
 const valid = {
   modelName: 'resnet50',
