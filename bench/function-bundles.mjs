@@ -16,6 +16,13 @@
 // nothing may run at import time). All bundles run once as a warm-up, then --runs rounds, alternating
 // within each round; medians. "wall" is the whole process, "import" is measured inside it, peak RSS
 // is process.resourceUsage().maxRSS. Only ratios from one run count: timings on shared machines move.
+// --instructions also counts each bundle's import under valgrind's callgrind (node --single-threaded,
+// so V8's background compilation and GC run on the main thread and the count repeats to ≈ ±0.5 %
+// whatever else the machine is doing); one count per bundle, reported beside the wall times. A
+// function constructs its SDK clients on first use, the SDK-only bundle at import, so the
+// instructions ratio adds back what constructing them costs (SDK-only less an import-only bundle
+// of the same clients). "CPU" is the process's user + system time (resourceUsage), less moved by
+// other work on the machine than wall.
 // --write puts the table into bench/results/function-bundles.md (between the RESULTS markers).
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -32,6 +39,7 @@ const OUT = join(ROOT, 'bench/.out/function-bundles');
 const NODE = join(ROOT, 'node_modules/.bin/node');
 const args = process.argv.slice(2);
 const RUNS = Number(args[args.indexOf('--runs') + 1]) || 10;
+const INSTRUCTIONS = args.includes('--instructions');
 const require = createRequire(import.meta.url);
 process.chdir(ROOT); // the plugins name entries relative to the service directory, as serverless-esbuild does
 
@@ -156,6 +164,15 @@ function sdkOnlySource(clients, kubernetes) {
   return `${lines.join('\n')}\n`;
 }
 
+/** The same clients imported but not constructed: what a function's bundle holds at init (it constructs on first use). */
+function sdkImportOnlySource(clients) {
+  const lines = clients.map((c) => `import { ${CLIENT_CLASS[c]} } from '@aws-sdk/client-${c}';`);
+  lines.push(
+    `export const handler = async () => [${clients.map((c) => CLIENT_CLASS[c]).join(', ')}].length;`,
+  );
+  return `${lines.join('\n')}\n`;
+}
+
 const fmt = (b) =>
   b < 1024 ? `${b} B` : b < 1048576 ? `${(b / 1024).toFixed(0)} KB` : `${(b / 1048576).toFixed(2)} MB`;
 const median = (xs) => {
@@ -166,7 +183,8 @@ const median = (xs) => {
 
 function runOnce(file) {
   const code = `const t=performance.now();await import(${JSON.stringify(file)});
-process.stdout.write(JSON.stringify({ms:performance.now()-t,rss:process.resourceUsage().maxRSS}))`;
+const u=process.resourceUsage();
+process.stdout.write(JSON.stringify({ms:performance.now()-t,rss:u.maxRSS,cpu:(u.userCPUTime+u.systemCPUTime)/1000}))`;
   const t0 = process.hrtime.bigint();
   const r = spawnSync(NODE, ['--input-type=module', '-e', code], {
     encoding: 'utf8',
@@ -174,8 +192,29 @@ process.stdout.write(JSON.stringify({ms:performance.now()-t,rss:process.resource
   });
   const wall = Number(process.hrtime.bigint() - t0) / 1e6;
   if (r.status !== 0) throw new Error(`${file} failed to load: ${r.stderr}`);
-  const { ms, rss } = JSON.parse(r.stdout);
-  return { wall, ms, rss: rss / 1024 };
+  const { ms, rss, cpu } = JSON.parse(r.stdout);
+  return { wall, ms, rss: rss / 1024, cpu };
+}
+
+/** Instructions executed by a process that imports the bundle (callgrind), in millions. */
+function instructionsOnce(file) {
+  const r = spawnSync(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--callgrind-out-file=/dev/null',
+      NODE,
+      '--single-threaded',
+      '--input-type=module',
+      '-e',
+      `await import(${JSON.stringify(file)})`,
+    ],
+    { encoding: 'utf8', env: { PATH: process.env.PATH } },
+  );
+  const m = /refs:\s+([\d,]+)/.exec(r.stderr ?? '');
+  if (r.status !== 0 || !m)
+    throw new Error(`callgrind on ${file} failed (is valgrind installed?): ${r.stderr?.slice(-400)}`);
+  return Number(m[1].replaceAll(',', '')) / 1e6;
 }
 
 // ---- run ----------------------------------------------------------------------------------------
@@ -197,6 +236,13 @@ for (const f of functions) {
   if (!baselines.has(id)) {
     writeFileSync(join(OUT, `${id}.entry.mjs`), sdkOnlySource(f.clients, f.kubernetes));
     baselines.set(id, await bundle(id, join(OUT, `${id}.entry.mjs`), [undiciSideEffectFree]));
+    if (INSTRUCTIONS && f.clients.length > 0) {
+      writeFileSync(join(OUT, `${id}-import.entry.mjs`), sdkImportOnlySource(f.clients));
+      const importOnly = await bundle(`${id}-import`, join(OUT, `${id}-import.entry.mjs`), [
+        undiciSideEffectFree,
+      ]);
+      baselines.get(id).importOnly = importOnly;
+    }
   }
   f.baseline = id;
 }
@@ -213,41 +259,64 @@ const all = [minimal, ...baselines.values(), ...functions];
 const samples = new Map(all.map((b) => [b.id, []]));
 for (const b of all) runOnce(b.outfile); // warm-up: page cache, node binary
 for (let i = 0; i < RUNS; i++) for (const b of all) samples.get(b.id).push(runOnce(b.outfile));
+if (INSTRUCTIONS) {
+  for (const b of all) b.instr = instructionsOnce(b.outfile);
+  for (const b of baselines.values())
+    if (b.importOnly) b.importOnly.instr = instructionsOnce(b.importOnly.outfile);
+}
 for (const b of all) {
   const s = samples.get(b.id);
   b.wall = median(s.map((x) => x.wall));
   b.ms = median(s.map((x) => x.ms));
   b.rss = median(s.map((x) => x.rss));
+  b.cpu = median(s.map((x) => x.cpu));
 }
+
+/**
+ * Instructions of the function with its clients constructed, over the SDK-only bundle: a function
+ * constructs its clients on first use, so its init lacks what constructing them costs (the
+ * SDK-only bundle's count less the import-only one's); adding it back compares like with like.
+ */
+const fairInstr = (f) => {
+  const b = baselines.get(f.baseline);
+  const construct = b.importOnly ? b.instr - b.importOnly.instr : 0;
+  return (f.instr + construct) / b.instr;
+};
 
 // ---- report -------------------------------------------------------------------------------------
 
 const nodeVersion = spawnSync(NODE, ['--version'], { encoding: 'utf8' }).stdout.trim();
 const pct = (x) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(0)} %`;
+const instrCell = (b) => (INSTRUCTIONS ? ` ${b.instr.toFixed(0)} M |` : '');
 const verdict = (f) => {
   const b = baselines.get(f.baseline);
   const own = Math.max(f.wall / b.wall - 1, f.rss / b.rss - 1);
   const checks = [own <= 0.1 ? 'own code ≤ 10 % ✓' : `own code ${pct(own)} ✗`];
+  if (INSTRUCTIONS) {
+    const ownInstr = fairInstr(f) - 1;
+    checks.push(ownInstr <= 0.1 ? 'instructions ≤ 10 % ✓' : `instructions ${pct(ownInstr)} ✗`);
+  }
   if (f.k8s) checks.push(f.wall / minimal.wall <= 2.5 ? '≤ 2.5× minimal ✓' : '> 2.5× minimal ✗');
   if (!f.k8s && (f.kubernetes || f.kube)) checks.push('ships the Kubernetes client ✗');
   return checks.join(', ');
 };
 const lines = [
   `Node ${nodeVersion}; ${RUNS} rounds after a warm-up, every bundle once per round, medians; ${new Date().toISOString().slice(0, 10)}; ` +
-    `${cpus().length} CPUs, load average ${loadBefore.toFixed(1)} before / ${loadavg()[0].toFixed(1)} after.`,
+    `${cpus().length} CPUs, load average ${loadBefore.toFixed(1)} before / ${loadavg()[0].toFixed(1)} after` +
+    `${INSTRUCTIONS ? '; instructions: one callgrind count per bundle (node --single-threaded)' : ''}.`,
   '',
-  '| bundle | k8s | SDK clients | size | zipped (deflate) | wall | import | peak RSS | × minimal (wall) | × SDK-only (wall) | × SDK-only (RSS) | budget |',
-  '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+  `| bundle | k8s | SDK clients | size | zipped (deflate) | wall | CPU | import | peak RSS |${INSTRUCTIONS ? ' instructions |' : ''} × minimal (wall) | × SDK-only (wall) | × SDK-only (CPU) | × SDK-only (RSS) |${INSTRUCTIONS ? ' × SDK-only (instructions, clients constructed) |' : ''} budget |`,
+  `| --- | --- | --- | --- | --- | --- | --- | --- | --- |${INSTRUCTIONS ? ' --- |' : ''} --- | --- | --- | --- |${INSTRUCTIONS ? ' --- |' : ''} --- |`,
   ...[minimal, ...baselines.values()].map(
     (b) =>
-      `| ${b.id === 'minimal' ? 'minimal handler' : b.id === 'sdk-kube' ? 'reference: client-node CustomObjectsApi only' : `SDK only: ${b.id.slice(4)}`} | | | ${fmt(b.size)} | ${fmt(b.deflated)} | ${b.wall.toFixed(0)} ms | ${b.ms.toFixed(1)} ms | ${b.rss.toFixed(0)} MiB | ${(b.wall / minimal.wall).toFixed(2)} | | | |`,
+      `| ${b.id === 'minimal' ? 'minimal handler' : b.id === 'sdk-kube' ? 'reference: client-node CustomObjectsApi only' : `SDK only: ${b.id.slice(4)}`} | | | ${fmt(b.size)} | ${fmt(b.deflated)} | ${b.wall.toFixed(0)} ms | ${b.cpu.toFixed(0)} ms | ${b.ms.toFixed(1)} ms | ${b.rss.toFixed(0)} MiB |${instrCell(b)}${b.importOnly ? ` (import only ${b.importOnly.instr.toFixed(0)} M)` : ''} ${(b.wall / minimal.wall).toFixed(2)} | | | |${INSTRUCTIONS ? ' |' : ''} |`,
   ),
   ...functions.map((f) => {
     const b = baselines.get(f.baseline);
     return (
       `| ${f.key} | ${f.k8s ? 'yes' : ''} | ${[...f.clients, ...(f.kubernetes ? ['client-node'] : []), ...f.lazyClients.map((c) => `(${c}: fallback only)`)].join(', ')} | ${fmt(f.size)} | ${fmt(f.deflated)} | ` +
-      `${f.wall.toFixed(0)} ms | ${f.ms.toFixed(1)} ms | ${f.rss.toFixed(0)} MiB | ${(f.wall / minimal.wall).toFixed(2)} | ` +
-      `${(f.wall / b.wall).toFixed(2)} | ${(f.rss / b.rss).toFixed(2)} | ${verdict(f)} |`
+      `${f.wall.toFixed(0)} ms | ${f.cpu.toFixed(0)} ms | ${f.ms.toFixed(1)} ms | ${f.rss.toFixed(0)} MiB |${instrCell(f)} ${(f.wall / minimal.wall).toFixed(2)} | ` +
+      `${(f.wall / b.wall).toFixed(2)} | ${(f.cpu / b.cpu).toFixed(2)} | ${(f.rss / b.rss).toFixed(2)} |${INSTRUCTIONS ? ` ${fairInstr(f).toFixed(2)} |` : ''} ${verdict(f)} |`
     );
   }),
   '',

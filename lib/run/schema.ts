@@ -23,23 +23,8 @@ import { parseWith } from './validate.ts';
  * silently become a default).
  */
 
-export type { LegacyKind, Target } from './limits.ts';
-/** Re-exported for the code that parses run requests; the rest imports them from limits.ts. */
-export {
-  DEFAULTS,
-  ENV_NAME,
-  IMAGE_REF,
-  LABEL_VALUE,
-  LIMITS,
-  parseQuantity,
-  QUANTITY,
-  RESERVED_ENV_PREFIX,
-  RESERVED_LABEL_PREFIXES,
-  RFC1035_LABEL,
-  RFC1123_SUBDOMAIN,
-  STORAGE_URI,
-  TARGETS,
-} from './limits.ts';
+/** The limits and formats too, for the code that parses run requests (the rest imports limits.ts). */
+export * from './limits.ts';
 
 const dnsLabel = (what: string, max: number) =>
   z
