@@ -309,7 +309,7 @@ const lines = [
   `| --- | --- | --- | --- | --- | --- | --- | --- | --- |${INSTRUCTIONS ? ' --- |' : ''} --- | --- | --- | --- |${INSTRUCTIONS ? ' --- |' : ''} --- |`,
   ...[minimal, ...baselines.values()].map(
     (b) =>
-      `| ${b.id === 'minimal' ? 'minimal handler' : b.id === 'sdk-kube' ? 'reference: client-node CustomObjectsApi only' : `SDK only: ${b.id.slice(4)}`} | | | ${fmt(b.size)} | ${fmt(b.deflated)} | ${b.wall.toFixed(0)} ms | ${b.cpu.toFixed(0)} ms | ${b.ms.toFixed(1)} ms | ${b.rss.toFixed(0)} MiB |${instrCell(b)}${b.importOnly ? ` (import only ${b.importOnly.instr.toFixed(0)} M)` : ''} ${(b.wall / minimal.wall).toFixed(2)} | | | |${INSTRUCTIONS ? ' |' : ''} |`,
+      `| ${b.id === 'minimal' ? 'minimal handler' : b.id === 'sdk-kube' ? 'reference: client-node CustomObjectsApi only' : `SDK only: ${b.id.slice(4)}`} | | | ${fmt(b.size)} | ${fmt(b.deflated)} | ${b.wall.toFixed(0)} ms | ${b.cpu.toFixed(0)} ms | ${b.ms.toFixed(1)} ms | ${b.rss.toFixed(0)} MiB |${INSTRUCTIONS ? ` ${b.instr.toFixed(0)} M${b.importOnly ? ` (import only ${b.importOnly.instr.toFixed(0)} M)` : ''} |` : ''} ${(b.wall / minimal.wall).toFixed(2)} | | | |${INSTRUCTIONS ? ' |' : ''} |`,
   ),
   ...functions.map((f) => {
     const b = baselines.get(f.baseline);

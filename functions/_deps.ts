@@ -14,7 +14,15 @@ import { makeSqsCheckQueue } from '../lib/adapters/aws/sqs-checks.ts';
 import { makeSqsRunQueue } from '../lib/adapters/aws/sqs-queue.ts';
 import type { ArtifactStore, ServingEvents } from '../lib/artifacts/ports.ts';
 import { type GantryConfig, loadConfig, loadRuntimeEnv, type RuntimeEnv } from '../lib/config.ts';
-import type { Clock, ClusterGateway, ObjectStore, RunQueue, WorkflowEngine } from '../lib/ports.ts';
+import type {
+  CallOptions,
+  Clock,
+  ClusterGateway,
+  ObjectStore,
+  RunQueue,
+  WorkflowEngine,
+} from '../lib/ports.ts';
+import type { JobLocation } from '../lib/run/record.ts';
 import { makeRunRecords, type RunRecords } from '../lib/run/records.ts';
 import { makeSweeps, type Sweeps } from '../lib/sweep/sweeps.ts';
 
@@ -111,6 +119,15 @@ export function gateway(cluster: string): Promise<ClusterGateway> {
     g.catch(() => gateways.delete(cluster));
   }
   return g;
+}
+
+/** Delete a run's job (cancel); loads the Kubernetes client only when a cancelled run has a job. */
+export async function deleteJob(job: JobLocation, opts?: CallOptions): Promise<void> {
+  const [gw, { jobApiOf }] = await Promise.all([
+    gateway(job.cluster),
+    import('../lib/adapters/kubernetes/gateway.ts'),
+  ]);
+  await gw.deleteJob(jobApiOf(job), job.namespace, job.name, opts);
 }
 
 /**

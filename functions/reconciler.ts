@@ -10,6 +10,7 @@ import {
   artifactStore,
   clock,
   config,
+  deleteJob,
   env,
   gateway,
   records,
@@ -36,13 +37,7 @@ function sweepCapabilities(): SweepCapabilities {
       workflow: workflow(),
       records: records(),
       clock,
-      deleteJob: async (job, opts) => {
-        const [gw, { jobApiOf }] = await Promise.all([
-          gateway(job.cluster),
-          import('../lib/adapters/kubernetes/gateway.ts'),
-        ]);
-        await gw.deleteJob(jobApiOf(job), job.namespace, job.name, opts);
-      },
+      deleteJob,
     }),
     publishBest: makeBestPublisher({
       publisher: makeModelPublisher({

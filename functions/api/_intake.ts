@@ -1,9 +1,7 @@
 import type { GantryConfig } from '../../lib/config.ts';
 import { makeCancelRun, makeGetRun, makeListRuns } from '../../lib/intake/runs.ts';
 import { makeListRuntimes } from '../../lib/intake/runtimes.ts';
-import type { CallOptions } from '../../lib/ports.ts';
-import type { JobLocation } from '../../lib/run/record.ts';
-import { config, env, gateway, records, store, workflow } from '../_deps.ts';
+import { config, deleteJob, env, gateway, records, store, workflow } from '../_deps.ts';
 
 /**
  * The intake use cases, wired once per container on first use (submit and validate wire
@@ -26,15 +24,6 @@ export function lazy<T>(make: () => T): () => T {
     value ??= make();
     return value;
   };
-}
-
-/** Delete a run's job; loads the Kubernetes client only when a cancelled run has a job. */
-export async function deleteJob(job: JobLocation, opts?: CallOptions): Promise<void> {
-  const [gw, { jobApiOf }] = await Promise.all([
-    gateway(job.cluster),
-    import('../../lib/adapters/kubernetes/gateway.ts'),
-  ]);
-  await gw.deleteJob(jobApiOf(job), job.namespace, job.name, opts);
 }
 
 export const getRun = /* @__PURE__ */ lazy(() => makeGetRun({ ...settings(), records: records() }));

@@ -1,7 +1,6 @@
 import { makeCancelSweep, makeGetSweep, type SweepIntakeDeps } from '../../lib/intake/sweeps.ts';
 import { makeRunStopper } from '../../lib/sweep/stop.ts';
-import { clock, config, env, records, runQueue, sweeps, workflow } from '../_deps.ts';
-import { deleteJob } from './_intake.ts';
+import { clock, config, deleteJob, env, records, runQueue, sweeps, workflow } from '../_deps.ts';
 
 /**
  * The sweep use cases, wired on use. Get reads; cancel may also stop trials (Step Functions, and
