@@ -429,6 +429,31 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     }
   });
 
+  it('builds the run request, sweep request and response-view schemas only in the functions that use them', () => {
+    // A string only each schema's module contains (a rule message, a description).
+    const SCHEMAS = {
+      'run request (lib/run/schema.ts)': {
+        marker: 'runDeadlineSeconds must be at least',
+        in: ['submitRun', 'validateRun', 'submitSweep', 'runsConsumer', 'dataIntake', 'openapi'],
+      },
+      'sweep request (lib/sweep/schema.ts)': {
+        marker: 'gridPoints must be a whole number',
+        in: ['submitSweep', 'openapi'],
+      },
+      'response views (lib/intake/view-schemas.ts)': { marker: 'GET this run', in: ['openapi'] },
+    };
+    for (const [id, fn] of fns) {
+      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
+      const code =
+        readZip(join(main, `${key}.zip`))
+          .get(`${String(fn.Properties.Handler).replace(/\.handler$/, '')}.mjs`)
+          ?.toString('utf8') ?? '';
+      for (const [schema, { marker, in: users }] of Object.entries(SCHEMAS)) {
+        expect(code.includes(marker), `${key} and the ${schema} schema`).toBe(users.includes(key));
+      }
+    }
+  });
+
   it('sets the environment lib/config.ts reads, and ships the config file it names', () => {
     const known = new Set(Object.keys(RuntimeEnvSchema.shape));
     for (const [id, fn] of fns) {
