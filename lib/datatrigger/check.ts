@@ -31,8 +31,8 @@ const SAMPLE: Omit<DataRef, 'rule' | 'bucket' | 'dataUri'> = {
 
 /**
  * Check every rule against the rest of the configuration: unique names, a configured team, and a
- * template that, once the data is injected, is a valid run request. Issues go to `ctx` with paths
- * under `dataTriggers.<i>` and name the rule, so a bad file fails loudly at load.
+ * template that, once the data is injected, is a valid run request. Issues go to `addIssue` with
+ * paths under `dataTriggers.<i>` and name the rule.
  */
 function checkRules(
   rules: ReadonlyArray<z.output<typeof DataTriggerRuleSchema>>,
