@@ -142,6 +142,20 @@ function roleOf(t: Template, fn: Resource): { id: string; statements: Statement[
   return { id, statements: policies.flatMap((p) => p.PolicyDocument.Statement) };
 }
 
+/** `SubmitRunLambdaFunction` → `submitRun`: the serverless.yml key, which names the function's zip. */
+const functionKey = (logicalId: string) =>
+  logicalId.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
+
+/** The handler bundle a function's zip ships (empty when the zip lacks it). */
+function bundleCode(dir: string, key: string, fn: Resource): string {
+  const handler = `${String(fn.Properties.Handler).replace(/\.handler$/, '')}.mjs`;
+  return (
+    readZip(join(dir, `${key}.zip`))
+      .get(handler)
+      ?.toString('utf8') ?? ''
+  );
+}
+
 const actionsOf = (statements: Statement[]) =>
   [...new Set(statements.filter((s) => s.Effect === 'Allow').flatMap((s) => list(s.Action)))].sort();
 
@@ -382,7 +396,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     for (const [id, fn] of fns) {
       expect(fn.Properties.Runtime, id).toBe('nodejs24.x');
       expect(fn.Properties.Architectures, id).toEqual(['arm64']);
-      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
+      const key = functionKey(id);
       const zip = readZip(join(main, `${key}.zip`));
       const handler = `${String(fn.Properties.Handler).replace(/\.handler$/, '')}.mjs`;
       expect([...zip.keys()], id).toContain(handler);
@@ -391,10 +405,8 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
 
   it('ships @kubernetes/client-node only in the functions that talk to Kubernetes', () => {
     for (const [id, fn] of fns) {
-      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
-      const zip = readZip(join(main, `${key}.zip`));
-      const code =
-        zip.get(`${String(fn.Properties.Handler).replace(/\.handler$/, '')}.mjs`)?.toString('utf8') ?? '';
+      const key = functionKey(id);
+      const code = bundleCode(main, key, fn);
       expect(code.includes(CLIENT_NODE_MARKER), `${key} bundles @kubernetes/client-node`).toBe(
         KUBERNETES_FUNCTIONS.includes(key),
       );
@@ -403,11 +415,8 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
 
   it("leaves client-node's model classes and, with endpoint and caData in the config, the EKS SDK out", () => {
     for (const [id, fn] of fns) {
-      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
-      const code =
-        readZip(join(main, `${key}.zip`))
-          .get(`${String(fn.Properties.Handler).replace(/\.handler$/, '')}.mjs`)
-          ?.toString('utf8') ?? '';
+      const key = functionKey(id);
+      const code = bundleCode(main, key, fn);
       expect(code.includes('V1PodSpec'), `${key} bundles client-node's models`).toBe(false);
       // deploy/serverless/config/dev.json gives every cluster eks.endpoint and eks.caData.
       expect(code.includes(EKS_SDK_MARKER), `${key} bundles the EKS SDK`).toBe(false);
@@ -416,11 +425,8 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
 
   it('bundles zod/mini with its English locale, never classic zod or the other locales', () => {
     for (const [id, fn] of fns) {
-      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
-      const code =
-        readZip(join(main, `${key}.zip`))
-          .get(`${String(fn.Properties.Handler).replace(/\.handler$/, '')}.mjs`)
-          ?.toString('utf8') ?? '';
+      const key = functionKey(id);
+      const code = bundleCode(main, key, fn);
       // lib/zod.ts: Gantry's schemas are zod/mini (≈ 190 KB of classic zod less at every cold start).
       expect(CLASSIC_ZOD_MARKER.test(code), `${key} bundles classic zod`).toBe(false);
       expect(code.includes('Invalid input: expected'), `${key} lacks zod's English locale`).toBe(true);
@@ -443,11 +449,8 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
       'response views (lib/intake/view-schemas.ts)': { marker: 'GET this run', in: ['openapi'] },
     };
     for (const [id, fn] of fns) {
-      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
-      const code =
-        readZip(join(main, `${key}.zip`))
-          .get(`${String(fn.Properties.Handler).replace(/\.handler$/, '')}.mjs`)
-          ?.toString('utf8') ?? '';
+      const key = functionKey(id);
+      const code = bundleCode(main, key, fn);
       for (const [schema, { marker, in: users }] of Object.entries(SCHEMAS)) {
         expect(code.includes(marker), `${key} and the ${schema} schema`).toBe(users.includes(key));
       }
@@ -467,7 +470,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
       );
       const configFile = String(vars.GANTRY_CONFIG_FILE);
       expect(configFile, id).toMatch(/^\/var\/task\//);
-      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
+      const key = functionKey(id);
       const shipped = readZip(join(main, `${key}.zip`)).get(configFile.slice('/var/task/'.length));
       expect(shipped, `${key} ships ${configFile}`).toBeDefined();
     }
@@ -508,10 +511,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
   it("replaces client-node's KubeConfig module (kubeconfig clusters are local-only) with a throwing stub", () => {
     for (const key of KUBERNETES_FUNCTIONS) {
       const fn = fns.get(lambdaLogicalId(key)) as Resource;
-      const code =
-        readZip(join(main, `${key}.zip`))
-          .get(`${String(fn.Properties.Handler).replace(/\.handler$/, '')}.mjs`)
-          ?.toString('utf8') ?? '';
+      const code = bundleCode(main, key, fn);
       expect(code, key).toContain('kubeconfig clusters are for local use');
       expect(code.includes('undici'), `${key} bundles undici`).toBe(false);
     }
@@ -520,7 +520,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
   it('gives every function its own role with exactly the actions its code uses', () => {
     const roles = new Set<string>();
     for (const [id, fn] of fns) {
-      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
+      const key = functionKey(id);
       const role = roleOf(t, fn);
       expect(roles.has(role.id), `${id} shares ${role.id}`).toBe(false);
       roles.add(role.id);
@@ -543,7 +543,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
       (c) => `arn:<AWS::Partition>:eks:${c.eks.region}:<AWS::AccountId>:cluster/${c.eks.clusterName}`,
     );
     for (const [id, fn] of functionsOf(v)) {
-      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
+      const key = functionKey(id);
       const role = roleOf(v, fn);
       // The variant also runs the Kubernetes functions in a VPC (its ec2: actions are checked below).
       const actions = actionsOf(role.statements).filter((a) => !a.startsWith('ec2:'));
@@ -707,7 +707,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
 
   it('with the VPC and JWT params: only the Kubernetes functions join the VPC, and every route uses the JWT authorizer', () => {
     for (const [id, fn] of functionsOf(v)) {
-      const key = id.replace(/LambdaFunction$/, '').replace(/^./, (c) => c.toLowerCase());
+      const key = functionKey(id);
       const inVpc = KUBERNETES_FUNCTIONS.includes(key);
       expect(fn.Properties.VpcConfig, id).toEqual(
         inVpc
