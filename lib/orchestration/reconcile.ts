@@ -1,3 +1,4 @@
+import { NotFoundError } from '../errors.ts';
 import type { CallOptions, Clock, ClusterGateway, JobApi, WorkflowEngine } from '../ports.ts';
 import type { RecordChange } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
@@ -214,14 +215,17 @@ export function makeReconciler(deps: ReconcilerDeps) {
     if (Number.isFinite(created) && now.getTime() - created < graceMs) return;
     const status = await deps.workflow.status(runId, opts);
     if (status === 'RUNNING') return;
-    await gateway.deleteJob(api, job.metadata.namespace ?? 'default', job.metadata.name, opts);
-    report.orphansDeleted++;
     if (status === 'ABORTED') {
-      await deps.records
-        .update(runId, { phase: 'Cancelled', reason: 'Cancelled' }, opts)
-        .catch(() => undefined);
+      // The record first: if writing it fails, the job stays and the next tick tries both again
+      // (deleting first left a run Running for good when the write failed, and let a reader see
+      // the job gone before the run was Cancelled). A job without a record is still deleted.
+      await deps.records.update(runId, { phase: 'Cancelled', reason: 'Cancelled' }, opts).catch((err) => {
+        if (!(err instanceof NotFoundError)) throw err;
+      });
       report.cancelled++;
     }
+    await gateway.deleteJob(api, job.metadata.namespace ?? 'default', job.metadata.name, opts);
+    report.orphansDeleted++;
     log({ level: 'INFO', msg: 'deleted a job whose execution ended', runId, execution: status ?? 'none' });
   }
 
