@@ -7,13 +7,14 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { makeS3ArtifactStore } from '../lib/adapters/aws/s3-artifacts.ts';
-import { makeS3ObjectStore } from '../lib/adapters/aws/s3-store.ts';
+import { makeS3ObjectStore, makeS3TextReader } from '../lib/adapters/aws/s3-store.ts';
 import { makeSqsServingEvents } from '../lib/adapters/aws/serving-events.ts';
 import { makeSfnWorkflow } from '../lib/adapters/aws/sfn.ts';
 import { makeSqsCheckQueue } from '../lib/adapters/aws/sqs-checks.ts';
 import { makeSqsRunQueue } from '../lib/adapters/aws/sqs-queue.ts';
 import type { ArtifactStore, ServingEvents } from '../lib/artifacts/ports.ts';
 import { type GantryConfig, loadConfig, loadRuntimeEnv, type RuntimeEnv } from '../lib/config.ts';
+import { type MetricIngester, makeMetricIngester } from '../lib/metrics/ingest.ts';
 import type {
   CallOptions,
   Clock,
@@ -25,6 +26,7 @@ import type {
 import type { JobLocation } from '../lib/run/record.ts';
 import { makeRunRecords, type RunRecords } from '../lib/run/records.ts';
 import { makeSweeps, type Sweeps } from '../lib/sweep/sweeps.ts';
+import { logLine } from './_log.ts';
 
 function once<T>(make: () => T): () => T {
   let value: T | undefined;
@@ -144,3 +146,16 @@ export const dataEventsQueue = /* @__PURE__ */ once(() => {
   if (!queueUrl) throw new Error('GANTRY_DATA_EVENTS_QUEUE_URL is not set');
   return makeSqsCheckQueue({ sqs: sqs(), queueUrl });
 });
+
+/** The metric channel's consumer (lib/metrics/ingest.ts): histories and run records in the Gantry bucket. */
+export const metricIngester = /* @__PURE__ */ once(
+  (): MetricIngester =>
+    makeMetricIngester({
+      store: store(),
+      objects: makeS3TextReader({ s3: s3(), bucket: env().GANTRY_BUCKET }),
+      records: records(),
+      clock,
+      bucket: env().GANTRY_BUCKET,
+      log: logLine,
+    }),
+);

@@ -8,6 +8,7 @@ import {
 import { startFauxqs } from 'fauxqs';
 import type { GantryConfig } from '../lib/config.ts';
 import { DataTriggerRuleSchema } from '../lib/datatrigger/rules.ts';
+import { METRIC_OBJECT_SUFFIX } from '../lib/metrics/channel.ts';
 import { ACCOUNT, functionArn, loadDefinition, REGION, STATE_MACHINE, TASK_FUNCTIONS } from './definition.ts';
 import { invokeLocal, type LambdaHandler } from './lambda.ts';
 import { startConditionalS3Proxy } from './s3/conditional-proxy.ts';
@@ -59,6 +60,9 @@ export interface Stack {
   dataEventsDlqUrl: string;
   /** Every S3 notification body the local S3 delivered, in order (to replay as a redelivery). */
   dataEvents: string[];
+  /** The metrics queue (S3 notifications for metric objects, consumed by functions/intake/metrics.ts) and its DLQ. */
+  metricsQueueUrl: string;
+  metricsDlqUrl: string;
   sfn: LocalStepFunctions;
   endpoints: { s3: string; sqs: string; sfn: string };
   stateMachineArn: string;
@@ -97,14 +101,20 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const dataTriggers = (opts.dataTriggers ?? []).map((r) => DataTriggerRuleSchema.parse(r));
     const dataEvents: string[] = [];
     let sendDataEvent: (body: string) => Promise<void> = async () => undefined;
+    let sendMetricEvent: (body: string) => Promise<void> = async () => undefined;
+    // As serverless.yml's notification for the metric channel: prefix runs/, suffix .jsonl.
+    const isMetricObject = (b: string, key: string) =>
+      b === bucket && key.startsWith('runs/') && key.endsWith(METRIC_OBJECT_SUFFIX);
     const proxy = await startConditionalS3Proxy({
       upstream: `http://127.0.0.1:${fauxqs.port}`,
       // As serverless.yml's NotificationConfiguration (data/), plus the prefixes of local rules.
       notifications: {
         watches: (b, key) =>
+          isMetricObject(b, key) ||
           (b === bucket && key.startsWith('data/')) ||
           dataTriggers.some((r) => (r.bucket ?? bucket) === b && key.startsWith(r.prefix)),
-        deliver: async (body) => {
+        deliver: async (object, body) => {
+          if (isMetricObject(object.bucket, object.key)) return sendMetricEvent(body);
           dataEvents.push(body);
           await sendDataEvent(body);
         },
@@ -154,6 +164,26 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       )
     ).QueueUrl as string;
     const dataEventsQueueArn = `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-data-events`;
+    const metricsDlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'gantry-metrics-dlq' })))
+      .QueueUrl as string;
+    const metricsQueueUrl = (
+      await sqs.send(
+        new CreateQueueCommand({
+          QueueName: 'gantry-metrics',
+          Attributes: {
+            VisibilityTimeout: '30',
+            RedrivePolicy: JSON.stringify({
+              deadLetterTargetArn: `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-metrics-dlq`,
+              maxReceiveCount: 5,
+            }),
+          },
+        }),
+      )
+    ).QueueUrl as string;
+    const metricsQueueArn = `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-metrics`;
+    sendMetricEvent = async (body) => {
+      await sqs.send(new SendMessageCommand({ QueueUrl: metricsQueueUrl, MessageBody: body }));
+    };
     sendDataEvent = async (body) => {
       await sqs.send(new SendMessageCommand({ QueueUrl: dataEventsQueueUrl, MessageBody: body }));
     };
@@ -216,12 +246,17 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       const mod = (await import('../functions/intake/queue.ts')) as { handler: LambdaHandler };
       return mod.handler(event, context);
     };
+    const metricsHandler = async (event: never, context: Parameters<LambdaHandler>[1]) => {
+      const mod = (await import('../functions/intake/metrics.ts')) as { handler: LambdaHandler };
+      return mod.handler(event, context);
+    };
     const dataHandler = async (event: never, context: Parameters<LambdaHandler>[1]) => {
       const mod = (await import('../functions/intake/data.ts')) as { handler: LambdaHandler };
       return mod.handler(event, context);
     };
     let poller: ReturnType<typeof startSqsPoller> | undefined;
     let dataPoller: ReturnType<typeof startSqsPoller> | undefined;
+    let metricsPoller: ReturnType<typeof startSqsPoller> | undefined;
     const startConsumer = () => {
       poller ??= startSqsPoller({ sqs, queueUrl, queueArn, handler: consumerHandler, concurrency: 2 });
       dataPoller ??= startSqsPoller({
@@ -232,11 +267,20 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         concurrency: 2,
         functionName: 'gantry-data-intake',
       });
+      metricsPoller ??= startSqsPoller({
+        sqs,
+        queueUrl: metricsQueueUrl,
+        queueArn: metricsQueueArn,
+        handler: metricsHandler,
+        concurrency: 2,
+        functionName: 'gantry-metrics-intake',
+      });
     };
     const stopConsumer = async () => {
-      await Promise.all([poller?.stop(), dataPoller?.stop()]);
+      await Promise.all([poller?.stop(), dataPoller?.stop(), metricsPoller?.stop()]);
       poller = undefined;
       dataPoller = undefined;
+      metricsPoller = undefined;
     };
     if (opts.consumer !== false) startConsumer();
     closers.push(stopConsumer);
@@ -266,6 +310,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       dataEventsQueueUrl,
       dataEventsDlqUrl,
       dataEvents,
+      metricsQueueUrl,
+      metricsDlqUrl,
       sfn,
       endpoints: { s3: proxy.url, sqs: sqsEndpoint, sfn: sfnServer.url },
       stateMachineArn,

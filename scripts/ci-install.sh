@@ -19,4 +19,16 @@ else
   "$CFN_LINT_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "cfn-lint==${CFN_LINT_VERSION}"
   echo "cfn-lint: $("$CFN_LINT_VENV/bin/cfn-lint" --version) installed in $CFN_LINT_VENV"
 fi
+# boto3 (integration tier: README's metric-channel Python snippet runs unchanged), pinned, from PyPI
+# into a venv cached outside the repo; test/integration/metric-channel.test.ts finds it by version.
+BOTO3_VERSION="${BOTO3_VERSION:-1.43.11}"
+BOTO3_VENV="${GANTRY_CACHE:-$HOME/.cache/gantry}/venv-boto3-${BOTO3_VERSION}"
+if [ -x "$BOTO3_VENV/bin/python" ] && "$BOTO3_VENV/bin/python" -c "import boto3, sys; sys.exit(boto3.__version__ != '${BOTO3_VERSION}')"; then
+  echo "boto3 ${BOTO3_VERSION}: cached in $BOTO3_VENV"
+else
+  rm -rf "$BOTO3_VENV"
+  python3 -m venv "$BOTO3_VENV"
+  "$BOTO3_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "boto3==${BOTO3_VERSION}"
+  echo "boto3 ${BOTO3_VERSION} installed in $BOTO3_VENV"
+fi
 bash scripts/realcp-heavy-build.sh  # heavy tier (KCM, scheduler, kwok, JobSet, Trainer, Kueue) from the Go module proxy, cached outside the repo

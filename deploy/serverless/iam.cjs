@@ -26,6 +26,7 @@ const BUCKET_ARN = { 'Fn::GetAtt': ['GantryBucket', 'Arn'] };
 const RUNS_QUEUE_ARN = { 'Fn::GetAtt': ['RunsQueue', 'Arn'] };
 const SERVING_QUEUE_ARN = { 'Fn::GetAtt': ['ServingQueue', 'Arn'] };
 const DATA_EVENTS_QUEUE_ARN = { 'Fn::GetAtt': ['DataEventsQueue', 'Arn'] };
+const METRICS_QUEUE_ARN = { 'Fn::GetAtt': ['MetricsQueue', 'Arn'] };
 
 /** serverless's logical id for a function key: `createJob` → `CreateJobLambdaFunction`. */
 const lambdaLogicalId = (key) =>
@@ -142,6 +143,18 @@ const statements = {
     ],
     Resource: [DATA_EVENTS_QUEUE_ARN],
   }),
+  /** S3 notifications of metric objects in (lib/metrics/ingest.ts). */
+  consumeMetrics: () => ({
+    Sid: 'ConsumeMetricNotifications',
+    Effect: 'Allow',
+    Action: [
+      'sqs:ReceiveMessage',
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:ChangeMessageVisibility',
+    ],
+    Resource: [METRICS_QUEUE_ARN],
+  }),
   describeClusters: () =>
     ctx.clusterArns.length > 0
       ? {
@@ -210,6 +223,9 @@ const FUNCTIONS = {
       statements.stopExecution(),
     ],
   },
+  // the metric channel's consumer: reads metric objects, writes runs/<id>/metric-history.json and the
+  // run record (a history that does not exist yet needs the existence checks to read as missing).
+  metricsIntake: { statements: () => [statements.consumeMetrics(), readWriteRuns, existenceChecks] },
   // the state machine's tasks
   createJob: { k8s: true, statements: () => [readWriteRuns, statements.describeClusters()] },
   awaitJob: { k8s: true, statements: () => [statements.describeClusters(), statements.answerTasks()] },

@@ -4,6 +4,7 @@ import {
   clock,
   env,
   gateway,
+  metricIngester,
   records,
   runQueue,
   servingEvents,
@@ -65,6 +66,7 @@ export const steps = /* @__PURE__ */ stepsWith(() => ({
   artifacts: artifactStore(),
   modelsBucket: env().GANTRY_BUCKET,
   serving: servingEvents(),
+  metrics: metricIngester(),
   ...sweepHooks(),
 }));
 

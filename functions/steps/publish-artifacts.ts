@@ -1,5 +1,6 @@
 import middy from '@middy/core';
-import { artifactStore, env, records, store } from '../_deps.ts';
+import { artifactStore, env, metricIngester, records, store } from '../_deps.ts';
+import { logLine } from '../_log.ts';
 import { type StepInput, stepOptions, stepsWith } from './_steps.ts';
 
 /** Only what `publishArtifacts` calls (see _steps.ts). */
@@ -8,6 +9,8 @@ const steps = stepsWith(() => ({
   store: store(),
   artifacts: artifactStore(),
   modelsBucket: env().GANTRY_BUCKET,
+  metrics: metricIngester(),
+  log: (line) => logLine({ service: 'gantry-steps', ...line }),
 }));
 
 /** State machine task `publishArtifacts` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */

@@ -16,6 +16,7 @@ export const RunSpecSchema = z.strictObject({
   namespace: z.string().check(z.regex(RFC1035_LABEL), z.maxLength(63)),
   request: RunRequestSchema,
   outputUri: z.string().check(z.regex(/^s3:\/\/[^/]+\/.*$/, 'must be an s3:// URI')),
+  metricsUri: z.optional(z.string().check(z.regex(/^s3:\/\/[^/]+\/runs\/run-[a-z2-7]{20}\/metrics\/$/))),
   trial: z.optional(
     z.strictObject({
       sweepId: z.string().check(z.regex(SWEEP_ID)),

@@ -1,5 +1,6 @@
 import type { GantryConfig } from '../config.ts';
 import { IdempotencyConflictError, ValidationError } from '../errors.ts';
+import { metricsUri } from '../metrics/channel.ts';
 import type { CallOptions, Clock, RunQueue } from '../ports.ts';
 import { fingerprintOf, newRunId, runIdFromKey } from '../run/ids.ts';
 import { LIMITS } from '../run/limits.ts';
@@ -66,6 +67,7 @@ export function buildRunSpec(
       ...(key !== undefined ? { idempotencyKey: key } : {}),
     },
     outputUri: request.output?.uri ?? `s3://${bucket}/runs/${runId}/output/`,
+    metricsUri: metricsUri(bucket, runId),
   };
 }
 

@@ -42,6 +42,12 @@ export interface StepDeps {
    * failure is logged, never the run's: the reconciler advances every active sweep each tick.
    */
   onTrialEnded?: (trial: TrialRef, runId: string, opts?: CallOptions) => Promise<void>;
+  /**
+   * The metric channel (lib/metrics/ingest.ts): PublishArtifacts folds in the run's newest metric
+   * objects first, so a report whose notification is still queued counts for the manifest and a
+   * trial's objective. Its failure is logged, never the run's.
+   */
+  metrics?: { drain(runId: string, opts?: CallOptions): Promise<number> };
   log?: (line: Record<string, unknown>) => void;
 }
 
@@ -204,6 +210,16 @@ export function makeSteps(deps: StepDeps) {
     opts?: CallOptions,
   ): Promise<PublishSummary> {
     const { run, job } = input;
+    if (deps.metrics) {
+      await deps.metrics.drain(run.runId, opts).catch((err: unknown) => {
+        deps.log?.({
+          level: 'WARN',
+          msg: 'metric channel not drained',
+          runId: run.runId,
+          error: String(err),
+        });
+      });
+    }
     const record = await records.update(run.runId, { phase: 'Publishing' }, opts);
     if (run.trial && !run.trial.publish) {
       // A sweep publishes its best trial once the sweep ends, not every trial.

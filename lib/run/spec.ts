@@ -22,6 +22,11 @@ export interface RunSpec {
   request: RunRequest;
   /** `s3://bucket/prefix/` where the training code writes its output. */
   outputUri: string;
+  /**
+   * `s3://<gantry bucket>/runs/<id>/metrics/`: where the training code writes its metric objects
+   * (lib/metrics/channel.ts). Absent on messages queued before the channel existed.
+   */
+  metricsUri?: string;
   trial?: TrialRef;
   /** The data a data-trigger run trains on (lib/datatrigger): its lineage, recorded and published. */
   trigger?: DataTriggerRef;

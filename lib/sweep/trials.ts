@@ -1,3 +1,4 @@
+import { metricsUri } from '../metrics/channel.ts';
 import type { RunRequest } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
 import type { Parameter } from './schema.ts';
@@ -73,6 +74,7 @@ export function trialSpec(input: {
     namespace: placement.namespace,
     request: { ...input.request, ...(placement.queue !== undefined ? { queue: placement.queue } : {}) },
     outputUri: `s3://${input.bucket}/runs/${runId}/output/`,
+    metricsUri: metricsUri(input.bucket, runId),
     trial: { sweepId: input.sweepId, trialIndex: input.trialIndex, publish: input.publish },
   };
 }

@@ -136,6 +136,7 @@ function trainingEnv(spec: RunSpec): EnvVar[] {
     [ENV.runId]: spec.runId,
     [ENV.modelName]: r.modelName,
     [ENV.outputUri]: spec.outputUri,
+    ...(spec.metricsUri && { [ENV.metricsUri]: spec.metricsUri }),
     ...(spec.trial && { [ENV.sweepId]: spec.trial.sweepId, [ENV.trialIndex]: String(spec.trial.trialIndex) }),
     ...(r.datasetUri && { [ENV.datasetUri]: r.datasetUri }),
   };

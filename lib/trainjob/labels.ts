@@ -41,6 +41,7 @@ export const ENV = {
   runId: 'GANTRY_RUN_ID',
   modelName: 'GANTRY_MODEL_NAME',
   outputUri: 'GANTRY_OUTPUT_URI',
+  metricsUri: 'GANTRY_METRICS_URI',
   sweepId: 'GANTRY_SWEEP_ID',
   trialIndex: 'GANTRY_TRIAL_INDEX',
   datasetUri: 'GANTRY_DATASET_URI',

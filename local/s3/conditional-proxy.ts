@@ -37,6 +37,7 @@ export async function startConditionalS3Proxy(opts: {
     if (!head) return;
     sequence++;
     await n.deliver(
+      { bucket, key },
       JSON.stringify({
         Records: [
           {
@@ -228,10 +229,10 @@ export async function startConditionalS3Proxy(opts: {
   };
 }
 
-/** Where local S3 delivers `ObjectCreated:*` events (the stack: the data-events queue). */
+/** Where local S3 delivers `ObjectCreated:*` events (the stack: the data-events and metrics queues). */
 export interface ObjectCreatedNotifications {
   watches(bucket: string, key: string): boolean;
-  deliver(body: string): Promise<void>;
+  deliver(object: { bucket: string; key: string }, body: string): Promise<void>;
 }
 
 /** The S3 event name of a request that creates an object, if it is one. */

@@ -34,7 +34,7 @@ import {
   metricsAt,
   parseHyperparameters,
 } from './objective.ts';
-import { parseS3Uri, writeOutput } from './output.ts';
+import { parseS3Uri, writeMetricObject, writeOutput } from './output.ts';
 import type { ResourceDef } from './registry.ts';
 import type { TrainerVersion } from './stubs.ts';
 
@@ -111,6 +111,8 @@ export interface ControllerOptions {
   kueueGranularReasons: boolean;
   /** Write status.trainerStatus (Trainer v2.2+ with the TrainJobStatus gate). */
   trainerStatus: boolean;
+  /** The training code writes metric objects under its GANTRY_METRICS_URI (needs `s3`). */
+  metricChannel: boolean;
   log: (msg: string) => void;
 }
 
@@ -134,6 +136,7 @@ interface SimJob {
   hp: Hyperparameters;
   accuracy: number;
   outputUri: string | undefined;
+  metricsUri: string | undefined;
   state: 'waiting' | 'running' | 'finishing' | 'finished';
   /** Sim ms the current run's pods were created (admission or resume). */
   runStart: number | undefined;
@@ -537,7 +540,7 @@ export class Controllers {
       return;
     }
     if (j.failAtPct === undefined && this.endAt(j) <= t) {
-      if (this.wantsOutput(j) && j.upload !== 'done' && j.upload !== 'failed') {
+      if ((this.wantsOutput(j) || this.reportsMetrics(j)) && j.upload !== 'done' && j.upload !== 'failed') {
         if (j.upload === 'none') this.startUpload(j);
         j.state = 'finishing';
         return;
@@ -592,6 +595,7 @@ export class Controllers {
       hp,
       accuracy: finalAccuracy(hp),
       outputUri: container.env.GANTRY_OUTPUT_URI,
+      metricsUri: container.env.GANTRY_METRICS_URI,
       state: 'waiting',
       runStart: undefined,
       ready: false,
@@ -710,7 +714,6 @@ export class Controllers {
         },
         'status',
       );
-      if (this.o.trainerStatus) j.nextProgressAt = this.vt + this.progressInterval(j);
     } else {
       this.api.mutate(
         j.def,
@@ -730,6 +733,10 @@ export class Controllers {
         },
         'status',
       );
+    }
+    if ((this.o.trainerStatus && j.def.kind === 'TrainJob') || this.reportsMetrics(j)) {
+      j.nextProgressAt = this.vt + this.progressInterval(j);
+      void this.writeMetricLine(j, 0);
     }
     const wl = this.workloadOf(j);
     if (wl) {
@@ -768,9 +775,48 @@ export class Controllers {
     };
   }
 
+  /** Whether the job's training code reports through Gantry's metric channel. */
+  private reportsMetrics(j: SimJob): boolean {
+    return (
+      this.o.metricChannel &&
+      this.o.s3 !== undefined &&
+      j.metricsUri !== undefined &&
+      parseS3Uri(j.metricsUri) !== undefined
+    );
+  }
+
+  /**
+   * What training code does on the metric channel: one JSON Lines object per report
+   * (`progress-<percent>.jsonl`, rewritten when a requeued run reports the same percent again).
+   * The write is tracked so `stop()` waits for it; a failed write is logged and lost, as a
+   * training script that cannot reach S3 loses a report.
+   */
+  private writeMetricLine(j: SimJob, p: number): Promise<void> {
+    const loc = parseS3Uri(j.metricsUri ?? '');
+    if (!loc || !this.o.s3 || !this.reportsMetrics(j)) return Promise.resolve();
+    const pct = Math.floor(p * 100);
+    const m = p >= 1 ? { loss: finalLoss(j.accuracy), accuracy: j.accuracy } : metricsAt(p, j.accuracy);
+    const line = {
+      time: this.now,
+      step: pct,
+      progressPercentage: pct,
+      estimatedRemainingSeconds: Math.max(0, Math.round(((1 - p) * j.durationMs) / 1000)),
+      metrics: { loss: Number(m.loss.toFixed(6)), accuracy: Number(m.accuracy.toFixed(6)) },
+    };
+    const name = `progress-${String(pct).padStart(3, '0')}.jsonl`;
+    const write = writeMetricObject(this.o.s3, loc, name, [line]).catch((e: unknown) => {
+      const why = e instanceof Error ? e.message : String(e);
+      this.o.log(`simulator: metric report of ${j.ns}/${j.name} failed: ${why}`);
+    });
+    const tracked = write.finally(() => this.inflight.delete(tracked));
+    this.inflight.add(tracked);
+    return tracked;
+  }
+
   private reportProgress(j: SimJob): void {
     const p = this.progressOf(j);
     j.nextProgressAt = p >= 1 ? undefined : this.vt + this.progressInterval(j);
+    if (p < 1) void this.writeMetricLine(j, p);
     if (j.def.kind !== 'TrainJob' || !this.o.trainerStatus) return;
     this.api.mutate(
       j.def,
@@ -795,8 +841,9 @@ export class Controllers {
   }
 
   private startUpload(j: SimJob): void {
-    const loc = parseS3Uri(j.outputUri ?? '');
-    if (!loc || !this.o.s3) {
+    const loc = this.wantsOutput(j) ? parseS3Uri(j.outputUri ?? '') : undefined;
+    const s3 = this.o.s3;
+    if (!s3 || (!loc && !this.reportsMetrics(j))) {
       j.upload = 'done';
       return;
     }
@@ -815,16 +862,20 @@ export class Controllers {
       durationSeconds: j.durationMs / 1000,
       simulated: true,
     };
-    const p = writeOutput(this.o.s3, loc, j.outputBytes, j.uid, metrics).then(
-      () => {
-        j.upload = 'done';
-      },
-      (e: unknown) => {
-        j.upload = 'failed';
-        j.uploadError = e instanceof Error ? e.message : String(e);
-        this.o.log(`simulator: output upload for ${j.ns}/${j.name} failed: ${j.uploadError}`);
-      },
-    );
+    // The last report goes out before the output, as training code reports its final metrics
+    // before it saves the model and exits.
+    const p = this.writeMetricLine(j, 1)
+      .then(() => (loc ? writeOutput(s3, loc, j.outputBytes, j.uid, metrics) : undefined))
+      .then(
+        () => {
+          j.upload = 'done';
+        },
+        (e: unknown) => {
+          j.upload = 'failed';
+          j.uploadError = e instanceof Error ? e.message : String(e);
+          this.o.log(`simulator: output upload for ${j.ns}/${j.name} failed: ${j.uploadError}`);
+        },
+      );
     const tracked = p.finally(() => {
       this.inflight.delete(tracked);
       if (j.state === 'finishing') {

@@ -67,8 +67,16 @@ export interface SimulatorOptions {
   defaultDurationSeconds?: number;
   /** Kueue's UnadmittedWorkloadsObservability feature gate (granular QuotaReserved reasons). Default false, as in Kueue v0.19. */
   kueueGranularReasons?: boolean;
-  /** Report status.trainerStatus (Trainer v2.2+ TrainJobStatus gate). Default true on v2.2+. */
+  /**
+   * Trainer's alpha `TrainJobStatus` feature gate (v2.2+): report status.trainerStatus. Default
+   * false, as a default install (Trainer's pkg/features/features.go).
+   */
   trainerStatus?: boolean;
+  /**
+   * The simulated training code reports progress and metrics through Gantry's metric channel: JSON
+   * Lines objects under its GANTRY_METRICS_URI, written with `s3` (every job kind). Default true.
+   */
+  metricChannel?: boolean;
   /** Namespaces to create at start besides default/kube-system/kube-public/kube-node-lease. */
   namespaces?: string[];
   /** Real milliseconds between controller ticks (default 20). */
@@ -171,7 +179,8 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     s3: opts.s3,
     defaultDurationSeconds: opts.defaultDurationSeconds ?? 60,
     kueueGranularReasons: opts.kueueGranularReasons ?? false,
-    trainerStatus: opts.trainerStatus ?? (trainerVersion === '2.2' || trainerVersion === '2.3'),
+    trainerStatus: (opts.trainerStatus ?? false) && (trainerVersion === '2.2' || trainerVersion === '2.3'),
+    metricChannel: opts.metricChannel ?? true,
     log,
   });
   const ctr = registry.get('trainer.kubeflow.org', 'clustertrainingruntimes');

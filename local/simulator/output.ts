@@ -32,6 +32,24 @@ function modelBytes(size: number, seed: string): Buffer {
   return out;
 }
 
+/** One metric object of the metric channel: JSON Lines under the job's GANTRY_METRICS_URI. */
+export async function writeMetricObject(
+  s3: S3Client,
+  loc: OutputLocation,
+  name: string,
+  lines: unknown[],
+): Promise<void> {
+  const { PutObjectCommand } = await import('@aws-sdk/client-s3');
+  await s3.send(
+    new PutObjectCommand({
+      Bucket: loc.bucket,
+      Key: `${loc.prefix}${name}`,
+      Body: lines.map((l) => `${JSON.stringify(l)}\n`).join(''),
+      ContentType: 'application/x-ndjson',
+    }),
+  );
+}
+
 export async function writeOutput(
   s3: S3Client,
   loc: OutputLocation,

@@ -245,6 +245,15 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
     'states:StopExecution',
     'states:DescribeExecution',
   ],
+  metricsIntake: [
+    ...LOGS,
+    ...RUNS_RW,
+    's3:ListBucket',
+    'sqs:ReceiveMessage',
+    'sqs:DeleteMessage',
+    'sqs:GetQueueAttributes',
+    'sqs:ChangeMessageVisibility',
+  ],
   createJob: [...LOGS, ...RUNS_RW, ...EKS],
   awaitJob: [...LOGS, ...EKS, ...ANSWER],
   checkJob: [...LOGS, ...EKS],
@@ -690,6 +699,33 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     expect(notification?.Queue).toEqual({ 'Fn::GetAtt': ['DataEventsQueue', 'Arn'] });
     expect(JSON.stringify(notification?.Filter)).toContain('"Value":"data/"');
     expect(list((t.Resources.GantryBucket as Resource).DependsOn)).toContain('DataEventsQueuePolicy');
+  });
+
+  it('sends the metric channel (runs/…/*.jsonl) to the metrics queue, which only this bucket may send to', () => {
+    const bucket = (t.Resources.GantryBucket as Resource).Properties as Json;
+    const configs = (bucket.NotificationConfiguration as { QueueConfigurations: Json[] }).QueueConfigurations;
+    const metrics = configs.filter(
+      (c) => JSON.stringify(c.Queue) === JSON.stringify({ 'Fn::GetAtt': ['MetricsQueue', 'Arn'] }),
+    );
+    expect(metrics).toHaveLength(1);
+    expect(metrics[0]?.Filter).toEqual({
+      S3Key: {
+        Rules: [
+          { Name: 'prefix', Value: 'runs/' },
+          { Name: 'suffix', Value: '.jsonl' },
+        ],
+      },
+    });
+    expect(list((t.Resources.GantryBucket as Resource).DependsOn)).toContain('MetricsQueuePolicy');
+    const policy = JSON.stringify((t.Resources.MetricsQueuePolicy as Resource).Properties);
+    expect(policy).toContain('s3.amazonaws.com');
+    expect(policy).toContain('aws:SourceArn');
+    expect(policy).toContain('aws:SourceAccount');
+    expect((t.Resources.MetricsQueue as Resource).Properties.RedrivePolicy).toMatchObject({
+      maxReceiveCount: 5,
+    });
+    const consumer = fns.get('MetricsIntakeLambdaFunction');
+    expect(consumer?.Properties.Handler).toBe('functions/intake/metrics.handler');
   });
 
   it('alarms on dead-lettered runs and on failed or timed-out executions', () => {

@@ -180,6 +180,8 @@ describe('cluster simulator: Kueue admission and the Trainer lifecycle (Trainer 
     await s3.send(new CreateBucketCommand({ Bucket: BUCKET }));
     h = await harness({
       trainerVersion: '2.2',
+      // Trainer's alpha TrainJobStatus gate on (off by default, as upstream): these tests read trainerStatus.
+      trainerStatus: true,
       speed: 0,
       s3,
       queues: [

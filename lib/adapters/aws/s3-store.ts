@@ -6,6 +6,7 @@ import {
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
+import type { MetricObjectReader } from '../../metrics/ingest.ts';
 import type { CallOptions, ObjectStore } from '../../ports.ts';
 import { translateAwsError } from './errors.ts';
 
@@ -73,6 +74,28 @@ export function makeS3ObjectStore(deps: { s3: S3Client; bucket: string }): Objec
         await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }), sendOpts(opts));
       } catch (err) {
         throw translateAwsError(err, `delete s3://${bucket}/${key}`);
+      }
+    },
+  };
+}
+
+/** Reads small text objects whole (the metric channel's JSON Lines objects). */
+export function makeS3TextReader(deps: { s3: S3Client; bucket: string }): MetricObjectReader {
+  const { s3, bucket } = deps;
+  return {
+    async read(key, opts) {
+      try {
+        const out = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }), sendOpts(opts));
+        const text = (await out.Body?.transformToString()) ?? '';
+        return {
+          text,
+          etag: out.ETag ?? '',
+          lastModified: (out.LastModified ?? new Date()).toISOString(),
+          size: out.ContentLength ?? Buffer.byteLength(text),
+        };
+      } catch (err) {
+        if ((err as { name?: string }).name === 'NoSuchKey') return undefined;
+        throw translateAwsError(err, `get s3://${bucket}/${key}`);
       }
     },
   };

@@ -1,0 +1,18 @@
+import middy from '@middy/core';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { metricIngester } from '../_deps.ts';
+import { log } from '../_log.ts';
+
+/**
+ * The metric channel's consumer (SQS event source with ReportBatchItemFailures): S3 notifications
+ * for metric objects under `runs/<id>/metrics/*.jsonl` → the run's metric history and record
+ * (lib/metrics). Malformed events are acknowledged and logged; a run whose history could not be
+ * written is redelivered.
+ */
+export const handler = middy<SQSEvent, SQSBatchResponse>({ timeoutEarlyInMillis: 1000 }).handler(
+  async (event, _context, { signal }) => {
+    const { batchItemFailures, report } = await metricIngester().consume(event.Records, { signal });
+    log('debug', { msg: 'metrics ingested', ...report });
+    return { batchItemFailures };
+  },
+);

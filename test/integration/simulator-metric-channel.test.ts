@@ -1,0 +1,183 @@
+import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { startFauxqs } from 'fauxqs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseMetricObject } from '../../lib/metrics/channel.ts';
+import { finalAccuracy, SIM_ANNOTATIONS, startClusterSimulator } from '../../local/simulator/index.ts';
+
+/**
+ * The simulator as a default install: Trainer's alpha `TrainJobStatus` gate is off, so no job
+ * reports `status.trainerStatus`; the simulated training code reports through Gantry's metric
+ * channel instead (JSON Lines objects under its GANTRY_METRICS_URI), for TrainJobs and for the
+ * Training Operator v1 kinds alike.
+ */
+
+const BUCKET = 'gantry-sim-metrics';
+// biome-ignore lint/suspicious/noExplicitAny: manifests are read field by field
+type Obj = Record<string, any>;
+
+describe('cluster simulator defaults: no trainerStatus, metrics through the metric channel', () => {
+  let fauxqs: Awaited<ReturnType<typeof startFauxqs>>;
+  let s3: S3Client;
+  let sim: Awaited<ReturnType<typeof startClusterSimulator>>;
+  let custom: CustomObjectsApi;
+
+  beforeAll(async () => {
+    fauxqs = await startFauxqs({ port: 0, logger: false, host: '127.0.0.1' });
+    s3 = new S3Client({
+      endpoint: `http://127.0.0.1:${fauxqs.port}`,
+      forcePathStyle: true,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    });
+    await s3.send(new CreateBucketCommand({ Bucket: BUCKET }));
+    // Prepare: no trainerStatus option at all — the default install.
+    sim = await startClusterSimulator({
+      trainerVersion: '2.3',
+      speed: 0,
+      s3,
+      log: () => {},
+      queues: [
+        { name: 'team-a', clusterQueue: 'gpu', quota: { 'nvidia.com/gpu': 8, cpu: 64, memory: '512Gi' } },
+      ],
+    });
+    const kc = new KubeConfig();
+    kc.loadFromString(sim.kubeconfigYaml());
+    custom = kc.makeApiClient(CustomObjectsApi);
+  });
+
+  afterAll(async () => {
+    await sim?.close();
+    s3?.destroy();
+    await fauxqs?.stop();
+  });
+
+  const TRAINER = { group: 'trainer.kubeflow.org', version: 'v1alpha1', plural: 'trainjobs' };
+
+  function trainJob(name: string, env: Record<string, string>): Obj {
+    return {
+      apiVersion: 'trainer.kubeflow.org/v1alpha1',
+      kind: 'TrainJob',
+      metadata: {
+        name,
+        labels: { 'app.kubernetes.io/managed-by': 'gantry', 'kueue.x-k8s.io/queue-name': 'team-a' },
+        annotations: { [SIM_ANNOTATIONS.duration]: '100' },
+      },
+      spec: {
+        runtimeRef: { name: 'torch-distributed' },
+        trainer: {
+          image: 'ghcr.io/acme/train:1.0',
+          numNodes: 1,
+          resourcesPerNode: { requests: { 'nvidia.com/gpu': 1 } },
+          env: Object.entries(env).map(([n, value]) => ({ name: n, value })),
+          args: ['--lr=0.00316', '--batch-size=64', '--dropout=0.2'],
+        },
+      },
+    };
+  }
+
+  async function linesUnder(prefix: string) {
+    const listed = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix }));
+    const keys = (listed.Contents ?? []).map((o) => o.Key as string).sort();
+    const lines = [];
+    for (const key of keys) {
+      const text = await (
+        await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }))
+      ).Body!.transformToString();
+      const parsed = parseMetricObject(text);
+      expect(parsed.problems).toEqual([]);
+      lines.push(...parsed.lines);
+    }
+    return { keys, lines };
+  }
+
+  it('a running and a finished TrainJob carry no status.trainerStatus (the TrainJobStatus gate is off)', async () => {
+    // Act
+    await custom.createNamespacedCustomObject({
+      ...TRAINER,
+      namespace: 'default',
+      body: trainJob('gate-off', { GANTRY_OUTPUT_URI: `s3://${BUCKET}/runs/gate-off/output/` }),
+    });
+    await sim.settle();
+    await sim.advance(50);
+    const running = (await custom.getNamespacedCustomObject({
+      ...TRAINER,
+      namespace: 'default',
+      name: 'gate-off',
+    })) as Obj;
+    await sim.advance(60);
+    const done = (await custom.getNamespacedCustomObject({
+      ...TRAINER,
+      namespace: 'default',
+      name: 'gate-off',
+    })) as Obj;
+    // Assess
+    expect(running.status?.jobsStatus?.[0]).toMatchObject({ name: 'node' });
+    expect(running.status).not.toHaveProperty('trainerStatus');
+    expect(done.status?.conditions?.find((c: Obj) => c.type === 'Complete')?.status).toBe('True');
+    expect(done.status).not.toHaveProperty('trainerStatus');
+  });
+
+  it('the training code reports progress and metrics as JSON Lines under GANTRY_METRICS_URI, the final metrics before Complete', async () => {
+    // Act
+    await custom.createNamespacedCustomObject({
+      ...TRAINER,
+      namespace: 'default',
+      body: trainJob('reports', {
+        GANTRY_OUTPUT_URI: `s3://${BUCKET}/runs/reports/output/`,
+        GANTRY_METRICS_URI: `s3://${BUCKET}/runs/reports/metrics/`,
+      }),
+    });
+    await sim.settle();
+    await sim.advance(45);
+    const midway = await linesUnder('runs/reports/metrics/');
+    await sim.advance(70);
+    const done = (await custom.getNamespacedCustomObject({
+      ...TRAINER,
+      namespace: 'default',
+      name: 'reports',
+    })) as Obj;
+    const all = await linesUnder('runs/reports/metrics/');
+    // Assess: reports while training (progress rising, loss falling), then the final one.
+    expect(midway.keys.length).toBeGreaterThanOrEqual(3);
+    expect(midway.lines.every((l) => (l.progressPercentage ?? 0) < 100)).toBe(true);
+    expect(done.status?.conditions?.find((c: Obj) => c.type === 'Complete')?.status).toBe('True');
+    const percents = all.lines.map((l) => l.progressPercentage);
+    expect(percents).toEqual([...percents].sort((a, b) => (a ?? 0) - (b ?? 0)));
+    const last = all.lines.at(-1);
+    expect(last).toMatchObject({ progressPercentage: 100, estimatedRemainingSeconds: 0 });
+    expect(last?.metrics?.accuracy).toBeCloseTo(
+      finalAccuracy({ lr: 0.00316, batchSize: 64, dropout: 0.2 }),
+      5,
+    );
+    expect(all.lines[0]?.metrics?.loss).toBeGreaterThan(last?.metrics?.loss as number);
+    expect(all.keys.every((k) => /^runs\/reports\/metrics\/progress-\d{3}\.jsonl$/.test(k))).toBe(true);
+  });
+
+  it('with the gate turned on (per test) trainerStatus is reported again', async () => {
+    const gated = await startClusterSimulator({
+      trainerVersion: '2.2',
+      trainerStatus: true,
+      speed: 0,
+      log: () => {},
+    });
+    try {
+      const kc = new KubeConfig();
+      kc.loadFromString(gated.kubeconfigYaml());
+      const api = kc.makeApiClient(CustomObjectsApi);
+      const job = trainJob('gate-on', {});
+      job.metadata.labels = { 'app.kubernetes.io/managed-by': 'gantry' };
+      await api.createNamespacedCustomObject({ ...TRAINER, namespace: 'default', body: job });
+      await gated.settle();
+      await gated.advance(30);
+      const running = (await api.getNamespacedCustomObject({
+        ...TRAINER,
+        namespace: 'default',
+        name: 'gate-on',
+      })) as Obj;
+      expect(running.status?.trainerStatus).toMatchObject({ progressPercentage: expect.any(Number) });
+    } finally {
+      await gated.close();
+    }
+  });
+});
