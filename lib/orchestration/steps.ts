@@ -19,6 +19,7 @@ import type { RunRecords } from '../run/records.ts';
 import type { RunSpec, TrialRef } from '../run/spec.ts';
 import { buildJob, jobApi } from '../trainjob/build.ts';
 import { chooseShape } from '../trainjob/capabilities.ts';
+import { type InitializerJobs, initializerJobs, NO_INITIALIZERS } from '../trainjob/initializers.ts';
 import { ANNOTATION } from '../trainjob/labels.ts';
 import { toRunPhase } from '../trainjob/status.ts';
 import { decide, failureCause, type Stage } from './decide.ts';
@@ -74,22 +75,27 @@ export function makeSteps(deps: StepDeps) {
     }
     const gateway = await deps.gateway(run.cluster);
     const caps = await gateway.capabilities(opts);
-    const { shape, kind } = chooseShape(run.request.target, caps, {
-      initializers: Boolean(run.request.datasetUri || run.request.modelUri),
-    });
-    if (shape !== 'training-operator-v1' && run.request.runtime.kind === 'ClusterTrainingRuntime') {
-      const runtimes = await gateway.listClusterTrainingRuntimes(opts);
-      if (!runtimes.some((r) => r.metadata.name === run.request.runtime.name)) {
-        throw new RuntimeNotFoundError(
-          `ClusterTrainingRuntime ${run.request.runtime.name} does not exist on cluster ${run.cluster}`,
-        );
+    const { shape, kind } = chooseShape(run.request.target, caps);
+    // The runtime's initializer jobs decide where datasetUri / modelUri go (initializer or env).
+    let initializers: InitializerJobs | undefined = NO_INITIALIZERS;
+    if (shape !== 'training-operator-v1') {
+      initializers = undefined; // a namespaced TrainingRuntime is not read: as requested
+      if (run.request.runtime.kind === 'ClusterTrainingRuntime') {
+        const runtimes = await gateway.listClusterTrainingRuntimes(opts);
+        const runtime = runtimes.find((r) => r.metadata.name === run.request.runtime.name);
+        if (!runtime) {
+          throw new RuntimeNotFoundError(
+            `ClusterTrainingRuntime ${run.request.runtime.name} does not exist on cluster ${run.cluster}`,
+          );
+        }
+        initializers = initializerJobs(runtime, shape);
       }
     }
     const now = clock.now();
     const admissionDeadlineAt = new Date(
       now.getTime() + run.request.admissionDeadlineSeconds * 1000,
     ).toISOString();
-    const job = buildJob(run, shape, kind);
+    const job = buildJob(run, shape, kind, initializers);
     job.metadata.annotations = {
       ...job.metadata.annotations,
       [ANNOTATION.admissionDeadline]: admissionDeadlineAt,
