@@ -19,7 +19,7 @@ import type { RunRecords } from '../run/records.ts';
 import type { RunSpec, TrialRef } from '../run/spec.ts';
 import { buildJob, jobApi } from '../trainjob/build.ts';
 import { chooseShape } from '../trainjob/capabilities.ts';
-import { type InitializerJobs, initializerJobs, NO_INITIALIZERS } from '../trainjob/initializers.ts';
+import { type InitializerJobs, initializerJobs } from '../trainjob/initializers.ts';
 import { ANNOTATION } from '../trainjob/labels.ts';
 import { toRunPhase } from '../trainjob/status.ts';
 import { decide, failureCause, type Stage } from './decide.ts';
@@ -76,20 +76,18 @@ export function makeSteps(deps: StepDeps) {
     const gateway = await deps.gateway(run.cluster);
     const caps = await gateway.capabilities(opts);
     const { shape, kind } = chooseShape(run.request.target, caps);
-    // The runtime's initializer jobs decide where datasetUri / modelUri go (initializer or env).
-    let initializers: InitializerJobs | undefined = NO_INITIALIZERS;
-    if (shape !== 'training-operator-v1') {
-      initializers = undefined; // a namespaced TrainingRuntime is not read: as requested
-      if (run.request.runtime.kind === 'ClusterTrainingRuntime') {
-        const runtimes = await gateway.listClusterTrainingRuntimes(opts);
-        const runtime = runtimes.find((r) => r.metadata.name === run.request.runtime.name);
-        if (!runtime) {
-          throw new RuntimeNotFoundError(
-            `ClusterTrainingRuntime ${run.request.runtime.name} does not exist on cluster ${run.cluster}`,
-          );
-        }
-        initializers = initializerJobs(runtime, shape);
+    // The runtime's initializer jobs decide where datasetUri / modelUri go (initializer or env);
+    // v1 jobs have none, and a namespaced TrainingRuntime is not read (undefined: as requested).
+    let initializers: InitializerJobs | undefined;
+    if (shape !== 'training-operator-v1' && run.request.runtime.kind === 'ClusterTrainingRuntime') {
+      const runtimes = await gateway.listClusterTrainingRuntimes(opts);
+      const runtime = runtimes.find((r) => r.metadata.name === run.request.runtime.name);
+      if (!runtime) {
+        throw new RuntimeNotFoundError(
+          `ClusterTrainingRuntime ${run.request.runtime.name} does not exist on cluster ${run.cluster}`,
+        );
       }
+      initializers = initializerJobs(runtime, shape);
     }
     const now = clock.now();
     const admissionDeadlineAt = new Date(

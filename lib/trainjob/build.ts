@@ -151,7 +151,7 @@ function trainingEnv(spec: RunSpec, initializers: InitializerJobs): EnvVar[] {
     ...(spec.trial && { [ENV.sweepId]: spec.trial.sweepId, [ENV.trialIndex]: String(spec.trial.trialIndex) }),
     ...uriEnv(r, initializers),
   };
-  // GANTRY_* is reserved by the schema, so the two never collide; Gantry's would win if they did.
+  // GANTRY_* is reserved by the schema; DATASET_URI / MODEL_URI are not: the URI fields win.
   const env = Object.entries({ ...r.env, ...gantry })
     .map(([name, value]) => ({ name, value }))
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
