@@ -31,7 +31,7 @@ export interface CallOptions {
 
 /**
  * Everything Gantry does in a Kubernetes cluster. Errors are Gantry's (lib/errors.ts):
- * 404 → NotFoundError, 400/422 → ClusterRejectedError, 401/403 → ClusterAccessDeniedError,
+ * 404 → NotFoundError, 400/422 and admission webhook denials → ClusterRejectedError, 401/403 → ClusterAccessDeniedError,
  * 429/5xx/network → ClusterUnavailableError, a foreign job under our name → JobNameConflictError.
  */
 export interface ClusterGateway {

@@ -53,7 +53,7 @@ export const DataTriggerRuleSchema = z
     /** How the partition's URI and version reach the job. */
     inject: z._default(
       z.strictObject({
-        /** Set the request's `datasetUri` (the Trainer v2 dataset initializer) to the partition's URI. */
+        /** Set the request's `datasetUri` (the runtime's dataset initializer, else `DATASET_URI`) to the partition's URI. */
         datasetUri: z._default(z.boolean(), true),
         /** An env var that receives the partition's URI. */
         env: z.optional(z.string().check(z.regex(ENV_NAME, 'must be an env var name'))),

@@ -1,6 +1,9 @@
 import type { GantryConfig } from '../config.ts';
+import { UnsupportedApiError } from '../errors.ts';
 import type { CallOptions, ClusterGateway } from '../ports.ts';
 import type { RunRequest } from '../run/schema.ts';
+import { chooseShape, type ShapeChoice } from '../trainjob/capabilities.ts';
+import { describeDelivery, initializerJobs } from '../trainjob/initializers.ts';
 import { clusterRuntimes } from './runtimes.ts';
 import { acceptRequest, type SubmitRunInput } from './submit-run.ts';
 import { requestedTotals } from './tenancy.ts';
@@ -66,26 +69,39 @@ export function makeValidateRun(deps: ValidateRunDeps) {
 
   async function runtimeCheck(request: RunRequest, cluster: string, opts?: CallOptions): Promise<Check> {
     const name = request.runtime.name;
+    const uris = Boolean(request.datasetUri || request.modelUri);
+    // Where datasetUri / modelUri go, as CreateJob will decide it (lib/trainjob/initializers.ts).
+    const v1Env = [
+      ...(request.datasetUri ? ['datasetUri as DATASET_URI'] : []),
+      ...(request.modelUri ? ['modelUri as MODEL_URI'] : []),
+    ];
+    const v1Note = uris
+      ? `; ${v1Env.join(' and ')} ${v1Env.length > 1 ? 'reach' : 'reaches'} the containers as env (Training Operator v1 jobs have no initializers)`
+      : '';
     if (request.target !== 'auto' && request.target !== 'TrainJob') {
       return {
         name: 'runtime',
         status: 'skipped',
-        message: `${request.target} does not use a training runtime`,
+        message: `${request.target} does not use a training runtime${v1Note}`,
       };
     }
     if (request.runtime.kind !== 'ClusterTrainingRuntime') {
       return {
         name: 'runtime',
         status: 'skipped',
-        message: 'namespaced TrainingRuntimes are not looked up by the dry run',
+        message: `namespaced TrainingRuntimes are not looked up by the dry run${
+          uris ? '; datasetUri / modelUri go to its initializers as requested' : ''
+        }`,
       };
     }
     if (!deps.gateway) {
       return { name: 'runtime', status: 'skipped', message: 'no cluster access in this deployment' };
     }
     let runtimes: Awaited<ReturnType<typeof clusterRuntimes>>;
+    let gateway: ClusterGateway;
     try {
-      runtimes = await clusterRuntimes(await deps.gateway(cluster), opts);
+      gateway = await deps.gateway(cluster);
+      runtimes = await clusterRuntimes(gateway, opts);
     } catch (err) {
       // A dry run still answers when the cluster is down; the check says it was not made.
       if (!(err instanceof Error && err.name === 'ClusterUnavailableError')) throw err;
@@ -95,18 +111,33 @@ export function makeValidateRun(deps: ValidateRunDeps) {
         message: `cluster ${cluster} is unavailable: ${err.message}`,
       };
     }
-    if (runtimes.some((r) => r.metadata.name === name)) {
-      return {
-        name: 'runtime',
-        status: 'passed',
-        message: `ClusterTrainingRuntime ${name} exists on ${cluster}`,
-      };
+    const runtime = runtimes.find((r) => r.metadata.name === name);
+    if (runtime) {
+      const exists = `ClusterTrainingRuntime ${name} exists on ${cluster}`;
+      if (!uris) return { name: 'runtime', status: 'passed', message: exists };
+      // The initializer rules differ by Trainer release (v2.3 also wants the `initializer` volume).
+      let shape: ShapeChoice['shape'];
+      try {
+        shape = chooseShape(request.target, await gateway.capabilities(opts)).shape;
+      } catch (err) {
+        if (err instanceof Error && err.name === 'ClusterUnavailableError') {
+          return { name: 'runtime', status: 'passed', message: `${exists} (${err.message})` };
+        }
+        if (!(err instanceof UnsupportedApiError)) throw err;
+        return { name: 'runtime', status: 'failed', message: err.message };
+      }
+      const delivery = describeDelivery(
+        request,
+        initializerJobs(runtime, shape),
+        `ClusterTrainingRuntime ${name}`,
+      );
+      return { name: 'runtime', status: 'passed', message: `${exists}; ${delivery}` };
     }
     if (runtimes.length === 0 && request.target === 'auto') {
       return {
         name: 'runtime',
         status: 'skipped',
-        message: `cluster ${cluster} serves no ClusterTrainingRuntimes; the run will use a Training Operator v1 kind if it serves one`,
+        message: `cluster ${cluster} serves no ClusterTrainingRuntimes; the run will use a Training Operator v1 kind if it serves one${v1Note}`,
       };
     }
     return {

@@ -19,6 +19,7 @@ import type { RunRecords } from '../run/records.ts';
 import type { RunSpec, TrialRef } from '../run/spec.ts';
 import { buildJob, jobApi } from '../trainjob/build.ts';
 import { chooseShape } from '../trainjob/capabilities.ts';
+import { type InitializerJobs, initializerJobs } from '../trainjob/initializers.ts';
 import { ANNOTATION } from '../trainjob/labels.ts';
 import { toRunPhase } from '../trainjob/status.ts';
 import { decide, failureCause, type Stage } from './decide.ts';
@@ -80,22 +81,25 @@ export function makeSteps(deps: StepDeps) {
     }
     const gateway = await deps.gateway(run.cluster);
     const caps = await gateway.capabilities(opts);
-    const { shape, kind } = chooseShape(run.request.target, caps, {
-      initializers: Boolean(run.request.datasetUri || run.request.modelUri),
-    });
+    const { shape, kind } = chooseShape(run.request.target, caps);
+    // The runtime's initializer jobs decide where datasetUri / modelUri go (initializer or env);
+    // v1 jobs have none, and a namespaced TrainingRuntime is not read (undefined: as requested).
+    let initializers: InitializerJobs | undefined;
     if (shape !== 'training-operator-v1' && run.request.runtime.kind === 'ClusterTrainingRuntime') {
       const runtimes = await gateway.listClusterTrainingRuntimes(opts);
-      if (!runtimes.some((r) => r.metadata.name === run.request.runtime.name)) {
+      const runtime = runtimes.find((r) => r.metadata.name === run.request.runtime.name);
+      if (!runtime) {
         throw new RuntimeNotFoundError(
           `ClusterTrainingRuntime ${run.request.runtime.name} does not exist on cluster ${run.cluster}`,
         );
       }
+      initializers = initializerJobs(runtime, shape);
     }
     const now = clock.now();
     const admissionDeadlineAt = new Date(
       now.getTime() + run.request.admissionDeadlineSeconds * 1000,
     ).toISOString();
-    const job = buildJob(run, shape, kind);
+    const job = buildJob(run, shape, kind, initializers);
     job.metadata.annotations = {
       ...job.metadata.annotations,
       [ANNOTATION.admissionDeadline]: admissionDeadlineAt,

@@ -322,15 +322,6 @@ export const RunRequestSchema = z
           message: 'an MPIJob needs numNodes ≥ 2 (launcher + workers)',
         });
       }
-      for (const field of ['datasetUri', 'modelUri'] as const) {
-        if (r[field] && r.target !== 'auto' && r.target !== 'TrainJob') {
-          ctx.addIssue({
-            code: 'custom',
-            path: [field],
-            message: 'initializers exist only for Trainer v2 TrainJobs; pass the URI in env for legacy kinds',
-          });
-        }
-      }
     }),
   );
 

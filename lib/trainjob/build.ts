@@ -1,8 +1,9 @@
-import { UnsupportedApiError, ValidationError } from '../errors.ts';
+import { ValidationError } from '../errors.ts';
 import type { JobApi } from '../ports.ts';
 import { requestFingerprint } from '../run/ids.ts';
-import type { LegacyKind, Resources, RunRequest } from '../run/schema.ts';
+import type { LegacyKind, Resources } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
+import { type InitializerJobs, initializerConfig, NO_INITIALIZERS, uriEnv } from './initializers.ts';
 import { ANNOTATION, ENV, LABEL, MANAGED_BY_VALUE } from './labels.ts';
 import {
   type JobShape,
@@ -62,12 +63,23 @@ export function jobApi(shape: JobShape, kind?: LegacyKind): JobApi {
   return { group: LEGACY_GROUP, version: LEGACY_VERSION, plural: LEGACY[k].plural, kind: k };
 }
 
-/** The job for `spec` in the shape the cluster serves (`kind` is required for `training-operator-v1`). */
-export function buildJob(spec: RunSpec, shape: JobShape, kind?: LegacyKind): K8sObject {
+/**
+ * The job for `spec` in the shape the cluster serves (`kind` is required for `training-operator-v1`).
+ * `initializers`: the runtime's initializer jobs (lib/trainjob/initializers.ts); unknown (a namespaced
+ * TrainingRuntime, which Gantry does not read) sends the URIs to the initializers as requested.
+ */
+export function buildJob(
+  spec: RunSpec,
+  shape: JobShape,
+  kind?: LegacyKind,
+  initializers?: InitializerJobs,
+): K8sObject {
   return shape === 'training-operator-v1'
     ? buildLegacyJob(spec, requireKind(kind))
-    : buildTrainJob(spec, shape);
+    : buildTrainJob(spec, shape, initializers);
 }
+
+const ALL_INITIALIZERS: InitializerJobs = { dataset: true, model: true };
 
 function requireKind(kind: LegacyKind | undefined): LegacyKind {
   if (kind === undefined || !Object.hasOwn(LEGACY, kind)) {
@@ -130,7 +142,7 @@ function jobMetadata(spec: RunSpec): K8sObject['metadata'] {
 }
 
 /** The user's env plus Gantry's, sorted by name (stable manifests, stable request digests downstream). */
-function trainingEnv(spec: RunSpec): EnvVar[] {
+function trainingEnv(spec: RunSpec, initializers: InitializerJobs): EnvVar[] {
   const r = spec.request;
   const gantry: Record<string, string> = {
     [ENV.runId]: spec.runId,
@@ -138,9 +150,9 @@ function trainingEnv(spec: RunSpec): EnvVar[] {
     [ENV.outputUri]: spec.outputUri,
     ...(spec.metricsUri && { [ENV.metricsUri]: spec.metricsUri }),
     ...(spec.trial && { [ENV.sweepId]: spec.trial.sweepId, [ENV.trialIndex]: String(spec.trial.trialIndex) }),
-    ...(r.datasetUri && { [ENV.datasetUri]: r.datasetUri }),
+    ...uriEnv(r, initializers),
   };
-  // GANTRY_* is reserved by the schema, so the two never collide; Gantry's would win if they did.
+  // GANTRY_* is reserved by the schema; DATASET_URI / MODEL_URI are not: the URI fields win.
   const env = Object.entries({ ...r.env, ...gantry })
     .map(([name, value]) => ({ name, value }))
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -177,14 +189,18 @@ function resourceRequirements(
 // Trainer v2 TrainJob
 
 /** A `trainer.kubeflow.org/v1alpha1` TrainJob in the spec layout of the given Trainer release. */
-export function buildTrainJob(spec: RunSpec, shape: TrainerShape): K8sObject {
+export function buildTrainJob(
+  spec: RunSpec,
+  shape: TrainerShape,
+  initializers: InitializerJobs = ALL_INITIALIZERS,
+): K8sObject {
   const r = spec.request;
   const v21 = shape === 'trainer-v2.1';
 
   const trainer: Record<string, unknown> = { image: r.image };
   if (r.command?.length) trainer.command = [...r.command];
   if (r.args?.length) trainer.args = [...r.args];
-  trainer.env = trainingEnv(spec);
+  trainer.env = trainingEnv(spec, initializers);
   trainer.numNodes = r.numNodes;
   const resources = resourceRequirements(r.resourcesPerNode);
   if (resources) trainer.resourcesPerNode = resources;
@@ -197,7 +213,7 @@ export function buildTrainJob(spec: RunSpec, shape: TrainerShape): K8sObject {
     runtimeRef: { name: r.runtime.name, kind: r.runtime.kind, apiGroup: TRAINER_GROUP },
     trainer,
   };
-  const initializer = trainJobInitializer(r);
+  const initializer = initializerConfig(r, initializers);
   if (initializer) jobSpec.initializer = initializer;
   if (r.queue) {
     // Create suspended so no pod starts before Kueue admits the whole gang. Kueue's webhook would
@@ -225,14 +241,6 @@ export function buildTrainJob(spec: RunSpec, shape: TrainerShape): K8sObject {
     kind: 'TrainJob',
     metadata: jobMetadata(spec),
     spec: jobSpec,
-  };
-}
-
-function trainJobInitializer(r: RunRequest): Record<string, unknown> | undefined {
-  if (!r.datasetUri && !r.modelUri) return undefined;
-  return {
-    ...(r.datasetUri && { dataset: { storageUri: r.datasetUri } }),
-    ...(r.modelUri && { model: { storageUri: r.modelUri } }),
   };
 }
 
@@ -277,19 +285,14 @@ function replicaLayout(kind: LegacyKind, numNodes: number): [ReplicaRole, number
 export function buildLegacyJob(spec: RunSpec, kind: LegacyKind): K8sObject {
   const r = spec.request;
   const cfg = LEGACY[requireKind(kind)];
-  if (r.datasetUri || r.modelUri) {
-    // The schema rejects this for explicit legacy targets; `auto` may still land here.
-    throw new UnsupportedApiError(
-      `${kind} has no dataset/model initializers; datasetUri and modelUri need a Trainer v2 TrainJob`,
-    );
-  }
   if (kind === 'MPIJob' && r.numNodes < 2) {
     throw new ValidationError([
       { field: 'numNodes', rule: 'an MPIJob needs numNodes ≥ 2 (launcher + workers)' },
     ]);
   }
 
-  const env = trainingEnv(spec);
+  // No initializers in v1: datasetUri / modelUri reach the containers as env.
+  const env = trainingEnv(spec, NO_INITIALIZERS);
   const podLabels = identityLabels(spec); // no Kueue labels on pods: Kueue manages the job, not its pods
   const replicaSpecs: Record<string, unknown> = {};
   for (const [role, replicas] of replicaLayout(kind, r.numNodes)) {

@@ -164,14 +164,10 @@ function servedSummary(s: Served): string {
 /**
  * The shape to build for a run's target on this cluster. `auto` prefers a TrainJob, else a
  * PyTorchJob (the Trainer migration guide's counterpart of a TrainJob; the other v1 kinds expect
- * framework-specific code, so `auto` never picks them). `needs.initializers` (the request has a
- * dataset or model URI) rules out the v1 kinds, which have no initializers.
+ * framework-specific code, so `auto` never picks them). A dataset or model URI does not rule out
+ * the v1 kinds: without initializers it reaches the containers as env (lib/trainjob/initializers.ts).
  */
-export function chooseShape(
-  target: Target,
-  caps: ShapeInputs,
-  needs: { initializers?: boolean } = {},
-): ShapeChoice {
+export function chooseShape(target: Target, caps: ShapeInputs): ShapeChoice {
   const s = served(caps);
   if (target === 'TrainJob' || (target === 'auto' && s.trainJob)) {
     if (!s.trainJob) {
@@ -193,11 +189,6 @@ export function chooseShape(
       target === 'auto'
         ? `target auto: the cluster serves neither TrainJob (${TRAINER_GROUP}/${TRAINER_VERSION}) nor PyTorchJob (${LEGACY_GROUP}/${LEGACY_VERSION}) (${servedSummary(s)})`
         : `target ${kind}: the cluster does not serve ${LEGACY_GROUP}/${LEGACY_VERSION} ${kind} (${servedSummary(s)})`,
-    );
-  }
-  if (needs.initializers) {
-    throw new UnsupportedApiError(
-      `${kind} has no dataset/model initializers and the cluster serves no TrainJob; datasetUri and modelUri need Trainer v2`,
     );
   }
   return { shape: 'training-operator-v1', kind };

@@ -45,4 +45,8 @@ export const ENV = {
   sweepId: 'GANTRY_SWEEP_ID',
   trialIndex: 'GANTRY_TRIAL_INDEX',
   datasetUri: 'GANTRY_DATASET_URI',
+  /** The dataset URI when no dataset initializer takes it (the runtime has none, or a v1 job). */
+  datasetUriFallback: 'DATASET_URI',
+  /** The model URI when no model initializer takes it. */
+  modelUriFallback: 'MODEL_URI',
 } as const;

@@ -12,7 +12,7 @@ import type { TrainerVersion } from './stubs.ts';
  *   `kueue.x-k8s.io/manager`;
  * - Trainer's defaulting webhook: stamps `runtimePatches[].time`;
  * - Trainer's validating webhook (`validator.trainjob.trainer.kubeflow.org`): the runtime must be
- *   a supported kind and exist. Denials come back as the apiserver relays a controller-runtime
+ *   a supported kind and exist, and have the initializer jobs `spec.initializer` asks for. Denials come back as the apiserver relays a controller-runtime
  *   `Denied` answer: 403 Forbidden, `admission webhook "…" denied the request: …`.
  */
 
@@ -78,16 +78,83 @@ export function trainerWebhooks(
       const plural = kind === 'ClusterTrainingRuntime' ? 'clustertrainingruntimes' : 'trainingruntimes';
       const rdef = api.registry.get(TRAINER_GROUP, plural);
       const ns = kind === 'TrainingRuntime' ? String(obj(job.metadata).namespace) : undefined;
-      if (rdef && api.peek(rdef, ns, name)) return;
+      const runtime = rdef ? api.peek(rdef, ns, name) : undefined;
+      if (runtime) {
+        const errs = initializerErrors(runtime, obj(job.spec), trainerVersion);
+        if (errs.length === 0) return;
+        // field.ErrorList.ToAggregate(): one error as is, several as `[a, b]`.
+        throw webhookDenied(
+          webhook,
+          403,
+          'Forbidden',
+          errs.length === 1 ? String(errs[0]) : `[${errs.join(', ')}]`,
+        );
+      }
       const path = kind === 'ClusterTrainingRuntime' ? 'spec.RuntimeRef' : 'spec.runtimeRef';
       throw webhookDenied(
         webhook,
         403,
         'Forbidden',
-        `${path}: Invalid value: ${goQuote(name)}: ${kind}.${TRAINER_GROUP} ${goQuote(name)} not found: specified ${
+        `${path}: Invalid value: ${runtimeRefValue(ref)}: ${kind}.${TRAINER_GROUP} ${goQuote(name)} not found: specified ${
           kind === 'ClusterTrainingRuntime' ? 'clusterTrainingRuntime' : 'trainingRuntime'
         } must be created before the TrainJob is created`,
       );
     },
   };
+}
+
+/**
+ * `spec.runtimeRef` as `field.Invalid` prints it: apimachinery (v0.34+) JSON-encodes a struct
+ * value, so the fields come in Go declaration order (`name`, `apiGroup`, `kind`; empty ones omitted).
+ */
+function runtimeRefValue(ref: Json): string {
+  const out: Json = {};
+  for (const k of ['name', 'apiGroup', 'kind'])
+    if (typeof ref[k] === 'string' && ref[k] !== '') out[k] = ref[k];
+  return JSON.stringify(out);
+}
+
+/**
+ * Trainer's JobSet plugin `Validate` (pkg/runtime/framework/plugins/jobset/jobset.go, the same in
+ * v2.1.0 and v2.2.1): `spec.initializer.dataset` needs a `dataset-initializer` replicated job with a
+ * container (or init container) of that name, `spec.initializer.model` a `model-initializer` one.
+ * v2.3.0 also needs a volume mount named `initializer` on that (regular) container (trainer#3714).
+ */
+export function initializerErrors(
+  runtime: Json,
+  jobSpec: Json,
+  trainerVersion: TrainerVersion | 'none',
+): string[] {
+  const init = obj(jobSpec.initializer);
+  const jobs = obj(obj(obj(runtime.spec).template).spec).replicatedJobs;
+  const rJobs = Array.isArray(jobs) ? jobs.filter(isObj) : [];
+  const podSpec = (rJob: Json): Json => obj(obj(obj(obj(rJob.template).spec).template).spec);
+  const named = (list: unknown): Json[] => (Array.isArray(list) ? list.filter(isObj) : []);
+  const value = runtimeRefValue(obj(jobSpec.runtimeRef));
+  const errs: string[] = [];
+  for (const [field, job, config] of [
+    ['dataset', 'dataset-initializer', 'datasetConfig'],
+    ['model', 'model-initializer', 'modelConfig'],
+  ] as const) {
+    if (!isObj(init[field])) continue;
+    const invalid = (detail: string) => errs.push(`spec.runtimeRef: Invalid value: ${value}: ${detail}`);
+    const rJob = rJobs.find((j) => j.name === job);
+    if (!rJob) {
+      invalid(`must have ${job} job when trainJob is configured with input ${config}`);
+      continue;
+    }
+    const spec = podSpec(rJob);
+    const containers = named(spec.containers);
+    if (![...named(spec.initContainers), ...containers].some((c) => c.name === job)) {
+      invalid(`must have container with name - ${job} in the ${job} job`);
+      continue;
+    }
+    if (trainerVersion !== '2.3') continue;
+    const mounted = containers
+      .filter((c) => c.name === job)
+      .some((c) => named(c.volumeMounts).some((m) => m.name === 'initializer'));
+    if (!mounted)
+      invalid(`must have volumeMount with name - initializer in container ${job} of the ${job} job`);
+  }
+  return errs;
 }

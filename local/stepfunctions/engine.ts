@@ -614,10 +614,23 @@ function positiveInteger(value: unknown, field: string, min: number): number {
   return value;
 }
 
+function isErrorDocument(message: string, errorType: string): boolean {
+  if (!message.startsWith('{')) return false;
+  try {
+    const doc = JSON.parse(message) as { errorType?: unknown; errorMessage?: unknown };
+    return doc.errorType === errorType && typeof doc.errorMessage === 'string';
+  } catch {
+    return false;
+  }
+}
+
 /** Error/Cause of a failed local Lambda, shaped as AWS reports a Lambda function error. */
 function lambdaError(err: unknown): { error: string; cause: string } {
   const e = err instanceof Error ? err : new Error(String(err));
   const errorType = typeof e.name === 'string' && e.name ? e.name : 'Error';
+  // A handler run through invokeLocal (local/lambda.ts) already threw Lambda's error document as
+  // its message: that is the Cause, not the errorMessage of a second document around it.
+  if (isErrorDocument(e.message, errorType)) return { error: errorType, cause: e.message };
   const cause = JSON.stringify({
     errorType,
     errorMessage: e.message,

@@ -3,12 +3,16 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeKubernetesGateway } from '../../lib/adapters/kubernetes/gateway.ts';
 import { kubeConfigFromYaml } from '../../lib/adapters/kubernetes/kubeconfig.ts';
+import { ClusterRejectedError } from '../../lib/errors.ts';
+import { buildJob } from '../../lib/trainjob/build.ts';
+import { initializerJobs } from '../../lib/trainjob/initializers.ts';
 import type { K8sObject, TrainerShape } from '../../lib/trainjob/types.ts';
 import {
   type ClusterSimulator,
   startClusterSimulator,
   type TrainerVersion,
 } from '../../local/simulator/index.ts';
+import { aRunSpec } from '../helpers/builders.ts';
 import { type RealControlPlane, realcpBinDir, startRealControlPlane } from '../helpers/realcp.ts';
 import { CRD_ROOT, crdDir, tierAvailable } from '../helpers/tiers.ts';
 import { describeClusterGateway } from './cluster-gateway.suite.ts';
@@ -88,6 +92,47 @@ for (const release of RELEASES) {
         volcano: true,
       },
     }));
+
+    it('reports Trainer’s webhook refusal as ClusterRejectedError with the webhook’s message; built for the runtime’s jobs, the same run is accepted', async () => {
+      const gateway = makeKubernetesGateway({ kubeConfig: await kubeConfigFromYaml(sim.kubeconfigYaml()) });
+      const namespace = `wh-${release.version.replace('.', '')}`;
+      await post('/api/v1/namespaces', {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: namespace },
+      });
+      const spec = (runId: string) =>
+        aRunSpec({
+          runId,
+          jobName: runId,
+          namespace,
+          request: { runtime: { name: 'torch-distributed' }, datasetUri: 's3://data/d/' },
+        });
+      const runtime = (await gateway.listClusterTrainingRuntimes()).find(
+        (r) => r.metadata.name === 'torch-distributed',
+      ) as K8sObject;
+
+      // A job asking for a dataset initializer the runtime does not have (what Gantry used to send).
+      const refused = await gateway.createJob(buildJob(spec('run-aaaaaaaaaaaaaaaaaaaa'), release.shape)).then(
+        () => new Error('created'),
+        (e: unknown) => e as Error,
+      );
+      const accepted = await gateway.createJob(
+        buildJob(
+          spec('run-bbbbbbbbbbbbbbbbbbbb'),
+          release.shape,
+          undefined,
+          initializerJobs(runtime, release.shape),
+        ),
+      );
+
+      expect(refused).toBeInstanceOf(ClusterRejectedError);
+      expect(refused.message).toMatch(
+        /^admission webhook "validator\.trainjob\.trainer\.kubeflow\.org" denied the request: spec\.runtimeRef: Invalid value: \{"name":"torch-distributed","apiGroup":"trainer\.kubeflow\.org","kind":"ClusterTrainingRuntime"\}: must have dataset-initializer job when trainJob is configured with input datasetConfig \(create /,
+      );
+      expect(accepted.created).toBe(true);
+      expect(accepted.job.spec).not.toHaveProperty('initializer');
+    });
   });
 }
 

@@ -233,6 +233,24 @@ describe('data triggers on the local stack', { timeout: 120_000 }, () => {
     expect(spec.request.args).toEqual(['--data=s3://gantry-local/data/daily/dt=2026-01-01/']);
     const exec = await until('its execution', async () => execution(spec.runId).catch(() => undefined));
     expect(exec.status).toBe('RUNNING');
+    // torch-distributed has no dataset-initializer job, so Trainer's webhook would refuse
+    // spec.initializer.dataset: the URI reaches the trainer as env instead.
+    const job = await until('its TrainJob', async () => {
+      const ref = (await records().get(spec.runId))?.job;
+      const def = env.sim.api.registry.get('trainer.kubeflow.org', 'trainjobs');
+      return ref && def ? env.sim.api.peek(def, ref.namespace, ref.name) : undefined;
+    });
+    const jobSpec = job.spec as {
+      initializer?: unknown;
+      trainer: { env: { name: string; value: string }[] };
+    };
+    expect(jobSpec.initializer).toBeUndefined();
+    expect(jobSpec.trainer.env).toEqual(
+      expect.arrayContaining([
+        { name: 'DATASET_URI', value: 's3://gantry-local/data/daily/dt=2026-01-01/' },
+        { name: 'GANTRY_DATASET_URI', value: 's3://gantry-local/data/daily/dt=2026-01-01/' },
+      ]),
+    );
   });
 
   it('the same events redelivered start nothing new', async () => {

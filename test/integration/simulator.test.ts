@@ -797,7 +797,7 @@ describe('cluster simulator: what the API answers to bad input, like kube-apiser
 
     expect(err.code).toBe(403);
     expect(JSON.parse(err.body).message).toBe(
-      'admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request: spec.RuntimeRef: Invalid value: "nope": ClusterTrainingRuntime.trainer.kubeflow.org "nope" not found: specified clusterTrainingRuntime must be created before the TrainJob is created',
+      'admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request: spec.RuntimeRef: Invalid value: {"name":"nope","apiGroup":"trainer.kubeflow.org","kind":"ClusterTrainingRuntime"}: ClusterTrainingRuntime.trainer.kubeflow.org "nope" not found: specified clusterTrainingRuntime must be created before the TrainJob is created',
     );
   });
 
@@ -991,6 +991,140 @@ describe('cluster simulator: the Trainer v2.1 shape', () => {
         { name: 'node', active: 1, ready: 1, succeeded: 0, failed: 0, suspended: 0 },
       ]);
       expect(running.status).not.toHaveProperty('trainerStatus');
+    } finally {
+      await h.sim.close();
+    }
+  });
+});
+
+describe('cluster simulator: Trainer’s webhook checks initializers against the runtime', () => {
+  /** A ClusterTrainingRuntime with a `node` job and, optionally, a dataset-initializer job. */
+  function runtime(name: string, dataset?: { mount: boolean }): Obj {
+    const job = (jobName: string, container: Record<string, unknown>) => ({
+      name: jobName,
+      template: { spec: { template: { spec: { containers: [container] } } } },
+    });
+    const replicatedJobs = [
+      ...(dataset
+        ? [
+            job('dataset-initializer', {
+              name: 'dataset-initializer',
+              image: 'ghcr.io/kubeflow/trainer/dataset-initializer',
+              ...(dataset.mount && { volumeMounts: [{ name: 'initializer', mountPath: '/workspace' }] }),
+            }),
+          ]
+        : []),
+      job('node', { name: 'node', image: 'pytorch/pytorch' }),
+    ];
+    return {
+      apiVersion: 'trainer.kubeflow.org/v1alpha1',
+      kind: 'ClusterTrainingRuntime',
+      metadata: { name },
+      spec: { mlPolicy: { numNodes: 1, torch: {} }, template: { spec: { replicatedJobs } } },
+    };
+  }
+
+  function withInitializer(job: Obj, init: Record<string, unknown>): Obj {
+    return { ...job, spec: { ...job.spec, initializer: init } };
+  }
+
+  const ref = (name: string) =>
+    `{"name":"${name}","apiGroup":"trainer.kubeflow.org","kind":"ClusterTrainingRuntime"}`;
+  const denied = (msg: string) =>
+    `admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request: ${msg}`;
+  const dataset = { dataset: { storageUri: 's3://data/train' } };
+
+  it.each(['2.1', '2.2', '2.3'] as const)(
+    'Trainer v%s refuses initializer config on a runtime without the initializer jobs, with 403 and the webhook’s message',
+    async (trainerVersion) => {
+      const h = await harness({ trainerVersion, speed: 0, crdRoot: null });
+      try {
+        const ns = await h.namespace();
+        const one = (await h
+          .create(ns, withInitializer(trainJob('ds', { queue: null }), dataset))
+          .catch((e: unknown) => e)) as ApiException<string>;
+        const both = (await h
+          .create(
+            ns,
+            withInitializer(trainJob('both', { queue: null }), {
+              ...dataset,
+              model: { storageUri: 'hf://acme/base' },
+            }),
+          )
+          .catch((e: unknown) => e)) as ApiException<string>;
+        const plain = await h.create(ns, trainJob('plain', { queue: null }));
+
+        expect(one.code).toBe(403);
+        expect(JSON.parse(one.body)).toEqual({
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message: denied(
+            `spec.runtimeRef: Invalid value: ${ref('torch-distributed')}: must have dataset-initializer job when trainJob is configured with input datasetConfig`,
+          ),
+          reason: 'Forbidden',
+          code: 403,
+        });
+        expect(both.code).toBe(403);
+        expect(JSON.parse(both.body).message).toBe(
+          denied(
+            `[spec.runtimeRef: Invalid value: ${ref('torch-distributed')}: must have dataset-initializer job when trainJob is configured with input datasetConfig, ` +
+              `spec.runtimeRef: Invalid value: ${ref('torch-distributed')}: must have model-initializer job when trainJob is configured with input modelConfig]`,
+          ),
+        );
+        expect(plain.metadata.name).toBe('plain');
+      } finally {
+        await h.sim.close();
+      }
+    },
+  );
+
+  it.each([
+    ['2.1', false, undefined],
+    ['2.2', false, undefined],
+    [
+      '2.3',
+      false,
+      'must have volumeMount with name - initializer in container dataset-initializer of the dataset-initializer job',
+    ],
+    ['2.3', true, undefined],
+  ] as const)(
+    'Trainer v%s, dataset-initializer with the initializer volume mounted: %s → refused: %s',
+    async (trainerVersion, mount, refusal) => {
+      const h = await harness({ trainerVersion, speed: 0, crdRoot: null });
+      try {
+        const ns = await h.namespace();
+        await h.custom.createClusterCustomObject({
+          group: 'trainer.kubeflow.org',
+          version: 'v1alpha1',
+          plural: 'clustertrainingruntimes',
+          body: runtime('with-data', { mount }),
+        });
+        const job = withInitializer(trainJob('ds', { queue: null, runtime: 'with-data' }), dataset);
+        const result = await h.create(ns, job).catch((e: unknown) => e as ApiException<string>);
+
+        if (refusal === undefined) {
+          expect((result as Obj).spec).toMatchObject({ initializer: dataset });
+        } else {
+          expect((result as ApiException<string>).code).toBe(403);
+          expect(JSON.parse((result as ApiException<string>).body).message).toBe(
+            denied(`spec.runtimeRef: Invalid value: ${ref('with-data')}: ${refusal}`),
+          );
+        }
+      } finally {
+        await h.sim.close();
+      }
+    },
+  );
+
+  it('accepts the same TrainJob when the webhooks are off (webhooks: false)', async () => {
+    const h = await harness({ trainerVersion: '2.2', speed: 0, crdRoot: null, webhooks: false });
+    try {
+      const ns = await h.namespace();
+      const created = await h.create(ns, withInitializer(trainJob('ds', { queue: null }), dataset));
+
+      expect(created.spec).toMatchObject({ initializer: dataset });
     } finally {
       await h.sim.close();
     }

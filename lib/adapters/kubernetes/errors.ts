@@ -131,8 +131,21 @@ function networkReason(err: unknown): string | undefined {
 }
 
 /**
+ * A validating admission webhook's refusal as the apiserver relays it: the webhook's status code
+ * (controller-runtime's `Denied` is 403 Forbidden; `Errored` may carry 400 or 422) and a message
+ * `admission webhook "<name>" denied the request: <why>`. Undefined for anything else — notably
+ * 500 `failed calling webhook` (the webhook is down), which is the cluster's trouble, not the request's.
+ */
+export function webhookDenial(code: number, status: KubeStatus | undefined): string | undefined {
+  if (code !== 400 && code !== 403 && code !== 422) return undefined;
+  const message = status?.message;
+  return message && /^admission webhook "[^"]+" denied the request/.test(message) ? message : undefined;
+}
+
+/**
  * Translate any failure of a Kubernetes call into Gantry's error classes:
  * 404 → NotFoundError; 400/422 (and other client errors) → ClusterRejectedError with the Status causes;
+ * an admission webhook's denial (400/403/422) → ClusterRejectedError led by the webhook's message;
  * 401/403 → ClusterAccessDeniedError; 408/409/410/429/5xx and network failures, timeouts and aborts →
  * ClusterUnavailableError. Gantry's own errors pass through; anything else (a bug) is rethrown as is.
  *
@@ -145,6 +158,11 @@ export function toGantryError(err: unknown, what: string): Error {
     const detail = status?.message ? `: ${status.message}` : '';
     const message = `${what}: HTTP ${err.code}${status?.reason ? ` ${status.reason}` : ''}${detail}`;
     const options = { cause: err };
+    const denial = webhookDenial(err.code, status);
+    if (denial !== undefined) {
+      // The webhook's own words first: they say what to change (e.g. the runtime lacks an initializer).
+      return new ClusterRejectedError(`${denial} (${what}: HTTP ${err.code})`, causesOf(status), options);
+    }
     if (err.code === 404) return new NotFoundError(message, options);
     if (err.code === 401 || err.code === 403) return new ClusterAccessDeniedError(message, options);
     if (err.code >= 500 || RETRYABLE_STATUS.has(err.code) || err.code < 100) {

@@ -77,6 +77,43 @@ describe('toGantryError: HTTP statuses', () => {
     expect(err.message).toBe(`${WHAT}: HTTP ${code} Reason: the message`);
   });
 
+  const DENIED =
+    'admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request: spec.runtimeRef: Invalid value: {"name":"torch-distributed"}: must have dataset-initializer job when trainJob is configured with input datasetConfig';
+
+  it.each([
+    [403, 'Forbidden'],
+    [400, 'BadRequest'],
+    [422, 'Invalid'],
+  ])(
+    'an admission webhook’s denial (HTTP %i %s) is ClusterRejectedError with the webhook’s message, not access denied',
+    (code, reason) => {
+      const cause = apiError(code, kubeStatus(code, reason, DENIED));
+
+      const err = toGantryError(cause, WHAT);
+
+      expect(err).toBeInstanceOf(ClusterRejectedError);
+      expect(err).not.toBeInstanceOf(ClusterAccessDeniedError);
+      expect(err.message).toBe(`${DENIED} (${WHAT}: HTTP ${code})`);
+    },
+  );
+
+  it.each([
+    [
+      403,
+      'Forbidden',
+      'trainjobs.trainer.kubeflow.org is forbidden: User "x" cannot create resource',
+      ClusterAccessDeniedError,
+    ],
+    [
+      500,
+      'InternalError',
+      'Internal error occurred: failed calling webhook "validator.trainjob.trainer.kubeflow.org": connection refused',
+      ClusterUnavailableError,
+    ],
+  ])('HTTP %i %s that is no webhook denial keeps its class', (code, reason, message, expected) => {
+    expect(toGantryError(apiError(code, kubeStatus(code, reason, message)), WHAT)).toBeInstanceOf(expected);
+  });
+
   it('keeps retryable / terminal as the state machine expects', () => {
     expect(toGantryError(apiError(503), WHAT)).toMatchObject({
       name: 'ClusterUnavailableError',

@@ -78,6 +78,14 @@ describe('data-trigger rules in the config', () => {
     expect(parseConfig({ clusters: [{ name: 'c', kubeconfig: 'k' }] }).dataTriggers).toEqual([]);
   });
 
+  it.each(['auto', 'TrainJob', 'PyTorchJob', 'TFJob'])(
+    'accepts a rule injecting datasetUri for target %s: without an initializer it reaches the trainer as env, as submit does',
+    (target) => {
+      const c = checkDataTriggers(parseConfig(config([ruleInput({ run: { ...TEMPLATE, target } })])));
+      expect(c.dataTriggers[0]).toMatchObject({ inject: { datasetUri: true }, run: { target } });
+    },
+  );
+
   it.each([
     ['an unknown team', { team: 'nlp' }, 'dataTriggers.0.team', 'rule daily: no team named nlp'],
     ['both marker and quiet period', { quietPeriodSeconds: 60 }, 'dataTriggers.0.marker', 'exactly one of'],
@@ -114,12 +122,6 @@ describe('data-trigger rules in the config', () => {
     ],
     ['an unknown concurrency', { concurrency: 'parallel' }, 'dataTriggers.0.concurrency', ''],
     ['a marker with a slash', { marker: 'a/_SUCCESS' }, 'dataTriggers.0.marker', 'file name'],
-    [
-      'a legacy target with a dataset initializer',
-      { run: { ...TEMPLATE, target: 'PyTorchJob' } },
-      'dataTriggers.0.run.datasetUri',
-      'initializers',
-    ],
   ])('refuses %s, naming the field and the rule', (_what, over, field, rule) => {
     const issues = issuesOf(() => checkDataTriggers(parseConfig(config([ruleInput(over)]))));
     const issue = issues.find((i) => i.field.startsWith(field));

@@ -4,7 +4,7 @@ import { makeListRuntimes } from '../../../lib/intake/runtimes.ts';
 import { makeValidateRun, type QueueQuota } from '../../../lib/intake/validate-run.ts';
 import type { ClusterGateway } from '../../../lib/ports.ts';
 import { runIdFromKey } from '../../../lib/run/ids.ts';
-import type { K8sObject } from '../../../lib/trainjob/types.ts';
+import type { K8sObject, TrainerShape } from '../../../lib/trainjob/types.ts';
 import { BUCKET, iam, intakeConfig, NLP_ARN, VISION_ARN, visionBody } from '../../helpers/intake-fakes.ts';
 
 const config = intakeConfig();
@@ -16,16 +16,57 @@ const runtime = (name: string, framework?: string): K8sObject => ({
   metadata: { name, ...(framework ? { labels: { 'trainer.kubeflow.org/framework': framework } } : {}) },
 });
 
-/** A ClusterGateway stand-in (fake of the port): only the runtime listing is used here. */
-function gatewayWith(runtimes: K8sObject[] | Error): (cluster: string) => Promise<ClusterGateway> {
+/** A ClusterGateway stand-in (fake of the port): the runtime listing and the served APIs. */
+function gatewayWith(
+  runtimes: K8sObject[] | Error,
+  trainer: TrainerShape = 'trainer-v2.2',
+): (cluster: string) => Promise<ClusterGateway> {
   return async () =>
     ({
       listClusterTrainingRuntimes: async () => {
         if (runtimes instanceof Error) throw runtimes;
         return runtimes;
       },
+      capabilities: async () => ({
+        trainer,
+        legacyKinds: ['PyTorchJob'],
+        kueue: true,
+        coscheduling: false,
+        volcano: false,
+      }),
     }) as unknown as ClusterGateway;
 }
+
+/** A runtime with a `node` job and a dataset-initializer job, mounting the `initializer` volume or not. */
+const withDataset = (mount: boolean): K8sObject => ({
+  ...runtime('with-data'),
+  spec: {
+    template: {
+      spec: {
+        replicatedJobs: [
+          {
+            name: 'dataset-initializer',
+            template: {
+              spec: {
+                template: {
+                  spec: {
+                    containers: [
+                      {
+                        name: 'dataset-initializer',
+                        ...(mount && { volumeMounts: [{ name: 'initializer', mountPath: '/workspace' }] }),
+                      },
+                    ],
+                  },
+                },
+              },
+            },
+          },
+          { name: 'node', template: { spec: { template: { spec: { containers: [{ name: 'node' }] } } } } },
+        ],
+      },
+    },
+  },
+});
 
 // quotaFor stands in for the LocalQueue → ClusterQueue lookup (the gateway has no such call yet).
 const quota = (nominal: Record<string, number>) => async (): Promise<QueueQuota> => ({
@@ -76,6 +117,59 @@ describe('validateRun', () => {
       /never fit ClusterQueue vision-cq \(cpu: requests 16, nominal quota 8; nvidia.com\/gpu: requests 8, nominal quota 4\)/,
     );
   });
+
+  const URIS = { datasetUri: 's3://data/d/', modelUri: 'hf://org/base' };
+  it.each<[string, K8sObject[], TrainerShape, Record<string, unknown>, string, string]>([
+    [
+      'torch-distributed: both to env',
+      [runtime('torch-distributed')],
+      'trainer-v2.2',
+      visionBody(URIS),
+      'passed',
+      'ClusterTrainingRuntime torch-distributed exists on local; datasetUri reaches the trainer as DATASET_URI (ClusterTrainingRuntime torch-distributed has no dataset-initializer job Trainer accepts); modelUri reaches the trainer as MODEL_URI (ClusterTrainingRuntime torch-distributed has no model-initializer job Trainer accepts)',
+    ],
+    [
+      'a dataset initializer on v2.2: dataset there, model to env',
+      [withDataset(false)],
+      'trainer-v2.2',
+      visionBody({ ...URIS, runtime: { name: 'with-data' } }),
+      'passed',
+      'ClusterTrainingRuntime with-data exists on local; datasetUri goes to its dataset-initializer job; modelUri reaches the trainer as MODEL_URI (ClusterTrainingRuntime with-data has no model-initializer job Trainer accepts)',
+    ],
+    [
+      'the same runtime on v2.3 without the initializer volume: env',
+      [withDataset(false)],
+      'trainer-v2.3',
+      visionBody({ datasetUri: URIS.datasetUri, runtime: { name: 'with-data' } }),
+      'passed',
+      'ClusterTrainingRuntime with-data exists on local; datasetUri reaches the trainer as DATASET_URI (ClusterTrainingRuntime with-data has no dataset-initializer job Trainer accepts)',
+    ],
+    [
+      'on v2.3 with the volume: the initializer',
+      [withDataset(true)],
+      'trainer-v2.3',
+      visionBody({ datasetUri: URIS.datasetUri, runtime: { name: 'with-data' } }),
+      'passed',
+      'ClusterTrainingRuntime with-data exists on local; datasetUri goes to its dataset-initializer job',
+    ],
+    [
+      'a legacy target: env, and valid',
+      [runtime('torch-distributed')],
+      'trainer-v2.2',
+      visionBody({ ...URIS, target: 'PyTorchJob' }),
+      'skipped',
+      'PyTorchJob does not use a training runtime; datasetUri as DATASET_URI and modelUri as MODEL_URI reach the containers as env (Training Operator v1 jobs have no initializers)',
+    ],
+  ])(
+    'says where datasetUri / modelUri go, as CreateJob builds it: %s',
+    async (_, runtimes, shape, body, status, message) => {
+      const validate = makeValidateRun({ config, bucket: BUCKET, gateway: gatewayWith(runtimes, shape) });
+      const result = await validate({ caller, body });
+
+      expect(result.valid).toBe(true);
+      expect(result.checks.find((c) => c.name === 'runtime')).toEqual({ name: 'runtime', status, message });
+    },
+  );
 
   it('says which checks it skipped and why', async () => {
     const validate = makeValidateRun({ config, bucket: BUCKET });

@@ -35,6 +35,20 @@ describe('parseRunRequest', () => {
     });
   });
 
+  it.each(['PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob', 'JAXJob'] as const)(
+    'accepts datasetUri and modelUri on %s (they reach the containers as env)',
+    (target) => {
+      const r = parseRunRequest({
+        ...valid,
+        target,
+        numNodes: 2,
+        datasetUri: 's3://d/x',
+        modelUri: 'hf://o/m',
+      });
+      expect(r).toMatchObject({ target, datasetUri: 's3://d/x', modelUri: 'hf://o/m' });
+    },
+  );
+
   it('accepts a full request', () => {
     const full = {
       ...valid,
@@ -171,12 +185,6 @@ describe('parseRunRequest', () => {
     ],
     ['target unknown', { ...valid, target: 'RayJob' }, 'target', 'Invalid option'],
     ['MPIJob with one node', { ...valid, target: 'MPIJob' }, 'numNodes', 'launcher'],
-    [
-      'initializer on a legacy kind',
-      { ...valid, target: 'PyTorchJob', datasetUri: 's3://d/x' },
-      'datasetUri',
-      'TrainJob',
-    ],
     [
       'hyperparameter infinite',
       { ...valid, hyperparameters: { lr: Number.POSITIVE_INFINITY } },

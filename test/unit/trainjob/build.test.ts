@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { UnsupportedApiError, ValidationError } from '../../../lib/errors.ts';
+import { ValidationError } from '../../../lib/errors.ts';
 import { requestFingerprint } from '../../../lib/run/ids.ts';
 import type { LegacyKind, RunRequestInput } from '../../../lib/run/schema.ts';
 import type { RunSpec } from '../../../lib/run/spec.ts';
@@ -596,13 +596,27 @@ describe('buildLegacyJob', () => {
     expect(mpi.mpiReplicaSpecs.Launcher.restartPolicy).toBe('Never');
   });
 
-  it('refuses dataset/model URIs (reachable through target auto), which only TrainJob initializers handle', () => {
-    const spec = aRunSpec({ request: { datasetUri: 's3://data/x/' } });
-    expect(() => buildLegacyJob(spec, 'PyTorchJob')).toThrow(UnsupportedApiError);
-    expect(() => buildLegacyJob(aRunSpec({ request: { modelUri: 'hf://org/m' } }), 'JAXJob')).toThrow(
-      UnsupportedApiError,
-    );
-  });
+  it.each(LEGACY_KINDS)(
+    '%s: dataset/model URIs reach every container as env (v1 has no initializers)',
+    (kind) => {
+      const spec = aRunSpec({
+        request: { target: kind, numNodes: 2, datasetUri: 's3://data/x/', modelUri: 'hf://org/m' },
+      });
+      const job = buildLegacyJob(spec, kind);
+      const envs = envLists(job.spec);
+
+      expect(envs.length).toBeGreaterThan(0);
+      for (const env of envs) {
+        expect(env).toEqual(
+          expect.arrayContaining([
+            { name: 'DATASET_URI', value: 's3://data/x/' },
+            { name: 'GANTRY_DATASET_URI', value: 's3://data/x/' },
+            { name: 'MODEL_URI', value: 'hf://org/m' },
+          ]),
+        );
+      }
+    },
+  );
 
   it('refuses an MPIJob without workers', () => {
     expect(() => buildLegacyJob(aRunSpec(), 'MPIJob')).toThrow(ValidationError);
@@ -842,7 +856,7 @@ const shapesUnderTest: ShapeUnderTest[] = [
     shape: 'training-operator-v1' as const,
     kind,
     crd: () => validatorFor(legacyCrd(kind)),
-    arb: specArb(requestArb({ targets: [kind], minNodes: kind === 'MPIJob' ? 2 : 1, initializers: false })),
+    arb: specArb(requestArb({ targets: [kind], minNodes: kind === 'MPIJob' ? 2 : 1, initializers: true })),
   })),
 ];
 

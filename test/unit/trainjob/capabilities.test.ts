@@ -252,7 +252,7 @@ describe('chooseShape', () => {
     expect(chooseShape(target, capabilities)).toEqual(expected);
   });
 
-  it.each<[string, Target, ShapeInputs, string, { initializers?: boolean }?]>([
+  it.each<[string, Target, ShapeInputs, string]>([
     [
       'TrainJob where only PyTorchJob is served',
       'TrainJob',
@@ -278,23 +278,8 @@ describe('chooseShape', () => {
       caps({ trainJob: true }),
       'read its CRD with detectTrainerShape first',
     ],
-    [
-      'auto → PyTorchJob when the request needs initializers',
-      'auto',
-      caps({ legacy: ['PyTorchJob'] }),
-      'datasetUri and modelUri need Trainer v2',
-      { initializers: true },
-    ],
-  ])('refuses %s', (_, target, capabilities, message, needs) => {
-    expect(() => chooseShape(target, capabilities, needs)).toThrow(UnsupportedApiError);
-    expect(() => chooseShape(target, capabilities, needs)).toThrow(message);
-  });
-
-  it('initializers do not matter when a TrainJob is chosen', () => {
-    expect(
-      chooseShape('auto', caps({ trainJob: true, trainerShape: 'trainer-v2.3' }), { initializers: true }),
-    ).toEqual({
-      shape: 'trainer-v2.3',
-    });
+  ])('refuses %s', (_, target, capabilities, message) => {
+    expect(() => chooseShape(target, capabilities)).toThrow(UnsupportedApiError);
+    expect(() => chooseShape(target, capabilities)).toThrow(message);
   });
 });
