@@ -6,6 +6,8 @@ import {
   recordArtifacts,
 } from '../artifacts/publish.ts';
 import {
+  AdmissionDeactivatedError,
+  AdmissionStalledError,
   AdmissionTimeoutError,
   JobVanishedError,
   RunDeadlineExceededError,
@@ -152,7 +154,7 @@ export function makeSteps(deps: StepDeps) {
       throw err;
     }
     const view = await observe(ref, opts);
-    const decision = decide(stage, view);
+    const decision = decide(stage, view, { now: clock.now() });
     if (decision.kind === 'succeed') {
       const output = refreshRef(ref, view, run.request.runDeadlineSeconds, clock.now());
       await workflow.sendTaskSuccess(token, output, opts);
@@ -171,13 +173,11 @@ export function makeSteps(deps: StepDeps) {
   ): Promise<JobRef> {
     const { stage, job: ref, run } = input;
     const view = await observe(ref, opts);
-    const decision = decide(stage, view);
     const now = clock.now();
+    const decision = decide(stage, view, { now });
     if (decision.kind === 'fail') {
       const cause = failureCause(decision);
-      throw decision.error === 'JobVanishedError'
-        ? new JobVanishedError(cause)
-        : new TrainingFailedError(cause);
+      throw new FAIL_ERRORS[decision.error](cause);
     }
     const next = refreshRef(ref, view, run.request.runDeadlineSeconds, now);
     if (decision.kind === 'wait') {
@@ -320,6 +320,13 @@ function vanished() {
   };
 }
 
+const FAIL_ERRORS = {
+  TrainingFailedError,
+  JobVanishedError,
+  AdmissionDeactivatedError,
+  AdmissionStalledError,
+} as const;
+
 /** The state the failure path receives: `$.failure` from a timeout Pass, or `$.error` from a Catch. */
 export interface FailedState {
   run: RunSpec;
@@ -330,6 +337,8 @@ export interface FailedState {
 const REASON_BY_ERROR: Record<string, FailureReason> = {
   TrainingFailedError: 'TrainingFailed',
   JobVanishedError: 'JobVanished',
+  AdmissionDeactivatedError: 'AdmissionDeactivated',
+  AdmissionStalledError: 'AdmissionStalled',
   AdmissionTimeoutError: 'AdmissionTimeout',
   RunDeadlineExceededError: 'DeadlineExceeded',
   RuntimeNotFoundError: 'InvalidRuntime',
