@@ -44,6 +44,8 @@ export interface StepDeps {
    * failure is logged, never the run's: the reconciler advances every active sweep each tick.
    */
   onTrialEnded?: (trial: TrialRef, runId: string, opts?: CallOptions) => Promise<void>;
+  /** How long a job may stay suspended after Kueue admitted it (default ADMITTED_SUSPENDED_GRACE_SECONDS). */
+  admittedSuspendedGraceSeconds?: number;
   log?: (line: Record<string, unknown>) => void;
 }
 
@@ -60,6 +62,12 @@ export function splitS3Uri(uri: string): { bucket: string; prefix: string } {
 
 /** The use cases behind the state machine's tasks. Each is idempotent: Step Functions may retry it. */
 export function makeSteps(deps: StepDeps) {
+  const decideOptions = (now: Date) => ({
+    now,
+    ...(deps.admittedSuspendedGraceSeconds !== undefined
+      ? { admittedSuspendedGraceSeconds: deps.admittedSuspendedGraceSeconds }
+      : {}),
+  });
   const { records, workflow, clock } = deps;
   const publisher = makeModelPublisher({
     store: deps.store,
@@ -154,7 +162,7 @@ export function makeSteps(deps: StepDeps) {
       throw err;
     }
     const view = await observe(ref, opts);
-    const decision = decide(stage, view, { now: clock.now() });
+    const decision = decide(stage, view, decideOptions(clock.now()));
     if (decision.kind === 'succeed') {
       const output = refreshRef(ref, view, run.request.runDeadlineSeconds, clock.now());
       await workflow.sendTaskSuccess(token, output, opts);
@@ -174,7 +182,7 @@ export function makeSteps(deps: StepDeps) {
     const { stage, job: ref, run } = input;
     const view = await observe(ref, opts);
     const now = clock.now();
-    const decision = decide(stage, view, { now });
+    const decision = decide(stage, view, decideOptions(now));
     if (decision.kind === 'fail') {
       const cause = failureCause(decision);
       throw new FAIL_ERRORS[decision.error](cause);
