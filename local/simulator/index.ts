@@ -261,6 +261,16 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
         ),
       };
     }
+    if (method === 'POST' && path === '/deactivate') {
+      const x = b(body);
+      return {
+        deactivated: await deactivate(
+          String(x.namespace ?? 'default'),
+          String(x.name ?? ''),
+          typeof x.plural === 'string' ? x.plural : undefined,
+        ),
+      };
+    }
     if (method === 'POST' && path === '/advance') {
       await advance(Number(b(body).seconds ?? 0));
       return { now: new Date(clock.now()).toISOString() };

@@ -1201,7 +1201,12 @@ describe('cluster simulator: Kueue configuration per test (waitForPodsReady, fla
       const ns = await h.namespace();
       const job = await h.create(ns, trainJob('off', { gpus: 4 }));
       await h.sim.settle();
-      expect(await h.sim.deactivate(ns, 'off')).toBe(true);
+      const res = await fetch(`${h.sim.url}/_sim/deactivate`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ namespace: ns, name: 'off' }),
+      });
+      expect(await res.json()).toEqual({ deactivated: true });
       await h.sim.advance(120);
 
       const wl = await h.workloadOf(job);
