@@ -48,14 +48,8 @@ describe('decide', () => {
   const NOW = new Date('2026-08-20T10:05:00Z');
   const STALL_MESSAGE =
     'Kueue admitted the Workload at 2026-08-20T10:02:59Z but the job is still suspended after 121 s: Kueue and the Trainer do not match (Kueue >= 0.17 needs Trainer >= 2.2, whose runtimePatches it uses to start a TrainJob; with Trainer 2.1 it admits and never unsuspends, kueue#11931)';
+  // Each fails on a decide() that knew neither deactivation nor a stalled admission.
   it.each([
-    [
-      'a preempted job during completion keeps waiting (Kueue re-queues it)',
-      'completion',
-      view('Pending', { reason: 'Preempted', admission: { state: 'Evicted', source: 'kueue' } }),
-      {},
-      { kind: 'wait' },
-    ],
     [
       'a deactivated Workload fails at once',
       'completion',
@@ -76,13 +70,6 @@ describe('decide', () => {
       { kind: 'fail', error: 'AdmissionStalledError', reason: 'AdmissionStalled', message: STALL_MESSAGE },
     ],
     [
-      'admitted but suspended within the grace waits',
-      'admission',
-      view('Pending', { admission: kueueAdmitted, admittedSuspendedSince: '2026-08-20T10:03:00Z' }),
-      { now: NOW },
-      { kind: 'wait' },
-    ],
-    [
       'a configured grace applies',
       'admission',
       view('Pending', { admission: kueueAdmitted, admittedSuspendedSince: '2026-08-20T10:04:00Z' }),
@@ -93,6 +80,26 @@ describe('decide', () => {
         reason: 'AdmissionStalled',
         message: expect.stringContaining('still suspended after 60 s'),
       },
+    ],
+  ] as const)('%s', (_, stage, v, opts, expected) => {
+    expect(decide(stage, v, opts as Parameters<typeof decide>[2])).toEqual(expected);
+  });
+
+  // Boundaries: what must keep waiting (the same on the old decide()).
+  it.each([
+    [
+      'a preempted job during completion keeps waiting (Kueue re-queues it)',
+      'completion',
+      view('Pending', { reason: 'Preempted', admission: { state: 'Evicted', source: 'kueue' } }),
+      {},
+      { kind: 'wait' },
+    ],
+    [
+      'admitted but suspended within the grace waits',
+      'admission',
+      view('Pending', { admission: kueueAdmitted, admittedSuspendedSince: '2026-08-20T10:03:00Z' }),
+      { now: NOW },
+      { kind: 'wait' },
     ],
     [
       'without a clock there is no stall check',

@@ -239,17 +239,6 @@ describe('toRunPhase — TrainJob with a gate', () => {
       ),
     ],
   });
-  const PREEMPTED_MSG =
-    'Preempted to accommodate a workload (UID: wl-2, JobUID: job-2) due to prioritization in the ClusterQueue';
-  const requeued = workload({
-    conditions: [
-      cond('Evicted', 'True', 'Preempted', PREEMPTED_MSG, T1),
-      cond('Preempted', 'True', 'InClusterQueue', PREEMPTED_MSG, T1),
-      cond('Requeued', 'True', 'Preempted', PREEMPTED_MSG, T2),
-      cond('QuotaReserved', 'False', 'Pending', PREEMPTED_MSG, T2),
-      cond('Admitted', 'False', 'NoReservation', 'The workload has no reservation', T2),
-    ],
-  });
   const pgPending = coschedulingPodGroup({ phase: 'Pending' });
   const pgScheduling = coschedulingPodGroup({ phase: 'Scheduling', running: 2 });
   const pgRunning = coschedulingPodGroup({ phase: 'Running', running: 8 });
@@ -309,12 +298,6 @@ describe('toRunPhase — TrainJob with a gate', () => {
         message:
           'Kueue deactivated the Workload (RequeuingLimitExceeded): exceeding the maximum number of re-queuing retries; it is not admitted again unless someone sets spec.active=true',
       },
-    ],
-    [
-      'suspended + preempted and requeued (Requeued=True, reservation withdrawn)',
-      suspended(shape),
-      requeued,
-      { phase: 'Pending', reason: 'Preempted', message: PREEMPTED_MSG },
     ],
     [
       'suspended + Kueue evicted',
