@@ -80,6 +80,7 @@ function build() {
         records: records(),
         clock,
         orphanGraceSeconds: env().GANTRY_ORPHAN_GRACE_SECONDS,
+        admittedSuspendedGraceSeconds: env().GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS,
         sweeps: { advanceActive: (opts) => sweeps().advanceActive(sweepCapabilities(), opts) },
         log: (line) => logLine({ service: 'gantry-reconciler', ...line }),
       }),

@@ -117,6 +117,8 @@ export const RuntimeEnvSchema = z.object({
   AWS_REGION: z._default(z.string(), 'us-east-1'),
   /** A job with no waiting task token is an orphan only after this long (covers the gap between steps). */
   GANTRY_ORPHAN_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 300),
+  /** A job still suspended this long after Kueue admitted it fails the run (AdmissionStalled; Kueue/Trainer mismatch). */
+  GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(1)), 120),
   /** Local endpoints for the embedded default; unset on AWS. */
   GANTRY_S3_ENDPOINT: z.optional(z.string().check(z.url())),
   GANTRY_SQS_ENDPOINT: z.optional(z.string().check(z.url())),

@@ -99,6 +99,16 @@ export class JobVanishedError extends TerminalError {
   override readonly name = 'JobVanishedError' as const;
 }
 
+/** Kueue deactivated the job's Workload (spec.active=false, e.g. RequeuingLimitExceeded); run fails `AdmissionDeactivated`. */
+export class AdmissionDeactivatedError extends TerminalError {
+  override readonly name = 'AdmissionDeactivatedError' as const;
+}
+
+/** Kueue admitted the Workload but the job stayed suspended past a grace (Kueue/Trainer mismatch); run fails `AdmissionStalled`. */
+export class AdmissionStalledError extends TerminalError {
+  override readonly name = 'AdmissionStalledError' as const;
+}
+
 /** The job finished without writing any output and the request said it would; run fails `NoArtifacts`. */
 export class NoArtifactsError extends TerminalError {
   override readonly name = 'NoArtifactsError' as const;
@@ -157,6 +167,8 @@ export const errorClasses = {
   RuntimeNotFoundError,
   TrainingFailedError,
   JobVanishedError,
+  AdmissionDeactivatedError,
+  AdmissionStalledError,
   NoArtifactsError,
   AdmissionTimeoutError,
   RunDeadlineExceededError,

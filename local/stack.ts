@@ -42,6 +42,8 @@ export interface StackOptions {
   reconcileEveryMs?: number;
   /** Seconds before a job without a waiting token counts as an orphan (default 300). */
   orphanGraceSeconds?: number;
+  /** GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS (default 120). */
+  admittedSuspendedGraceSeconds?: number;
   teams?: GantryConfig['teams'];
   /** Start the queue consumer (default true). */
   consumer?: boolean;
@@ -239,6 +241,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       GANTRY_SFN_ENDPOINT: sfnServer.url,
       GANTRY_CONFIG: JSON.stringify(config),
       GANTRY_ORPHAN_GRACE_SECONDS: String(opts.orphanGraceSeconds ?? 300),
+      ...(opts.admittedSuspendedGraceSeconds !== undefined
+        ? { GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS: String(opts.admittedSuspendedGraceSeconds) }
+        : {}),
     };
     Object.assign(process.env, env);
 

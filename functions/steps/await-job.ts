@@ -1,9 +1,13 @@
 import middy from '@middy/core';
-import { gateway, workflow } from '../_deps.ts';
+import { env, gateway, workflow } from '../_deps.ts';
 import { type StepInput, stepOptions, stepsWith } from './_steps.ts';
 
 /** Only what `awaitJob` calls (see _steps.ts). */
-const steps = stepsWith(() => ({ gateway, workflow: workflow() }));
+const steps = stepsWith(() => ({
+  gateway,
+  workflow: workflow(),
+  admittedSuspendedGraceSeconds: env().GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS,
+}));
 
 /** State machine task `awaitJob` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
 export const handler = middy<StepInput<'awaitJob'>>(stepOptions).handler((event, _context, { signal }) =>

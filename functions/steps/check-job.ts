@@ -1,9 +1,12 @@
 import middy from '@middy/core';
-import { gateway } from '../_deps.ts';
+import { env, gateway } from '../_deps.ts';
 import { type StepInput, stepOptions, stepsWith } from './_steps.ts';
 
 /** Only what `checkJob` calls (see _steps.ts). */
-const steps = stepsWith(() => ({ gateway }));
+const steps = stepsWith(() => ({
+  gateway,
+  admittedSuspendedGraceSeconds: env().GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS,
+}));
 
 /** State machine task `checkJob` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
 export const handler = middy<StepInput<'checkJob'>>(stepOptions).handler((event, _context, { signal }) =>

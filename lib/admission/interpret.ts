@@ -12,6 +12,7 @@ export const ADMISSION_STATES = [
   'Admitted',
   'Evicted',
   'Inadmissible',
+  'Deactivated',
   'Finished',
 ] as const;
 /**
@@ -20,6 +21,8 @@ export const ADMISSION_STATES = [
  * - `Admitted` — the gang was let in (quota reserved and checks passed, or minMember pods running).
  * - `Evicted` — was admitted, then evicted or preempted; the job is being (or was) re-suspended.
  * - `Inadmissible` — will not be admitted without an operator changing something (see KUEUE_INADMISSIBLE).
+ * - `Deactivated` — Kueue deactivated the Workload (`spec.active=false`, e.g. RequeuingLimitExceeded):
+ *   it is never admitted again unless a person reactivates it, so the run fails at once.
  * - `Finished` — the gate's lifecycle is over; the job's own conditions say whether it succeeded.
  */
 export type AdmissionState = (typeof ADMISSION_STATES)[number];
@@ -96,13 +99,16 @@ function interpretWorkload(wl: Record<string, unknown>): Admission {
   //    is read back from the Evicted reason (`Deactivated` or `DeactivatedDueTo<Cause>`).
   const target = get('DeactivationTarget');
   const evicted = get('Evicted');
-  if (isTrue(target)) return kueue('Inadmissible', target.reason ?? 'Deactivated', target.message);
+  //    Kueue before v0.9 wrote the Evicted reason `InactiveWorkload` for the same thing.
+  if (isTrue(target)) return kueue('Deactivated', target.reason ?? 'Deactivated', target.message);
   if (asRecord(wl.spec)?.active === false) {
     if (isTrue(evicted) && evicted.reason?.startsWith('Deactivated')) {
       const cause = evicted.reason.slice('DeactivatedDueTo'.length);
-      return kueue('Inadmissible', cause.length > 0 ? cause : 'Deactivated', evicted.message);
+      return kueue('Deactivated', cause.length > 0 ? cause : 'Deactivated', evicted.message);
     }
-    return kueue('Inadmissible', 'Deactivated', 'the Workload is deactivated (spec.active=false)');
+    if (isTrue(evicted) && evicted.reason === 'InactiveWorkload')
+      return kueue('Deactivated', 'InactiveWorkload', evicted.message);
+    return kueue('Deactivated', 'Deactivated', 'the Workload is deactivated (spec.active=false)');
   }
 
   // 3. Evicted/Preempted beat Admitted: Kueue sets Evicted=True while Admitted is still True and only
@@ -128,18 +134,42 @@ function interpretWorkload(wl: Record<string, unknown>): Admission {
     return kueue('Admitted', detail.reason, detail.message);
   }
 
-  // 5. Not admitted: QuotaReserved=False carries Kueue's explanation ("couldn't assign flavors to pod
-  //    set node: insufficient quota for nvidia.com/gpu in flavor default-flavor, 8 more needed").
+  // Not admitted. Admission checks (ProvisioningRequest, MultiKueue, …) explain themselves only in
+  // status.admissionChecks[]: their messages follow Kueue's own.
+  const checks = admissionCheckNote(asRecord(wl.status)?.admissionChecks);
+  const waiting = (state: AdmissionState, reason?: string, message?: string) =>
+    kueue(state, reason, [message, checks].filter((m) => m !== undefined).join('; ') || undefined);
+  // 5. QuotaReserved=False carries Kueue's explanation ("couldn't assign flavors to pod set node:
+  //    insufficient quota for nvidia.com/gpu in flavor default-flavor, 8 more needed").
   if (reserved?.status === 'False') {
     const inadmissible = reserved.reason !== undefined && KUEUE_INADMISSIBLE.has(reserved.reason);
-    return kueue(inadmissible ? 'Inadmissible' : 'Queued', reserved.reason, reserved.message);
+    return waiting(inadmissible ? 'Inadmissible' : 'Queued', reserved.reason, reserved.message);
   }
   // 6. Quota reserved but not (yet) admitted: AdmissionChecks pending (UnsatisfiedAdmissionChecks) or a
   //    delayed topology request (PendingDelayedTopologyRequests).
-  if (admitted !== undefined) return kueue('Queued', admitted.reason, admitted.message);
-  if (isTrue(reserved)) return kueue('Queued', 'QuotaReserved', reserved.message);
+  if (admitted !== undefined) return waiting('Queued', admitted.reason, admitted.message);
+  if (isTrue(reserved)) return waiting('Queued', 'QuotaReserved', reserved.message);
   // 7. No conditions yet: Kueue has not evaluated the Workload; Kueue itself calls this "pending".
-  return kueue('Queued');
+  return waiting('Queued');
+}
+
+/**
+ * `status.admissionChecks[]` (name, state Pending/Ready/Retry/Rejected, message) as one line:
+ * the checks that are not Ready and have something to say, e.g. `admission check
+ * dws-prov (Pending): Waiting for resources. Currently there are not enough resources available…`.
+ */
+function admissionCheckNote(value: unknown): string | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const parts: string[] = [];
+  for (const item of value) {
+    const c = asRecord(item);
+    if (c === undefined || typeof c.name !== 'string') continue;
+    const state = typeof c.state === 'string' ? c.state : 'Pending';
+    const message = nonEmptyString(c.message);
+    if (state === 'Ready' || (message === undefined && state === 'Pending')) continue;
+    parts.push(`admission check ${c.name} (${state})${message ? `: ${message}` : ''}`);
+  }
+  return parts.length > 0 ? parts.join('; ') : undefined;
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -3,10 +3,30 @@ import type { JobView } from '../trainjob/status.ts';
 export type Stage = 'admission' | 'completion';
 
 /** What to do with a waiting task token, given what the job looks like now. */
+export type FailError =
+  | 'TrainingFailedError'
+  | 'JobVanishedError'
+  | 'AdmissionDeactivatedError'
+  | 'AdmissionStalledError';
+
 export type Decision =
   | { kind: 'succeed' }
-  | { kind: 'fail'; error: 'TrainingFailedError' | 'JobVanishedError'; reason: string; message: string }
+  | { kind: 'fail'; error: FailError; reason: string; message: string }
   | { kind: 'wait' };
+
+/** How long a job may stay suspended after Kueue admitted it before the run fails (AdmissionStalled). */
+export const ADMITTED_SUSPENDED_GRACE_SECONDS = 120;
+
+export interface DecideOptions {
+  now: Date;
+  /** Default ADMITTED_SUSPENDED_GRACE_SECONDS. */
+  admittedSuspendedGraceSeconds?: number;
+}
+
+const ERROR_BY_REASON: Record<string, FailError> = {
+  JobVanished: 'JobVanishedError',
+  AdmissionDeactivated: 'AdmissionDeactivatedError',
+};
 
 /**
  * The one rule for answering a wait, shared by the wait step (answers at once when it can), the
@@ -14,14 +34,17 @@ export type Decision =
  * Admission ends when the job runs (or already finished); completion ends when it finished.
  * A job that is not admitted yet keeps waiting until the admission deadline (Kueue's reason
  * goes into the run record) — an inadmissible workload can become admissible when an operator
- * raises the quota.
+ * raises the quota. A preempted job (Pending/Preempted during completion) keeps waiting too: Kueue
+ * re-queues it. Two Kueue outcomes fail at once: a deactivated Workload (AdmissionDeactivatedError)
+ * and, given `opts.now`, a job still suspended past a grace after Kueue admitted it
+ * (AdmissionStalledError).
  */
-export function decide(stage: Stage, view: JobView): Decision {
+export function decide(stage: Stage, view: JobView, opts?: DecideOptions): Decision {
   if (view.phase === 'Failed') {
     const vanished = view.reason === 'JobVanished';
     return {
       kind: 'fail',
-      error: vanished ? 'JobVanishedError' : 'TrainingFailedError',
+      error: ERROR_BY_REASON[view.reason ?? ''] ?? 'TrainingFailedError',
       reason: view.reason ?? 'TrainingFailed',
       message:
         view.message ?? (vanished ? 'the job was deleted while the run waited for it' : 'the job failed'),
@@ -29,7 +52,26 @@ export function decide(stage: Stage, view: JobView): Decision {
   }
   if (view.phase === 'Succeeded') return { kind: 'succeed' };
   if (stage === 'admission' && view.phase === 'Running') return { kind: 'succeed' };
+  const stalled = opts && stalledFor(view, opts);
+  if (stalled !== undefined) {
+    return {
+      kind: 'fail',
+      error: 'AdmissionStalledError',
+      reason: 'AdmissionStalled',
+      message: `Kueue admitted the Workload at ${view.admittedSuspendedSince} but the job is still suspended after ${stalled} s: Kueue and the Trainer do not match (Kueue >= 0.17 needs Trainer >= 2.2, whose runtimePatches it uses to start a TrainJob; with Trainer 2.1 it admits and never unsuspends, kueue#11931)`,
+    };
+  }
   return { kind: 'wait' };
+}
+
+/** Whole seconds the job has stayed suspended since admission, when past the grace; else undefined. */
+function stalledFor(view: JobView, opts: DecideOptions): number | undefined {
+  if (view.phase !== 'Pending' || view.admittedSuspendedSince === undefined) return undefined;
+  const since = Date.parse(view.admittedSuspendedSince);
+  if (!Number.isFinite(since)) return undefined;
+  const grace = opts.admittedSuspendedGraceSeconds ?? ADMITTED_SUSPENDED_GRACE_SECONDS;
+  const seconds = Math.floor((opts.now.getTime() - since) / 1000);
+  return seconds > grace ? seconds : undefined;
 }
 
 /** The cause string sent with SendTaskFailure; `recordOutcome` reads it back. */

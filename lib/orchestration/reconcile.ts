@@ -1,5 +1,6 @@
 import { NotFoundError } from '../errors.ts';
 import type { CallOptions, Clock, ClusterGateway, JobApi, WorkflowEngine } from '../ports.ts';
+import { PREEMPTED } from '../run/phases.ts';
 import type { RecordChange } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import { ANNOTATION, LABEL } from '../trainjob/labels.ts';
@@ -16,6 +17,8 @@ export interface ReconcilerDeps {
   clock: Clock;
   /** A job with no waiting token is only an orphan after this long (covers the gap between steps). */
   orphanGraceSeconds?: number;
+  /** How long a job may stay suspended after Kueue admitted it (default ADMITTED_SUSPENDED_GRACE_SECONDS). */
+  admittedSuspendedGraceSeconds?: number;
   /** Advances every active sweep after the jobs (releases, early stopping, publishing the best). */
   sweeps?: { advanceActive(opts?: CallOptions): Promise<{ sweeps: number; errors: number }> };
   log?: (line: Record<string, unknown>) => void;
@@ -149,7 +152,12 @@ export function makeReconciler(deps: ReconcilerDeps) {
       const token = annotations[key];
       if (!token) continue;
       waiting = true;
-      const decision = decide(stage, view);
+      const decision = decide(stage, view, {
+        now,
+        ...(deps.admittedSuspendedGraceSeconds !== undefined
+          ? { admittedSuspendedGraceSeconds: deps.admittedSuspendedGraceSeconds }
+          : {}),
+      });
       let delivered: boolean;
       if (decision.kind === 'succeed') {
         delivered = await deps.workflow.sendTaskSuccess(
@@ -181,7 +189,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
   }
 
   async function recordProgress(runId: string, view: JobView, report: TickReport, opts?: CallOptions) {
-    const change: RecordChange = {};
+    const change: RecordChange = { ...preemption(view) };
     if (view.phase === 'Running') change.phase = 'Running';
     if (view.phase === 'Pending' && (view.admission.reason || view.admission.message)) {
       change.admission = {
@@ -230,6 +238,15 @@ export function makeReconciler(deps: ReconcilerDeps) {
   }
 
   return { tick };
+}
+
+/**
+ * A running job that Kueue evicted goes back to Pending with reason Preempted (the one backward
+ * move the record allows); the state machine keeps waiting for completion while Kueue re-queues it.
+ */
+function preemption(view: JobView): RecordChange {
+  if (view.phase !== 'Pending' || view.reason !== PREEMPTED) return {};
+  return { phase: 'Pending', reason: PREEMPTED, ...(view.message ? { message: view.message } : {}) };
 }
 
 function indexByOwner(gates: K8sObject[]): Map<string, K8sObject> {

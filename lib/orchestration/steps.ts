@@ -6,6 +6,8 @@ import {
   recordArtifacts,
 } from '../artifacts/publish.ts';
 import {
+  AdmissionDeactivatedError,
+  AdmissionStalledError,
   AdmissionTimeoutError,
   JobVanishedError,
   RunDeadlineExceededError,
@@ -49,6 +51,8 @@ export interface StepDeps {
    * trial's objective. Its failure is logged, never the run's.
    */
   metrics?: { drain(runId: string, opts?: CallOptions): Promise<number> };
+  /** How long a job may stay suspended after Kueue admitted it (default ADMITTED_SUSPENDED_GRACE_SECONDS). */
+  admittedSuspendedGraceSeconds?: number;
   log?: (line: Record<string, unknown>) => void;
 }
 
@@ -65,6 +69,12 @@ export function splitS3Uri(uri: string): { bucket: string; prefix: string } {
 
 /** The use cases behind the state machine's tasks. Each is idempotent: Step Functions may retry it. */
 export function makeSteps(deps: StepDeps) {
+  const decideOptions = (now: Date) => ({
+    now,
+    ...(deps.admittedSuspendedGraceSeconds !== undefined
+      ? { admittedSuspendedGraceSeconds: deps.admittedSuspendedGraceSeconds }
+      : {}),
+  });
   const { records, workflow, clock } = deps;
   const publisher = makeModelPublisher({
     store: deps.store,
@@ -162,7 +172,7 @@ export function makeSteps(deps: StepDeps) {
       throw err;
     }
     const view = await observe(ref, opts);
-    const decision = decide(stage, view);
+    const decision = decide(stage, view, decideOptions(clock.now()));
     if (decision.kind === 'succeed') {
       const output = refreshRef(ref, view, run.request.runDeadlineSeconds, clock.now());
       await workflow.sendTaskSuccess(token, output, opts);
@@ -181,13 +191,11 @@ export function makeSteps(deps: StepDeps) {
   ): Promise<JobRef> {
     const { stage, job: ref, run } = input;
     const view = await observe(ref, opts);
-    const decision = decide(stage, view);
     const now = clock.now();
+    const decision = decide(stage, view, decideOptions(now));
     if (decision.kind === 'fail') {
       const cause = failureCause(decision);
-      throw decision.error === 'JobVanishedError'
-        ? new JobVanishedError(cause)
-        : new TrainingFailedError(cause);
+      throw new FAIL_ERRORS[decision.error](cause);
     }
     const next = refreshRef(ref, view, run.request.runDeadlineSeconds, now);
     if (decision.kind === 'wait') {
@@ -340,6 +348,13 @@ function vanished() {
   };
 }
 
+const FAIL_ERRORS = {
+  TrainingFailedError,
+  JobVanishedError,
+  AdmissionDeactivatedError,
+  AdmissionStalledError,
+} as const;
+
 /** The state the failure path receives: `$.failure` from a timeout Pass, or `$.error` from a Catch. */
 export interface FailedState {
   run: RunSpec;
@@ -350,6 +365,8 @@ export interface FailedState {
 const REASON_BY_ERROR: Record<string, FailureReason> = {
   TrainingFailedError: 'TrainingFailed',
   JobVanishedError: 'JobVanished',
+  AdmissionDeactivatedError: 'AdmissionDeactivated',
+  AdmissionStalledError: 'AdmissionStalled',
   AdmissionTimeoutError: 'AdmissionTimeout',
   RunDeadlineExceededError: 'DeadlineExceeded',
   RuntimeNotFoundError: 'InvalidRuntime',

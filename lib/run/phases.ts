@@ -28,6 +28,8 @@ export const FAILURE_REASONS = [
   'ArtifactIntegrity',
   'ArtifactConflict',
   'Preempted',
+  'AdmissionDeactivated',
+  'AdmissionStalled',
   'InternalError',
 ] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];
@@ -39,9 +41,15 @@ export function isTerminal(phase: RunPhase): boolean {
 /**
  * Whether a record may move from `from` to `to`. Phases only move forward; a terminal phase is
  * final. Late or repeated updates (a reconciler tick that runs twice) therefore cannot undo progress.
+ * The one way back: Kueue evicts (preempts) a running job and re-queues it, so `Running → Pending`
+ * is allowed with reason `Preempted` (and from there forward to `Running` again when readmitted).
  */
-export function canTransition(from: RunPhase, to: RunPhase): boolean {
+export function canTransition(from: RunPhase, to: RunPhase, reason?: string): boolean {
   if (isTerminal(from)) return false;
   if (isTerminal(to)) return true;
+  if (from === 'Running' && to === 'Pending') return reason === PREEMPTED;
   return PHASES.indexOf(to) >= PHASES.indexOf(from);
 }
+
+/** The reason of a `Running → Pending` move: the job was evicted and re-queued. */
+export const PREEMPTED = 'Preempted';

@@ -1,4 +1,4 @@
-import { canTransition, type FailureReason, isTerminal, type RunPhase } from './phases.ts';
+import { canTransition, type FailureReason, isTerminal, PREEMPTED, type RunPhase } from './phases.ts';
 import type { RunSpec } from './spec.ts';
 
 /** Where the job of a run lives, once created. */
@@ -70,17 +70,27 @@ export interface RecordChange {
 /**
  * Apply a change to a record, or return undefined when it changes nothing (so the caller skips
  * the write). A phase change that would move backwards, or out of a terminal phase, is ignored:
- * late and repeated updates cannot undo progress.
+ * late and repeated updates cannot undo progress. The exception is `Running → Pending` with reason
+ * `Preempted` (see canTransition); each such move is one entry in `transitions`.
  */
 export function applyChange(record: RunRecord, change: RecordChange, now: Date): RunRecord | undefined {
   const next: RunRecord = { ...record };
   let changed = false;
-  if (change.phase && change.phase !== record.phase && canTransition(record.phase, change.phase)) {
+  if (
+    change.phase &&
+    change.phase !== record.phase &&
+    canTransition(record.phase, change.phase, change.reason)
+  ) {
     next.phase = change.phase;
     next.transitions = [
       ...record.transitions,
       { phase: change.phase, at: now.toISOString(), ...(change.reason ? { reason: change.reason } : {}) },
     ];
+    // Readmitted after a preemption: the Preempted explanation no longer describes the run.
+    if (record.reason === PREEMPTED && change.reason === undefined) {
+      delete next.reason;
+      delete next.message;
+    }
     if (change.reason !== undefined) next.reason = change.reason;
     if (change.message !== undefined) next.message = change.message;
     changed = true;

@@ -48,6 +48,12 @@ export interface JobView {
   metrics?: Record<string, number | string>;
   /** Succeeded or Failed: the job will not change any more. */
   finished: boolean;
+  /**
+   * Pending although Kueue admitted the Workload: when it was admitted (the Admitted condition's
+   * time). Kueue unsuspends an admitted job within seconds; one that stays suspended is stuck
+   * (e.g. Kueue >= 0.17 with Trainer 2.1, kueue#11931), which decide() fails after a grace.
+   */
+  admittedSuspendedSince?: string;
 }
 
 /** Interpret a job (Trainer v2 TrainJob or Training Operator v1 kind) and its admission gate. */
@@ -58,9 +64,35 @@ export function toRunPhase(job: K8sObject | undefined, gate?: K8sObject): JobVie
     return view('Failed', admission, 'JobVanished', 'the job no longer exists in the cluster');
   }
   const group = apiGroupOf(obj.apiVersion);
-  if (group === TRAINER_GROUP) return trainJobView(obj, admission);
-  if (group === LEGACY_GROUP) return legacyJobView(obj, admission);
-  return view('Pending', admission, undefined, `unrecognised job apiVersion ${String(obj.apiVersion)}`);
+  let out: JobView;
+  if (group === TRAINER_GROUP) out = trainJobView(obj, admission);
+  else if (group === LEGACY_GROUP) out = legacyJobView(obj, admission);
+  else return view('Pending', admission, undefined, `unrecognised job apiVersion ${String(obj.apiVersion)}`);
+  return queueingTruth(out, gate);
+}
+
+/**
+ * What Kueue's queueing says beyond the job's own status: a deactivated Workload fails a job that
+ * has not finished (Kueue will never admit it again without a person), and a job that stays
+ * suspended although admitted is marked with the admission time (see admittedSuspendedSince).
+ */
+function queueingTruth(jobView: JobView, gate: K8sObject | undefined): JobView {
+  if (jobView.finished) return jobView;
+  const { admission } = jobView;
+  if (admission.state === 'Deactivated') {
+    const cause = admission.reason ?? 'Deactivated';
+    return view(
+      'Failed',
+      admission,
+      'AdmissionDeactivated',
+      `Kueue deactivated the Workload (${cause})${admission.message ? `: ${admission.message}` : ''}; it is not admitted again unless someone sets spec.active=true`,
+    );
+  }
+  if (jobView.phase === 'Pending' && admission.state === 'Admitted' && admission.source === 'kueue') {
+    const admitted = findCondition(readConditions(asRecord(asRecord(gate)?.status)?.conditions), 'Admitted');
+    if (admitted?.time !== undefined) return { ...jobView, admittedSuspendedSince: admitted.time };
+  }
+  return jobView;
 }
 
 /** Whether the job is past gang admission: it is running or it has succeeded (so it must have run). */
@@ -196,6 +228,7 @@ function unsuspendedView(admission: Admission, unknown: Explanation | undefined)
     case 'Evicted':
     case 'Queued':
     case 'Inadmissible':
+    case 'Deactivated':
       return pendingView(admission, {});
     case 'Unknown':
       return unknown === undefined ? view('Running', admission) : pendingView(admission, unknown);

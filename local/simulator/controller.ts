@@ -19,12 +19,21 @@ import {
 } from './jobs.ts';
 import {
   assignFlavor,
+  type FlavorConfig,
   findCondition,
   flavorOf,
   isTrue,
+  type KueueVersion,
+  kueueNeedsRuntimePatch,
+  kueueReplicatedJobPatches,
   nominalQuota,
   podRequests,
+  REQUEUING_BACKOFF_BASE_SECONDS,
+  REQUEUING_BACKOFF_MAX_SECONDS,
+  requeueBackoffSeconds,
   setCondition,
+  WAIT_FOR_PODS_READY_TIMEOUT_SECONDS,
+  type WaitForPodsReady,
   workloadName,
 } from './kueue.ts';
 import {
@@ -113,6 +122,12 @@ export interface ControllerOptions {
   trainerStatus: boolean;
   /** The training code writes metric objects under its GANTRY_METRICS_URI (needs `s3`). */
   metricChannel: boolean;
+  /** Kueue release line: from 0.17 a TrainJob starts only through Kueue's runtime patch (Trainer v2.2+). */
+  kueueVersion: KueueVersion;
+  /** Kueue's waitForPodsReady; undefined = off, as in Kueue's default configuration. */
+  waitForPodsReady: WaitForPodsReady | undefined;
+  /** Node labels and tolerations of the ResourceFlavor `default-flavor` (none by default). */
+  flavor: FlavorConfig;
   log: (msg: string) => void;
 }
 
@@ -188,8 +203,6 @@ export class Controllers {
   private readonly reconcileQueued = new Set<string>();
   /** Future work at a simulated time (e.g. an evicted Workload becoming admissible again). */
   private readonly timers: Array<{ at: number; fn: () => void }> = [];
-  /** Evicted Workloads wait for their pods to terminate before Kueue requeues them. */
-  private readonly requeueAt = new Map<string, number>();
   private seq = 0;
   /** Virtual time of the event being processed (ms). */
   private vt: number;
@@ -247,7 +260,10 @@ export class Controllers {
       apiVersion: `${KUEUE.group}/${rf.storageVersion}`,
       kind: 'ResourceFlavor',
       metadata: { name: KUEUE.flavor },
-      spec: {},
+      spec: {
+        ...(this.o.flavor.nodeLabels ? { nodeLabels: { ...this.o.flavor.nodeLabels } } : {}),
+        ...(this.o.flavor.tolerations ? { tolerations: this.o.flavor.tolerations } : {}),
+      },
     });
     const seen = new Set<string>();
     for (const q of this.o.queues) {
@@ -738,7 +754,7 @@ export class Controllers {
       j.nextProgressAt = this.vt + this.progressInterval(j);
       void this.writeMetricLine(j, 0);
     }
-    const wl = this.workloadOf(j);
+    const wl = this.o.waitForPodsReady ? this.workloadOf(j) : undefined;
     if (wl) {
       this.mutateWorkloadStatus(wl, (st) => {
         st.conditions = setCondition(
@@ -1412,12 +1428,7 @@ export class Controllers {
       let refreshBudget = 10;
       let admittedNow = 0;
       for (const wl of pending) {
-        const wlKey = `${String(meta(wl).namespace)}/${String(meta(wl).name)}`;
-        const until = this.requeueAt.get(wlKey);
-        if (until !== undefined) {
-          if (until > this.vt) continue;
-          this.requeueAt.delete(wlKey);
-        }
+        if (this.inBackoff(wl)) continue;
         // Admission needs the whole demand to fit what is free (one flavor per ClusterQueue).
         const total = this.demand(wl).total;
         const free = Object.entries(total).every(
@@ -1559,17 +1570,18 @@ export class Controllers {
         },
         this.now,
       );
-      conds = setCondition(
-        conds,
-        {
-          type: 'PodsReady',
-          status: 'False',
-          reason: 'WaitForStart',
-          message: 'Not all pods are ready or succeeded',
-          observedGeneration: gen,
-        },
-        this.now,
-      );
+      if (this.o.waitForPodsReady)
+        conds = setCondition(
+          conds,
+          {
+            type: 'PodsReady',
+            status: 'False',
+            reason: 'WaitForStart',
+            message: 'Not all pods are ready or succeeded',
+            observedGeneration: gen,
+          },
+          this.now,
+        );
       conds = conds.map((c) =>
         (c.type === 'Evicted' || c.type === 'Preempted') && c.status === 'True'
           ? {
@@ -1586,10 +1598,63 @@ export class Controllers {
     this.stats.admitted++;
     const j = this.ownerJob(wl);
     if (!j) return;
-    // Kueue starts the job: unsuspend (v2.2+: through its own runtime patch, left empty for a flavor without node labels).
-    this.api.mutate(j.def, j.ns, j.name, (o) => setSuspended(j.def, o, false));
+    if (this.o.waitForPodsReady) this.armPodsReadyTimeout(wl);
+    if (!this.startAdmittedJob(j, wl, cqName)) return;
     j.suspended = false;
     this.reconcileJob(j.uid);
+  }
+
+  /**
+   * Kueue starts an admitted job. A TrainJob under Kueue >= 0.17 starts only through Kueue's own
+   * runtime patch (`kueue.x-k8s.io/manager`): Kueue fills its replicated-job patches (pod set
+   * labels, queue labels, the Workload annotation, the flavor's node selector and tolerations) and
+   * unsuspends in the same update. Without that patch (Trainer 2.1, whose TrainJob has no
+   * runtimePatches) it fails with `kueue runtime patch not found` and the job stays suspended
+   * while the Workload stays Admitted (kueue#11931). False when the job was not started.
+   */
+  private startAdmittedJob(j: SimJob, wl: Json, cqName: string): boolean {
+    if (j.def.kind !== 'TrainJob' || !kueueNeedsRuntimePatch(this.o.kueueVersion)) {
+      this.api.mutate(j.def, j.ns, j.name, (o) => setSuspended(j.def, o, false));
+      return true;
+    }
+    const job = this.api.peek(j.def, j.ns, j.name);
+    const patches = (obj(job?.spec).runtimePatches as Json[] | undefined) ?? [];
+    if (!patches.some((p) => isObj(p) && p.manager === KUEUE.manager)) {
+      this.o.log(
+        `simulator: Kueue cannot start ${j.ns}/${j.name}: kueue runtime patch not found (Kueue ${this.o.kueueVersion} with Trainer ${this.o.trainerVersion})`,
+      );
+      return false;
+    }
+    const replicatedJobs = kueueReplicatedJobPatches(
+      ((obj(wl.spec).podSets as Json[] | undefined) ?? []).map((ps) => String(ps.name)),
+      {
+        workload: String(meta(wl).name),
+        localQueue: String(obj(wl.spec).queueName ?? ''),
+        clusterQueue: cqName,
+        flavor: this.o.flavor,
+      },
+    );
+    this.setKueuePatch(j, replicatedJobs, false);
+    return true;
+  }
+
+  /** Write Kueue's runtime patch (Trainer's webhook stamps `time` when it changes) and suspend or unsuspend. */
+  private setKueuePatch(j: SimJob, replicatedJobs: Json[] | undefined, suspend: boolean): void {
+    this.api.mutate(j.def, j.ns, j.name, (o) => {
+      const spec = obj(o.spec);
+      const patches = (spec.runtimePatches as Json[] | undefined) ?? [];
+      spec.runtimePatches = patches.map((p) => {
+        if (!isObj(p) || p.manager !== KUEUE.manager) return p;
+        const specPatch: Json = replicatedJobs ? { replicatedJobs } : {};
+        const next: Json = { ...p, trainingRuntimeSpec: { template: { spec: specPatch } } };
+        const { time: _a, ...a } = p;
+        const { time: _b, ...b } = next;
+        if (JSON.stringify(a) !== JSON.stringify(b)) next.time = this.now;
+        return next;
+      });
+      o.spec = spec;
+      setSuspended(j.def, o, suspend);
+    });
   }
 
   /** Evict lower-priority admitted workloads of the ClusterQueue until `wl` fits; true when any were evicted. */
@@ -1601,15 +1666,26 @@ export class Controllers {
   ): boolean {
     const prio = Number(obj(wl.spec).priority ?? 0);
     const wlDef = this.workloadDef()!;
-    const candidates = this.api
+    const inCq = this.api
       .peekAll(wlDef)
       .filter(
         (w) =>
           isTrue(w, 'QuotaReserved') &&
           !isTrue(w, 'Finished') &&
-          String(obj(obj(w.status).admission).clusterQueue) === cqName &&
-          Number(obj(w.spec).priority ?? 0) < prio,
-      )
+          String(obj(obj(w.status).admission).clusterQueue) === cqName,
+      );
+    // Workloads already being evicted still hold their quota until their pods are gone: the
+    // preemptor waits for them (Kueue's WaitingForPreemptedWorkloads) instead of choosing more victims.
+    const need0 = this.workloadRequests(wl);
+    const afterInflight = { ...used };
+    for (const w of inCq.filter((x) => isTrue(x, 'Evicted')))
+      for (const [r, v] of Object.entries(this.workloadRequests(w)))
+        afterInflight[r] = (afterInflight[r] ?? 0) - v;
+    if (Object.entries(need0).every(([r, v]) => v <= (nominal[r] ?? 0) - (afterInflight[r] ?? 0))) {
+      return inCq.some((x) => isTrue(x, 'Evicted'));
+    }
+    const candidates = inCq
+      .filter((w) => !isTrue(w, 'Evicted') && Number(obj(w.spec).priority ?? 0) < prio)
       .sort(
         (a, b) =>
           Number(obj(a.spec).priority ?? 0) - Number(obj(b.spec).priority ?? 0) ||
@@ -1618,7 +1694,7 @@ export class Controllers {
     const need = this.workloadRequests(wl);
     const free = (u: Record<string, number>) =>
       Object.entries(need).every(([r, v]) => v <= (nominal[r] ?? 0) - (u[r] ?? 0));
-    const sim = { ...used };
+    const sim = { ...afterInflight };
     const victims: Json[] = [];
     for (const c of candidates) {
       if (free(sim)) break;
@@ -1632,23 +1708,26 @@ export class Controllers {
         'Preempted',
         `Preempted to accommodate a workload (UID: ${String(meta(wl).uid)}, JobUID: ${String(obj(meta(wl).labels)[KUEUE.jobUidLabel] ?? '')}) due to prioritization in the ClusterQueue`,
       );
-      for (const [r, val] of Object.entries(this.workloadRequests(v))) used[r] = (used[r] ?? 0) - val;
     }
     return true;
   }
 
   /**
-   * Evict an admitted workload: release its quota and suspend its job (Kueue's eviction). It is
-   * requeued once the job's pods are gone (the pods' termination grace period, 30 s by default).
+   * Evict a workload as Kueue v0.19 does. First `Evicted=True` (and `Preempted=True` for a
+   * preemption) while QuotaReserved/Admitted stay True and the quota stays taken; the job is
+   * re-suspended (Kueue's runtime patch emptied). Once the job's pods are gone (their termination
+   * grace period, 30 s by default) the reservation is withdrawn: QuotaReserved=False, Admitted=False
+   * and `Requeued` (True after a preemption, False with the eviction reason otherwise) — then the
+   * Workload queues again, after `status.requeueState.requeueAt` when a backoff was set.
    */
-  evict(wl: Json, reason: string, message: string): void {
+  evict(wl: Json, reason: string, message: string, prepare?: (st: Json) => void): void {
     const gen = meta(wl).generation;
-    const key = `${String(meta(wl).namespace)}/${String(meta(wl).name)}`;
-    const at = this.vt + EVICTION_REQUEUE_SECONDS * 1000;
-    this.requeueAt.set(key, at);
-    this.scheduleAt(at, () => this.markDirty());
+    const ns = String(meta(wl).namespace);
+    const name = String(meta(wl).name);
+    const uid = String(meta(wl).uid);
+    const hadReservation = isTrue(wl, 'QuotaReserved');
     this.mutateWorkloadStatus(wl, (st) => {
-      delete st.admission;
+      prepare?.(st);
       let conds = setCondition(
         st.conditions,
         { type: 'Evicted', status: 'True', reason, message, observedGeneration: gen },
@@ -1660,13 +1739,56 @@ export class Controllers {
           { type: 'Preempted', status: 'True', reason: 'InClusterQueue', message, observedGeneration: gen },
           this.now,
         );
+      st.conditions = conds;
+    });
+    const j = this.ownerJob(wl);
+    if (j) {
+      if (j.def.kind === 'TrainJob' && kueueNeedsRuntimePatch(this.o.kueueVersion) && this.hasKueuePatch(j))
+        this.setKueuePatch(j, undefined, true);
+      else this.api.mutate(j.def, j.ns, j.name, (o) => setSuspended(j.def, o, true));
+      j.suspended = true;
+      this.reconcileJob(j.uid);
+    }
+    if (hadReservation)
+      this.scheduleAt(this.vt + EVICTION_REQUEUE_SECONDS * 1000, () => this.releaseEvicted(ns, name, uid));
+    this.markDirty();
+  }
+
+  private hasKueuePatch(j: SimJob): boolean {
+    const job = this.api.peek(j.def, j.ns, j.name);
+    const patches = (obj(job?.spec).runtimePatches as Json[] | undefined) ?? [];
+    return patches.some((p) => isObj(p) && p.manager === KUEUE.manager);
+  }
+
+  /** The evicted job is no longer active: withdraw the reservation (Kueue's jobframework, step 6). */
+  private releaseEvicted(ns: string, name: string, uid: string): void {
+    const wl = this.api.peek(this.workloadDef()!, ns, name);
+    if (!wl || String(meta(wl).uid) !== uid || !isTrue(wl, 'QuotaReserved') || isTrue(wl, 'Finished')) return;
+    const ev = findCondition(wl, 'Evicted');
+    if (ev?.status !== 'True') return;
+    const gen = meta(wl).generation;
+    const evReason = String(ev.reason);
+    const evMessage = String(ev.message ?? '');
+    this.mutateWorkloadStatus(wl, (st) => {
+      delete st.admission;
+      let conds = setCondition(
+        st.conditions,
+        {
+          type: 'Requeued',
+          status: evReason === 'Preempted' ? 'True' : 'False',
+          reason: evReason,
+          message: evMessage,
+          observedGeneration: gen,
+        },
+        this.now,
+      );
       conds = setCondition(
         conds,
         {
           type: 'QuotaReserved',
           status: 'False',
           reason: this.o.kueueGranularReasons ? 'PendingEvaluation' : 'Pending',
-          message,
+          message: evMessage,
           observedGeneration: gen,
         },
         this.now,
@@ -1682,26 +1804,153 @@ export class Controllers {
         },
         this.now,
       );
-      conds = setCondition(
-        conds,
+      if (this.o.waitForPodsReady)
+        conds = setCondition(
+          conds,
+          {
+            type: 'PodsReady',
+            status: 'False',
+            reason: 'WaitForStart',
+            message: 'Not all pods are ready or succeeded',
+            observedGeneration: gen,
+          },
+          this.now,
+        );
+      st.conditions = conds;
+    });
+    const requeueAt = Date.parse(String(obj(obj(wl.status).requeueState).requeueAt ?? ''));
+    if (Number.isFinite(requeueAt) && evReason === 'PodsReadyTimeout') {
+      this.scheduleAt(Math.max(requeueAt, this.vt), () => this.finishBackoff(ns, name, uid));
+    }
+    this.markDirty();
+  }
+
+  /** The requeuing backoff is over: `Requeued=True BackoffFinished`, requeueAt cleared. */
+  private finishBackoff(ns: string, name: string, uid: string): void {
+    const wl = this.api.peek(this.workloadDef()!, ns, name);
+    if (!wl || String(meta(wl).uid) !== uid || obj(wl.spec).active === false) return;
+    this.mutateWorkloadStatus(wl, (st) => {
+      const rs = obj(st.requeueState);
+      delete rs.requeueAt;
+      st.requeueState = rs;
+      st.conditions = setCondition(
+        st.conditions,
         {
-          type: 'PodsReady',
-          status: 'False',
-          reason: 'WaitForStart',
-          message: 'Not all pods are ready or succeeded',
-          observedGeneration: gen,
+          type: 'Requeued',
+          status: 'True',
+          reason: 'BackoffFinished',
+          message: 'The workload backoff was finished',
+          observedGeneration: meta(wl).generation,
         },
         this.now,
       );
-      st.conditions = conds;
     });
-    const j = this.ownerJob(wl);
-    if (j) {
-      this.api.mutate(j.def, j.ns, j.name, (o) => setSuspended(j.def, o, true));
-      j.suspended = true;
-      this.reconcileJob(j.uid);
-    }
     this.markDirty();
+  }
+
+  /** Whether a pending workload still waits out its requeuing backoff. */
+  private inBackoff(wl: Json): boolean {
+    const at = Date.parse(String(obj(obj(wl.status).requeueState).requeueAt ?? ''));
+    return Number.isFinite(at) && at > this.vt;
+  }
+
+  /** waitForPodsReady: check the admitted workload's PodsReady once its timeout has passed. */
+  private armPodsReadyTimeout(wl: Json): void {
+    const cfg = this.o.waitForPodsReady;
+    if (!cfg) return;
+    const ns = String(meta(wl).namespace);
+    const name = String(meta(wl).name);
+    const uid = String(meta(wl).uid);
+    const admittedAt = this.vt;
+    const timeout = (cfg.timeoutSeconds ?? WAIT_FOR_PODS_READY_TIMEOUT_SECONDS) * 1000;
+    this.scheduleAt(admittedAt + timeout, () => {
+      const cur = this.api.peek(this.workloadDef()!, ns, name);
+      if (!cur || String(meta(cur).uid) !== uid) return;
+      const admitted = findCondition(cur, 'Admitted');
+      if (admitted?.status !== 'True' || isTrue(cur, 'Finished') || isTrue(cur, 'Evicted')) return;
+      if (Date.parse(String(admitted.lastTransitionTime)) > admittedAt) return; // readmitted since
+      if (isTrue(cur, 'PodsReady') || obj(cur.spec).active === false) return;
+      this.podsReadyTimeout(cur);
+    });
+  }
+
+  /**
+   * Kueue's reconcileNotReadyTimeout: past `backoffLimitCount` requeues the Workload is deactivated
+   * (DeactivationTarget → spec.active=false → Evicted `DeactivatedDueToRequeuingLimitExceeded`);
+   * otherwise it is evicted `PodsReadyTimeout` with requeueState {count+1, requeueAt + backoff}.
+   */
+  private podsReadyTimeout(wl: Json): void {
+    const strategy = this.o.waitForPodsReady?.requeuingStrategy ?? {};
+    const count = Number(obj(obj(wl.status).requeueState).count ?? 0);
+    const limit = strategy.backoffLimitCount;
+    if (limit !== undefined && count + 1 > limit) {
+      this.deactivate(wl, 'RequeuingLimitExceeded', 'exceeding the maximum number of re-queuing retries');
+      return;
+    }
+    const backoff = requeueBackoffSeconds(
+      count + 1,
+      strategy.backoffBaseSeconds ?? REQUEUING_BACKOFF_BASE_SECONDS,
+      strategy.backoffMaxSeconds ?? REQUEUING_BACKOFF_MAX_SECONDS,
+    );
+    this.evict(
+      wl,
+      'PodsReadyTimeout',
+      `Exceeded the PodsReady timeout ${String(meta(wl).namespace)}/${String(meta(wl).name)}`,
+      (st) => {
+        st.requeueState = { count: count + 1, requeueAt: rfc3339(this.vt + backoff * 1000) };
+      },
+    );
+  }
+
+  /**
+   * Deactivate a Workload (spec.active=false) and evict it with Kueue's reason: `Deactivated`, or
+   * `DeactivatedDueTo<cause>` when Kueue itself deactivated it (DeactivationTarget), with the message
+   * `The workload is deactivated[ due to <why>]`; requeueState is cleared. It is never admitted again.
+   */
+  deactivate(wl: Json, cause?: string, why?: string): void {
+    const ns = String(meta(wl).namespace);
+    const name = String(meta(wl).name);
+    const def = this.workloadDef()!;
+    if (cause)
+      this.mutateWorkloadStatus(wl, (st) => {
+        st.conditions = setCondition(
+          st.conditions,
+          {
+            type: 'DeactivationTarget',
+            status: 'True',
+            reason: cause,
+            message: why ?? '',
+            observedGeneration: meta(wl).generation,
+          },
+          this.now,
+        );
+      });
+    this.api.mutate(def, ns, name, (o) => {
+      o.spec = { ...obj(o.spec), active: false };
+    });
+    const cur = this.api.peek(def, ns, name)!;
+    this.evict(
+      cur,
+      cause ? `DeactivatedDueTo${cause}` : 'Deactivated',
+      `The workload is deactivated${why ? ` due to ${why}` : ''}`,
+      (st) => {
+        delete st.requeueState;
+        if (Array.isArray(st.conditions))
+          st.conditions = (st.conditions as Json[]).filter((c) => c.type !== 'DeactivationTarget');
+      },
+    );
+  }
+
+  /** Admin: deactivate a job's Workload, as a person setting `spec.active=false` would. */
+  deactivateJob(ns: string, name: string, plural?: string): boolean {
+    for (const j of this.jobs.values()) {
+      if (j.ns !== ns || j.name !== name || (plural && j.def.plural !== plural)) continue;
+      const wl = this.workloadOf(j);
+      if (!wl || isTrue(wl, 'Finished') || obj(wl.spec).active === false) return false;
+      this.deactivate(wl);
+      return true;
+    }
+    return false;
   }
 
   /** Admin: preempt a job (evict its Workload, or fail its PodGroup-gated run back to pending). */

@@ -9,6 +9,7 @@ import { createClock, type SimClock } from './clock.ts';
 import { type ControllerStats, Controllers, type QueueConfig } from './controller.ts';
 import { type Gang, loadCrds } from './crds.ts';
 import { type Fault, HttpFront, type RequestStats } from './http.ts';
+import type { FlavorConfig, KueueVersion, WaitForPodsReady } from './kueue.ts';
 import { Registry } from './registry.ts';
 import type { TrainerVersion } from './stubs.ts';
 import { kueueWebhook, trainerWebhooks } from './webhooks.ts';
@@ -77,6 +78,15 @@ export interface SimulatorOptions {
    * Lines objects under its GANTRY_METRICS_URI, written with `s3` (every job kind). Default true.
    */
   metricChannel?: boolean;
+  /**
+   * Kueue release line: default the one that targets the Trainer version (0.16 for 2.1, 0.19 for
+   * 2.2/2.3). Kueue 0.19 with Trainer 2.1 admits a TrainJob but never unsuspends it (kueue#11931).
+   */
+  kueueVersion?: KueueVersion;
+  /** Kueue's waitForPodsReady (PodsReady condition, timeout, requeuing backoff, deactivation). Default off, as Kueue's default configuration. */
+  waitForPodsReady?: WaitForPodsReady;
+  /** Node labels and tolerations of the ResourceFlavor `default-flavor`, injected into admitted pods. Default none. */
+  flavor?: FlavorConfig;
   /** Namespaces to create at start besides default/kube-system/kube-public/kube-node-lease. */
   namespaces?: string[];
   /** Real milliseconds between controller ticks (default 20). */
@@ -121,6 +131,8 @@ export interface ClusterSimulator {
   clearFaults(): void;
   /** Evict a job's gang (Kueue: Workload Evicted/Preempted, job suspended, requeued). */
   preempt(namespace: string, name: string, plural?: string): Promise<boolean>;
+  /** Deactivate a job's Workload as a person would (`spec.active=false`; Kueue evicts it `Deactivated`). */
+  deactivate(namespace: string, name: string, plural?: string): Promise<boolean>;
   /** Move simulated time forward and process what became due. */
   advance(seconds: number): Promise<void>;
   /** Process what is due now and wait for in-flight output uploads. */
@@ -168,6 +180,7 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
   const crdDef = registry.get('apiextensions.k8s.io', 'customresourcedefinitions')!;
   for (const crd of loaded.crds) api.seed(crdDef, crd);
 
+  const kueueVersion: KueueVersion = opts.kueueVersion ?? (trainerVersion === '2.1' ? '0.16' : '0.19');
   const controllers = new Controllers({
     api,
     clock,
@@ -181,6 +194,9 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     kueueGranularReasons: opts.kueueGranularReasons ?? false,
     trainerStatus: (opts.trainerStatus ?? false) && (trainerVersion === '2.2' || trainerVersion === '2.3'),
     metricChannel: opts.metricChannel ?? true,
+    kueueVersion,
+    waitForPodsReady: opts.waitForPodsReady,
+    flavor: opts.flavor ?? {},
     log,
   });
   const ctr = registry.get('trainer.kubeflow.org', 'clustertrainingruntimes');
@@ -199,7 +215,7 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
   if (runControllers) controllers.seed();
   else controllers.detach();
   if (opts.webhooks ?? true) {
-    if (gang === 'kueue') api.addAdmission(kueueWebhook(trainerVersion));
+    if (gang === 'kueue') api.addAdmission(kueueWebhook(trainerVersion, kueueVersion));
     if (trainerVersion !== 'none') api.addAdmission(trainerWebhooks(api, clock, trainerVersion));
   }
 
@@ -254,6 +270,16 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
         ),
       };
     }
+    if (method === 'POST' && path === '/deactivate') {
+      const x = b(body);
+      return {
+        deactivated: await deactivate(
+          String(x.namespace ?? 'default'),
+          String(x.name ?? ''),
+          typeof x.plural === 'string' ? x.plural : undefined,
+        ),
+      };
+    }
     if (method === 'POST' && path === '/advance') {
       await advance(Number(b(body).seconds ?? 0));
       return { now: new Date(clock.now()).toISOString() };
@@ -302,6 +328,16 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     let done = false;
     controllers.enqueue(() => {
       done = controllers.preemptJob(ns, name, plural);
+    });
+    controllers.tick();
+    return done;
+  }
+
+  async function deactivate(ns: string, name: string, plural?: string): Promise<boolean> {
+    await settle();
+    let done = false;
+    controllers.enqueue(() => {
+      done = controllers.deactivateJob(ns, name, plural);
     });
     controllers.tick();
     return done;
@@ -363,6 +399,7 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     inject: (f) => front.inject(f),
     clearFaults: () => front.clearFaults(),
     preempt,
+    deactivate,
     advance,
     settle,
     now: () => new Date(clock.now()),

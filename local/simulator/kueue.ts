@@ -150,3 +150,83 @@ export function assignFlavor(
     message: parts.join('; '),
   };
 }
+
+// -----------------------------------------------------------------------------------------------
+// Kueue's configuration and job lifecycle (v0.19.2: pkg/controller/jobs/trainjob,
+// pkg/controller/core/workload_controller.go, pkg/workload)
+// -----------------------------------------------------------------------------------------------
+
+/** Kueue release line: 0.16 starts a TrainJob itself; from 0.17 only through its runtime patch (Trainer v2.2+). */
+export type KueueVersion = '0.16' | '0.19';
+
+/** Kueue's `waitForPodsReady` configuration (off in the default configuration). */
+export interface WaitForPodsReady {
+  /** `timeout` (default 30 min in v0.19). */
+  timeoutSeconds?: number;
+  requeuingStrategy?: {
+    /** Requeues after which the Workload is deactivated; default unlimited (nil in Kueue). */
+    backoffLimitCount?: number;
+    /** Default 60. */
+    backoffBaseSeconds?: number;
+    /** Default 3600. */
+    backoffMaxSeconds?: number;
+  };
+}
+
+/** The ResourceFlavor's node labels and tolerations, which Kueue injects into admitted pods. */
+export interface FlavorConfig {
+  nodeLabels?: Record<string, string>;
+  tolerations?: Json[];
+}
+
+export const WAIT_FOR_PODS_READY_TIMEOUT_SECONDS = 30 * 60;
+export const REQUEUING_BACKOFF_BASE_SECONDS = 60;
+export const REQUEUING_BACKOFF_MAX_SECONDS = 3600;
+
+/** Kueue's requeuing backoff after the n-th requeue: base·2^(n−1), capped (jitter left out). */
+export function requeueBackoffSeconds(count: number, base: number, max: number): number {
+  return Math.min(max, base * 2 ** Math.max(0, count - 1));
+}
+
+/** Kueue ≥ 0.17 starts a TrainJob through its runtime patch, which needs Trainer v2.2+ (kueue#11931). */
+export function kueueNeedsRuntimePatch(version: KueueVersion): boolean {
+  return version !== '0.16';
+}
+
+/**
+ * The replicated-job patches Kueue writes into its own runtime patch when it starts an admitted
+ * TrainJob (`RunWithPodSetsInfo`): per pod set, the `kueue.x-k8s.io/podset` label, the queue labels
+ * (AssignQueueLabelsForPods, on by default from 0.17), the Workload annotation (TopologyAwareScheduling,
+ * on by default) and the flavor's node labels and tolerations. Empty maps are left out, as Go's
+ * `omitempty` does.
+ */
+export function kueueReplicatedJobPatches(
+  podSets: string[],
+  ctx: { workload: string; localQueue: string; clusterQueue: string; flavor: FlavorConfig },
+): Json[] {
+  return podSets.map((name) => {
+    const spec: Json = {};
+    if (ctx.flavor.nodeLabels && Object.keys(ctx.flavor.nodeLabels).length > 0)
+      spec.nodeSelector = { ...ctx.flavor.nodeLabels };
+    if (ctx.flavor.tolerations && ctx.flavor.tolerations.length > 0)
+      spec.tolerations = ctx.flavor.tolerations.map((t) => ({ ...t }));
+    return {
+      name,
+      template: {
+        spec: {
+          template: {
+            metadata: {
+              annotations: { 'kueue.x-k8s.io/workload': ctx.workload },
+              labels: {
+                'kueue.x-k8s.io/cluster-queue-name': ctx.clusterQueue,
+                'kueue.x-k8s.io/local-queue-name': ctx.localQueue,
+                'kueue.x-k8s.io/podset': name,
+              },
+            },
+            spec,
+          },
+        },
+      },
+    };
+  });
+}

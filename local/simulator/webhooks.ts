@@ -3,6 +3,7 @@ import { rfc3339, type SimClock } from './clock.ts';
 import { KUEUE } from './controller.ts';
 import { goQuote, webhookDenied } from './errors.ts';
 import { isJobDef, setSuspended, TRAINER_GROUP } from './jobs.ts';
+import { type KueueVersion, kueueNeedsRuntimePatch } from './kueue.ts';
 import type { TrainerVersion } from './stubs.ts';
 
 /**
@@ -19,14 +20,24 @@ import type { TrainerVersion } from './stubs.ts';
 const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 const obj = (v: unknown): Json => (isObj(v) ? v : {});
 
-export function kueueWebhook(trainerVersion: TrainerVersion | 'none'): AdmissionHook {
+export function kueueWebhook(
+  trainerVersion: TrainerVersion | 'none',
+  kueueVersion: KueueVersion = '0.19',
+): AdmissionHook {
   return {
     mutate(op, def, job) {
       if (op !== 'CREATE' || !isJobDef(def)) return;
       const labels = obj(obj(job.metadata).labels);
       if (typeof labels[KUEUE.queueLabel] !== 'string') return;
       setSuspended(def, job, true);
-      if (def.kind === 'TrainJob' && trainerVersion !== '2.1' && trainerVersion !== 'none') {
+      // Kueue >= 0.17 adds its runtime patch; Trainer 2.1's TrainJob has no runtimePatches field, so
+      // the apiserver prunes it there (and Kueue can never start the job: kueue#11931).
+      if (
+        def.kind === 'TrainJob' &&
+        kueueNeedsRuntimePatch(kueueVersion) &&
+        trainerVersion !== '2.1' &&
+        trainerVersion !== 'none'
+      ) {
         const spec = obj(job.spec);
         const patches = Array.isArray(spec.runtimePatches) ? (spec.runtimePatches as Json[]) : [];
         if (!patches.some((p) => isObj(p) && p.manager === KUEUE.manager)) {

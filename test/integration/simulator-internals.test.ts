@@ -5,7 +5,12 @@ import { parseAllDocuments } from 'yaml';
 import { detectTrainerShape } from '../../lib/trainjob/capabilities.ts';
 import { CelUnsupported, evalRule } from '../../local/simulator/cel.ts';
 import { startClusterSimulator } from '../../local/simulator/index.ts';
-import { assignFlavor, workloadName } from '../../local/simulator/kueue.ts';
+import {
+  assignFlavor,
+  kueueReplicatedJobPatches,
+  requeueBackoffSeconds,
+  workloadName,
+} from '../../local/simulator/kueue.ts';
 import {
   DEFAULT_HYPERPARAMETERS,
   finalAccuracy,
@@ -131,6 +136,51 @@ describe('Kueue flavor assignment and its messages', () => {
     expect(
       workloadName('TrainJob', 'trainer.kubeflow.org', 'my-job', '1b4e28ba-2fa1-11d2-883f-0016d3cca427'),
     ).toMatch(/^trainjob-my-job-[0-9a-f]{5}$/);
+  });
+});
+
+describe("Kueue's requeuing backoff and runtime patch", () => {
+  // Kueue v0.19.2 UpdateRequeueState: base·2^(n−1) (plus a tiny jitter), capped at backoffMaxSeconds.
+  it.each([
+    [1, 60, 3600, 60],
+    [2, 60, 3600, 120],
+    [3, 60, 3600, 240],
+    [7, 60, 3600, 3600], // 3840 capped
+    [3, 10, 25, 25],
+  ])('requeue #%i, base %i s, max %i s → %i s', (count, base, max, expected) => {
+    expect(requeueBackoffSeconds(count, base, max)).toBe(expected);
+  });
+
+  it.each([
+    ["no flavor labels: only Kueue's labels and annotation", {}, {}],
+    [
+      'a flavor with node labels and tolerations',
+      { nodeLabels: { pool: 'h100' }, tolerations: [{ key: 'gpu', operator: 'Exists' }] },
+      { nodeSelector: { pool: 'h100' }, tolerations: [{ key: 'gpu', operator: 'Exists' }] },
+    ],
+  ])('replicated-job patches, %s', (_, flavor, podSpec) => {
+    expect(
+      kueueReplicatedJobPatches(['node'], { workload: 'wl-1', localQueue: 'lq', clusterQueue: 'cq', flavor }),
+    ).toEqual([
+      {
+        name: 'node',
+        template: {
+          spec: {
+            template: {
+              metadata: {
+                annotations: { 'kueue.x-k8s.io/workload': 'wl-1' },
+                labels: {
+                  'kueue.x-k8s.io/cluster-queue-name': 'cq',
+                  'kueue.x-k8s.io/local-queue-name': 'lq',
+                  'kueue.x-k8s.io/podset': 'node',
+                },
+              },
+              spec: podSpec,
+            },
+          },
+        },
+      },
+    ]);
   });
 });
 

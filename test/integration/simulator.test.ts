@@ -452,7 +452,7 @@ describe('cluster simulator: Kueue admission and the Trainer lifecycle (Trainer 
     await h.sim.advance(120);
   });
 
-  it('preempts through the admin call and within a LowerPriority ClusterQueue: evicted, suspended, readmitted', async () => {
+  it('preempts through the admin call and within a LowerPriority ClusterQueue: evicted, suspended, requeued once its pods are gone, readmitted', async () => {
     const ns = await h.namespace();
     const q = await h.queue(ns, 8, { preemption: { withinClusterQueue: 'LowerPriority' } });
     const victim = await h.create(ns, trainJob('victim', { queue: q, gpus: 8, priority: 'low' }));
@@ -460,30 +460,105 @@ describe('cluster simulator: Kueue admission and the Trainer lifecycle (Trainer 
     await h.sim.advance(20);
     expect(await h.sim.preempt(ns, 'victim')).toBe(true);
 
+    // Kueue v0.19: Evicted=True first, the reservation (and Admitted) kept while the pods terminate.
     const evicted = await h.workloadOf(victim);
     expect(cond(evicted, 'Evicted')).toMatchObject({ status: 'True', reason: 'Preempted' });
-    expect(cond(evicted, 'QuotaReserved')?.status).toBe('False');
+    expect(cond(evicted, 'QuotaReserved')?.status).toBe('True');
+    expect(cond(evicted, 'Admitted')?.status).toBe('True');
     expect(cond(await h.get(ns, 'victim'), 'Suspended')).toMatchObject({
       status: 'True',
       reason: 'Suspended',
     });
-    await h.sim.advance(30); // once its pods are gone, Kueue requeues it; nothing else waits, so it is readmitted
+    await h.sim.advance(29);
+    expect(cond(await h.workloadOf(victim), 'QuotaReserved')?.status).toBe('True');
+    await h.sim.advance(1); // its pods are gone: the reservation is withdrawn and it is requeued, then readmitted
+    const requeued = await h.workloadOf(victim);
+    expect(cond(requeued, 'Requeued')).toMatchObject({ status: 'True', reason: 'Preempted' });
+    expect(cond(requeued, 'Admitted')?.status).toBe('True');
+    expect(cond(requeued, 'Evicted')?.status).toBe('False');
     const rerun = await h.get(ns, 'victim');
-    expect(cond(await h.workloadOf(victim), 'Admitted')?.status).toBe('True');
     expect(rerun.status?.trainerStatus).toMatchObject({ progressPercentage: 0 }); // a preempted run starts over
 
     const vip = await h.create(ns, trainJob('vip', { queue: q, gpus: 8, priority: 'high' }));
     await h.sim.settle();
     await h.sim.settle();
-    expect(cond(await h.workloadOf(vip), 'Admitted')?.status).toBe('True');
+    // The preemptor waits for the victim's quota; the victim is evicted, not yet released.
+    expect(cond(await h.workloadOf(vip), 'QuotaReserved')).toMatchObject({ status: 'False' });
+    expect(cond(await h.workloadOf(vip), 'QuotaReserved')?.message).toMatch(/Pending the preemption/);
     const preempted = await h.workloadOf(victim);
     expect(cond(preempted, 'Preempted')).toMatchObject({ status: 'True', reason: 'InClusterQueue' });
     expect(cond(await h.get(ns, 'victim'), 'Suspended')).toMatchObject({
       status: 'True',
       reason: 'Suspended',
     });
+    await h.sim.advance(30);
+    expect(cond(await h.workloadOf(vip), 'Admitted')?.status).toBe('True');
+    const waiting = await h.workloadOf(victim);
+    expect(cond(waiting, 'QuotaReserved')).toMatchObject({ status: 'False', reason: 'Pending' });
+    expect(cond(waiting, 'Requeued')).toMatchObject({ status: 'True', reason: 'Preempted' });
     await h.sim.advance(200);
     expect(cond(await h.get(ns, 'victim'), 'Complete')?.status).toBe('True');
+  });
+
+  it('writes no PodsReady condition without waitForPodsReady (the default configuration)', async () => {
+    const ns = await h.namespace();
+    const job = await h.create(ns, trainJob('no-pods-ready', { gpus: 4 }));
+    await h.sim.settle();
+    await h.sim.advance(5);
+
+    const wl = await h.workloadOf(job);
+    expect(cond(wl, 'Admitted')?.status).toBe('True');
+    expect(cond(wl, 'PodsReady')).toBeUndefined();
+    await h.sim.advance(120);
+  });
+
+  it('starts an admitted TrainJob through its Kueue runtime patch and empties the patch when it evicts it', async () => {
+    const ns = await h.namespace();
+    const job = await h.create(ns, trainJob('patched', { gpus: 4 }));
+    await h.sim.settle();
+    const wl = await h.workloadOf(job);
+    const kueuePatch = (o: Obj) =>
+      ((o.spec?.runtimePatches ?? []) as Array<Record<string, unknown>>).find(
+        (p) => p.manager === 'kueue.x-k8s.io/manager',
+      );
+
+    const started = await h.get(ns, 'patched');
+    expect(started.spec?.suspend).toBe(false);
+    expect(kueuePatch(started)).toMatchObject({
+      time: expect.any(String),
+      trainingRuntimeSpec: {
+        template: {
+          spec: {
+            replicatedJobs: [
+              {
+                name: 'node',
+                template: {
+                  spec: {
+                    template: {
+                      metadata: {
+                        annotations: { 'kueue.x-k8s.io/workload': wl?.metadata.name },
+                        labels: {
+                          'kueue.x-k8s.io/podset': 'node',
+                          'kueue.x-k8s.io/local-queue-name': 'team-a',
+                          'kueue.x-k8s.io/cluster-queue-name': 'gpu-a',
+                        },
+                      },
+                      spec: {},
+                    },
+                  },
+                },
+              },
+            ],
+          },
+        },
+      },
+    });
+
+    expect(await h.sim.preempt(ns, 'patched')).toBe(true);
+    const stopped = await h.get(ns, 'patched');
+    expect(stopped.spec?.suspend).toBe(true);
+    expect(kueuePatch(stopped)?.trainingRuntimeSpec).toEqual({ template: { spec: {} } });
+    await h.sim.advance(300);
   });
 
   it('runs a job without a queue label at once, outside any quota', async () => {
@@ -1125,6 +1200,161 @@ describe('cluster simulator: Trainer’s webhook checks initializers against the
       const created = await h.create(ns, withInitializer(trainJob('ds', { queue: null }), dataset));
 
       expect(created.spec).toMatchObject({ initializer: dataset });
+    } finally {
+      await h.sim.close();
+    }
+  });
+});
+
+describe('cluster simulator: Kueue configuration per test (waitForPodsReady, flavors, versions)', () => {
+  const queues = [
+    { name: 'team-a', clusterQueue: 'gpu', quota: { 'nvidia.com/gpu': 8, cpu: 64, memory: '256Gi' } },
+  ];
+
+  it('waitForPodsReady: PodsReady written; a gang not ready in time is evicted PodsReadyTimeout, requeued after the backoff, and deactivated past backoffLimitCount', async () => {
+    const h = await harness({
+      speed: 0,
+      queues,
+      waitForPodsReady: { timeoutSeconds: 60, requeuingStrategy: { backoffLimitCount: 1 } }, // backoffBaseSeconds 60 by default
+    });
+    try {
+      const ns = await h.namespace();
+      const fast = await h.create(ns, trainJob('fast', { gpus: 4 }));
+      const slow = await h.create(
+        ns,
+        trainJob('slow', { gpus: 4, annotations: { [SIM_ANNOTATIONS.slowStart]: '1000' } }),
+      );
+      await h.sim.settle();
+      expect(cond(await h.workloadOf(fast), 'PodsReady')).toMatchObject({
+        status: 'True',
+        reason: 'Started',
+      });
+      expect(cond(await h.workloadOf(slow), 'PodsReady')).toMatchObject({
+        status: 'False',
+        reason: 'WaitForStart',
+      });
+
+      await h.sim.advance(60); // the timeout: evicted, pods terminating
+      const timedOut = await h.workloadOf(slow);
+      expect(cond(timedOut, 'Evicted')).toMatchObject({
+        status: 'True',
+        reason: 'PodsReadyTimeout',
+        message: `Exceeded the PodsReady timeout ${ns}/${timedOut?.metadata.name}`,
+      });
+      expect(timedOut?.status?.requeueState).toMatchObject({ count: 1 });
+      expect((await h.get(ns, 'slow')).spec?.suspend).toBe(true);
+
+      await h.sim.advance(30); // pods gone: reservation withdrawn, Requeued=False until the backoff ends
+      const backingOff = await h.workloadOf(slow);
+      expect(cond(backingOff, 'Requeued')).toMatchObject({ status: 'False', reason: 'PodsReadyTimeout' });
+      expect(cond(backingOff, 'QuotaReserved')?.status).toBe('False');
+
+      const requeueState = (backingOff?.status?.requeueState ?? {}) as { requeueAt?: string };
+      expect(Date.parse(String(requeueState.requeueAt))).toBe(
+        Date.parse(String(cond(timedOut, 'Evicted')?.lastTransitionTime)) + 60_000,
+      );
+      await h.sim.advance(29);
+      expect(cond(await h.workloadOf(slow), 'Requeued')?.status).toBe('False');
+      await h.sim.advance(1); // the 60 s backoff from the eviction is over
+      const readmitted = await h.workloadOf(slow);
+      expect(cond(readmitted, 'Requeued')).toMatchObject({ status: 'True', reason: 'BackoffFinished' });
+      expect(cond(readmitted, 'Admitted')?.status).toBe('True');
+
+      await h.sim.advance(60); // second timeout: past backoffLimitCount 1 → deactivated
+      const deactivated = await h.workloadOf(slow);
+      expect(deactivated?.spec?.active).toBe(false);
+      expect(cond(deactivated, 'Evicted')).toMatchObject({
+        status: 'True',
+        reason: 'DeactivatedDueToRequeuingLimitExceeded',
+        message: 'The workload is deactivated due to exceeding the maximum number of re-queuing retries',
+      });
+      expect(cond(deactivated, 'DeactivationTarget')).toBeUndefined();
+      expect(deactivated?.status).not.toHaveProperty('requeueState');
+      await h.sim.advance(600);
+      expect(cond(await h.workloadOf(slow), 'QuotaReserved')?.status).toBe('False');
+      expect((await h.get(ns, 'slow')).spec?.suspend).toBe(true);
+    } finally {
+      await h.sim.close();
+    }
+  });
+
+  it('the flavor’s node labels and tolerations reach the pods through Kueue’s runtime patch', async () => {
+    const h = await harness({
+      speed: 0,
+      queues,
+      flavor: {
+        nodeLabels: { 'cloud.example.com/gpu': 'h100' },
+        tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }],
+      },
+    });
+    try {
+      const ns = await h.namespace();
+      await h.create(ns, trainJob('flavored', { gpus: 4 }));
+      await h.sim.settle();
+      const job = await h.get(ns, 'flavored');
+      type Patch = {
+        manager: string;
+        trainingRuntimeSpec: {
+          template: {
+            spec: { replicatedJobs: Array<{ template: { spec: { template: { spec: unknown } } } }> };
+          };
+        };
+      };
+      const patch = ((job.spec?.runtimePatches ?? []) as Patch[]).find(
+        (p) => p.manager === 'kueue.x-k8s.io/manager',
+      );
+      expect(patch?.trainingRuntimeSpec.template.spec.replicatedJobs[0]?.template.spec.template.spec).toEqual(
+        {
+          nodeSelector: { 'cloud.example.com/gpu': 'h100' },
+          tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }],
+        },
+      );
+    } finally {
+      await h.sim.close();
+    }
+  });
+
+  it('Kueue 0.19 with Trainer 2.1 admits a TrainJob but never unsuspends it (no runtime patch, kueue#11931)', async () => {
+    const h = await harness({ speed: 0, queues, trainerVersion: '2.1', kueueVersion: '0.19' });
+    try {
+      const ns = await h.namespace();
+      const job = await h.create(ns, trainJob('skewed', { gpus: 4 }));
+      await h.sim.settle();
+      await h.sim.advance(600);
+
+      expect(cond(await h.workloadOf(job), 'Admitted')?.status).toBe('True');
+      const stuck = await h.get(ns, 'skewed');
+      expect(stuck.spec?.suspend).toBe(true);
+      expect(cond(stuck, 'Suspended')?.status).toBe('True');
+    } finally {
+      await h.sim.close();
+    }
+  });
+
+  it('a Workload deactivated by a person is evicted Deactivated and never readmitted', async () => {
+    const h = await harness({ speed: 0, queues });
+    try {
+      const ns = await h.namespace();
+      const job = await h.create(ns, trainJob('off', { gpus: 4 }));
+      await h.sim.settle();
+      const res = await fetch(`${h.sim.url}/_sim/deactivate`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ namespace: ns, name: 'off' }),
+      });
+      expect(await res.json()).toEqual({ deactivated: true });
+      await h.sim.advance(120);
+
+      const wl = await h.workloadOf(job);
+      expect(wl?.spec?.active).toBe(false);
+      expect(cond(wl, 'Evicted')).toMatchObject({
+        status: 'True',
+        reason: 'Deactivated',
+        message: 'The workload is deactivated',
+      });
+      expect(cond(wl, 'Requeued')).toMatchObject({ status: 'False', reason: 'Deactivated' });
+      expect(cond(wl, 'QuotaReserved')?.status).toBe('False');
+      expect((await h.get(ns, 'off')).spec?.suspend).toBe(true);
     } finally {
       await h.sim.close();
     }

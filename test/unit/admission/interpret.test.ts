@@ -234,14 +234,14 @@ describe('interpretAdmission — Kueue Workload', () => {
     ['MaximumExecutionTimeExceeded', 'exceeding the maximum execution time'],
     ['RequeuingLimitExceeded', 'exceeding the maximum time 1h0m0s for re-queuing retries'],
     ['AdmissionCheck', 'Admission check(s): provisioning, were rejected'],
-  ])('DeactivationTarget=True %s → Inadmissible with that reason', (reason, message) => {
+  ])('DeactivationTarget=True %s → Deactivated with that reason', (reason, message) => {
     // Prepare
     const gate = workload({
       conditions: [...admittedConditions(), cond('DeactivationTarget', 'True', reason, message)],
     });
 
     // Act / Assess
-    expect(interpretAdmission(gate)).toEqual(kueue('Inadmissible', reason, message));
+    expect(interpretAdmission(gate)).toEqual(kueue('Deactivated', reason, message));
   });
 
   it.each([
@@ -249,7 +249,9 @@ describe('interpretAdmission — Kueue Workload', () => {
     ['DeactivatedDueToMaximumExecutionTimeExceeded', 'MaximumExecutionTimeExceeded'],
     ['DeactivatedDueToAdmissionCheck', 'AdmissionCheck'],
     ['Deactivated', 'Deactivated'],
-  ])('spec.active=false, Evicted=True %s → Inadmissible (%s)', (evictedReason, reason) => {
+    // Kueue before v0.9 named the eviction of an inactive Workload this way.
+    ['InactiveWorkload', 'InactiveWorkload'],
+  ])('spec.active=false, Evicted=True %s → Deactivated (%s)', (evictedReason, reason) => {
     // Prepare
     const gate = workload({
       active: false,
@@ -260,7 +262,7 @@ describe('interpretAdmission — Kueue Workload', () => {
     });
 
     // Act / Assess
-    expect(interpretAdmission(gate)).toEqual(kueue('Inadmissible', reason, 'The workload is deactivated'));
+    expect(interpretAdmission(gate)).toEqual(kueue('Deactivated', reason, 'The workload is deactivated'));
   });
 
   it('spec.active=false with DeactivationTarget still present → its reason', () => {
@@ -275,18 +277,83 @@ describe('interpretAdmission — Kueue Workload', () => {
 
     // Act / Assess
     expect(interpretAdmission(gate)).toEqual(
-      kueue('Inadmissible', 'RequeuingLimitExceeded', 'exceeding the re-queuing limit'),
+      kueue('Deactivated', 'RequeuingLimitExceeded', 'exceeding the re-queuing limit'),
     );
   });
 
-  it('spec.active=false with no conditions → Inadmissible (Deactivated)', () => {
+  it('spec.active=false with no conditions → Deactivated', () => {
     // Prepare
     const gate = workload({ active: false });
 
     // Act / Assess
     expect(interpretAdmission(gate)).toEqual(
-      kueue('Inadmissible', 'Deactivated', 'the Workload is deactivated (spec.active=false)'),
+      kueue('Deactivated', 'Deactivated', 'the Workload is deactivated (spec.active=false)'),
     );
+  });
+
+  // Quota reserved, checks not all Ready (Kueue v0.19's fallback reason with the observability gate off).
+  const admittedPending = () => [
+    cond('QuotaReserved', 'True', 'QuotaReserved', 'Quota reserved in ClusterQueue cluster-queue', T0),
+    cond('Admitted', 'False', 'UnsatisfiedChecks', 'The workload has not all checks ready', T0),
+  ];
+  // status.admissionChecks[]: the checks that are not Ready and say something follow Kueue's message.
+  const PROV_WAIT =
+    'Waiting for resources. Currently there are not enough resources available to fulfill the request.';
+  it.each([
+    [
+      'quota reserved, a ProvisioningRequest check pending with a message',
+      admittedPending(),
+      [{ name: 'dws-prov', state: 'Pending', message: PROV_WAIT }],
+      kueue(
+        'Queued',
+        'UnsatisfiedChecks',
+        `The workload has not all checks ready; admission check dws-prov (Pending): ${PROV_WAIT}`,
+      ),
+    ],
+    [
+      'quota reserved, one check Ready and one Retry',
+      admittedPending(),
+      [
+        { name: 'a-ready', state: 'Ready', message: 'ok' },
+        { name: 'b-prov', state: 'Retry', message: 'Retrying after failure: capacity stockout' },
+      ],
+      kueue(
+        'Queued',
+        'UnsatisfiedChecks',
+        'The workload has not all checks ready; admission check b-prov (Retry): Retrying after failure: capacity stockout',
+      ),
+    ],
+    [
+      'waiting for quota, a check Rejected without a message',
+      queuedConditions('Pending', "couldn't assign flavors"),
+      [{ name: 'mk', state: 'Rejected' }],
+      kueue('Queued', 'Pending', "couldn't assign flavors; admission check mk (Rejected)"),
+    ],
+    [
+      'no conditions yet, a check with a message',
+      [],
+      [{ name: 'dws-prov', state: 'Pending', message: 'Provisioning request created' }],
+      kueue('Queued', undefined, 'admission check dws-prov (Pending): Provisioning request created'),
+    ],
+  ])('admissionChecks: %s → the checks follow the message', (_, conditions, admissionChecks, expected) => {
+    // Prepare
+    const gate = workload({ status: { conditions, admissionChecks } });
+
+    // Act / Assess
+    expect(interpretAdmission(gate)).toEqual(expected);
+  });
+
+  it('admissionChecks all Pending without messages add nothing', () => {
+    // Prepare
+    const gate = workload({
+      status: {
+        conditions: queuedConditions('Pending', 'waiting'),
+        admissionChecks: [{ name: 'dws-prov', state: 'Pending' }],
+      },
+    });
+
+    // Act / Assess
+    expect(interpretAdmission(gate)).toEqual(kueue('Queued', 'Pending', 'waiting'));
   });
 
   it.each([

@@ -43,11 +43,101 @@ describe('decide', () => {
   ] as const)('%s with a %o job → %o', (stage, v, expected) => {
     expect(decide(stage, v)).toEqual(expected);
   });
+
+  const kueueAdmitted = { state: 'Admitted' as const, source: 'kueue' as const, reason: 'Admitted' };
+  const NOW = new Date('2026-08-20T10:05:00Z');
+  const STALL_MESSAGE =
+    'Kueue admitted the Workload at 2026-08-20T10:02:59Z but the job is still suspended after 121 s: Kueue and the Trainer do not match (Kueue >= 0.17 needs Trainer >= 2.2, whose runtimePatches it uses to start a TrainJob; with Trainer 2.1 it admits and never unsuspends, kueue#11931)';
+  // Each fails on a decide() that knew neither deactivation nor a stalled admission.
+  it.each([
+    [
+      'a deactivated Workload fails at once',
+      'completion',
+      view('Failed', { reason: 'AdmissionDeactivated', message: 'Kueue deactivated the Workload' }),
+      {},
+      {
+        kind: 'fail',
+        error: 'AdmissionDeactivatedError',
+        reason: 'AdmissionDeactivated',
+        message: 'Kueue deactivated the Workload',
+      },
+    ],
+    [
+      'admitted but suspended past the grace fails, naming the version mismatch',
+      'admission',
+      view('Pending', { admission: kueueAdmitted, admittedSuspendedSince: '2026-08-20T10:02:59Z' }),
+      { now: NOW },
+      { kind: 'fail', error: 'AdmissionStalledError', reason: 'AdmissionStalled', message: STALL_MESSAGE },
+    ],
+    [
+      'a configured grace applies',
+      'admission',
+      view('Pending', { admission: kueueAdmitted, admittedSuspendedSince: '2026-08-20T10:04:00Z' }),
+      { now: NOW, admittedSuspendedGraceSeconds: 30 },
+      {
+        kind: 'fail',
+        error: 'AdmissionStalledError',
+        reason: 'AdmissionStalled',
+        message: expect.stringContaining('still suspended after 60 s'),
+      },
+    ],
+  ] as const)('%s', (_, stage, v, opts, expected) => {
+    expect(decide(stage, v, opts as Parameters<typeof decide>[2])).toEqual(expected);
+  });
+
+  // Boundaries: what must keep waiting (the same on the old decide()).
+  it.each([
+    [
+      'a preempted job during completion keeps waiting (Kueue re-queues it)',
+      'completion',
+      view('Pending', { reason: 'Preempted', admission: { state: 'Evicted', source: 'kueue' } }),
+      {},
+      { kind: 'wait' },
+    ],
+    [
+      'admitted but suspended within the grace waits',
+      'admission',
+      view('Pending', { admission: kueueAdmitted, admittedSuspendedSince: '2026-08-20T10:03:00Z' }),
+      { now: NOW },
+      { kind: 'wait' },
+    ],
+    [
+      'without a clock there is no stall check',
+      'admission',
+      view('Pending', { admission: kueueAdmitted, admittedSuspendedSince: '2026-08-20T09:00:00Z' }),
+      undefined,
+      { kind: 'wait' },
+    ],
+    [
+      'an unparseable admission time is no stall',
+      'admission',
+      view('Pending', { admission: kueueAdmitted, admittedSuspendedSince: 'yesterday' }),
+      { now: NOW },
+      { kind: 'wait' },
+    ],
+  ] as const)('%s', (_, stage, v, opts, expected) => {
+    expect(decide(stage, v, opts as Parameters<typeof decide>[2])).toEqual(expected);
+  });
 });
 
 describe('failureOf', () => {
   const run = {} as never;
   it.each([
+    [
+      {
+        error: {
+          Error: 'AdmissionDeactivatedError',
+          Cause: JSON.stringify({ reason: 'x', message: 'deactivated' }),
+        },
+      },
+      { reason: 'AdmissionDeactivated', message: 'deactivated' },
+    ],
+    [
+      {
+        error: { Error: 'AdmissionStalledError', Cause: JSON.stringify({ reason: 'x', message: 'stalled' }) },
+      },
+      { reason: 'AdmissionStalled', message: 'stalled' },
+    ],
     [
       { failure: { reason: 'AdmissionTimeout', message: 'late' } },
       { reason: 'AdmissionTimeout', message: 'late' },

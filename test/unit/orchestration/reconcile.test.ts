@@ -3,7 +3,7 @@ import { NotFoundError } from '../../../lib/errors.ts';
 import { makeReconciler } from '../../../lib/orchestration/reconcile.ts';
 import type { ClusterGateway, JobApi, WorkflowEngine } from '../../../lib/ports.ts';
 import type { RunRecords } from '../../../lib/run/records.ts';
-import { LABEL } from '../../../lib/trainjob/labels.ts';
+import { ANNOTATION, LABEL } from '../../../lib/trainjob/labels.ts';
 import type { K8sObject } from '../../../lib/trainjob/types.ts';
 
 /**
@@ -96,5 +96,106 @@ describe('reconciler: a job whose execution was stopped', () => {
     // Assess
     expect(calls).toEqual(['update {"phase":"Cancelled","reason":"Cancelled"}', 'deleteJob']);
     expect(report).toMatchObject({ orphansDeleted: 1, errors: 0 });
+  });
+});
+
+describe('reconciler: Kueue preemption and a stalled admission', () => {
+  const NOW = new Date('2026-01-02T00:10:00Z');
+  const suspendedJob = (token: string): K8sObject => ({
+    ...job,
+    metadata: { ...job.metadata, annotations: { [ANNOTATION.completionToken]: token } },
+    spec: { suspend: true },
+    status: { conditions: [{ type: 'Suspended', status: 'True', reason: 'Suspended' }] },
+  });
+  const gate = (conditions: Array<Record<string, string>>): K8sObject => ({
+    apiVersion: 'kueue.x-k8s.io/v1beta2',
+    kind: 'Workload',
+    metadata: { name: 'wl', namespace: 'team-a', ownerReferences: [{ uid: 'u1' } as never] },
+    status: { conditions },
+  });
+
+  function run(jobObj: K8sObject, gateObj: K8sObject, grace?: number) {
+    const calls: string[] = [];
+    const gateway = {
+      listAdmissionGates: async () => [gateObj],
+      listManagedJobs: async () => [jobObj],
+      annotateJob: async () => {
+        calls.push('annotateJob');
+      },
+    } as unknown as ClusterGateway;
+    const workflow = {
+      sendTaskSuccess: async () => {
+        calls.push('success');
+        return true;
+      },
+      sendTaskFailure: async (_t: string, error: string) => {
+        calls.push(`failure ${error}`);
+        return true;
+      },
+      sendTaskHeartbeat: async () => {
+        calls.push('heartbeat');
+        return true;
+      },
+    } as unknown as WorkflowEngine;
+    const records = {
+      get: async () => ({ updatedAt: 'a' }),
+      update: async (_id: string, change: unknown) => {
+        calls.push(`update ${JSON.stringify(change)}`);
+        return { updatedAt: 'b' };
+      },
+    } as unknown as RunRecords;
+    const reconciler = makeReconciler({
+      clusters: () => [{ name: 'c', gateway, jobApis: async () => [API] }],
+      workflow,
+      records,
+      clock: { now: () => NOW },
+      ...(grace === undefined ? {} : { admittedSuspendedGraceSeconds: grace }),
+    });
+    return { tick: () => reconciler.tick(), calls };
+  }
+
+  it('a preempted job heartbeats its completion token and moves the record to Pending/Preempted', async () => {
+    // Prepare
+    const message =
+      'Preempted to accommodate a workload (UID: x, JobUID: y) due to prioritization in the ClusterQueue';
+    const { tick, calls } = run(
+      suspendedJob('tok'),
+      gate([
+        { type: 'Evicted', status: 'True', reason: 'Preempted', message },
+        { type: 'Requeued', status: 'True', reason: 'Preempted', message },
+        { type: 'QuotaReserved', status: 'False', reason: 'Pending', message },
+      ]),
+    );
+    // Act
+    await tick();
+    // Assess
+    expect(calls[0]).toBe('heartbeat');
+    expect(calls[1]).toMatch(/^update /);
+    expect(JSON.parse(calls[1]!.slice('update '.length))).toMatchObject({
+      phase: 'Pending',
+      reason: 'Preempted',
+      message,
+      admission: { state: 'Evicted', reason: 'Preempted' },
+    });
+  });
+
+  it.each([
+    [30, 'failure AdmissionStalledError'],
+    [undefined, 'heartbeat'], // default grace 120 s: 60 s is within it
+  ])('a job suspended 60 s after Kueue admitted it, grace %s → %s', async (grace, first) => {
+    // Prepare
+    const admittedAt = new Date(NOW.getTime() - 60_000).toISOString();
+    const { tick, calls } = run(
+      suspendedJob('tok'),
+      gate([
+        { type: 'QuotaReserved', status: 'True', reason: 'QuotaReserved', lastTransitionTime: admittedAt },
+        { type: 'Admitted', status: 'True', reason: 'Admitted', lastTransitionTime: admittedAt },
+      ]),
+      grace,
+    );
+    // Act
+    await tick();
+    // Assess
+    expect(calls[0]).toBe(first);
   });
 });

@@ -215,6 +215,30 @@ describe('toRunPhase — TrainJob with a gate', () => {
   const finishedWl = workload({
     conditions: [...admittedConditions(T0), cond('Finished', 'True', 'Succeeded', 'done', T2)],
   });
+  // Kueue v0.19.2 texts (workload_controller.go triggerDeactivation, evict.go, jobframework reconciler).
+  const DEACTIVATED_MSG =
+    'The workload is deactivated due to exceeding the maximum number of re-queuing retries';
+  const deactivated = workload({
+    active: false,
+    conditions: [
+      cond('Evicted', 'True', 'DeactivatedDueToRequeuingLimitExceeded', DEACTIVATED_MSG, T1),
+      cond('QuotaReserved', 'False', 'Pending', DEACTIVATED_MSG, T1),
+      cond('Admitted', 'False', 'NoReservation', 'The workload has no reservation', T1),
+      cond('Requeued', 'False', 'DeactivatedDueToRequeuingLimitExceeded', DEACTIVATED_MSG, T1),
+    ],
+  });
+  const deactivating = workload({
+    conditions: [
+      ...admittedConditions(T0),
+      cond(
+        'DeactivationTarget',
+        'True',
+        'RequeuingLimitExceeded',
+        'exceeding the maximum number of re-queuing retries',
+        T1,
+      ),
+    ],
+  });
   const pgPending = coschedulingPodGroup({ phase: 'Pending' });
   const pgScheduling = coschedulingPodGroup({ phase: 'Scheduling', running: 2 });
   const pgRunning = coschedulingPodGroup({ phase: 'Running', running: 8 });
@@ -244,10 +268,36 @@ describe('toRunPhase — TrainJob with a gate', () => {
       { phase: 'Pending', reason: 'NoMatchingFlavor', message: 'no flavor matches nodeSelector' },
     ],
     [
-      'suspended + Kueue admitted, not yet unsuspended',
+      'suspended + Kueue admitted, not yet unsuspended (marked with the admission time)',
       suspended(shape),
       admitted,
-      { phase: 'Pending', reason: 'Admitted', message: 'The workload is admitted' },
+      {
+        phase: 'Pending',
+        reason: 'Admitted',
+        message: 'The workload is admitted',
+        admittedSuspendedSince: T0,
+      },
+    ],
+    [
+      'suspended + Workload deactivated by the requeuing limit',
+      suspended(shape),
+      deactivated,
+      {
+        phase: 'Failed',
+        reason: 'AdmissionDeactivated',
+        message: `Kueue deactivated the Workload (RequeuingLimitExceeded): ${DEACTIVATED_MSG}; it is not admitted again unless someone sets spec.active=true`,
+      },
+    ],
+    [
+      'unsuspended + Workload about to be deactivated (DeactivationTarget)',
+      unsuspended(shape),
+      deactivating,
+      {
+        phase: 'Failed',
+        reason: 'AdmissionDeactivated',
+        message:
+          'Kueue deactivated the Workload (RequeuingLimitExceeded): exceeding the maximum number of re-queuing retries; it is not admitted again unless someone sets spec.active=true',
+      },
     ],
     [
       'suspended + Kueue evicted',
@@ -317,7 +367,11 @@ describe('toRunPhase — TrainJob with a gate', () => {
       const result = toRunPhase(job, gate);
 
       // Assess
-      expect(result).toEqual({ ...expected, admission: interpretAdmission(gate), finished: false });
+      expect(result).toEqual({
+        ...expected,
+        admission: interpretAdmission(gate),
+        finished: expected.phase === 'Failed',
+      });
     },
   );
 

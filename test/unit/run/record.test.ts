@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { canTransition, type RunPhase } from '../../../lib/run/phases.ts';
+import { applyChange, type RunRecord } from '../../../lib/run/record.ts';
+
+const T0 = new Date('2026-08-20T10:00:00Z');
+const at = (minutes: number) => new Date(T0.getTime() + minutes * 60_000);
+
+function record(phase: RunPhase, extra: Partial<RunRecord> = {}): RunRecord {
+  return {
+    runId: 'run-1',
+    phase,
+    spec: {} as RunRecord['spec'],
+    fingerprint: 'fp',
+    createdAt: T0.toISOString(),
+    updatedAt: T0.toISOString(),
+    transitions: [{ phase, at: T0.toISOString() }],
+    ...extra,
+  };
+}
+
+describe('canTransition', () => {
+  it.each([
+    ['Running', 'Pending', 'Preempted', true],
+    ['Running', 'Pending', undefined, false],
+    ['Running', 'Pending', 'WaitingForQuota', false],
+    ['Publishing', 'Pending', 'Preempted', false],
+    ['Running', 'Submitting', 'Preempted', false],
+    ['Pending', 'Running', undefined, true],
+    ['Succeeded', 'Pending', 'Preempted', false],
+    ['Running', 'Failed', 'AdmissionDeactivated', true],
+  ] as const)('%s → %s (reason %s) → %s', (from, to, reason, allowed) => {
+    expect(canTransition(from, to, reason)).toBe(allowed);
+  });
+});
+
+describe('applyChange — preemption', () => {
+  it('Running → Pending/Preempted → Running: each move in transitions, the reason cleared on readmission', () => {
+    // Prepare
+    const running = record('Running');
+
+    // Act
+    const preempted = applyChange(
+      running,
+      { phase: 'Pending', reason: 'Preempted', message: 'Preempted to accommodate a workload' },
+      at(1),
+    );
+    const again = preempted && applyChange(preempted, { phase: 'Running' }, at(3));
+
+    // Assess
+    expect(preempted).toMatchObject({
+      phase: 'Pending',
+      reason: 'Preempted',
+      message: 'Preempted to accommodate a workload',
+    });
+    expect(again?.phase).toBe('Running');
+    expect(again?.reason).toBeUndefined();
+    expect(again?.message).toBeUndefined();
+    expect(again?.transitions).toEqual([
+      { phase: 'Running', at: T0.toISOString() },
+      { phase: 'Pending', at: at(1).toISOString(), reason: 'Preempted' },
+      { phase: 'Running', at: at(3).toISOString() },
+    ]);
+  });
+
+  it('a backward move without reason Preempted changes nothing', () => {
+    expect(applyChange(record('Running'), { phase: 'Pending' }, at(1))).toBeUndefined();
+  });
+
+  it('a finished run is never moved back by a late preemption', () => {
+    expect(
+      applyChange(record('Succeeded'), { phase: 'Pending', reason: 'Preempted' }, at(1)),
+    ).toBeUndefined();
+  });
+});
