@@ -22,6 +22,7 @@ import {
   findCondition,
   flavorOf,
   isTrue,
+  kueueManages,
   nominalQuota,
   podRequests,
   setCondition,
@@ -111,6 +112,8 @@ export interface ControllerOptions {
   kueueGranularReasons: boolean;
   /** Write status.trainerStatus (Trainer v2.2+ with the TrainJobStatus gate). */
   trainerStatus: boolean;
+  /** Kueue's enabled `integrations.frameworks`: a queued job of another kind gets no Workload. */
+  kueueIntegrations: readonly string[];
   log: (msg: string) => void;
 }
 
@@ -557,7 +560,9 @@ export class Controllers {
     const job = this.api.peek(def, String(m.namespace), String(m.name));
     if (!job || meta(job).uid !== uid || this.jobs.has(uid)) return;
     const labels = obj(m.labels);
-    const queued = typeof labels[KUEUE.queueLabel] === 'string';
+    // Kueue runs no controller for a disabled framework: the queue label is just a label then.
+    const queued =
+      typeof labels[KUEUE.queueLabel] === 'string' && kueueManages(this.o.kueueIntegrations, def);
     const gate: GateKind =
       this.o.gang === 'kueue'
         ? queued
@@ -1180,7 +1185,7 @@ export class Controllers {
 
   private ensureWorkload(j: SimJob): void {
     const def = this.workloadDef();
-    if (!def || this.workloadOf(j)) return;
+    if (!def || this.workloadOf(j) || !kueueManages(this.o.kueueIntegrations, j.def)) return;
     const job = this.api.peek(j.def, j.ns, j.name);
     if (!job) return;
     if (j.def.kind === 'TrainJob' && !findRuntime(this.api, job)) {

@@ -9,6 +9,7 @@ import { createClock, type SimClock } from './clock.ts';
 import { type ControllerStats, Controllers, type QueueConfig } from './controller.ts';
 import { type Gang, loadCrds } from './crds.ts';
 import { type Fault, HttpFront, type RequestStats } from './http.ts';
+import { KUEUE_DEFAULT_INTEGRATIONS } from './kueue.ts';
 import { Registry } from './registry.ts';
 import type { TrainerVersion } from './stubs.ts';
 import { kueueWebhook, trainerWebhooks } from './webhooks.ts';
@@ -30,6 +31,7 @@ export type { QueueConfig } from './controller.ts';
 export { SIM_ANNOTATIONS } from './controller.ts';
 export type { Gang } from './crds.ts';
 export type { Fault, RequestStats } from './http.ts';
+export { KUEUE_DEFAULT_INTEGRATIONS } from './kueue.ts';
 export { finalAccuracy, OPTIMUM, parseHyperparameters } from './objective.ts';
 export type { TrainerVersion } from './stubs.ts';
 
@@ -67,6 +69,12 @@ export interface SimulatorOptions {
   defaultDurationSeconds?: number;
   /** Kueue's UnadmittedWorkloadsObservability feature gate (granular QuotaReserved reasons). Default false, as in Kueue v0.19. */
   kueueGranularReasons?: boolean;
+  /**
+   * Kueue's enabled `integrations.frameworks` (e.g. `kubeflow.org/pytorchjob`). Default: the default
+   * configuration of the simulated Kueue line — v0.16 (Trainer 2.1) enables the Training Operator v1
+   * integrations, v0.19 (Trainer 2.2/2.3, none) does not, so a queued PyTorchJob gets no Workload.
+   */
+  kueueIntegrations?: readonly string[];
   /** Report status.trainerStatus (Trainer v2.2+ TrainJobStatus gate). Default true on v2.2+. */
   trainerStatus?: boolean;
   /** Namespaces to create at start besides default/kube-system/kube-public/kube-node-lease. */
@@ -134,6 +142,8 @@ function defaultCrdRoot(): string | undefined {
 export async function startClusterSimulator(opts: SimulatorOptions = {}): Promise<ClusterSimulator> {
   const trainerVersion = opts.trainerVersion ?? '2.2';
   const gang = opts.gang ?? 'kueue';
+  const kueueIntegrations =
+    opts.kueueIntegrations ?? KUEUE_DEFAULT_INTEGRATIONS[trainerVersion === '2.1' ? '0.16' : '0.19'];
   const log = opts.log ?? ((m: string) => console.error(m));
   const clock = opts.clock ?? createClock(opts.speed ?? 1, opts.startTime?.getTime());
   const registry = new Registry();
@@ -171,6 +181,7 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     s3: opts.s3,
     defaultDurationSeconds: opts.defaultDurationSeconds ?? 60,
     kueueGranularReasons: opts.kueueGranularReasons ?? false,
+    kueueIntegrations,
     trainerStatus: opts.trainerStatus ?? (trainerVersion === '2.2' || trainerVersion === '2.3'),
     log,
   });
@@ -190,7 +201,7 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
   if (runControllers) controllers.seed();
   else controllers.detach();
   if (opts.webhooks ?? true) {
-    if (gang === 'kueue') api.addAdmission(kueueWebhook(trainerVersion));
+    if (gang === 'kueue') api.addAdmission(kueueWebhook(trainerVersion, kueueIntegrations));
     if (trainerVersion !== 'none') api.addAdmission(trainerWebhooks(api, clock, trainerVersion));
   }
 
