@@ -2,6 +2,7 @@ import { makeSteps, type StepDeps, type Steps } from '../../lib/orchestration/st
 import {
   artifactStore,
   clock,
+  config,
   env,
   gateway,
   records,
@@ -65,6 +66,7 @@ export const steps = /* @__PURE__ */ stepsWith(() => ({
   artifacts: artifactStore(),
   modelsBucket: env().GANTRY_BUCKET,
   serving: servingEvents(),
+  kueueManagedKinds: (cluster) => config().clusters.find((c) => c.name === cluster)?.kueueManagedKinds ?? [],
   ...sweepHooks(),
 }));
 

@@ -19,6 +19,7 @@ import type { RunRecords } from '../run/records.ts';
 import type { RunSpec, TrialRef } from '../run/spec.ts';
 import { buildJob, jobApi } from '../trainjob/build.ts';
 import { chooseShape } from '../trainjob/capabilities.ts';
+import { KUEUE_DEFAULT_MANAGED_KINDS, requireQueueable } from '../trainjob/kueue-kinds.ts';
 import { ANNOTATION } from '../trainjob/labels.ts';
 import { toRunPhase } from '../trainjob/status.ts';
 import { decide, failureCause, type Stage } from './decide.ts';
@@ -42,6 +43,8 @@ export interface StepDeps {
    * failure is logged, never the run's: the reconciler advances every active sweep each tick.
    */
   onTrialEnded?: (trial: TrialRef, runId: string, opts?: CallOptions) => Promise<void>;
+  /** The kinds a cluster's Kueue manages (config `kueueManagedKinds`); absent → Kueue's default, TrainJob. */
+  kueueManagedKinds?: (cluster: string) => readonly string[];
   log?: (line: Record<string, unknown>) => void;
 }
 
@@ -77,6 +80,15 @@ export function makeSteps(deps: StepDeps) {
     const { shape, kind } = chooseShape(run.request.target, caps, {
       initializers: Boolean(run.request.datasetUri || run.request.modelUri),
     });
+    // Never suspend-and-queue a kind Kueue will not admit (`auto` may have fallen back to a v1 kind).
+    requireQueueable(
+      {
+        cluster: run.cluster,
+        kueueManagedKinds: deps.kueueManagedKinds?.(run.cluster) ?? KUEUE_DEFAULT_MANAGED_KINDS,
+      },
+      kind ?? 'TrainJob',
+      run.request.queue,
+    );
     if (shape !== 'training-operator-v1' && run.request.runtime.kind === 'ClusterTrainingRuntime') {
       const runtimes = await gateway.listClusterTrainingRuntimes(opts);
       if (!runtimes.some((r) => r.metadata.name === run.request.runtime.name)) {
@@ -329,6 +341,7 @@ export interface FailedState {
 
 const REASON_BY_ERROR: Record<string, FailureReason> = {
   TrainingFailedError: 'TrainingFailed',
+  NotManagedByKueueError: 'NotManagedByKueue',
   JobVanishedError: 'JobVanished',
   AdmissionTimeoutError: 'AdmissionTimeout',
   RunDeadlineExceededError: 'DeadlineExceeded',

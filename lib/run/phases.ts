@@ -28,6 +28,7 @@ export const FAILURE_REASONS = [
   'ArtifactIntegrity',
   'ArtifactConflict',
   'Preempted',
+  'NotManagedByKueue',
   'InternalError',
 ] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];

@@ -120,6 +120,12 @@ describe('data-trigger rules in the config', () => {
       'dataTriggers.0.run.datasetUri',
       'initializers',
     ],
+    [
+      'a queued legacy target the cluster’s Kueue does not manage',
+      { run: { ...TEMPLATE, target: 'PyTorchJob' }, inject: { datasetUri: false, env: 'DATA_URI' } },
+      'dataTriggers.0.run.queue',
+      'rule daily: a queued PyTorchJob would never be admitted on cluster c',
+    ],
   ])('refuses %s, naming the field and the rule', (_what, over, field, rule) => {
     const issues = issuesOf(() => checkDataTriggers(parseConfig(config([ruleInput(over)]))));
     const issue = issues.find((i) => i.field.startsWith(field));
