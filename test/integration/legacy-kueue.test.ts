@@ -50,12 +50,15 @@ async function cluster(sim: ClusterSimulator, kinds: ClusterConfig['kueueManaged
   }).clusters[0] as ClusterConfig;
   const gateway = gatewayForCluster(config);
   const answers: Answer[] = [];
+  const answer = (a: Answer) => {
+    answers.push(a);
+    return true;
+  };
   const workflow = {
-    sendTaskSuccess: async (token: string) => (answers.push({ call: 'success', token }), true),
-    sendTaskFailure: async (token: string, error: string, cause: string) => (
-      answers.push({ call: 'failure', token, error, cause }), true
-    ),
-    sendTaskHeartbeat: async (token: string) => (answers.push({ call: 'heartbeat', token }), true),
+    sendTaskSuccess: async (token: string) => answer({ call: 'success', token }),
+    sendTaskFailure: async (token: string, error: string, cause: string) =>
+      answer({ call: 'failure', token, error, cause }),
+    sendTaskHeartbeat: async (token: string) => answer({ call: 'heartbeat', token }),
     status: async () => 'RUNNING',
   } as unknown as WorkflowEngine;
   const records = {
@@ -155,7 +158,7 @@ describe('a PyTorchJob on a cluster whose Kueue runs its default configuration (
       [ANNOTATION.admissionToken]: 'adm-unqueued',
     });
     const job = await getJob(c.gateway, 'run-unqueuedaaaaaaaaaa');
-    expect((job.spec?.runPolicy as Record<string, unknown>).suspend).not.toBe(true);
+    expect(job.spec?.runPolicy).toMatchObject({ suspend: false }); // the CRD default: not suspended by Gantry nor Kueue
 
     await c.tickAt(job, 300); // well past the grace: not queued, so the rule does not apply
     expect(c.answersFor('adm-unqueued')).toEqual([{ call: 'success', token: 'adm-unqueued' }]);
