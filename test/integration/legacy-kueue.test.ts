@@ -165,11 +165,8 @@ describe('a PyTorchJob on a cluster whose Kueue runs its default configuration (
 
     await plain.advance(120);
     const done = await getJob(c.gateway, 'run-unqueuedaaaaaaaaaa');
-    expect(
-      (done.status?.conditions as Array<{ type: string; status: string }>).find(
-        (x) => x.type === 'Succeeded',
-      ),
-    ).toMatchObject({ status: 'True' });
+    const conditions = (done.status?.conditions ?? []) as Array<{ type: string; status: string }>;
+    expect(conditions.find((x) => x.type === 'Succeeded')).toMatchObject({ status: 'True' });
   });
 
   it('fails fast when the configuration wrongly says Kueue manages PyTorchJob: no Workload within the grace', async () => {
