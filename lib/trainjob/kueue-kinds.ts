@@ -1,5 +1,5 @@
 import { ValidationError } from '../errors.ts';
-import type { LegacyKind } from '../run/schema.ts';
+import { type JobKind, jobKindInfo } from './kinds.ts';
 
 /**
  * Which job kinds Kueue manages on a cluster. Kueue creates a Workload (and its webhook suspends
@@ -10,7 +10,7 @@ import type { LegacyKind } from '../run/schema.ts';
  * and leaves the Training Operator v1 integrations commented out (v0.16–v0.18 enabled them).
  */
 
-export type JobKind = 'TrainJob' | LegacyKind;
+export type { JobKind } from './kinds.ts';
 
 export const JOB_KINDS = [
   'TrainJob',
@@ -24,15 +24,9 @@ export const JOB_KINDS = [
 /** What a cluster's Kueue manages unless configured otherwise: Kueue v0.19's default configuration. */
 export const KUEUE_DEFAULT_MANAGED_KINDS: readonly JobKind[] = ['TrainJob'];
 
-/**
- * The Kueue framework that would manage a kind Gantry creates. None for MPIJob: Kueue's
- * `kubeflow.org/mpijob` integration is the MPI Operator's v2beta1 MPIJob
- * (`pkg/controller/jobs/mpijob/mpijob_controller.go`), not the Training Operator v1 MPIJob.
- */
+/** The Kueue framework that would manage a kind Gantry creates (none for the v1 MPIJob; lib/trainjob/kinds.ts). */
 export function kueueFramework(kind: string): string | undefined {
-  if (kind === 'TrainJob') return 'trainer.kubeflow.org/trainjob';
-  if (kind === 'MPIJob') return undefined;
-  return `kubeflow.org/${kind.toLowerCase()}`;
+  return jobKindInfo(kind)?.kueueFramework;
 }
 
 export function kueueManagesKind(managed: readonly string[], kind: string): boolean {
