@@ -12,15 +12,6 @@ import { type JobKind, jobKindInfo } from './kinds.ts';
 
 export type { JobKind } from './kinds.ts';
 
-export const JOB_KINDS = [
-  'TrainJob',
-  'PyTorchJob',
-  'TFJob',
-  'MPIJob',
-  'XGBoostJob',
-  'JAXJob',
-] as const satisfies readonly JobKind[];
-
 /** What a cluster's Kueue manages unless configured otherwise: Kueue v0.19's default configuration. */
 export const KUEUE_DEFAULT_MANAGED_KINDS: readonly JobKind[] = ['TrainJob'];
 
