@@ -57,6 +57,7 @@ function build() {
     name: c.name,
     gatewayPromise: gateway(c.name),
     legacy: c.legacyKinds,
+    kueueWorkloadGraceSeconds: c.kueueWorkloadGraceSeconds,
   }));
   return Promise.all(clusters.map(async (c) => ({ ...c, gateway: await c.gatewayPromise }))).then(
     (resolved) =>
@@ -65,6 +66,7 @@ function build() {
           resolved.map((c) => ({
             name: c.name,
             gateway: c.gateway,
+            kueueWorkloadGraceSeconds: c.kueueWorkloadGraceSeconds,
             // One LIST per kind Gantry creates there: TrainJobs when Trainer is served, plus the
             // configured Training Operator v1 kinds that the cluster serves.
             jobApis: async (): Promise<JobApi[]> => {

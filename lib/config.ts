@@ -41,6 +41,27 @@ export const ClusterConfigSchema = z
     kubeconfig: z.optional(z.string().check(z.minLength(1))),
     /** Training Operator v1 kinds the reconciler lists on this cluster, besides TrainJobs. */
     legacyKinds: z._default(z.array(z.enum(['PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob', 'JAXJob'])), []),
+    /**
+     * The job kinds this cluster's Kueue manages (the kinds of its enabled `integrations.frameworks`).
+     * Default: Kueue v0.19's default configuration, TrainJob only. A queued run of another kind is
+     * refused (lib/trainjob/kueue-kinds.ts). Never MPIJob: Kueue has no integration for the v1 MPIJob.
+     */
+    kueueManagedKinds: z._default(
+      z
+        .array(z.enum(['TrainJob', 'PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob', 'JAXJob']))
+        .check(
+          z.refine(
+            (kinds) => !kinds.includes('MPIJob'),
+            "must not list MPIJob: Kueue's kubeflow.org/mpijob integration manages MPI Operator v2beta1 MPIJobs, not the Training Operator v1 MPIJob Gantry creates",
+          ),
+        ),
+      ['TrainJob'],
+    ),
+    /**
+     * Seconds a queued job may go without its Kueue Workload before its run fails as not managed by
+     * Kueue (Kueue creates the Workload within seconds of the job).
+     */
+    kueueWorkloadGraceSeconds: z._default(z.number().check(z.int(), z.gte(10), z.lte(3600)), 120),
   })
   .check(
     z.refine(

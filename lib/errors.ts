@@ -89,6 +89,14 @@ export class RuntimeNotFoundError extends TerminalError {
   override readonly name = 'RuntimeNotFoundError' as const;
 }
 
+/**
+ * A queued job got no Kueue Workload within the cluster's grace: Kueue does not manage its kind
+ * there (or its namespace), so it would never be admitted; the run ends `Failed`/`NotManagedByKueue`.
+ */
+export class NotManagedByKueueError extends TerminalError {
+  override readonly name = 'NotManagedByKueueError' as const;
+}
+
 /** The job reported failure; the run ends `Failed` with reason `TrainingFailed`. */
 export class TrainingFailedError extends TerminalError {
   override readonly name = 'TrainingFailedError' as const;
@@ -166,6 +174,7 @@ export const errorClasses = {
   UnsupportedApiError,
   RuntimeNotFoundError,
   TrainingFailedError,
+  NotManagedByKueueError,
   JobVanishedError,
   AdmissionDeactivatedError,
   AdmissionStalledError,

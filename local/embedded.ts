@@ -1,7 +1,7 @@
 import { S3Client } from '@aws-sdk/client-s3';
 import { apiRoutes, startHttpApi } from './http-api.ts';
 import { type ClusterSimulator, type SimulatorOptions, startClusterSimulator } from './simulator/index.ts';
-import { DEMO_TEAM, type Stack, type StackOptions, startStack } from './stack.ts';
+import { type ClusterTarget, DEMO_TEAM, type Stack, type StackOptions, startStack } from './stack.ts';
 
 /**
  * The embedded default in one call: the local stack (fauxqs, local Step Functions, the
@@ -23,6 +23,8 @@ export interface EmbeddedOptions {
   port?: number;
   simulator?: Partial<SimulatorOptions>;
   stack?: Partial<Omit<StackOptions, 'cluster'>>;
+  /** What Gantry's configuration says about the simulated cluster's Kueue (default: its default install). */
+  cluster?: Pick<ClusterTarget, 'kueueManagedKinds' | 'kueueWorkloadGraceSeconds'>;
 }
 
 export const DEMO_QUEUE = {
@@ -57,6 +59,7 @@ export async function startEmbedded(opts: EmbeddedOptions = {}): Promise<Embedde
       return {
         kubeconfigYaml: sim.kubeconfigYaml(),
         legacyKinds: ['PyTorchJob'],
+        ...opts.cluster,
         close: async () => {
           await sim.close();
           client.destroy();

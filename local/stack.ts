@@ -30,6 +30,10 @@ export interface ClusterTarget {
   kubeconfigYaml: string;
   /** Training Operator v1 kinds the reconciler should list there. */
   legacyKinds?: GantryConfig['clusters'][number]['legacyKinds'];
+  /** The kinds the cluster's Kueue manages (default: Kueue v0.19's default configuration, TrainJob). */
+  kueueManagedKinds?: GantryConfig['clusters'][number]['kueueManagedKinds'];
+  /** Seconds a queued job may go without its Workload (default 120). */
+  kueueWorkloadGraceSeconds?: number;
 }
 
 export interface StackOptions {
@@ -200,7 +204,15 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     }
 
     const config: GantryConfig = {
-      clusters: [{ name: 'local', kubeconfig: target.kubeconfigYaml, legacyKinds: target.legacyKinds ?? [] }],
+      clusters: [
+        {
+          name: 'local',
+          kubeconfig: target.kubeconfigYaml,
+          legacyKinds: target.legacyKinds ?? [],
+          kueueManagedKinds: target.kueueManagedKinds ?? ['TrainJob'],
+          kueueWorkloadGraceSeconds: target.kueueWorkloadGraceSeconds ?? 120,
+        },
+      ],
       teams: opts.teams ?? [DEMO_TEAM],
       defaultCluster: 'local',
       dataTriggers,

@@ -2,6 +2,7 @@ import { makeSteps, type StepDeps, type Steps } from '../../lib/orchestration/st
 import {
   artifactStore,
   clock,
+  config,
   env,
   gateway,
   metricIngester,
@@ -67,6 +68,7 @@ export const steps = /* @__PURE__ */ stepsWith(() => ({
   modelsBucket: env().GANTRY_BUCKET,
   serving: servingEvents(),
   metrics: metricIngester(),
+  kueueManagedKinds: (cluster) => config().clusters.find((c) => c.name === cluster)?.kueueManagedKinds ?? [],
   ...sweepHooks(),
 }));
 

@@ -3,6 +3,7 @@ import { ForbiddenError, type Issue, ValidationError } from '../errors.ts';
 import { checkTenancy } from '../intake/tenancy.ts';
 import { type RunRequest, RunRequestSchema } from '../run/schema.ts';
 import { toIssues } from '../run/validate.ts';
+import { checkKueueKind } from '../trainjob/kueue-kinds.ts';
 import type * as z from '../zod.ts';
 import {
   bindRules,
@@ -89,8 +90,17 @@ export function checkDataTriggers(config: GantryConfig): GantryConfig {
   for (const { rule, index, request } of valid) {
     const team = config.teams.find((t) => t.name === rule.team) as TeamConfig;
     try {
-      checkTenancy(request, team, config, { bucket: 'config-check', runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
+      const placement = checkTenancy(request, team, config, {
+        bucket: 'config-check',
+        runId: 'run-aaaaaaaaaaaaaaaaaaaa',
+      });
+      checkKueueKind(request, placement, config);
     } catch (err) {
+      if (err instanceof ValidationError) {
+        for (const i of err.issues)
+          addIssue(['dataTriggers', index, 'run', i.field], `rule ${rule.name}: ${i.rule}`);
+        continue;
+      }
       if (!(err instanceof ForbiddenError)) throw err;
       addIssue(['dataTriggers', index, 'run'], `rule ${rule.name}: ${err.message}`);
     }

@@ -18,6 +18,7 @@ import { newRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import { parseRunRequest } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
+import { checkKueueKind } from '../trainjob/kueue-kinds.ts';
 import { checkDataTriggers } from './check.ts';
 import {
   type CheckMessage,
@@ -109,6 +110,7 @@ export function makeDataTrigger(deps: DataTriggerDeps) {
   function specFor(rule: DataTriggerRule, data: DataRef, runId: string): RunSpec {
     const request = parseRunRequest(requestFor(rule, data));
     const placement = checkTenancy(request, teamOf(rule), deps.config, { bucket: deps.bucket, runId });
+    checkKueueKind(request, placement, deps.config);
     const spec: RunSpec = {
       ...buildRunSpec(runId, request, placement, deps.bucket, undefined),
       trigger: data,

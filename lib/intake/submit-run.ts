@@ -10,6 +10,7 @@ import type { RunRequest } from '../run/schema.ts';
 import { parseRunRequest } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
 import { parseWith } from '../run/validate.ts';
+import { checkKueueKind } from '../trainjob/kueue-kinds.ts';
 import * as z from '../zod.ts';
 import { runMessage, runMessageAttributes } from './message.ts';
 import { type Caller, checkTenancy, type Placement, requireTeam } from './tenancy.ts';
@@ -97,6 +98,7 @@ export function acceptRequest(
   const team = requireTeam(input.caller, deps.config, request.team);
   const runId = key !== undefined ? runIdFromKey(team.name, key) : (deps.newId ?? newRunId)();
   const placement = checkTenancy(request, team, deps.config, { bucket: deps.bucket, runId });
+  checkKueueKind(request, placement, deps.config);
   const spec = buildRunSpec(runId, request, placement, deps.bucket, key);
   const bytes = Buffer.byteLength(JSON.stringify(runMessage(spec)));
   if (bytes > MAX_SPEC_BYTES) {

@@ -1,4 +1,7 @@
+import { kueueFramework } from '../trainjob/kueue-kinds.ts';
+import { LABEL } from '../trainjob/labels.ts';
 import type { JobView } from '../trainjob/status.ts';
+import type { K8sObject } from '../trainjob/types.ts';
 
 export type Stage = 'admission' | 'completion';
 
@@ -7,7 +10,8 @@ export type FailError =
   | 'TrainingFailedError'
   | 'JobVanishedError'
   | 'AdmissionDeactivatedError'
-  | 'AdmissionStalledError';
+  | 'AdmissionStalledError'
+  | 'NotManagedByKueueError';
 
 export type Decision =
   | { kind: 'succeed' }
@@ -72,6 +76,37 @@ function stalledFor(view: JobView, opts: DecideOptions): number | undefined {
   const grace = opts.admittedSuspendedGraceSeconds ?? ADMITTED_SUSPENDED_GRACE_SECONDS;
   const seconds = Math.floor((opts.now.getTime() - since) / 1000);
   return seconds > grace ? seconds : undefined;
+}
+
+/**
+ * A job Gantry queued (it carries Kueue's queue-name label) that is still waiting and has no
+ * admission gate `graceSeconds` after its creation: Kueue creates the Workload within seconds, so
+ * it never will — Kueue does not manage the kind there (its integration is off, as Kueue v0.19's
+ * default configuration leaves the Training Operator v1 ones), or the namespace is outside Kueue's
+ * managed namespaces, or Kueue is not installed. Waiting for the admission deadline would only hold
+ * the run; this fails it now, naming the cluster and the kind. Undefined when the rule does not apply.
+ */
+export function decideMissingWorkload(
+  job: K8sObject,
+  view: JobView,
+  at: { cluster: string; now: Date; graceSeconds: number },
+): Extract<Decision, { kind: 'fail' }> | undefined {
+  const queue = job.metadata.labels?.[LABEL.kueueQueue];
+  if (!queue || view.phase !== 'Pending' || view.admission.source !== 'none') return undefined;
+  const created = Date.parse(job.metadata.creationTimestamp ?? '');
+  if (!Number.isFinite(created) || at.now.getTime() - created < at.graceSeconds * 1000) return undefined;
+  const kind = job.kind;
+  const framework = kueueFramework(kind);
+  const why =
+    framework === undefined
+      ? `Kueue has no integration for the Training Operator v1 ${kind} (its kubeflow.org/mpijob is the MPI Operator v2beta1 MPIJob)`
+      : `Kueue there does not manage ${kind} (integration ${framework} not enabled — Kueue v0.19's default configuration leaves the Training Operator v1 integrations off), or namespace ${job.metadata.namespace ?? 'default'} is outside Kueue's managed namespaces`;
+  return {
+    kind: 'fail',
+    error: 'NotManagedByKueueError',
+    reason: 'NotManagedByKueue',
+    message: `no Kueue Workload appeared for ${kind} ${job.metadata.namespace ?? 'default'}/${job.metadata.name} (queue ${queue}) on cluster ${at.cluster} within ${at.graceSeconds} s, so it would never be admitted: ${why}; list only the kinds Kueue manages in the cluster's kueueManagedKinds`,
+  };
 }
 
 /** The cause string sent with SendTaskFailure; `recordOutcome` reads it back. */

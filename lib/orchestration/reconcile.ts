@@ -6,12 +6,21 @@ import type { RunRecords } from '../run/records.ts';
 import { ANNOTATION, LABEL } from '../trainjob/labels.ts';
 import { type JobView, toRunPhase } from '../trainjob/status.ts';
 import type { K8sObject } from '../trainjob/types.ts';
-import { decide, failureCause, type Stage } from './decide.ts';
+import { decide, decideMissingWorkload, failureCause, type Stage } from './decide.ts';
 import { refFromJob } from './job-ref.ts';
 
 export interface ReconcilerDeps {
   /** The configured clusters, each with its gateway and the job APIs Gantry creates there. */
-  clusters: () => Array<{ name: string; gateway: ClusterGateway; jobApis: () => Promise<JobApi[]> }>;
+  clusters: () => Array<{
+    name: string;
+    gateway: ClusterGateway;
+    jobApis: () => Promise<JobApi[]>;
+    /**
+     * Seconds a queued job may go without its Kueue Workload before its run fails
+     * (`decideMissingWorkload`; config `kueueWorkloadGraceSeconds`). Absent: never.
+     */
+    kueueWorkloadGraceSeconds?: number;
+  }>;
   workflow: WorkflowEngine;
   records: RunRecords;
   clock: Clock;
@@ -99,6 +108,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
         try {
           await reconcileJob(
             cluster.name,
+            cluster.kueueWorkloadGraceSeconds,
             cluster.gateway,
             api,
             job,
@@ -136,6 +146,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
 
   async function reconcileJob(
     cluster: string,
+    workloadGraceSeconds: number | undefined,
     gateway: ClusterGateway,
     api: JobApi,
     job: K8sObject,
@@ -146,18 +157,24 @@ export function makeReconciler(deps: ReconcilerDeps) {
     const now = deps.clock.now();
     const runId = job.metadata.labels?.[LABEL.runId];
     const view = toRunPhase(job, gate);
+    const missing =
+      workloadGraceSeconds === undefined
+        ? undefined
+        : decideMissingWorkload(job, view, { cluster, now, graceSeconds: workloadGraceSeconds });
     const annotations = job.metadata.annotations ?? {};
     let waiting = false;
     for (const [stage, key] of TOKEN_KEYS) {
       const token = annotations[key];
       if (!token) continue;
       waiting = true;
-      const decision = decide(stage, view, {
-        now,
-        ...(deps.admittedSuspendedGraceSeconds !== undefined
-          ? { admittedSuspendedGraceSeconds: deps.admittedSuspendedGraceSeconds }
-          : {}),
-      });
+      const decision =
+        missing ??
+        decide(stage, view, {
+          now,
+          ...(deps.admittedSuspendedGraceSeconds !== undefined
+            ? { admittedSuspendedGraceSeconds: deps.admittedSuspendedGraceSeconds }
+            : {}),
+        });
       let delivered: boolean;
       if (decision.kind === 'succeed') {
         delivered = await deps.workflow.sendTaskSuccess(

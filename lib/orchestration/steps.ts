@@ -10,6 +10,7 @@ import {
   AdmissionStalledError,
   AdmissionTimeoutError,
   JobVanishedError,
+  NotManagedByKueueError,
   RunDeadlineExceededError,
   RunEndedError,
   RuntimeNotFoundError,
@@ -22,6 +23,7 @@ import type { RunSpec, TrialRef } from '../run/spec.ts';
 import { buildJob, jobApi } from '../trainjob/build.ts';
 import { chooseShape } from '../trainjob/capabilities.ts';
 import { type InitializerJobs, initializerJobs } from '../trainjob/initializers.ts';
+import { KUEUE_DEFAULT_MANAGED_KINDS, requireQueueable } from '../trainjob/kueue-kinds.ts';
 import { ANNOTATION } from '../trainjob/labels.ts';
 import { toRunPhase } from '../trainjob/status.ts';
 import { decide, failureCause, type Stage } from './decide.ts';
@@ -53,6 +55,8 @@ export interface StepDeps {
   metrics?: { drain(runId: string, opts?: CallOptions): Promise<number> };
   /** How long a job may stay suspended after Kueue admitted it (default ADMITTED_SUSPENDED_GRACE_SECONDS). */
   admittedSuspendedGraceSeconds?: number;
+  /** The kinds a cluster's Kueue manages (config `kueueManagedKinds`); absent → Kueue's default, TrainJob. */
+  kueueManagedKinds?: (cluster: string) => readonly string[];
   log?: (line: Record<string, unknown>) => void;
 }
 
@@ -95,6 +99,15 @@ export function makeSteps(deps: StepDeps) {
     // The runtime's initializer jobs decide where datasetUri / modelUri go (initializer or env);
     // v1 jobs have none, and a namespaced TrainingRuntime is not read (undefined: as requested).
     let initializers: InitializerJobs | undefined;
+    // Never suspend-and-queue a kind Kueue will not admit (`auto` may have fallen back to a v1 kind).
+    requireQueueable(
+      {
+        cluster: run.cluster,
+        kueueManagedKinds: deps.kueueManagedKinds?.(run.cluster) ?? KUEUE_DEFAULT_MANAGED_KINDS,
+      },
+      kind ?? 'TrainJob',
+      run.request.queue,
+    );
     if (shape !== 'training-operator-v1' && run.request.runtime.kind === 'ClusterTrainingRuntime') {
       const runtimes = await gateway.listClusterTrainingRuntimes(opts);
       const runtime = runtimes.find((r) => r.metadata.name === run.request.runtime.name);
@@ -353,6 +366,7 @@ const FAIL_ERRORS = {
   JobVanishedError,
   AdmissionDeactivatedError,
   AdmissionStalledError,
+  NotManagedByKueueError,
 } as const;
 
 /** The state the failure path receives: `$.failure` from a timeout Pass, or `$.error` from a Catch. */
@@ -364,6 +378,7 @@ export interface FailedState {
 
 const REASON_BY_ERROR: Record<string, FailureReason> = {
   TrainingFailedError: 'TrainingFailed',
+  NotManagedByKueueError: 'NotManagedByKueue',
   JobVanishedError: 'JobVanished',
   AdmissionDeactivatedError: 'AdmissionDeactivated',
   AdmissionStalledError: 'AdmissionStalled',

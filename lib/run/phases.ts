@@ -30,6 +30,7 @@ export const FAILURE_REASONS = [
   'Preempted',
   'AdmissionDeactivated',
   'AdmissionStalled',
+  'NotManagedByKueue',
   'InternalError',
 ] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];

@@ -4,6 +4,7 @@ import { requestFingerprint } from '../run/ids.ts';
 import type { LegacyKind, Resources } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
 import { type InitializerJobs, initializerConfig, NO_INITIALIZERS, uriEnv } from './initializers.ts';
+import { JOB_KIND_REGISTRY } from './kinds.ts';
 import { ANNOTATION, ENV, LABEL, MANAGED_BY_VALUE } from './labels.ts';
 import {
   type JobShape,
@@ -45,22 +46,24 @@ export const LEGACY_KINDS = [
   'JAXJob',
 ] as const satisfies readonly LegacyKind[];
 
-/** Per kind: REST plural, the replica-spec map's field, and the container name the operator's webhook requires. */
-const LEGACY: Record<LegacyKind, { plural: string; replicaSpecs: string; container: string }> = {
-  PyTorchJob: { plural: 'pytorchjobs', replicaSpecs: 'pytorchReplicaSpecs', container: 'pytorch' },
-  TFJob: { plural: 'tfjobs', replicaSpecs: 'tfReplicaSpecs', container: 'tensorflow' },
-  MPIJob: { plural: 'mpijobs', replicaSpecs: 'mpiReplicaSpecs', container: 'mpi' },
-  XGBoostJob: { plural: 'xgboostjobs', replicaSpecs: 'xgbReplicaSpecs', container: 'xgboost' },
-  JAXJob: { plural: 'jaxjobs', replicaSpecs: 'jaxReplicaSpecs', container: 'jax' },
-};
+/** Per v1 kind: REST plural, the replica-spec map's field, and the container name the operator's webhook requires (lib/trainjob/kinds.ts). */
+const LEGACY: Record<LegacyKind, { plural: string; replicaSpecs: string; container: string }> =
+  Object.fromEntries(
+    LEGACY_KINDS.map((k) => {
+      const info = JOB_KIND_REGISTRY[k];
+      return [k, { plural: info.plural, ...(info.legacy as NonNullable<typeof info.legacy>) }];
+    }),
+  ) as Record<LegacyKind, { plural: string; replicaSpecs: string; container: string }>;
 
 /** Group, version, plural and kind of the job a shape builds: the REST path is `/apis/{group}/{version}/namespaces/{ns}/{plural}`. */
 export function jobApi(shape: JobShape, kind?: LegacyKind): JobApi {
-  if (shape !== 'training-operator-v1') {
-    return { group: TRAINER_GROUP, version: TRAINER_VERSION, plural: 'trainjobs', kind: 'TrainJob' };
-  }
-  const k = requireKind(kind);
-  return { group: LEGACY_GROUP, version: LEGACY_VERSION, plural: LEGACY[k].plural, kind: k };
+  const {
+    group,
+    version,
+    plural,
+    kind: k,
+  } = JOB_KIND_REGISTRY[shape === 'training-operator-v1' ? requireKind(kind) : 'TrainJob'];
+  return { group, version, plural, kind: k };
 }
 
 /**

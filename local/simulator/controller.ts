@@ -24,6 +24,7 @@ import {
   flavorOf,
   isTrue,
   type KueueVersion,
+  kueueManages,
   kueueNeedsRuntimePatch,
   kueueReplicatedJobPatches,
   nominalQuota,
@@ -128,6 +129,8 @@ export interface ControllerOptions {
   waitForPodsReady: WaitForPodsReady | undefined;
   /** Node labels and tolerations of the ResourceFlavor `default-flavor` (none by default). */
   flavor: FlavorConfig;
+  /** Kueue's enabled `integrations.frameworks`: a queued job of another kind gets no Workload. */
+  kueueIntegrations: readonly string[];
   log: (msg: string) => void;
 }
 
@@ -576,7 +579,9 @@ export class Controllers {
     const job = this.api.peek(def, String(m.namespace), String(m.name));
     if (!job || meta(job).uid !== uid || this.jobs.has(uid)) return;
     const labels = obj(m.labels);
-    const queued = typeof labels[KUEUE.queueLabel] === 'string';
+    // Kueue runs no controller for a disabled framework: the queue label is just a label then.
+    const queued =
+      typeof labels[KUEUE.queueLabel] === 'string' && kueueManages(this.o.kueueIntegrations, def);
     const gate: GateKind =
       this.o.gang === 'kueue'
         ? queued
@@ -1247,7 +1252,7 @@ export class Controllers {
 
   private ensureWorkload(j: SimJob): void {
     const def = this.workloadDef();
-    if (!def || this.workloadOf(j)) return;
+    if (!def || this.workloadOf(j) || !kueueManages(this.o.kueueIntegrations, j.def)) return;
     const job = this.api.peek(j.def, j.ns, j.name);
     if (!job) return;
     if (j.def.kind === 'TrainJob' && !findRuntime(this.api, job)) {

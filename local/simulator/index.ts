@@ -9,7 +9,12 @@ import { createClock, type SimClock } from './clock.ts';
 import { type ControllerStats, Controllers, type QueueConfig } from './controller.ts';
 import { type Gang, loadCrds } from './crds.ts';
 import { type Fault, HttpFront, type RequestStats } from './http.ts';
-import type { FlavorConfig, KueueVersion, WaitForPodsReady } from './kueue.ts';
+import {
+  type FlavorConfig,
+  KUEUE_DEFAULT_INTEGRATIONS,
+  type KueueVersion,
+  type WaitForPodsReady,
+} from './kueue.ts';
 import { Registry } from './registry.ts';
 import type { TrainerVersion } from './stubs.ts';
 import { kueueWebhook, trainerWebhooks } from './webhooks.ts';
@@ -31,6 +36,7 @@ export type { QueueConfig } from './controller.ts';
 export { SIM_ANNOTATIONS } from './controller.ts';
 export type { Gang } from './crds.ts';
 export type { Fault, RequestStats } from './http.ts';
+export { KUEUE_DEFAULT_INTEGRATIONS } from './kueue.ts';
 export { finalAccuracy, OPTIMUM, parseHyperparameters } from './objective.ts';
 export type { TrainerVersion } from './stubs.ts';
 
@@ -68,6 +74,12 @@ export interface SimulatorOptions {
   defaultDurationSeconds?: number;
   /** Kueue's UnadmittedWorkloadsObservability feature gate (granular QuotaReserved reasons). Default false, as in Kueue v0.19. */
   kueueGranularReasons?: boolean;
+  /**
+   * Kueue's enabled `integrations.frameworks` (e.g. `kubeflow.org/pytorchjob`). Default: the default
+   * configuration of the simulated Kueue line — v0.16 (Trainer 2.1) enables the Training Operator v1
+   * integrations, v0.19 (Trainer 2.2/2.3, none) does not, so a queued PyTorchJob gets no Workload.
+   */
+  kueueIntegrations?: readonly string[];
   /**
    * Trainer's alpha `TrainJobStatus` feature gate (v2.2+): report status.trainerStatus. Default
    * false, as a default install (Trainer's pkg/features/features.go).
@@ -154,6 +166,8 @@ function defaultCrdRoot(): string | undefined {
 export async function startClusterSimulator(opts: SimulatorOptions = {}): Promise<ClusterSimulator> {
   const trainerVersion = opts.trainerVersion ?? '2.2';
   const gang = opts.gang ?? 'kueue';
+  const kueueVersion: KueueVersion = opts.kueueVersion ?? (trainerVersion === '2.1' ? '0.16' : '0.19');
+  const kueueIntegrations = opts.kueueIntegrations ?? KUEUE_DEFAULT_INTEGRATIONS[kueueVersion];
   const log = opts.log ?? ((m: string) => console.error(m));
   const clock = opts.clock ?? createClock(opts.speed ?? 1, opts.startTime?.getTime());
   const registry = new Registry();
@@ -180,7 +194,6 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
   const crdDef = registry.get('apiextensions.k8s.io', 'customresourcedefinitions')!;
   for (const crd of loaded.crds) api.seed(crdDef, crd);
 
-  const kueueVersion: KueueVersion = opts.kueueVersion ?? (trainerVersion === '2.1' ? '0.16' : '0.19');
   const controllers = new Controllers({
     api,
     clock,
@@ -197,6 +210,7 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     kueueVersion,
     waitForPodsReady: opts.waitForPodsReady,
     flavor: opts.flavor ?? {},
+    kueueIntegrations,
     log,
   });
   const ctr = registry.get('trainer.kubeflow.org', 'clustertrainingruntimes');
@@ -215,7 +229,7 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
   if (runControllers) controllers.seed();
   else controllers.detach();
   if (opts.webhooks ?? true) {
-    if (gang === 'kueue') api.addAdmission(kueueWebhook(trainerVersion, kueueVersion));
+    if (gang === 'kueue') api.addAdmission(kueueWebhook(trainerVersion, kueueVersion, kueueIntegrations));
     if (trainerVersion !== 'none') api.addAdmission(trainerWebhooks(api, clock, trainerVersion));
   }
 

@@ -230,3 +230,52 @@ export function kueueReplicatedJobPatches(
     };
   });
 }
+
+// -------------------------------------------------------------------------------------------
+// integrations: which job kinds Kueue manages
+
+/**
+ * The job frameworks enabled in Kueue's default configuration (`integrations.frameworks` of
+ * `config/components/manager/controller_manager_config.yaml` and the Helm chart's values): v0.16
+ * (and v0.17/v0.18) enable the Training Operator v1 integrations; v0.19 leaves them commented out.
+ * Only the frameworks the simulator serves are listed.
+ */
+export const KUEUE_DEFAULT_INTEGRATIONS: Readonly<Record<'0.16' | '0.19', readonly string[]>> = {
+  '0.16': [
+    'batch/job',
+    'kubeflow.org/mpijob',
+    'jobset.x-k8s.io/jobset',
+    'kubeflow.org/paddlejob',
+    'kubeflow.org/pytorchjob',
+    'kubeflow.org/tfjob',
+    'kubeflow.org/xgboostjob',
+    'kubeflow.org/jaxjob',
+    'trainer.kubeflow.org/trainjob',
+  ],
+  '0.19': ['batch/job', 'kubeflow.org/mpijob', 'jobset.x-k8s.io/jobset', 'trainer.kubeflow.org/trainjob'],
+};
+
+/**
+ * The Kueue framework that manages a job kind, or undefined when no integration does. Kueue's
+ * `kubeflow.org/mpijob` integration is the MPI Operator's v2beta1 MPIJob
+ * (`pkg/controller/jobs/mpijob/mpijob_controller.go`), so the Training Operator v1 MPIJob has none.
+ */
+export function kueueFramework(group: string, kind: string, version: string): string | undefined {
+  if (group === 'trainer.kubeflow.org' && kind === 'TrainJob') return 'trainer.kubeflow.org/trainjob';
+  if (group !== 'kubeflow.org') return undefined;
+  if (kind === 'MPIJob') return version === 'v2beta1' ? 'kubeflow.org/mpijob' : undefined;
+  return `kubeflow.org/${kind.toLowerCase()}`;
+}
+
+/**
+ * Whether Kueue runs a controller (and a real, not a no-op, webhook) for this kind. A disabled
+ * framework gets a no-op webhook (`pkg/controller/jobframework/setup.go`): its jobs are neither
+ * suspended nor given a Workload, whatever their queue label says.
+ */
+export function kueueManages(
+  integrations: readonly string[],
+  def: { group: string; kind: string; storageVersion: string },
+): boolean {
+  const framework = kueueFramework(def.group, def.kind, def.storageVersion);
+  return framework !== undefined && integrations.includes(framework);
+}

@@ -29,6 +29,7 @@ const { values } = parseArgs({
     trainer: { type: 'string', default: '2.2' },
     gang: { type: 'string', default: 'kueue' },
     queue: { type: 'string', multiple: true },
+    'kueue-integrations': { type: 'string' },
     'crd-root': { type: 'string' },
     'no-crds': { type: 'boolean', default: false },
     'duration-seconds': { type: 'string', default: '60' },
@@ -49,6 +50,7 @@ if (values.help) {
       '  --trainer 2.2            TrainJob shape served: 2.1 | 2.2 | 2.3 | none',
       '  --gang kueue             kueue | coscheduling | none',
       '  --queue name=gpus        a Kueue queue (repeatable); default: default=8',
+      "  --kueue-integrations L   Kueue's enabled frameworks, comma-separated (default: the Kueue release's default config)",
       '  --crd-root DIR           the shared CRD folder (default ../shared/k8s/crds when present)',
       '  --no-crds                serve the built-in CRD stubs even if the folder exists',
       '  --duration-seconds 60    simulated training time of a job without sim.gantry.dev/duration-seconds',
@@ -81,6 +83,9 @@ const sim = await startClusterSimulator({
   trainerVersion: values.trainer as TrainerVersion | 'none',
   gang: values.gang as Gang,
   queues,
+  ...(values['kueue-integrations'] !== undefined
+    ? { kueueIntegrations: values['kueue-integrations'].split(',').filter(Boolean) }
+    : {}),
   defaultDurationSeconds: Number(values['duration-seconds']),
   ...(values['no-crds'] ? { crdRoot: null } : values['crd-root'] ? { crdRoot: values['crd-root'] } : {}),
   ...(s3 ? { s3 } : {}),

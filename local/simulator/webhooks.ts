@@ -3,13 +3,13 @@ import { rfc3339, type SimClock } from './clock.ts';
 import { KUEUE } from './controller.ts';
 import { goQuote, webhookDenied } from './errors.ts';
 import { isJobDef, setSuspended, TRAINER_GROUP } from './jobs.ts';
-import { type KueueVersion, kueueNeedsRuntimePatch } from './kueue.ts';
+import { type KueueVersion, kueueManages, kueueNeedsRuntimePatch } from './kueue.ts';
 import type { TrainerVersion } from './stubs.ts';
 
 /**
  * The admission webhooks a real cluster runs in front of these APIs:
- * - Kueue's mutating webhook: a job created with `kueue.x-k8s.io/queue-name` is created
- *   suspended, and (Kueue ≥ 0.17, Trainer v2.2+) gets an empty runtime patch owned by
+ * - Kueue's mutating webhook: a job of an enabled integration created with
+ *   `kueue.x-k8s.io/queue-name` is created suspended (other kinds pass untouched), and (Kueue ≥ 0.17, Trainer v2.2+) gets an empty runtime patch owned by
  *   `kueue.x-k8s.io/manager`;
  * - Trainer's defaulting webhook: stamps `runtimePatches[].time`;
  * - Trainer's validating webhook (`validator.trainjob.trainer.kubeflow.org`): the runtime must be
@@ -22,11 +22,13 @@ const obj = (v: unknown): Json => (isObj(v) ? v : {});
 
 export function kueueWebhook(
   trainerVersion: TrainerVersion | 'none',
-  kueueVersion: KueueVersion = '0.19',
+  kueueVersion: KueueVersion,
+  integrations: readonly string[],
 ): AdmissionHook {
   return {
     mutate(op, def, job) {
-      if (op !== 'CREATE' || !isJobDef(def)) return;
+      // A framework that is not enabled gets Kueue's no-op webhook: the job is created as sent.
+      if (op !== 'CREATE' || !isJobDef(def) || !kueueManages(integrations, def)) return;
       const labels = obj(obj(job.metadata).labels);
       if (typeof labels[KUEUE.queueLabel] !== 'string') return;
       setSuspended(def, job, true);

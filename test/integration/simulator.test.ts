@@ -10,7 +10,12 @@ import {
 } from '@kubernetes/client-node';
 import { startFauxqs } from 'fauxqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { finalAccuracy, SIM_ANNOTATIONS, startClusterSimulator } from '../../local/simulator/index.ts';
+import {
+  finalAccuracy,
+  KUEUE_DEFAULT_INTEGRATIONS,
+  SIM_ANNOTATIONS,
+  startClusterSimulator,
+} from '../../local/simulator/index.ts';
 
 /**
  * Scenario tests of the cluster simulator through @kubernetes/client-node and a kubeconfig, the
@@ -597,66 +602,6 @@ describe('cluster simulator: Kueue admission and the Trainer lifecycle (Trainer 
       reason: 'DeadlineExceeded',
       message: 'TrainJob exceeded its active deadline',
     });
-  });
-
-  it('runs a Training Operator PyTorchJob through Kueue: Created, Suspended, Resumed, Running, Succeeded', async () => {
-    const ns = await h.namespace();
-    const q = await h.queue(ns, 8);
-    const api = { group: 'kubeflow.org', version: 'v1', plural: 'pytorchjobs' };
-    const container = (n: string) => ({
-      name: 'pytorch',
-      image: 'ghcr.io/acme/train:1.0',
-      args: ['--lr', '0.001'],
-      resources: { requests: { 'nvidia.com/gpu': 2 } },
-      env: [{ name: 'RANK_ROLE', value: n }],
-    });
-    const job = (await h.custom.createNamespacedCustomObject({
-      ...api,
-      namespace: ns,
-      body: {
-        apiVersion: 'kubeflow.org/v1',
-        kind: 'PyTorchJob',
-        metadata: { name: 'legacy', labels: { 'kueue.x-k8s.io/queue-name': q } },
-        spec: {
-          pytorchReplicaSpecs: {
-            Master: { replicas: 1, template: { spec: { containers: [container('master')] } } },
-            Worker: { replicas: 2, template: { spec: { containers: [container('worker')] } } },
-          },
-        },
-      },
-    })) as Obj;
-    await h.sim.settle();
-
-    const wl = await h.workloadOf(job);
-    expect(wl?.metadata.name).toMatch(/^pytorchjob-legacy-[0-9a-f]{5}$/);
-    expect(wl?.spec?.podSets).toEqual([
-      expect.objectContaining({ name: 'master', count: 1 }),
-      expect.objectContaining({ name: 'worker', count: 2 }),
-    ]);
-    const running = (await h.custom.getNamespacedCustomObject({
-      ...api,
-      namespace: ns,
-      name: 'legacy',
-    })) as Obj;
-    expect(running.spec?.runPolicy).toMatchObject({ suspend: false });
-    expect(
-      ((running.status?.conditions ?? []) as Condition[]).map((c) => [c.type, c.status, c.reason]),
-    ).toEqual([
-      ['Created', 'True', 'PyTorchJobCreated'],
-      ['Suspended', 'False', 'PyTorchJobResumed'],
-      ['Running', 'True', 'PyTorchJobRunning'],
-    ]);
-
-    await h.sim.advance(60);
-
-    const done = (await h.custom.getNamespacedCustomObject({ ...api, namespace: ns, name: 'legacy' })) as Obj;
-    expect(cond(done, 'Succeeded')).toMatchObject({
-      status: 'True',
-      reason: 'PyTorchJobSucceeded',
-      message: `PyTorchJob ${ns}/legacy successfully completed.`,
-    });
-    expect(cond(done, 'Running')?.status).toBe('False');
-    expect(done.status?.replicaStatuses).toEqual({ Master: { succeeded: 1 }, Worker: { succeeded: 2 } });
   });
 
   it('streams changes to a client-node Watch', async () => {
@@ -1355,6 +1300,199 @@ describe('cluster simulator: Kueue configuration per test (waitForPodsReady, fla
       expect(cond(wl, 'Requeued')).toMatchObject({ status: 'False', reason: 'Deactivated' });
       expect(cond(wl, 'QuotaReserved')?.status).toBe('False');
       expect((await h.get(ns, 'off')).spec?.suspend).toBe(true);
+    } finally {
+      await h.sim.close();
+    }
+  });
+});
+
+const PYTORCHJOBS = { group: 'kubeflow.org', version: 'v1', plural: 'pytorchjobs' };
+
+/** A Training Operator v1 PyTorchJob (Master + Workers) with a queue label, suspended or not as sent. */
+function pyTorchJob(name: string, o: { queue?: string; suspend?: boolean; workers?: number } = {}): Obj {
+  const container = (role: string) => ({
+    name: 'pytorch',
+    image: 'ghcr.io/acme/train:1.0',
+    args: ['--lr', '0.001'],
+    resources: { requests: { 'nvidia.com/gpu': 2 } },
+    env: [{ name: 'RANK_ROLE', value: role }],
+  });
+  return {
+    apiVersion: 'kubeflow.org/v1',
+    kind: 'PyTorchJob',
+    metadata: { name, labels: o.queue ? { 'kueue.x-k8s.io/queue-name': o.queue } : {} },
+    spec: {
+      pytorchReplicaSpecs: {
+        Master: { replicas: 1, template: { spec: { containers: [container('master')] } } },
+        Worker: { replicas: o.workers ?? 2, template: { spec: { containers: [container('worker')] } } },
+      },
+      ...(o.suspend === undefined ? {} : { runPolicy: { suspend: o.suspend } }),
+    },
+  };
+}
+
+describe("cluster simulator: Kueue manages only its configuration's integrations", () => {
+  const conditionsOf = (o: Obj) =>
+    ((o.status?.conditions ?? []) as Condition[]).map((c) => [c.type, c.status, c.reason]);
+
+  it('Kueue v0.19 default (Trainer 2.2): a queued PyTorchJob gets no Workload and stays suspended; a TrainJob beside it is admitted', async () => {
+    const h = await harness({ trainerVersion: '2.2', speed: 0 });
+    try {
+      const ns = await h.namespace();
+      const q = await h.queue(ns, 8);
+      const legacy = (await h.custom.createNamespacedCustomObject({
+        ...PYTORCHJOBS,
+        namespace: ns,
+        body: pyTorchJob('legacy', { queue: q, suspend: true }),
+      })) as Obj;
+      const tj = await h.create(ns, trainJob('modern', { queue: q, gpus: 2 }));
+      await h.sim.settle();
+      await h.sim.advance(600);
+
+      expect(await h.workloadOf(legacy)).toBeUndefined();
+      const stuck = (await h.custom.getNamespacedCustomObject({
+        ...PYTORCHJOBS,
+        namespace: ns,
+        name: 'legacy',
+      })) as Obj;
+      expect(stuck.spec?.runPolicy).toMatchObject({ suspend: true });
+      expect(conditionsOf(stuck)).toEqual([
+        ['Created', 'True', 'PyTorchJobCreated'],
+        ['Suspended', 'True', 'PyTorchJobSuspended'],
+      ]);
+      expect(cond(await h.workloadOf(tj), 'Admitted')?.status).toBe('True');
+    } finally {
+      await h.sim.close();
+    }
+  });
+
+  it("Kueue v0.19 default: its no-op webhook leaves an unsuspended queued PyTorchJob as sent, and it runs outside Kueue's quota", async () => {
+    const h = await harness({ trainerVersion: '2.2', speed: 0 });
+    try {
+      const ns = await h.namespace();
+      const q = await h.queue(ns, 2); // 2 GPUs: the job's 6 would never fit if Kueue counted it
+      const created = (await h.custom.createNamespacedCustomObject({
+        ...PYTORCHJOBS,
+        namespace: ns,
+        body: pyTorchJob('unqueued', { queue: q }),
+      })) as Obj;
+      expect((created.spec?.runPolicy as { suspend?: boolean } | undefined)?.suspend).toBeUndefined();
+      await h.sim.settle();
+
+      expect(await h.workloadOf(created)).toBeUndefined();
+      const running = (await h.custom.getNamespacedCustomObject({
+        ...PYTORCHJOBS,
+        namespace: ns,
+        name: 'unqueued',
+      })) as Obj;
+      expect(cond(running, 'Running')?.status).toBe('True');
+    } finally {
+      await h.sim.close();
+    }
+  });
+
+  it('Kueue v0.16 default (Trainer 2.1) enables the v1 integrations: a queued PyTorchJob gets its Workload', async () => {
+    const h = await harness({ trainerVersion: '2.1', speed: 0 });
+    try {
+      const ns = await h.namespace();
+      const q = await h.queue(ns, 8);
+      const job = (await h.custom.createNamespacedCustomObject({
+        ...PYTORCHJOBS,
+        namespace: ns,
+        body: pyTorchJob('legacy', { queue: q }),
+      })) as Obj;
+      await h.sim.settle();
+      expect(job.spec?.runPolicy).toMatchObject({ suspend: true }); // Kueue's webhook suspended it
+      expect(cond(await h.workloadOf(job), 'Admitted')?.status).toBe('True');
+    } finally {
+      await h.sim.close();
+    }
+  });
+
+  it("never manages a Training Operator v1 MPIJob: Kueue's kubeflow.org/mpijob integration is MPI Operator v2beta1", async () => {
+    const h = await harness({ trainerVersion: '2.2', speed: 0, kueueIntegrations: ['kubeflow.org/mpijob'] });
+    try {
+      const ns = await h.namespace();
+      const q = await h.queue(ns, 8);
+      const mpi = { group: 'kubeflow.org', version: 'v1', plural: 'mpijobs' };
+      const container = { name: 'mpi', image: 'ghcr.io/acme/train:1.0' };
+      const job = (await h.custom.createNamespacedCustomObject({
+        ...mpi,
+        namespace: ns,
+        body: {
+          apiVersion: 'kubeflow.org/v1',
+          kind: 'MPIJob',
+          metadata: { name: 'mpi', labels: { 'kueue.x-k8s.io/queue-name': q } },
+          spec: {
+            mpiReplicaSpecs: {
+              Launcher: { replicas: 1, template: { spec: { containers: [container] } } },
+              Worker: { replicas: 2, template: { spec: { containers: [container] } } },
+            },
+            runPolicy: { suspend: true },
+          },
+        },
+      })) as Obj;
+      await h.sim.settle();
+      await h.sim.advance(600);
+      expect(await h.workloadOf(job)).toBeUndefined();
+      const stuck = (await h.custom.getNamespacedCustomObject({ ...mpi, namespace: ns, name: 'mpi' })) as Obj;
+      expect(stuck.spec?.runPolicy).toMatchObject({ suspend: true });
+    } finally {
+      await h.sim.close();
+    }
+  });
+
+  it('with kubeflow.org/pytorchjob enabled, runs a PyTorchJob through Kueue: Created, Suspended, Resumed, Running, Succeeded', async () => {
+    const h = await harness({
+      trainerVersion: '2.2',
+      speed: 0,
+      kueueIntegrations: [...KUEUE_DEFAULT_INTEGRATIONS['0.19'], 'kubeflow.org/pytorchjob'],
+    });
+    try {
+      const ns = await h.namespace();
+      const q = await h.queue(ns, 8);
+      const api = PYTORCHJOBS;
+      const job = (await h.custom.createNamespacedCustomObject({
+        ...api,
+        namespace: ns,
+        body: pyTorchJob('legacy', { queue: q }),
+      })) as Obj;
+      await h.sim.settle();
+
+      const wl = await h.workloadOf(job);
+      expect(wl?.metadata.name).toMatch(/^pytorchjob-legacy-[0-9a-f]{5}$/);
+      expect(wl?.spec?.podSets).toEqual([
+        expect.objectContaining({ name: 'master', count: 1 }),
+        expect.objectContaining({ name: 'worker', count: 2 }),
+      ]);
+      const running = (await h.custom.getNamespacedCustomObject({
+        ...api,
+        namespace: ns,
+        name: 'legacy',
+      })) as Obj;
+      expect(running.spec?.runPolicy).toMatchObject({ suspend: false });
+      expect(
+        ((running.status?.conditions ?? []) as Condition[]).map((c) => [c.type, c.status, c.reason]),
+      ).toEqual([
+        ['Created', 'True', 'PyTorchJobCreated'],
+        ['Suspended', 'False', 'PyTorchJobResumed'],
+        ['Running', 'True', 'PyTorchJobRunning'],
+      ]);
+
+      await h.sim.advance(60);
+
+      const done = (await h.custom.getNamespacedCustomObject({
+        ...api,
+        namespace: ns,
+        name: 'legacy',
+      })) as Obj;
+      expect(cond(done, 'Succeeded')).toMatchObject({
+        status: 'True',
+        reason: 'PyTorchJobSucceeded',
+        message: `PyTorchJob ${ns}/legacy successfully completed.`,
+      });
+      expect(cond(done, 'Running')?.status).toBe('False');
+      expect(done.status?.replicaStatuses).toEqual({ Master: { succeeded: 1 }, Worker: { succeeded: 2 } });
     } finally {
       await h.sim.close();
     }

@@ -7,6 +7,7 @@ import {
   detectFromDiscovery,
   detectTrainerShape,
 } from '../../trainjob/capabilities.ts';
+import { jobKindInfo } from '../../trainjob/kinds.ts';
 import { LABEL, MANAGED_SELECTOR } from '../../trainjob/labels.ts';
 import {
   type K8sObject,
@@ -100,7 +101,7 @@ export function jobApiOf(job: Pick<K8sObject, 'apiVersion' | 'kind'>): JobApi {
   return {
     group: job.apiVersion.slice(0, slash),
     version: job.apiVersion.slice(slash + 1),
-    plural: `${job.kind.toLowerCase()}s`,
+    plural: jobKindInfo(job.kind)?.plural ?? `${job.kind.toLowerCase()}s`,
     kind: job.kind,
   };
 }

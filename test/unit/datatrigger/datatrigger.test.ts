@@ -81,7 +81,12 @@ describe('data-trigger rules in the config', () => {
   it.each(['auto', 'TrainJob', 'PyTorchJob', 'TFJob'])(
     'accepts a rule injecting datasetUri for target %s: without an initializer it reaches the trainer as env, as submit does',
     (target) => {
-      const c = checkDataTriggers(parseConfig(config([ruleInput({ run: { ...TEMPLATE, target } })])));
+      // The cluster's Kueue manages the legacy kinds too: a queued PyTorchJob is otherwise refused.
+      const cfg = config([ruleInput({ run: { ...TEMPLATE, target } })]);
+      cfg.clusters = [
+        { ...cfg.clusters[0], kueueManagedKinds: ['TrainJob', 'PyTorchJob', 'TFJob'] },
+      ] as never;
+      const c = checkDataTriggers(parseConfig(cfg));
       expect(c.dataTriggers[0]).toMatchObject({ inject: { datasetUri: true }, run: { target } });
     },
   );
@@ -122,6 +127,12 @@ describe('data-trigger rules in the config', () => {
     ],
     ['an unknown concurrency', { concurrency: 'parallel' }, 'dataTriggers.0.concurrency', ''],
     ['a marker with a slash', { marker: 'a/_SUCCESS' }, 'dataTriggers.0.marker', 'file name'],
+    [
+      'a queued legacy target the cluster’s Kueue does not manage',
+      { run: { ...TEMPLATE, target: 'PyTorchJob' }, inject: { datasetUri: false, env: 'DATA_URI' } },
+      'dataTriggers.0.run.queue',
+      'rule daily: a queued PyTorchJob would never be admitted on cluster c',
+    ],
   ])('refuses %s, naming the field and the rule', (_what, over, field, rule) => {
     const issues = issuesOf(() => checkDataTriggers(parseConfig(config([ruleInput(over)]))));
     const issue = issues.find((i) => i.field.startsWith(field));

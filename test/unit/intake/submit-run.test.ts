@@ -15,6 +15,7 @@ import {
   iam,
   intakeConfig,
   memoryStore,
+  NLP_ARN,
   recordingQueue,
   VISION_ARN,
   visionBody,
@@ -120,6 +121,50 @@ describe('submitRun', () => {
     expect(err).toBeInstanceOf(ValidationError);
     expect((err as ValidationError).issues.map((i) => i.field)).toContain(field);
     expect(queue.sent).toHaveLength(0);
+  });
+
+  it.each([
+    [
+      'PyTorchJob',
+      /a queued PyTorchJob would never be admitted on cluster local: Kueue there does not manage PyTorchJob \(its kubeflow\.org\/pytorchjob integration is not enabled; Kueue manages TrainJob on that cluster\)/,
+    ],
+    ['TFJob', /a queued TFJob would never be admitted on cluster local/],
+    ['MPIJob', /Kueue has no integration for the Training Operator v1 MPIJob/],
+  ])(
+    'refuses a queued %s where Kueue does not manage it (400 naming the cluster and kind)',
+    async (target, rule) => {
+      const { submit, queue } = setup();
+      const body = visionBody({ target, numNodes: 2 }); // vision's runs go through vision-queue
+      const err = await submit({ caller, body }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).issues).toEqual([
+        { field: 'queue', rule: expect.stringMatching(rule) },
+      ]);
+      expect(queue.sent).toHaveLength(0);
+    },
+  );
+
+  it('accepts a queued PyTorchJob where the cluster lists it in kueueManagedKinds, and an unqueued one anywhere', async () => {
+    const store = memoryStore();
+    const clock = { now: () => new Date('2026-12-01T10:00:00Z') };
+    const records = makeRunRecords({ store, clock });
+    const base = intakeConfig();
+    const config = {
+      ...base,
+      clusters: base.clusters.map((c) => ({
+        ...c,
+        kueueManagedKinds: ['TrainJob' as const, 'PyTorchJob' as const],
+      })),
+    };
+    const submit = makeSubmitRun({ records, queue: recordingQueue(), clock, config, bucket: BUCKET });
+    const queued = await submit({ caller, body: visionBody({ target: 'PyTorchJob' }) });
+    expect(queued.record.spec.request).toMatchObject({ target: 'PyTorchJob', queue: 'vision-queue' });
+    // nlp has no queues: its PyTorchJob runs unqueued on a cluster with Kueue's default configuration.
+    const unqueued = await setup().submit({
+      caller: iam(NLP_ARN),
+      body: { ...visionBody({ team: 'nlp', target: 'PyTorchJob', image: 'ghcr.io/acme/nlp/t:1' }) },
+    });
+    expect(unqueued.record.spec.request.queue).toBeUndefined();
   });
 
   it('refuses a request for another team, or outside the team rules, before writing anything (403)', async () => {

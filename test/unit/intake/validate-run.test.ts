@@ -163,7 +163,16 @@ describe('validateRun', () => {
   ])(
     'says where datasetUri / modelUri go, as CreateJob builds it: %s',
     async (_, runtimes, shape, body, status, message) => {
-      const validate = makeValidateRun({ config, bucket: BUCKET, gateway: gatewayWith(runtimes, shape) });
+      // A queued PyTorchJob needs a cluster whose Kueue manages it (kueueManagedKinds).
+      const managed: typeof config = {
+        ...config,
+        clusters: config.clusters.map((c) => ({ ...c, kueueManagedKinds: ['TrainJob', 'PyTorchJob'] })),
+      };
+      const validate = makeValidateRun({
+        config: body.target === 'PyTorchJob' ? managed : config,
+        bucket: BUCKET,
+        gateway: gatewayWith(runtimes, shape),
+      });
       const result = await validate({ caller, body });
 
       expect(result.valid).toBe(true);

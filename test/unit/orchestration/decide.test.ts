@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { decide, failureCause } from '../../../lib/orchestration/decide.ts';
+import { decide, decideMissingWorkload, failureCause } from '../../../lib/orchestration/decide.ts';
 import { type JobRef, refreshRef, secondsUntil } from '../../../lib/orchestration/job-ref.ts';
 import { failureOf } from '../../../lib/orchestration/steps.ts';
-import type { JobView } from '../../../lib/trainjob/status.ts';
+import { type JobView, toRunPhase } from '../../../lib/trainjob/status.ts';
+import type { K8sObject } from '../../../lib/trainjob/types.ts';
 
 const admission = { state: 'Unknown' as const, source: 'none' as const };
 const view = (phase: JobView['phase'], extra: Partial<JobView> = {}): JobView => ({
@@ -117,6 +118,111 @@ describe('decide', () => {
     ],
   ] as const)('%s', (_, stage, v, opts, expected) => {
     expect(decide(stage, v, opts as Parameters<typeof decide>[2])).toEqual(expected);
+  });
+});
+
+describe('decideMissingWorkload: a queued job whose Kueue Workload never appears', () => {
+  const NOW = new Date('2026-01-01T00:10:00Z');
+  const at = { cluster: 'gpu-east', now: NOW, graceSeconds: 120 };
+  /** A job created `ageSeconds` before NOW, suspended as Gantry creates a queued one. */
+  const job = (
+    kind: string,
+    o: {
+      ageSeconds?: number;
+      queue?: string | null;
+      suspended?: boolean;
+      status?: Record<string, unknown>;
+    } = {},
+  ): K8sObject => {
+    const legacy = kind !== 'TrainJob';
+    const suspended = o.suspended ?? true;
+    return {
+      apiVersion: legacy ? 'kubeflow.org/v1' : 'trainer.kubeflow.org/v1alpha1',
+      kind,
+      metadata: {
+        name: 'run-1',
+        namespace: 'team-a',
+        creationTimestamp: new Date(NOW.getTime() - (o.ageSeconds ?? 121) * 1000).toISOString(),
+        labels: o.queue === null ? {} : { 'kueue.x-k8s.io/queue-name': o.queue ?? 'lq' },
+      },
+      spec: legacy ? { runPolicy: { suspend: suspended } } : { suspend: suspended },
+      ...(o.status ? { status: o.status } : {}),
+    };
+  };
+  const workload: K8sObject = {
+    apiVersion: 'kueue.x-k8s.io/v1beta2',
+    kind: 'Workload',
+    metadata: { name: 'pytorchjob-run-1-abcde' },
+    status: {
+      conditions: [{ type: 'QuotaReserved', status: 'False', reason: 'Pending', message: 'waiting' }],
+    },
+  };
+
+  it.each([
+    ['a queued PyTorchJob past the grace, no Workload', job('PyTorchJob'), undefined, 'PyTorchJob'],
+    ['a queued TrainJob past the grace, no Workload', job('TrainJob'), undefined, 'TrainJob'],
+    [
+      'a queued v1 MPIJob past the grace, no Workload',
+      job('MPIJob', { ageSeconds: 3600 }),
+      undefined,
+      'MPIJob',
+    ],
+    ['exactly at the grace', job('PyTorchJob', { ageSeconds: 120 }), undefined, 'PyTorchJob'],
+    ['within the grace', job('PyTorchJob', { ageSeconds: 119 }), undefined, undefined],
+    ['with its Workload (pending for quota)', job('PyTorchJob', { ageSeconds: 3600 }), workload, undefined],
+    [
+      'not queued (no queue label)',
+      job('PyTorchJob', { queue: null, ageSeconds: 3600 }),
+      undefined,
+      undefined,
+    ],
+    ['running unsuspended (no gate needed)', job('TrainJob', { suspended: false }), undefined, undefined],
+    [
+      'already finished',
+      job('PyTorchJob', {
+        suspended: false,
+        status: { conditions: [{ type: 'Succeeded', status: 'True', reason: 'PyTorchJobSucceeded' }] },
+      }),
+      undefined,
+      undefined,
+    ],
+    [
+      'without a creation time',
+      { ...job('PyTorchJob'), metadata: { ...job('PyTorchJob').metadata, creationTimestamp: undefined } },
+      undefined,
+      undefined,
+    ],
+  ] as const)('%s → fails naming the kind: %s', (_label, j, gate, failsFor) => {
+    const decision = decideMissingWorkload(j as K8sObject, toRunPhase(j as K8sObject, gate), at);
+    if (failsFor === undefined) {
+      expect(decision).toBeUndefined();
+      return;
+    }
+    expect(decision).toMatchObject({
+      kind: 'fail',
+      error: 'NotManagedByKueueError',
+      reason: 'NotManagedByKueue',
+    });
+    expect(decision?.message).toContain(
+      `${failsFor} team-a/run-1 (queue lq) on cluster gpu-east within 120 s`,
+    );
+    expect(decision?.message).toContain(
+      failsFor === 'MPIJob'
+        ? 'no integration for the Training Operator v1 MPIJob'
+        : `does not manage ${failsFor}`,
+    );
+  });
+
+  it('is recorded as Failed/NotManagedByKueue with its message', () => {
+    const decision = decideMissingWorkload(job('PyTorchJob'), toRunPhase(job('PyTorchJob')), at);
+    expect(decision).toBeDefined();
+    const cause = failureCause(decision as NonNullable<typeof decision>);
+    expect(failureOf({ run: {} as never, error: { Error: 'NotManagedByKueueError', Cause: cause } })).toEqual(
+      {
+        reason: 'NotManagedByKueue',
+        message: decision?.message,
+      },
+    );
   });
 });
 
