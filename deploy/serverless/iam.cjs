@@ -176,6 +176,8 @@ const FUNCTIONS = {
   // HTTP API
   submitRun: { statements: () => [readWriteRuns, statements.enqueueRuns()] },
   getRun: { statements: () => [readRuns, existenceChecks] },
+  // The record (ownership) and runs/<id>/metric-history.json, which may not exist yet.
+  getRunMetrics: { statements: () => [readRuns, existenceChecks] },
   listRuns: { statements: () => [readRuns, listPrefixes('runs/*')] },
   cancelRun: {
     k8s: true,

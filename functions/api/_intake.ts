@@ -1,6 +1,7 @@
 import type { GantryConfig } from '../../lib/config.ts';
-import { makeCancelRun, makeGetRun, makeListRuns } from '../../lib/intake/runs.ts';
+import { makeCancelRun, makeGetRun, makeGetRunMetrics, makeListRuns } from '../../lib/intake/runs.ts';
 import { makeListRuntimes } from '../../lib/intake/runtimes.ts';
+import { historyKey, type MetricHistory } from '../../lib/metrics/channel.ts';
 import { config, deleteJob, env, gateway, records, store, workflow } from '../_deps.ts';
 
 /**
@@ -27,6 +28,13 @@ export function lazy<T>(make: () => T): () => T {
 }
 
 export const getRun = /* @__PURE__ */ lazy(() => makeGetRun({ ...settings(), records: records() }));
+export const getRunMetrics = /* @__PURE__ */ lazy(() =>
+  makeGetRunMetrics({
+    ...settings(),
+    records: records(),
+    history: async (runId, opts) => (await store().getJson<MetricHistory>(historyKey(runId), opts))?.value,
+  }),
+);
 export const listRuns = /* @__PURE__ */ lazy(() =>
   makeListRuns({ ...settings(), records: records(), store: store() }),
 );

@@ -8,6 +8,7 @@ import {
   CancelResponseSchema,
   ErrorBodySchema,
   ForbiddenBodySchema,
+  MetricHistorySchema,
   RunFinishedBodySchema,
   RunListSchema,
   RuntimeListSchema,
@@ -136,6 +137,19 @@ function operation(route: Route): Json {
         parameters: [runIdParameter],
         responses: {
           200: json(ref('RunView'), 'The run'),
+          400: ERRORS[400],
+          403: ERRORS[403],
+          404: ERRORS[404],
+          500: ERRORS[500],
+          503: ERRORS[503],
+        },
+      };
+    case 'getRunMetrics':
+      return {
+        ...common,
+        parameters: [runIdParameter],
+        responses: {
+          200: json(ref('MetricHistory'), 'The metric history (empty series before the first report)'),
           400: ERRORS[400],
           403: ERRORS[403],
           404: ERRORS[404],
@@ -281,6 +295,7 @@ export function buildOpenApiDocument(opts: { version?: string; serverUrl?: strin
         SubmitResponse: jsonSchema(SubmitResponseSchema, 'output'),
         RunView: jsonSchema(RunViewSchema, 'output'),
         RunList: jsonSchema(RunListSchema, 'output'),
+        MetricHistory: jsonSchema(MetricHistorySchema, 'output'),
         CancelResponse: jsonSchema(CancelResponseSchema, 'output'),
         RuntimeList: jsonSchema(RuntimeListSchema, 'output'),
         ValidateResponse: jsonSchema(ValidateResponseSchema, 'output'),

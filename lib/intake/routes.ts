@@ -32,6 +32,13 @@ export const ROUTES = [
   },
   { method: 'GET', path: '/v1/runs/{id}', handler: 'get-run', operationId: 'getRun', summary: 'Get a run' },
   {
+    method: 'GET',
+    path: '/v1/runs/{id}/metrics',
+    handler: 'get-run-metrics',
+    operationId: 'getRunMetrics',
+    summary: "A run's metric history: every metric its training code reported, as a time series",
+  },
+  {
     method: 'POST',
     path: '/v1/runs/{id}/cancel',
     handler: 'cancel-run',

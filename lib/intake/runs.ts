@@ -1,10 +1,11 @@
 import type { GantryConfig } from '../config.ts';
 import { ForbiddenError, NotFoundError } from '../errors.ts';
+import type { MetricHistory } from '../metrics/channel.ts';
 import type { CallOptions, ObjectStore, WorkflowEngine } from '../ports.ts';
 import { RUN_ID, SWEEP_ID } from '../run/ids.ts';
 import { LIMITS, RFC1035_LABEL } from '../run/limits.ts';
 import { PHASES } from '../run/phases.ts';
-import type { JobLocation, RunRecord } from '../run/record.ts';
+import type { JobLocation, RunProgress, RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import { parseWith } from '../run/validate.ts';
 import * as z from '../zod.ts';
@@ -42,6 +43,31 @@ async function ownRecord(
 export function makeGetRun(deps: { records: RunRecords; config: GantryConfig }) {
   return (input: { caller: Caller; runId: unknown }, opts?: CallOptions): Promise<RunRecord> =>
     ownRecord(deps.records, deps.config, input.caller, input.runId, opts);
+}
+
+/** The run's metric history (lib/metrics/channel.ts), for the caller's teams' runs only. */
+export function makeGetRunMetrics(deps: {
+  records: RunRecords;
+  config: GantryConfig;
+  history: (runId: string, opts?: CallOptions) => Promise<MetricHistory | undefined>;
+}) {
+  return async (input: { caller: Caller; runId: unknown }, opts?: CallOptions) => {
+    const record = await ownRecord(deps.records, deps.config, input.caller, input.runId, opts);
+    const h = await deps.history(record.runId, opts);
+    let progress: RunProgress | undefined = record.progress;
+    if (h?.progress) {
+      const { step: _step, ...latest } = h.progress;
+      progress = latest;
+    }
+    return {
+      runId: record.runId,
+      ...(progress ? { progress } : {}),
+      series: h?.series ?? {},
+      lines: h?.lines ?? 0,
+      dropped: h?.dropped ?? 0,
+      ...(h ? { updatedAt: h.updatedAt } : {}),
+    };
+  };
 }
 
 export const MAX_PAGE = 100;

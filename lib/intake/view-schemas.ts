@@ -84,6 +84,33 @@ export const RunViewSchema = z.extend(RunSummarySchema, {
   request: z.described(RunRequestSchema, 'The request as accepted (defaults filled in)'),
 });
 
+export const MetricHistorySchema = z.strictObject({
+  runId: z.string(),
+  progress: z.optional(
+    z.strictObject({
+      percent: z.optional(z.number()),
+      etaSeconds: z.optional(z.number()),
+      updatedAt: z.optional(z.string()),
+    }),
+  ),
+  series: z.described(
+    z.record(
+      z.string(),
+      z.array(
+        z.strictObject({
+          t: z.described(z.string(), 'When the value was reported (ISO 8601)'),
+          v: z.number(),
+          s: z.described(z.optional(z.number()), 'The training step, when reported'),
+        }),
+      ),
+    ),
+    'Every metric as a time series, oldest first; at most 512 points each (older points thinned)',
+  ),
+  lines: z.described(z.number(), 'Metric lines folded in'),
+  dropped: z.described(z.number(), 'Lines or points dropped (malformed, or past 64 metrics)'),
+  updatedAt: z.optional(z.string()),
+});
+
 export const RunListSchema = z.strictObject({
   runs: z.array(RunSummarySchema),
   nextToken: z.described(

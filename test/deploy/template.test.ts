@@ -199,6 +199,7 @@ const RUNS_RW = ['s3:GetObject', 's3:PutObject'];
 const EXPECTED_ACTIONS: Record<string, string[]> = {
   submitRun: [...LOGS, ...RUNS_RW, 'sqs:SendMessage'],
   getRun: [...LOGS, 's3:GetObject', 's3:ListBucket'],
+  getRunMetrics: [...LOGS, 's3:GetObject', 's3:ListBucket'],
   listRuns: [...LOGS, 's3:GetObject', 's3:ListBucket'],
   cancelRun: [
     ...LOGS,

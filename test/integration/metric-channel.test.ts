@@ -113,6 +113,17 @@ describe('the metric channel on the local stack', { timeout: 90_000 }, () => {
       return h && h.sources.length === 2 ? h : undefined;
     });
     expect(history.series.loss?.map((p) => p.v)).toEqual([0.9, 0.7, 0.5]);
+    // The API serves the history to the run's team, and nothing to another.
+    const view = await apiClient(() => env.api.url, PRINCIPAL)('GET', `/v1/runs/${runId}/metrics`);
+    expect(view.status).toBe(200);
+    expect(view.body).toMatchObject({ runId, progress: { percent: 40 }, lines: 3, dropped: 0 });
+    expect(view.body.series.loss.map((p: { v: number }) => p.v)).toEqual([0.9, 0.7, 0.5]);
+    expect(view.body.series.accuracy).toEqual([{ t: T(20), v: 0.8, s: 20 }]);
+    const stranger = await apiClient(() => env.api.url, 'arn:aws:iam::000000000000:user/nobody')(
+      'GET',
+      `/v1/runs/${runId}/metrics`,
+    );
+    expect(stranger.status).toBe(403);
   });
 
   it('acknowledges malformed objects and objects outside the channel: nothing retried or dead-lettered', async () => {
