@@ -63,6 +63,8 @@ Submit a run:
     -d '${body}'
 Follow it:
   curl -s ${url}/v1/runs/<runId> -H '${PRINCIPAL_HEADER}: ${PRINCIPAL}'
+Its metric history (every metric its training code reported, as a time series):
+  curl -s ${url}/v1/runs/<runId>/metrics -H '${PRINCIPAL_HEADER}: ${PRINCIPAL}'
 List runtimes, the API description:
   curl -s ${url}/v1/runtimes -H '${PRINCIPAL_HEADER}: ${PRINCIPAL}'
   curl -s ${url}/v1/openapi.json
@@ -141,6 +143,14 @@ async function runDemo(url: string, stack: Stack): Promise<boolean> {
   console.log(
     `\nRun ${runId} ended ${String(run.phase)}${run.reason ? ` (${String(run.reason)}: ${String(run.message)})` : ''}`,
   );
+  // The metric channel: the curve behind the latest values printed above.
+  const history = (await call(url, 'GET', `/v1/runs/${runId}/metrics`)).body as {
+    series?: Record<string, Array<{ v: number }>>;
+  };
+  for (const [name, points] of Object.entries(history.series ?? {})) {
+    const values = points.map((p) => fmt(p.v)).join(' → ');
+    console.log(`Metric history ${name} (${points.length} points, GET /v1/runs/${runId}/metrics): ${values}`);
+  }
   const artifacts = run.artifacts as { outputUri?: string; modelUri?: string; version?: string } | undefined;
   if (artifacts?.modelUri) {
     // The published model: what a serving stage (e.g. a KServe InferenceService's storageUri) reads.
