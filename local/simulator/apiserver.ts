@@ -212,7 +212,7 @@ export class ApiServer {
   }
 
   private now(): string {
-    return rfc3339(this.clock.now());
+    return rfc3339(this.clock.stamp());
   }
 
   // -------------------------------------------------------------------------------------------

@@ -215,6 +215,10 @@ export class Controllers {
   private readonly stats = { admitted: 0, peakRunning: 0, peakUnfinished: 0, completed: 0, failed: 0 };
   /** Order in which Workloads appeared: FIFO within a second (creationTimestamp's precision). */
   private readonly arrivals = new Map<string, number>();
+  /** Workload uid → when its requeuing backoff ends, in simulated time (status.requeueState.requeueAt is a stamp). */
+  private readonly requeueAtVt = new Map<string, number>();
+  /** Workload uid → when waitForPodsReady last armed its timeout (its latest admission), simulated time. */
+  private readonly admittedAtVt = new Map<string, number>();
   private readonly demands = new Map<
     string,
     {
@@ -245,8 +249,10 @@ export class Controllers {
     return this.api.registry.get(group, plural);
   }
 
+  /** The timestamp objects get now: wall clock unless the simulator stamps simulated time (clock.ts). */
   private get now(): string {
-    return rfc3339(this.vt);
+    // Simulated stamps are the event's own time (the loop may be catching up on a backlog).
+    return rfc3339(this.o.clock.timestamps === 'simulated' ? this.vt : this.o.clock.stamp());
   }
 
   // -------------------------------------------------------------------------------------------
@@ -380,6 +386,8 @@ export class Controllers {
       if (def.plural === 'workloads' && type === 'DELETED') {
         this.demands.delete(String(m.uid));
         this.arrivals.delete(String(m.uid));
+        this.requeueAtVt.delete(String(m.uid));
+        this.admittedAtVt.delete(String(m.uid));
         this.enqueue(() => this.markDirty());
       }
       if (
@@ -593,7 +601,7 @@ export class Controllers {
     const container = trainerContainer(this.api, def, job);
     const hp = parseHyperparameters(container.args, container.env);
     const failPct = numAnnotation(job, SIM_ANNOTATIONS.failAtPercent);
-    const createdAt = Date.parse(String(m.creationTimestamp ?? '')) || this.vt;
+    const createdAt = this.vt;
     const j: SimJob = {
       uid,
       def,
@@ -1823,8 +1831,8 @@ export class Controllers {
         );
       st.conditions = conds;
     });
-    const requeueAt = Date.parse(String(obj(obj(wl.status).requeueState).requeueAt ?? ''));
-    if (Number.isFinite(requeueAt) && evReason === 'PodsReadyTimeout') {
+    const requeueAt = this.requeueAtVt.get(uid);
+    if (requeueAt !== undefined && evReason === 'PodsReadyTimeout') {
       this.scheduleAt(Math.max(requeueAt, this.vt), () => this.finishBackoff(ns, name, uid));
     }
     this.markDirty();
@@ -1834,6 +1842,7 @@ export class Controllers {
   private finishBackoff(ns: string, name: string, uid: string): void {
     const wl = this.api.peek(this.workloadDef()!, ns, name);
     if (!wl || String(meta(wl).uid) !== uid || obj(wl.spec).active === false) return;
+    this.requeueAtVt.delete(uid);
     this.mutateWorkloadStatus(wl, (st) => {
       const rs = obj(st.requeueState);
       delete rs.requeueAt;
@@ -1855,8 +1864,8 @@ export class Controllers {
 
   /** Whether a pending workload still waits out its requeuing backoff. */
   private inBackoff(wl: Json): boolean {
-    const at = Date.parse(String(obj(obj(wl.status).requeueState).requeueAt ?? ''));
-    return Number.isFinite(at) && at > this.vt;
+    const at = this.requeueAtVt.get(String(meta(wl).uid));
+    return at !== undefined && at > this.vt;
   }
 
   /** waitForPodsReady: check the admitted workload's PodsReady once its timeout has passed. */
@@ -1867,13 +1876,14 @@ export class Controllers {
     const name = String(meta(wl).name);
     const uid = String(meta(wl).uid);
     const admittedAt = this.vt;
+    this.admittedAtVt.set(uid, admittedAt);
     const timeout = (cfg.timeoutSeconds ?? WAIT_FOR_PODS_READY_TIMEOUT_SECONDS) * 1000;
     this.scheduleAt(admittedAt + timeout, () => {
       const cur = this.api.peek(this.workloadDef()!, ns, name);
       if (!cur || String(meta(cur).uid) !== uid) return;
       const admitted = findCondition(cur, 'Admitted');
       if (admitted?.status !== 'True' || isTrue(cur, 'Finished') || isTrue(cur, 'Evicted')) return;
-      if (Date.parse(String(admitted.lastTransitionTime)) > admittedAt) return; // readmitted since
+      if (this.admittedAtVt.get(uid) !== admittedAt) return; // readmitted since
       if (isTrue(cur, 'PodsReady') || obj(cur.spec).active === false) return;
       this.podsReadyTimeout(cur);
     });
@@ -1902,7 +1912,9 @@ export class Controllers {
       'PodsReadyTimeout',
       `Exceeded the PodsReady timeout ${String(meta(wl).namespace)}/${String(meta(wl).name)}`,
       (st) => {
-        st.requeueState = { count: count + 1, requeueAt: rfc3339(this.vt + backoff * 1000) };
+        // The backoff elapses in simulated time (requeueAtVt); the status says when, as Kueue writes it.
+        this.requeueAtVt.set(String(meta(wl).uid), this.vt + backoff * 1000);
+        st.requeueState = { count: count + 1, requeueAt: rfc3339(Date.parse(this.now) + backoff * 1000) };
       },
     );
   }

@@ -105,7 +105,13 @@ export interface SimulatorOptions {
   tickMs?: number;
   /** Start of simulated time (default now). */
   startTime?: Date;
-  /** A clock of your own (overrides speed and startTime); see clock.ts. */
+  /**
+   * What the timestamps objects carry: the wall clock (default, as a real apiserver; only training
+   * and the controllers' timers are accelerated) or simulated time (tests that read simulated
+   * durations off condition times).
+   */
+  timestamps?: 'wall' | 'simulated';
+  /** A clock of your own (overrides speed, startTime and timestamps); see clock.ts. */
   clock?: SimClock;
   port?: number;
   host?: string;
@@ -169,7 +175,9 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
   const kueueVersion: KueueVersion = opts.kueueVersion ?? (trainerVersion === '2.1' ? '0.16' : '0.19');
   const kueueIntegrations = opts.kueueIntegrations ?? KUEUE_DEFAULT_INTEGRATIONS[kueueVersion];
   const log = opts.log ?? ((m: string) => console.error(m));
-  const clock = opts.clock ?? createClock(opts.speed ?? 1, opts.startTime?.getTime());
+  const clock =
+    opts.clock ??
+    createClock(opts.speed ?? 1, opts.startTime?.getTime(), undefined, opts.timestamps ?? 'wall');
   const registry = new Registry();
   const api = new ApiServer(registry, clock);
 

@@ -62,7 +62,7 @@ export function trainerWebhooks(
       if (def.group !== TRAINER_GROUP || def.kind !== 'TrainJob' || trainerVersion === '2.1') return;
       const spec = obj(job.spec);
       if (!Array.isArray(spec.runtimePatches)) return;
-      const now = rfc3339(clock.now());
+      const now = rfc3339(clock.stamp());
       const oldBy = new Map<string, Json>();
       if (op === 'UPDATE' && old) {
         for (const p of (obj(old.spec).runtimePatches as Json[] | undefined) ?? [])

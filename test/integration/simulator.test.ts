@@ -846,6 +846,8 @@ describe('cluster simulator: speed, faults and statistics', () => {
     const h = await harness({
       trainerVersion: '2.2',
       speed: 3600,
+      // This test reads simulated durations off the condition times.
+      timestamps: 'simulated',
       queues: [
         { name: 'team-a', clusterQueue: 'gpu', quota: { 'nvidia.com/gpu': 4, cpu: 64, memory: '256Gi' } },
       ],
@@ -871,6 +873,44 @@ describe('cluster simulator: speed, faults and statistics', () => {
       const t = (o: Obj | undefined, c: string) => Date.parse(cond(o, c)?.lastTransitionTime ?? '');
       expect(t(first, 'Complete') - t(first, 'Suspended')).toBe(3_600_000);
       expect(t(second, 'Suspended')).toBe(t(first, 'Complete')); // resumed the moment the first freed the GPUs
+    } finally {
+      await h.sim.close();
+    }
+  });
+
+  it('stamps objects with the wall clock by default, as a real apiserver: only training is accelerated', async () => {
+    const h = await harness({
+      trainerVersion: '2.2',
+      speed: 3600,
+      queues: [
+        { name: 'team-a', clusterQueue: 'gpu', quota: { 'nvidia.com/gpu': 4, cpu: 64, memory: '256Gi' } },
+      ],
+    });
+    try {
+      const ns = await h.namespace();
+      const before = Date.now();
+      await h.create(ns, trainJob('wall', { gpus: 4, annotations: { [SIM_ANNOTATIONS.duration]: '3600' } }));
+      let done: Obj | undefined;
+      while (Date.now() - before < 10_000) {
+        done = await h.get(ns, 'wall');
+        if (cond(done, 'Complete')) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const after = Date.now();
+      // An hour of simulated training, finished; every timestamp within the real seconds it took.
+      expect(cond(done, 'Complete')?.status).toBe('True');
+      const stamps = [
+        (done?.metadata as { creationTimestamp?: string } | undefined)?.creationTimestamp,
+        ...((done?.status?.conditions ?? []) as Condition[]).map((c) => c.lastTransitionTime),
+        ...(((await h.workloadOf(done as Obj))?.status?.conditions ?? []) as Condition[]).map(
+          (c) => c.lastTransitionTime,
+        ),
+      ].map((t) => Date.parse(String(t)));
+      expect(stamps.length).toBeGreaterThan(4);
+      for (const t of stamps) {
+        expect(t).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
+        expect(t).toBeLessThanOrEqual(after);
+      }
     } finally {
       await h.sim.close();
     }
