@@ -116,6 +116,7 @@ function selectableFields(def: ResourceDef): string[] {
     ];
   }
   if (def.builtin === 'namespaces') return [...base, 'status.phase'];
+  if (def.builtin === 'pods') return [...base, 'spec.nodeName', 'spec.restartPolicy', 'status.phase'];
   return base;
 }
 
