@@ -80,6 +80,10 @@ function build() {
         records: records(),
         clock,
         orphanGraceSeconds: env().GANTRY_ORPHAN_GRACE_SECONDS,
+        podHealth: {
+          unschedulableGraceSeconds: env().GANTRY_UNSCHEDULABLE_GRACE_SECONDS,
+          crashLoopRestartLimit: env().GANTRY_CRASHLOOP_RESTART_LIMIT,
+        },
         sweeps: { advanceActive: (opts) => sweeps().advanceActive(sweepCapabilities(), opts) },
         log: (line) => logLine({ service: 'gantry-reconciler', ...line }),
       }),

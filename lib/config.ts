@@ -117,6 +117,10 @@ export const RuntimeEnvSchema = z.object({
   AWS_REGION: z._default(z.string(), 'us-east-1'),
   /** A job with no waiting task token is an orphan only after this long (covers the gap between steps). */
   GANTRY_ORPHAN_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 300),
+  /** An admitted job whose pods stay unschedulable this long fails `Unschedulable` (and frees its quota). */
+  GANTRY_UNSCHEDULABLE_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 300),
+  /** A job whose container restarted (CrashLoopBackOff) this many times fails `CrashLoopBackOff`. */
+  GANTRY_CRASHLOOP_RESTART_LIMIT: z._default(z.coerce.number().check(z.int(), z.gte(1)), 5),
   /** Local endpoints for the embedded default; unset on AWS. */
   GANTRY_S3_ENDPOINT: z.optional(z.string().check(z.url())),
   GANTRY_SQS_ENDPOINT: z.optional(z.string().check(z.url())),

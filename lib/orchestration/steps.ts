@@ -7,11 +7,14 @@ import {
 } from '../artifacts/publish.ts';
 import {
   AdmissionTimeoutError,
+  ClusterAccessDeniedError,
   JobVanishedError,
+  PodStartFailedError,
   RunDeadlineExceededError,
   RunEndedError,
   RuntimeNotFoundError,
   TrainingFailedError,
+  UnschedulableError,
 } from '../errors.ts';
 import type { CallOptions, Clock, ClusterGateway, ObjectStore, WorkflowEngine } from '../ports.ts';
 import { type FailureReason, isTerminal } from '../run/phases.ts';
@@ -19,7 +22,13 @@ import type { RunRecords } from '../run/records.ts';
 import type { RunSpec, TrialRef } from '../run/spec.ts';
 import { buildJob, jobApi } from '../trainjob/build.ts';
 import { chooseShape } from '../trainjob/capabilities.ts';
-import { ANNOTATION } from '../trainjob/labels.ts';
+import { ANNOTATION, LABEL } from '../trainjob/labels.ts';
+import {
+  DEFAULT_POD_HEALTH,
+  type PodHealthOptions,
+  podHealth,
+  withPodHealth,
+} from '../trainjob/pod-health.ts';
 import { toRunPhase } from '../trainjob/status.ts';
 import { decide, failureCause, type Stage } from './decide.ts';
 import { isPast, type JobRef, refreshRef } from './job-ref.ts';
@@ -42,6 +51,8 @@ export interface StepDeps {
    * failure is logged, never the run's: the reconciler advances every active sweep each tick.
    */
   onTrialEnded?: (trial: TrialRef, runId: string, opts?: CallOptions) => Promise<void>;
+  /** Unschedulable grace and crash-loop restart limit (the reconciler's; pod-health.ts). */
+  podHealth?: Partial<PodHealthOptions>;
   log?: (line: Record<string, unknown>) => void;
 }
 
@@ -59,6 +70,7 @@ export function splitS3Uri(uri: string): { bucket: string; prefix: string } {
 /** The use cases behind the state machine's tasks. Each is idempotent: Step Functions may retry it. */
 export function makeSteps(deps: StepDeps) {
   const { records, workflow, clock } = deps;
+  const healthOptions: PodHealthOptions = { ...DEFAULT_POD_HEALTH, ...deps.podHealth };
   const publisher = makeModelPublisher({
     store: deps.store,
     artifacts: deps.artifacts,
@@ -124,11 +136,22 @@ export function makeSteps(deps: StepDeps) {
     };
   }
 
-  async function observe(ref: JobRef, opts?: CallOptions) {
+  /** The job, its gate and the run's pods, read as the reconciler reads them (one LIST of the run's pods). */
+  async function observe(ref: JobRef, runId: string, opts?: CallOptions) {
     const gateway = await deps.gateway(ref.cluster);
     const job = await gateway.getJob(ref.api, ref.namespace, ref.name, opts);
     const gate = job ? await gateway.findAdmissionGate(job, opts) : undefined;
-    return toRunPhase(job, gate);
+    const view = toRunPhase(job, gate);
+    if (!job || view.finished) return view;
+    let pods: unknown[] | undefined;
+    try {
+      pods = await gateway.listPods(`${LABEL.runId}=${runId}`, opts);
+    } catch (err) {
+      // RBAC from before pod health: judge by the job alone (as the reconciler does).
+      if (!(err instanceof ClusterAccessDeniedError)) throw err;
+    }
+    const health = pods === undefined ? undefined : podHealth(pods, clock.now(), healthOptions);
+    return withPodHealth(view, health, job);
   }
 
   /**
@@ -151,7 +174,7 @@ export function makeSteps(deps: StepDeps) {
       }
       throw err;
     }
-    const view = await observe(ref, opts);
+    const view = await observe(ref, run.runId, opts);
     const decision = decide(stage, view);
     if (decision.kind === 'succeed') {
       const output = refreshRef(ref, view, run.request.runDeadlineSeconds, clock.now());
@@ -170,14 +193,18 @@ export function makeSteps(deps: StepDeps) {
     opts?: CallOptions,
   ): Promise<JobRef> {
     const { stage, job: ref, run } = input;
-    const view = await observe(ref, opts);
+    const view = await observe(ref, run.runId, opts);
     const decision = decide(stage, view);
     const now = clock.now();
     if (decision.kind === 'fail') {
       const cause = failureCause(decision);
       throw decision.error === 'JobVanishedError'
         ? new JobVanishedError(cause)
-        : new TrainingFailedError(cause);
+        : decision.error === 'PodStartFailedError'
+          ? new PodStartFailedError(cause)
+          : decision.error === 'UnschedulableError'
+            ? new UnschedulableError(cause)
+            : new TrainingFailedError(cause);
     }
     const next = refreshRef(ref, view, run.request.runDeadlineSeconds, now);
     if (decision.kind === 'wait') {
@@ -329,6 +356,8 @@ export interface FailedState {
 
 const REASON_BY_ERROR: Record<string, FailureReason> = {
   TrainingFailedError: 'TrainingFailed',
+  PodStartFailedError: 'TrainingFailed',
+  UnschedulableError: 'Unschedulable',
   JobVanishedError: 'JobVanished',
   AdmissionTimeoutError: 'AdmissionTimeout',
   RunDeadlineExceededError: 'DeadlineExceeded',
@@ -344,6 +373,9 @@ const REASON_BY_ERROR: Record<string, FailureReason> = {
   ClusterUnavailableError: 'ClusterUnavailable',
 };
 
+/** Errors sent by SendTaskFailure whose cause names the precise reason (e.g. `ImagePullFailed`). */
+const REASON_FROM_CAUSE = new Set(['TrainingFailedError', 'PodStartFailedError', 'UnschedulableError']);
+
 /** Turn the failure path's state into the reason and message the run record shows. */
 export function failureOf(state: FailedState): { reason: string; message: string } {
   if (state.failure) return state.failure;
@@ -357,7 +389,7 @@ export function failureOf(state: FailedState): { reason: string; message: string
     const parsed = JSON.parse(cause) as { reason?: string; message?: string; errorMessage?: string };
     if (parsed.errorMessage) message = parsed.errorMessage;
     if (parsed.message) message = parsed.message;
-    if (parsed.reason && error === 'TrainingFailedError') reason = parsed.reason;
+    if (parsed.reason && REASON_FROM_CAUSE.has(error)) reason = parsed.reason;
   } catch {
     // plain-text cause: keep it as the message
   }

@@ -28,6 +28,10 @@ export const FAILURE_REASONS = [
   'ArtifactIntegrity',
   'ArtifactConflict',
   'Preempted',
+  'ImagePullFailed',
+  'ContainerConfigError',
+  'CrashLoopBackOff',
+  'Unschedulable',
   'InternalError',
 ] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];

@@ -35,6 +35,7 @@ function setup(update: RunRecords['update']) {
   const unused = () => Promise.reject(new Error('not expected'));
   const gateway = {
     listAdmissionGates: async () => [],
+    listPods: async () => [],
     listManagedJobs: async () => [job],
     deleteJob: async () => {
       calls.push('deleteJob');
