@@ -1,9 +1,9 @@
 import middy from '@middy/core';
-import { gateway, workflow } from '../_deps.ts';
+import { gateway, podHealth, workflow } from '../_deps.ts';
 import { type StepInput, stepOptions, stepsWith } from './_steps.ts';
 
 /** Only what `awaitJob` calls (see _steps.ts). */
-const steps = stepsWith(() => ({ gateway, workflow: workflow() }));
+const steps = stepsWith(() => ({ gateway, workflow: workflow(), podHealth: podHealth() }));
 
 /** State machine task `awaitJob` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
 export const handler = middy<StepInput<'awaitJob'>>(stepOptions).handler((event, _context, { signal }) =>

@@ -1,9 +1,9 @@
 import middy from '@middy/core';
-import { gateway } from '../_deps.ts';
+import { gateway, podHealth } from '../_deps.ts';
 import { type StepInput, stepOptions, stepsWith } from './_steps.ts';
 
 /** Only what `checkJob` calls (see _steps.ts). */
-const steps = stepsWith(() => ({ gateway }));
+const steps = stepsWith(() => ({ gateway, podHealth: podHealth() }));
 
 /** State machine task `checkJob` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
 export const handler = middy<StepInput<'checkJob'>>(stepOptions).handler((event, _context, { signal }) =>
