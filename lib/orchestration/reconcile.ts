@@ -234,7 +234,8 @@ export function makeReconciler(deps: ReconcilerDeps) {
     const change: RecordChange = {};
     if (view.phase === 'Running') change.phase = 'Running';
     const problem = health?.problem;
-    if (problem && !view.finished && (view.phase === 'Running' || view.reason === problem.reason)) {
+    // Shown also when it fails the run: the note is in the view before the state machine ends it.
+    if (problem && (view.phase === 'Running' || view.reason === problem.reason)) {
       // What the pods say (image pull, config, crash loop, scheduling), with the pod's message.
       change.admission = {
         state: view.admission.state,
