@@ -645,6 +645,7 @@ export class Controllers {
     const j = this.jobs.get(uid);
     if (!j) return;
     this.jobs.delete(uid);
+    this.pods.forget(uid);
     this.markDirty();
   }
 

@@ -71,6 +71,8 @@ export type PodStage = 'pending' | 'running' | 'succeeded' | 'failed';
 export class Pods {
   private readonly api: ApiServer;
   private readonly now: () => string;
+  /** Pod names per job uid: the event loop reads a job's pods often, a namespace scan would not scale. */
+  private readonly names = new Map<string, string[]>();
 
   constructor(api: ApiServer, now: () => string) {
     this.api = api;
@@ -81,14 +83,22 @@ export class Pods {
     return this.api.registry.get('', 'pods');
   }
 
-  /** The job's pods, in name order. */
+  /** The job's pods (still stored), in name order. */
   of(owner: PodOwner): Json[] {
     const def = this.def();
-    if (!def) return [];
-    return this.api
-      .peekAll(def, owner.ns)
-      .filter((p) => arr(meta(p).ownerReferences).some((r) => obj(r).uid === owner.uid))
-      .sort((a, b) => String(meta(a).name).localeCompare(String(meta(b).name)));
+    const names = this.names.get(owner.uid);
+    if (!def || !names) return [];
+    const out: Json[] = [];
+    for (const n of names) {
+      const p = this.api.peek(def, owner.ns, n);
+      if (p && arr(meta(p).ownerReferences).some((r) => obj(r).uid === owner.uid)) out.push(p);
+    }
+    return out;
+  }
+
+  /** The job is gone (its pods go with it, by garbage collection). */
+  forget(uid: string): void {
+    this.names.delete(uid);
   }
 
   /** Create the job's pods (admission or resume), Pending, or already stuck per the scenario. */
@@ -97,17 +107,20 @@ export class Pods {
     if (!def || this.of(owner).length > 0) return;
     const sets = podSetsOf(this.api, owner.def, job);
     const nodes = totalNodes(sets);
+    const names: string[] = [];
     for (const ps of sets) {
       for (let i = 0; i < ps.count; i++) {
         const pod = this.podObject(owner, job, ps, i);
         pod.status = this.pendingStatus(pod, scenario, message, nodes, ps);
         try {
           this.api.create(def, 'v1', owner.ns, pod, { system: true });
+          names.push(String(meta(pod).name));
         } catch {
           // a pod that cannot be stored (e.g. a name clash after a fast resume) is simply not there
         }
       }
     }
+    this.names.set(owner.uid, names.sort());
   }
 
   /** Move every pod of the job to a stage (a stuck scenario keeps its pods where they are while starting). */
@@ -195,6 +208,7 @@ export class Pods {
         // already gone
       }
     }
+    this.names.delete(owner.uid);
   }
 
   private podObject(owner: PodOwner, job: Json, ps: PodSet, i: number): Json {
