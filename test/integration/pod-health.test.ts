@@ -150,7 +150,8 @@ describe('simulator: jobs have pods', () => {
     const unsubscribe = sim.api.onEvent((e) => {
       if (e.def.plural !== 'pods' || e.type !== 'MODIFIED') return;
       for (const c of (e.object.status as Obj | undefined)?.conditions ?? [])
-        if (c.type === 'DisruptionTarget' && c.status === 'True') seen.push(String((e.object as Obj).metadata?.name));
+        if (c.type === 'DisruptionTarget' && c.status === 'True')
+          seen.push(String((e.object as Obj).metadata?.name));
     });
     expect(await sim.preempt(NS, runId)).toBe(true);
     await sim.settle();
