@@ -386,8 +386,16 @@ export function failureOf(state: FailedState): { reason: string; message: string
   // Errors sent by SendTaskFailure carry {reason, message} as JSON; thrown errors carry
   // {errorMessage} (Lambda's error shape) or plain text.
   try {
-    const parsed = JSON.parse(cause) as { reason?: string; message?: string; errorMessage?: string };
+    let parsed = JSON.parse(cause) as { reason?: string; message?: string; errorMessage?: string };
     if (parsed.errorMessage) message = parsed.errorMessage;
+    // The heartbeat fallback (checkJob) throws with the {reason, message} JSON as its message.
+    if (parsed.errorMessage?.startsWith('{') && REASON_FROM_CAUSE.has(error)) {
+      try {
+        parsed = { ...parsed, ...(JSON.parse(parsed.errorMessage) as { reason?: string; message?: string }) };
+      } catch {
+        // not JSON after all: keep the text
+      }
+    }
     if (parsed.message) message = parsed.message;
     if (parsed.reason && REASON_FROM_CAUSE.has(error)) reason = parsed.reason;
   } catch {

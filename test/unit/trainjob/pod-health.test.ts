@@ -298,5 +298,11 @@ describe('decide and failureOf with pod problems', () => {
       reason,
       message: 'pod p0: why',
     });
+    // Thrown by the heartbeat fallback (checkJob): Lambda wraps the same JSON in errorMessage.
+    const thrown = JSON.stringify({ errorType: error, errorMessage: cause });
+    expect(failureOf({ run: {} as never, error: { Error: error, Cause: thrown } })).toEqual({
+      reason,
+      message: 'pod p0: why',
+    });
   });
 });
