@@ -193,7 +193,7 @@ async function requestsPerTick(n: number) {
   });
   const simStats = async () =>
     (await (await fetch(`${simUrl}/_sim/stats`)).json()) as {
-      requests: { total: number };
+      requests: { total: number; byVerbResource: Record<string, number> };
       jobs: { running: number };
     };
   await fetch(`${simUrl}/api/v1/namespaces`, {
@@ -231,14 +231,20 @@ async function requestsPerTick(n: number) {
     }
     const setupMs = performance.now() - t0;
     await stack.reconcile(); // first tick: answers admissions, caches discovery
-    const before = (await simStats()).requests.total;
+    const before = (await simStats()).requests;
     const t1 = performance.now();
     const report = await stack.reconcile();
     const tickMs = performance.now() - t1;
     const after = await simStats();
-    // The stats call itself is one request to the simulator's admin endpoint.
-    const requests = after.requests.total - before - 1;
-    return { requests, tickMs, setupMs, report, running: after.jobs.running };
+    // Admin calls (/_sim/stats) are not counted by the simulator, so the difference is the tick's.
+    const requests = after.requests.total - before.total;
+    // Which requests: every LIST page counts, the last one included.
+    const byResource: Record<string, number> = {};
+    for (const [k, v] of Object.entries(after.requests.byVerbResource)) {
+      const d = v - (before.byVerbResource[k] ?? 0);
+      if (d > 0 && !k.includes('_sim')) byResource[k] = d;
+    }
+    return { requests, byResource, tickMs, setupMs, report, running: after.jobs.running };
   } finally {
     await stack.close();
     child.kill('SIGTERM');
@@ -312,6 +318,9 @@ ${pollSeventyTwo.events > 25_000 ? 'passes that limit' : 'stays under it'} (${po
 
 ${ACTIVE} active runs (each waiting on a task token stored on its TrainJob; ${tick.running} running, the rest queued by Kueue
 on a 64-GPU quota): one steady-state tick made **${tick.requests}** Kubernetes requests (${JSON.stringify(tick.report)}), in ${tick.tickMs.toFixed(0)} ms.
+By verb and resource (every LIST page counted, the last one included; the pod LIST is the health check
+after admission): ${JSON.stringify(tick.byResource)}. Pages are 500 objects: the pod LIST costs
+ceil(pods of Gantry's jobs / 500) requests (queued jobs have none), whatever the number of runs.
 Setting up the ${ACTIVE} runs took ${(tick.setupMs / 1000).toFixed(1)} s.
 `;
 writeFileSync(new URL('./results/orchestration.md', import.meta.url), md);

@@ -43,6 +43,11 @@ function once<T>(make: () => T): () => T {
 export const env = /* @__PURE__ */ once((): RuntimeEnv => loadRuntimeEnv());
 export const config = /* @__PURE__ */ once((): GantryConfig => loadConfig(env()));
 export const clock: Clock = { now: () => new Date() };
+/** Health after admission (lib/trainjob/pod-health.ts): the same limits in the reconciler and the wait steps. */
+export const podHealth = () => ({
+  unschedulableGraceSeconds: env().GANTRY_UNSCHEDULABLE_GRACE_SECONDS,
+  crashLoopRestartLimit: env().GANTRY_CRASHLOOP_RESTART_LIMIT,
+});
 
 export const s3 = /* @__PURE__ */ once(
   () =>

@@ -140,6 +140,10 @@ export const RuntimeEnvSchema = z.object({
   GANTRY_ORPHAN_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 300),
   /** A job still suspended this long after Kueue admitted it fails the run (AdmissionStalled; Kueue/Trainer mismatch). */
   GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(1)), 120),
+  /** An admitted job whose pods stay unschedulable this long fails `Unschedulable` (and frees its quota). */
+  GANTRY_UNSCHEDULABLE_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 300),
+  /** A job whose container restarted (CrashLoopBackOff) this many times fails `CrashLoopBackOff`. */
+  GANTRY_CRASHLOOP_RESTART_LIMIT: z._default(z.coerce.number().check(z.int(), z.gte(1)), 5),
   /** Local endpoints for the embedded default; unset on AWS. */
   GANTRY_S3_ENDPOINT: z.optional(z.string().check(z.url())),
   GANTRY_SQS_ENDPOINT: z.optional(z.string().check(z.url())),

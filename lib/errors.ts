@@ -102,6 +102,25 @@ export class TrainingFailedError extends TerminalError {
   override readonly name = 'TrainingFailedError' as const;
 }
 
+/**
+ * A pod of the job cannot start its containers for a reason of the run's own making: the image
+ * cannot be pulled (`ImagePullFailed`), a Secret/ConfigMap or container setting is wrong
+ * (`ContainerConfigError`), or the container keeps crashing (`CrashLoopBackOff`). Terminal: the
+ * run fails with that reason and its job is deleted, freeing the quota.
+ */
+export class PodStartFailedError extends TerminalError {
+  override readonly name = 'PodStartFailedError' as const;
+}
+
+/**
+ * The job was admitted but its pods could not be scheduled for longer than the grace period
+ * (`Unschedulable`: the nodes do not have what the quota promised). An infrastructure failure:
+ * the run fails and its job is deleted, freeing the quota for jobs that fit.
+ */
+export class UnschedulableError extends TerminalError {
+  override readonly name = 'UnschedulableError' as const;
+}
+
 /** The job disappeared from the cluster while the run waited for it; the run fails. */
 export class JobVanishedError extends TerminalError {
   override readonly name = 'JobVanishedError' as const;
@@ -175,6 +194,8 @@ export const errorClasses = {
   RuntimeNotFoundError,
   TrainingFailedError,
   NotManagedByKueueError,
+  PodStartFailedError,
+  UnschedulableError,
   JobVanishedError,
   AdmissionDeactivatedError,
   AdmissionStalledError,

@@ -54,6 +54,12 @@ export interface ClusterGateway {
   findAdmissionGate(job: K8sObject, opts?: CallOptions): Promise<K8sObject | undefined>;
   /** Kueue Workloads and PodGroups of Gantry's jobs, listed once per tick by the reconciler. */
   listAdmissionGates(opts?: CallOptions): Promise<K8sObject[]>;
+  /**
+   * Pods matching a label selector, across namespaces: one paginated LIST (every page read).
+   * The reconciler lists Gantry's pods once per tick (`app.kubernetes.io/managed-by=gantry`) to
+   * see what the job's status does not say: image pulls, config errors, crash loops, scheduling.
+   */
+  listPods(labelSelector: string, opts?: CallOptions): Promise<K8sObject[]>;
   listClusterTrainingRuntimes(opts?: CallOptions): Promise<K8sObject[]>;
   capabilities(opts?: CallOptions): Promise<ClusterCapabilities>;
 }

@@ -1,11 +1,12 @@
 import middy from '@middy/core';
-import { env, gateway, workflow } from '../_deps.ts';
+import { env, gateway, podHealth, workflow } from '../_deps.ts';
 import { type StepInput, stepOptions, stepsWith } from './_steps.ts';
 
 /** Only what `awaitJob` calls (see _steps.ts). */
 const steps = stepsWith(() => ({
   gateway,
   workflow: workflow(),
+  podHealth: podHealth(),
   admittedSuspendedGraceSeconds: env().GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS,
 }));
 

@@ -1,10 +1,11 @@
 import middy from '@middy/core';
-import { env, gateway } from '../_deps.ts';
+import { env, gateway, podHealth } from '../_deps.ts';
 import { type StepInput, stepOptions, stepsWith } from './_steps.ts';
 
 /** Only what `checkJob` calls (see _steps.ts). */
 const steps = stepsWith(() => ({
   gateway,
+  podHealth: podHealth(),
   admittedSuspendedGraceSeconds: env().GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS,
 }));
 

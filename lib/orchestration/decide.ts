@@ -1,5 +1,6 @@
 import { kueueFramework } from '../trainjob/kueue-kinds.ts';
 import { LABEL } from '../trainjob/labels.ts';
+import { POD_FAILURE_ERROR } from '../trainjob/pod-health.ts';
 import type { JobView } from '../trainjob/status.ts';
 import type { K8sObject } from '../trainjob/types.ts';
 
@@ -11,7 +12,9 @@ export type FailError =
   | 'JobVanishedError'
   | 'AdmissionDeactivatedError'
   | 'AdmissionStalledError'
-  | 'NotManagedByKueueError';
+  | 'NotManagedByKueueError'
+  | 'PodStartFailedError'
+  | 'UnschedulableError';
 
 export type Decision =
   | { kind: 'succeed' }
@@ -36,6 +39,8 @@ const ERROR_BY_REASON: Record<string, FailError> = {
  * The one rule for answering a wait, shared by the wait step (answers at once when it can), the
  * heartbeat fallback (one direct check) and the reconciler (answers on each tick).
  * Admission ends when the job runs (or already finished); completion ends when it finished.
+ * A view with pod health applied (lib/trainjob/pod-health.ts) fails with the pod problem's error:
+ * `PodStartFailedError` (image, config, crash loop) or `UnschedulableError` (past the grace).
  * A job that is not admitted yet keeps waiting until the admission deadline (Kueue's reason
  * goes into the run record) — an inadmissible workload can become admissible when an operator
  * raises the quota. A preempted job (Pending/Preempted during completion) keeps waiting too: Kueue
@@ -46,9 +51,12 @@ const ERROR_BY_REASON: Record<string, FailError> = {
 export function decide(stage: Stage, view: JobView, opts?: DecideOptions): Decision {
   if (view.phase === 'Failed') {
     const vanished = view.reason === 'JobVanished';
+    const podError = POD_FAILURE_ERROR[view.reason as keyof typeof POD_FAILURE_ERROR] as
+      | (typeof POD_FAILURE_ERROR)[keyof typeof POD_FAILURE_ERROR]
+      | undefined;
     return {
       kind: 'fail',
-      error: ERROR_BY_REASON[view.reason ?? ''] ?? 'TrainingFailedError',
+      error: ERROR_BY_REASON[view.reason ?? ''] ?? podError ?? 'TrainingFailedError',
       reason: view.reason ?? 'TrainingFailed',
       message:
         view.message ?? (vanished ? 'the job was deleted while the run waited for it' : 'the job failed'),

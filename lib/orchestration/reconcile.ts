@@ -1,9 +1,17 @@
-import { NotFoundError } from '../errors.ts';
+import { ClusterAccessDeniedError, NotFoundError } from '../errors.ts';
 import type { CallOptions, Clock, ClusterGateway, JobApi, WorkflowEngine } from '../ports.ts';
 import { PREEMPTED } from '../run/phases.ts';
 import type { RecordChange } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
-import { ANNOTATION, LABEL } from '../trainjob/labels.ts';
+import { ANNOTATION, LABEL, MANAGED_SELECTOR } from '../trainjob/labels.ts';
+import {
+  DEFAULT_POD_HEALTH,
+  type PodHealth,
+  type PodHealthOptions,
+  podHealth,
+  podsByRun,
+  withPodHealth,
+} from '../trainjob/pod-health.ts';
 import { type JobView, toRunPhase } from '../trainjob/status.ts';
 import type { K8sObject } from '../trainjob/types.ts';
 import { decide, decideMissingWorkload, failureCause, type Stage } from './decide.ts';
@@ -28,6 +36,8 @@ export interface ReconcilerDeps {
   orphanGraceSeconds?: number;
   /** How long a job may stay suspended after Kueue admitted it (default ADMITTED_SUSPENDED_GRACE_SECONDS). */
   admittedSuspendedGraceSeconds?: number;
+  /** Unschedulable grace and crash-loop restart limit for health after admission (pod-health.ts). */
+  podHealth?: Partial<PodHealthOptions>;
   /** Advances every active sweep after the jobs (releases, early stopping, publishing the best). */
   sweeps?: { advanceActive(opts?: CallOptions): Promise<{ sweeps: number; errors: number }> };
   log?: (line: Record<string, unknown>) => void;
@@ -51,14 +61,16 @@ const TOKEN_KEYS: Array<[Stage, string]> = [
 ];
 
 /**
- * One reconciler tick: per cluster, one LIST per job kind and one of admission gates (Kueue
- * Workloads / PodGroups) — never one call per run — then answer, fail or heartbeat each waiting
+ * One reconciler tick: per cluster, one LIST per job kind, one of admission gates (Kueue
+ * Workloads / PodGroups) and one of Gantry's pods (health after admission: image pulls, config
+ * errors, crash loops, unschedulable gangs) — never one call per run — then answer, fail or heartbeat each waiting
  * token, write progress into run records, and delete jobs whose execution has ended.
  * Idempotent: every decision is recomputed from the cluster each tick, and a token that was
  * already answered is simply stale (SendTask* reports it and the annotation is cleared).
  */
 export function makeReconciler(deps: ReconcilerDeps) {
   const graceMs = (deps.orphanGraceSeconds ?? 300) * 1000;
+  const healthOptions: PodHealthOptions = { ...DEFAULT_POD_HEALTH, ...deps.podHealth };
   const log = deps.log ?? (() => undefined);
   /**
    * What was last written to each run's record, while this reconciler lives (a warm Lambda
@@ -86,11 +98,13 @@ export function makeReconciler(deps: ReconcilerDeps) {
     for (const cluster of deps.clusters()) {
       let apis: JobApi[];
       let gates: K8sObject[];
+      let pods: K8sObject[] | undefined;
       let jobLists: K8sObject[][];
       try {
         apis = await cluster.jobApis();
-        [gates, ...jobLists] = await Promise.all([
+        [gates, pods, ...jobLists] = await Promise.all([
           cluster.gateway.listAdmissionGates(opts),
+          listPods(cluster.name, cluster.gateway, opts),
           ...apis.map((api) => cluster.gateway.listManagedJobs(api, opts)),
         ]);
       } catch (err) {
@@ -101,11 +115,13 @@ export function makeReconciler(deps: ReconcilerDeps) {
         continue;
       }
       const gateByOwner = indexByOwner(gates);
+      const podsOfRun = pods === undefined ? undefined : podsByRun(pods);
       const work = apis.flatMap((api, i) => (jobLists[i] ?? []).map((job) => ({ api, job })));
       report.jobs += work.length;
       for (const { job } of work) live.add(job.metadata.labels?.[LABEL.runId] ?? '');
       await mapLimit(work, 32, async ({ api, job }) => {
         try {
+          const runId = job.metadata.labels?.[LABEL.runId] ?? '';
           await reconcileJob(
             cluster.name,
             cluster.kueueWorkloadGraceSeconds,
@@ -113,6 +129,9 @@ export function makeReconciler(deps: ReconcilerDeps) {
             api,
             job,
             gateByOwner.get(job.metadata.uid ?? ''),
+            podsOfRun === undefined
+              ? undefined
+              : podHealth(podsOfRun.get(runId) ?? [], deps.clock.now(), healthOptions),
             report,
             opts,
           );
@@ -130,6 +149,30 @@ export function makeReconciler(deps: ReconcilerDeps) {
     for (const runId of recorded.keys()) if (!live.has(runId)) recorded.delete(runId);
     await sweeping;
     return report;
+  }
+
+  /**
+   * Gantry's pods on one cluster: one paginated LIST by label. A cluster whose RBAC does not let
+   * Gantry list pods (an install from before pod health) is reconciled from the jobs alone; any
+   * other failure makes the cluster unreachable for this tick, like a failed job LIST.
+   */
+  async function listPods(
+    cluster: string,
+    gateway: ClusterGateway,
+    opts?: CallOptions,
+  ): Promise<K8sObject[] | undefined> {
+    try {
+      return await gateway.listPods(MANAGED_SELECTOR, opts);
+    } catch (err) {
+      if (!(err instanceof ClusterAccessDeniedError)) throw err;
+      log({
+        level: 'WARN',
+        msg: 'pods not listed: health after admission is off',
+        cluster,
+        error: String(err),
+      });
+      return undefined;
+    }
   }
 
   async function advanceSweeps(report: TickReport, opts?: CallOptions) {
@@ -151,12 +194,13 @@ export function makeReconciler(deps: ReconcilerDeps) {
     api: JobApi,
     job: K8sObject,
     gate: K8sObject | undefined,
+    health: PodHealth | undefined,
     report: TickReport,
     opts?: CallOptions,
   ) {
     const now = deps.clock.now();
     const runId = job.metadata.labels?.[LABEL.runId];
-    const view = toRunPhase(job, gate);
+    const view = withPodHealth(toRunPhase(job, gate), health, job);
     const missing =
       workloadGraceSeconds === undefined
         ? undefined
@@ -201,14 +245,29 @@ export function makeReconciler(deps: ReconcilerDeps) {
       );
       if (!delivered) log({ level: 'INFO', msg: 'cleared a stale task token', runId, stage });
     }
-    if (runId) await recordProgress(runId, view, report, opts);
+    if (runId) await recordProgress(runId, view, health, report, opts);
     if (!waiting && runId) await removeIfOrphan(gateway, api, job, runId, now, report, opts);
   }
 
-  async function recordProgress(runId: string, view: JobView, report: TickReport, opts?: CallOptions) {
+  async function recordProgress(
+    runId: string,
+    view: JobView,
+    health: PodHealth | undefined,
+    report: TickReport,
+    opts?: CallOptions,
+  ) {
     const change: RecordChange = { ...preemption(view) };
     if (view.phase === 'Running') change.phase = 'Running';
-    if (view.phase === 'Pending' && (view.admission.reason || view.admission.message)) {
+    const problem = health?.problem;
+    // Shown also when it fails the run: the note is in the view before the state machine ends it.
+    if (problem && (view.phase === 'Running' || view.reason === problem.reason)) {
+      // What the pods say (image pull, config, crash loop, scheduling), with the pod's message.
+      change.admission = {
+        state: view.admission.state,
+        reason: problem.reason,
+        message: problem.message,
+      };
+    } else if (view.phase === 'Pending' && (view.admission.reason || view.admission.message)) {
       change.admission = {
         state: view.admission.state,
         ...(view.admission.reason ? { reason: view.admission.reason } : {}),

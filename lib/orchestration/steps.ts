@@ -9,12 +9,15 @@ import {
   AdmissionDeactivatedError,
   AdmissionStalledError,
   AdmissionTimeoutError,
+  ClusterAccessDeniedError,
   JobVanishedError,
   NotManagedByKueueError,
+  PodStartFailedError,
   RunDeadlineExceededError,
   RunEndedError,
   RuntimeNotFoundError,
   TrainingFailedError,
+  UnschedulableError,
 } from '../errors.ts';
 import type { CallOptions, Clock, ClusterGateway, ObjectStore, WorkflowEngine } from '../ports.ts';
 import { type FailureReason, isTerminal } from '../run/phases.ts';
@@ -24,7 +27,13 @@ import { buildJob, jobApi } from '../trainjob/build.ts';
 import { chooseShape } from '../trainjob/capabilities.ts';
 import { type InitializerJobs, initializerJobs } from '../trainjob/initializers.ts';
 import { KUEUE_DEFAULT_MANAGED_KINDS, requireQueueable } from '../trainjob/kueue-kinds.ts';
-import { ANNOTATION } from '../trainjob/labels.ts';
+import { ANNOTATION, LABEL } from '../trainjob/labels.ts';
+import {
+  DEFAULT_POD_HEALTH,
+  type PodHealthOptions,
+  podHealth,
+  withPodHealth,
+} from '../trainjob/pod-health.ts';
 import { toRunPhase } from '../trainjob/status.ts';
 import { decide, failureCause, type Stage } from './decide.ts';
 import { isPast, type JobRef, refreshRef } from './job-ref.ts';
@@ -57,6 +66,8 @@ export interface StepDeps {
   admittedSuspendedGraceSeconds?: number;
   /** The kinds a cluster's Kueue manages (config `kueueManagedKinds`); absent → Kueue's default, TrainJob. */
   kueueManagedKinds?: (cluster: string) => readonly string[];
+  /** Unschedulable grace and crash-loop restart limit (the reconciler's; pod-health.ts). */
+  podHealth?: Partial<PodHealthOptions>;
   log?: (line: Record<string, unknown>) => void;
 }
 
@@ -80,6 +91,7 @@ export function makeSteps(deps: StepDeps) {
       : {}),
   });
   const { records, workflow, clock } = deps;
+  const healthOptions: PodHealthOptions = { ...DEFAULT_POD_HEALTH, ...deps.podHealth };
   const publisher = makeModelPublisher({
     store: deps.store,
     artifacts: deps.artifacts,
@@ -157,11 +169,22 @@ export function makeSteps(deps: StepDeps) {
     };
   }
 
-  async function observe(ref: JobRef, opts?: CallOptions) {
+  /** The job, its gate and the run's pods, read as the reconciler reads them (one LIST of the run's pods). */
+  async function observe(ref: JobRef, runId: string, opts?: CallOptions) {
     const gateway = await deps.gateway(ref.cluster);
     const job = await gateway.getJob(ref.api, ref.namespace, ref.name, opts);
     const gate = job ? await gateway.findAdmissionGate(job, opts) : undefined;
-    return toRunPhase(job, gate);
+    const view = toRunPhase(job, gate);
+    if (!job || view.finished) return view;
+    let pods: unknown[] | undefined;
+    try {
+      pods = await gateway.listPods(`${LABEL.runId}=${runId}`, opts);
+    } catch (err) {
+      // RBAC from before pod health: judge by the job alone (as the reconciler does).
+      if (!(err instanceof ClusterAccessDeniedError)) throw err;
+    }
+    const health = pods === undefined ? undefined : podHealth(pods, clock.now(), healthOptions);
+    return withPodHealth(view, health, job);
   }
 
   /**
@@ -184,7 +207,7 @@ export function makeSteps(deps: StepDeps) {
       }
       throw err;
     }
-    const view = await observe(ref, opts);
+    const view = await observe(ref, run.runId, opts);
     const decision = decide(stage, view, decideOptions(clock.now()));
     if (decision.kind === 'succeed') {
       const output = refreshRef(ref, view, run.request.runDeadlineSeconds, clock.now());
@@ -203,7 +226,7 @@ export function makeSteps(deps: StepDeps) {
     opts?: CallOptions,
   ): Promise<JobRef> {
     const { stage, job: ref, run } = input;
-    const view = await observe(ref, opts);
+    const view = await observe(ref, run.runId, opts);
     const now = clock.now();
     const decision = decide(stage, view, decideOptions(now));
     if (decision.kind === 'fail') {
@@ -367,6 +390,8 @@ const FAIL_ERRORS = {
   AdmissionDeactivatedError,
   AdmissionStalledError,
   NotManagedByKueueError,
+  PodStartFailedError,
+  UnschedulableError,
 } as const;
 
 /** The state the failure path receives: `$.failure` from a timeout Pass, or `$.error` from a Catch. */
@@ -379,6 +404,8 @@ export interface FailedState {
 const REASON_BY_ERROR: Record<string, FailureReason> = {
   TrainingFailedError: 'TrainingFailed',
   NotManagedByKueueError: 'NotManagedByKueue',
+  PodStartFailedError: 'TrainingFailed',
+  UnschedulableError: 'Unschedulable',
   JobVanishedError: 'JobVanished',
   AdmissionDeactivatedError: 'AdmissionDeactivated',
   AdmissionStalledError: 'AdmissionStalled',
@@ -396,6 +423,9 @@ const REASON_BY_ERROR: Record<string, FailureReason> = {
   ClusterUnavailableError: 'ClusterUnavailable',
 };
 
+/** Errors sent by SendTaskFailure whose cause names the precise reason (e.g. `ImagePullFailed`). */
+const REASON_FROM_CAUSE = new Set(['TrainingFailedError', 'PodStartFailedError', 'UnschedulableError']);
+
 /** Turn the failure path's state into the reason and message the run record shows. */
 export function failureOf(state: FailedState): { reason: string; message: string } {
   if (state.failure) return state.failure;
@@ -406,10 +436,18 @@ export function failureOf(state: FailedState): { reason: string; message: string
   // Errors sent by SendTaskFailure carry {reason, message} as JSON; thrown errors carry
   // {errorMessage} (Lambda's error shape) or plain text.
   try {
-    const parsed = JSON.parse(cause) as { reason?: string; message?: string; errorMessage?: string };
+    let parsed = JSON.parse(cause) as { reason?: string; message?: string; errorMessage?: string };
     if (parsed.errorMessage) message = parsed.errorMessage;
+    // The heartbeat fallback (checkJob) throws with the {reason, message} JSON as its message.
+    if (parsed.errorMessage?.startsWith('{') && REASON_FROM_CAUSE.has(error)) {
+      try {
+        parsed = { ...parsed, ...(JSON.parse(parsed.errorMessage) as { reason?: string; message?: string }) };
+      } catch {
+        // not JSON after all: keep the text
+      }
+    }
     if (parsed.message) message = parsed.message;
-    if (parsed.reason && error === 'TrainingFailedError') reason = parsed.reason;
+    if (parsed.reason && REASON_FROM_CAUSE.has(error)) reason = parsed.reason;
   } catch {
     // plain-text cause: keep it as the message
   }

@@ -31,6 +31,10 @@ export const FAILURE_REASONS = [
   'AdmissionDeactivated',
   'AdmissionStalled',
   'NotManagedByKueue',
+  'ImagePullFailed',
+  'ContainerConfigError',
+  'CrashLoopBackOff',
+  'Unschedulable',
   'InternalError',
 ] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];

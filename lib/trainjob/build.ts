@@ -25,6 +25,12 @@ import {
 /** The `runtimePatches[].manager` Gantry owns on Trainer v2.2+ (a domain-prefixed path, as the webhook demands). */
 export const RUNTIME_PATCH_MANAGER = 'gantry.dev/gantry';
 
+/**
+ * The replicated job that runs the trainer in Trainer's built-in runtimes (`torch-distributed`,
+ * `deepspeed-distributed`, …): the job whose pods get Gantry's labels.
+ */
+export const TRAINER_REPLICATED_JOB = 'node';
+
 /** `trainer.env` holds at most 128 entries (CRD `maxItems`, Trainer v2.2+), Gantry's own env included. */
 export const MAX_TRAINER_ENV = 128;
 
@@ -224,17 +230,36 @@ export function buildTrainJob(
     // keeps a queued run from ever running outside its quota. Kueue unsuspends on admission.
     jobSpec.suspend = true;
   }
+  // Neither TrainJob nor JobSet metadata labels reach the pods: the trainer job's pod template gets
+  // Gantry's identity labels, so the reconciler's one pod LIST by label finds them (pod health).
+  const podLabels = identityLabels(spec);
   if (v21) {
     // TrainJob metadata.labels are not copied to the JobSet; spec.labels are (v2.1 only).
     jobSpec.labels = { [LABEL.runId]: spec.runId };
+    // Trainer merges podTemplateOverrides[].metadata into the pod templates of the target jobs.
+    jobSpec.podTemplateOverrides = [
+      { targetJobs: [{ name: TRAINER_REPLICATED_JOB }], metadata: { labels: podLabels } },
+    ];
   } else {
     jobSpec.activeDeadlineSeconds = r.runDeadlineSeconds;
-    // v2.2+ dropped spec.labels; a runtime patch puts the run id on the JobSet's metadata instead.
-    // Only the JobSet level: patching replicatedJobs would need the runtime's job names.
+    // v2.2+ dropped spec.labels and podTemplateOverrides; a runtime patch puts the run id on the
+    // JobSet's metadata and the identity labels on the trainer job's pod template instead.
     jobSpec.runtimePatches = [
       {
         manager: RUNTIME_PATCH_MANAGER,
-        trainingRuntimeSpec: { template: { metadata: { labels: { [LABEL.runId]: spec.runId } } } },
+        trainingRuntimeSpec: {
+          template: {
+            metadata: { labels: { [LABEL.runId]: spec.runId } },
+            spec: {
+              replicatedJobs: [
+                {
+                  name: TRAINER_REPLICATED_JOB,
+                  template: { spec: { template: { metadata: { labels: podLabels } } } },
+                },
+              ],
+            },
+          },
+        },
       },
     ];
   }

@@ -116,6 +116,7 @@ function selectableFields(def: ResourceDef): string[] {
     ];
   }
   if (def.builtin === 'namespaces') return [...base, 'status.phase'];
+  if (def.builtin === 'pods') return [...base, 'spec.nodeName', 'spec.restartPolicy', 'status.phase'];
   return base;
 }
 
@@ -1007,6 +1008,10 @@ function prepareBuiltinCreate(def: ResourceDef, obj: Json, now: string): void {
     m.labels = { ...((m.labels as Json | undefined) ?? {}), 'kubernetes.io/metadata.name': m.name };
     obj.spec = { finalizers: ['kubernetes'] };
     obj.status = { phase: 'Active' };
+  } else if (def.builtin === 'pods') {
+    // The pod strategy's PrepareForCreate: a new pod is Pending (the simulated controllers create
+    // theirs with the status they need, see pods.ts).
+    if (!isObj(obj.status)) obj.status = { phase: 'Pending', qosClass: 'BestEffort' };
   } else if (def.builtin === 'events') {
     obj.source ??= {};
     obj.firstTimestamp ??= null;

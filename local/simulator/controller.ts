@@ -45,6 +45,15 @@ import {
   parseHyperparameters,
 } from './objective.ts';
 import { parseS3Uri, writeMetricObject, writeOutput } from './output.ts';
+import {
+  crashLoopBackoffSeconds,
+  jobsStatusFromPods,
+  POD_FAILURE_MESSAGE_ANNOTATION,
+  type PodOwner,
+  type PodScenario,
+  Pods,
+  podScenarioOf,
+} from './pods.ts';
 import type { ResourceDef } from './registry.ts';
 import type { TrainerVersion } from './stubs.ts';
 
@@ -169,6 +178,11 @@ interface SimJob {
   everSuspended: boolean;
   /** spec.suspend (runPolicy.suspend) as last seen: kept here so the event loop need not read the store. */
   suspended: boolean;
+  /** How the job's pods fail to start (`sim.gantry.dev/pod-failure`): they never become ready. */
+  podScenario: PodScenario | undefined;
+  podMessage: string | undefined;
+  /** CrashLoopBackOff: sim ms of the next container restart. */
+  nextCrashAt: number | undefined;
 }
 
 export interface ControllerStats {
@@ -231,12 +245,14 @@ export class Controllers {
   private readonly o: ControllerOptions;
 
   private readonly unsubscribe: () => void;
+  private readonly pods: Pods;
 
   constructor(o: ControllerOptions) {
     this.o = o;
     this.api = o.api;
     this.clock = o.clock;
     this.vt = o.clock.now();
+    this.pods = new Pods(o.api, () => this.now);
     this.unsubscribe = this.api.onEvent((e) => this.observe(e));
   }
 
@@ -527,7 +543,8 @@ export class Controllers {
     if (j.def.kind === 'TrainJob' && !suspended) candidates.push(this.deadlineAt(j));
     if (j.state === 'running') {
       if (j.def.kind !== 'TrainJob') candidates.push(this.deadlineAt(j));
-      if (!j.ready) candidates.push(this.readyAt(j));
+      if (j.podScenario !== undefined) candidates.push(j.nextCrashAt);
+      else if (!j.ready) candidates.push(this.readyAt(j));
       else {
         candidates.push(j.nextProgressAt, this.uploadAt(j), this.failAt(j));
         if (j.failAtPct === undefined) candidates.push(this.endAt(j));
@@ -551,6 +568,13 @@ export class Controllers {
       return;
     }
     if (j.state !== 'running') return;
+    if (j.podScenario !== undefined) {
+      if (j.nextCrashAt !== undefined && j.nextCrashAt <= t) {
+        const restarts = this.pods.crash(this.owner(j), j.podMessage);
+        j.nextCrashAt = t + crashLoopBackoffSeconds(restarts) * 1000;
+      }
+      return;
+    }
     if (!j.ready && this.readyAt(j) <= t) {
       j.ready = true;
       this.onPodsReady(j);
@@ -639,6 +663,9 @@ export class Controllers {
       gateOpen: gate !== 'podgroup',
       everSuspended: false,
       suspended: isSuspended(def, job),
+      podScenario: podScenarioOf(job),
+      podMessage: annotation(job, POD_FAILURE_MESSAGE_ANNOTATION),
+      nextCrashAt: undefined,
     };
     this.jobs.set(uid, j);
     this.updatePeak();
@@ -651,6 +678,7 @@ export class Controllers {
     const j = this.jobs.get(uid);
     if (!j) return;
     this.jobs.delete(uid);
+    this.pods.forget(uid);
     this.markDirty();
   }
 
@@ -677,6 +705,7 @@ export class Controllers {
     }
     j.suspended = suspended;
     const canRun = !suspended && j.gateOpen && !(j.neverAdmit && j.gate === 'none');
+    if (!suspended && !j.gateOpen && j.state === 'waiting') this.gatedPods(j, job);
     if (canRun && j.state === 'waiting') this.startRun(j, job);
     else if (suspended && (j.state === 'running' || j.state === 'finishing')) this.stopRun(j);
     else if (suspended && j.state === 'waiting' && !this.hasSuspendedCondition(j, job))
@@ -695,9 +724,13 @@ export class Controllers {
     j.nextProgressAt = undefined;
     if (j.def.kind === 'TrainJob' && (isTrue(job, 'Suspended') || j.everSuspended)) j.deadlineBase = this.vt;
     if (j.def.kind !== 'TrainJob') j.deadlineBase = this.vt;
+    // Pods the gang scheduler held back (a PodGroup that waited) are placed now: they start afresh here.
+    this.pods.remove(this.owner(j), false);
+    this.pods.create(this.owner(j), job, j.podScenario, j.podMessage);
+    if (j.podScenario === 'CrashLoopBackOff') j.nextCrashAt = this.vt + crashLoopBackoffSeconds(1) * 1000;
     this.writeRunning(j, job);
     this.updatePeak();
-    if (j.slowStartMs === 0) {
+    if (j.slowStartMs === 0 && j.podScenario === undefined) {
       j.ready = true;
       this.onPodsReady(j);
     }
@@ -708,6 +741,9 @@ export class Controllers {
     j.runStart = undefined;
     j.ready = false;
     j.nextProgressAt = undefined;
+    j.nextCrashAt = undefined;
+    // Suspended: the Job controller deletes the pods (evicted ones carry DisruptionTarget first).
+    this.pods.remove(this.owner(j), true);
     this.writeSuspended(j, true);
     this.markDirty();
   }
@@ -727,9 +763,49 @@ export class Controllers {
     return Math.max(j.durationMs / 10, 5000);
   }
 
+  /**
+   * A job that is not suspended but whose PodGroup waits for room: its pods exist and the
+   * coscheduling plugin's PreFilter keeps them unschedulable (`resource gap`).
+   */
+  private gatedPods(j: SimJob, job: Json): void {
+    if (this.pods.of(this.owner(j)).length > 0) return;
+    const total: Record<string, number> = {};
+    for (const ps of podSetsOf(this.api, j.def, job)) {
+      for (const [r, v] of Object.entries(ps.requests)) total[r] = (total[r] ?? 0) + v * ps.count;
+    }
+    const gap = Object.keys(total)
+      .sort()
+      .map((r) => `${r}:${formatQuantity(r, total[r]!)}`)
+      .join(' ');
+    this.pods.create(
+      this.owner(j),
+      job,
+      'Unschedulable',
+      `0/1 nodes are available: resource gap: map[${gap}].`,
+    );
+    if (j.def.kind === 'TrainJob') {
+      this.api.mutate(
+        j.def,
+        j.ns,
+        j.name,
+        (o) => {
+          const st = obj(o.status);
+          st.jobsStatus = this.jobsStatus(j, o, 'pending');
+          o.status = st;
+        },
+        'status',
+      );
+    }
+  }
+
+  private owner(j: SimJob): PodOwner {
+    return { def: j.def, ns: j.ns, name: j.name, uid: j.uid };
+  }
+
   private onPodsReady(j: SimJob): void {
     const job = this.api.peek(j.def, j.ns, j.name);
     if (!job) return;
+    this.pods.set(this.owner(j), 'running');
     if (j.def.kind === 'TrainJob') {
       this.api.mutate(
         j.def,
@@ -925,6 +1001,9 @@ export class Controllers {
   ): void {
     j.state = 'finished';
     j.nextProgressAt = undefined;
+    j.nextCrashAt = undefined;
+    // Finished pods stay (Succeeded / Failed) until the job is deleted, as on a real cluster.
+    this.pods.set(this.owner(j), ok ? 'succeeded' : 'failed');
     if (ok) this.stats.completed++;
     else this.stats.failed++;
     const kind = j.def.kind;
@@ -1050,24 +1129,32 @@ export class Controllers {
     job: Json,
     phase: 'suspended' | 'pending' | 'running' | 'succeeded' | 'failed',
   ): Json[] {
+    // Counted from the pods (pods.ts), as JobSet counts its child Jobs; `phase` only says whether
+    // the TrainJob is suspended.
     const rjs = replicatedJobs(job, findRuntime(this.api, job));
-    return rjs.map((rj) => ({
-      name: rj.name,
-      ready: phase === 'running' && j.ready ? 1 : 0,
-      succeeded: phase === 'succeeded' ? 1 : 0,
-      failed: phase === 'failed' ? 1 : 0,
-      active: phase === 'running' || phase === 'pending' ? 1 : 0,
-      suspended: phase === 'suspended' ? 1 : 0,
-    }));
+    return jobsStatusFromPods(
+      rjs.map((rj) => rj.name),
+      this.pods.of(this.owner(j)),
+      phase === 'suspended',
+    );
   }
 
   private replicaStatuses(j: SimJob, job: Json, phase: 'active' | 'succeeded' | 'failed' | 'none'): Json {
     const info = LEGACY_KINDS[j.def.kind]!;
     const specs = obj(obj(job.spec)[info.specs]);
     const out: Json = {};
-    for (const [type, rs] of Object.entries(specs)) {
-      const n = Number(obj(rs).replicas ?? 1);
-      out[type] = phase === 'none' ? {} : { [phase]: phase === 'failed' ? 1 : n };
+    // Counted from the pods (the operator counts Running pods as active), one entry per replica type.
+    const pods = phase === 'none' ? [] : this.pods.of(this.owner(j));
+    for (const type of Object.keys(specs)) {
+      const mine = pods.filter(
+        (p) => obj(meta(p).labels)['training.kubeflow.org/replica-type'] === type.toLowerCase(),
+      );
+      const count = (ph: string) => mine.filter((p) => obj(p.status).phase === ph).length;
+      const st: Json = {};
+      if (count('Running') > 0) st.active = count('Running');
+      if (count('Succeeded') > 0) st.succeeded = count('Succeeded');
+      if (count('Failed') > 0) st.failed = count('Failed');
+      out[type] = st;
     }
     return out;
   }

@@ -3,7 +3,7 @@ import type { Schema } from './schema.ts';
 
 /**
  * The resources the simulator serves: CRD-backed kinds (from the CRD objects) and the few
- * built-in kinds Gantry touches (Namespace, Event, and CustomResourceDefinition itself).
+ * built-in kinds Gantry touches (Namespace, Event, Pod, and CustomResourceDefinition itself).
  */
 
 type Json = Record<string, unknown>;
@@ -29,7 +29,7 @@ export interface ResourceDef {
   versions: VersionDef[];
   storageVersion: string;
   /** Built-in kinds are validated by code, not by a schema. */
-  builtin?: 'namespaces' | 'events' | 'customresourcedefinitions';
+  builtin?: 'namespaces' | 'events' | 'pods' | 'customresourcedefinitions';
   /** The CRD's name, for CRD-backed kinds. */
   crdName?: string;
 }
@@ -119,6 +119,20 @@ export const BUILTIN_DEFS: ResourceDef[] = [
     versions: [{ name: 'v1', served: true, storage: true, status: false }],
     storageVersion: 'v1',
     builtin: 'events',
+  },
+  {
+    // The pods of simulated jobs (pods.ts): written by the controllers, read by Gantry's health check.
+    group: '',
+    plural: 'pods',
+    singular: 'pod',
+    kind: 'Pod',
+    listKind: 'PodList',
+    namespaced: true,
+    shortNames: ['po'],
+    categories: ['all'],
+    versions: [{ name: 'v1', served: true, storage: true, status: true }],
+    storageVersion: 'v1',
+    builtin: 'pods',
   },
   {
     group: 'apiextensions.k8s.io',

@@ -6,7 +6,7 @@ import { ClusterRejectedError, ClusterUnavailableError, JobNameConflictError } f
 import type { ClusterCapabilities, ClusterGateway, JobApi } from '../../lib/ports.ts';
 import { newRunId } from '../../lib/run/ids.ts';
 import { buildJob, jobApi } from '../../lib/trainjob/build.ts';
-import { LABEL } from '../../lib/trainjob/labels.ts';
+import { LABEL, MANAGED_SELECTOR } from '../../lib/trainjob/labels.ts';
 import { type K8sObject, TRAINER_SHAPES, type TrainerShape } from '../../lib/trainjob/types.ts';
 import { aRunSpec } from '../helpers/builders.ts';
 import { CRD_ROOT } from '../helpers/tiers.ts';
@@ -308,6 +308,27 @@ export function describeClusterGateway(targetName: string, setup: () => Promise<
       expect(gates.map((g) => `${g.kind}/${g.metadata.uid}`).sort()).toEqual(
         [`Workload/${ours.metadata.uid}`, `PodGroup/${pg.metadata.uid}`].sort(),
       );
+    });
+
+    it("lists pods by label selector across namespaces, with their status (Gantry's pods only)", async () => {
+      const ns = await t.namespace();
+      const runId = newRunId();
+      const pod = (name: string, labels: Record<string, string>): K8sObject => ({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: ns, labels },
+        spec: { automountServiceAccountToken: false, containers: [{ name: 'node', image: 'busybox' }] },
+      });
+      await t.createObject(pod('ours-0', { [LABEL.managedBy]: 'gantry', [LABEL.runId]: runId }));
+      await t.createObject(pod('ours-1', { [LABEL.managedBy]: 'gantry', [LABEL.runId]: newRunId() }));
+      await t.createObject(pod('theirs', { app: 'other' }));
+
+      const managed = (await gw.listPods(MANAGED_SELECTOR)).filter((p) => p.metadata.namespace === ns);
+      const ofRun = await gw.listPods(`${LABEL.runId}=${runId}`);
+
+      expect(managed.map((p) => p.metadata.name).sort()).toEqual(['ours-0', 'ours-1']);
+      expect(managed[0]).toMatchObject({ apiVersion: 'v1', kind: 'Pod', status: { phase: 'Pending' } });
+      expect(ofRun.map((p) => `${p.metadata.namespace}/${p.metadata.name}`)).toEqual([`${ns}/ours-0`]);
     });
 
     it('lists the ClusterTrainingRuntimes', async () => {

@@ -40,7 +40,8 @@ const available = tierAvailable(
 function collectionPath(obj: K8sObject): string {
   const plural = `${obj.kind.toLowerCase()}s`;
   const ns = obj.metadata.namespace;
-  return `/apis/${obj.apiVersion}${ns ? `/namespaces/${ns}` : ''}/${plural}`;
+  const root = obj.apiVersion.includes('/') ? `/apis/${obj.apiVersion}` : `/api/${obj.apiVersion}`;
+  return `${root}${ns ? `/namespaces/${ns}` : ''}/${plural}`;
 }
 
 for (const release of RELEASES) {

@@ -177,6 +177,10 @@ export function makeCustomObjectsApi(server: string, http: KubeHttp) {
         opts,
       ) as Promise<KubeList>,
 
+    /** GET /api/v1/pods: the core API's pods across namespaces (CoreV1Api.listPodForAllNamespaces). */
+    listPodForAllNamespaces: (p: ListParams, opts?: KubeCallOptions) =>
+      call('GET', '/api/v1/pods', listQuery(p), opts) as Promise<KubeList>,
+
     listCustomObjectForAllNamespaces: (
       p: GroupVersion & { resourcePlural: string } & ListParams,
       opts?: KubeCallOptions,

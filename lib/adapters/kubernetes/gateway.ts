@@ -467,6 +467,32 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
       return lists.flat().filter(ownedByJobKind);
     },
 
+    async listPods(labelSelector, opts) {
+      const c = await api(opts);
+      const pods = await listAll(
+        `list pods ${labelSelector}`,
+        (cont) =>
+          c.listPodForAllNamespaces(
+            { labelSelector, limit: LIST_PAGE, ...(cont ? { _continue: cont } : {}) },
+            callOptions(opts),
+          ),
+        'v1',
+        'Pod',
+      );
+      // Only what health needs: a pod's spec (and managed fields) would weigh on a 1,000-run tick.
+      return pods.map((p) => ({
+        apiVersion: p.apiVersion,
+        kind: p.kind,
+        metadata: {
+          name: p.metadata.name,
+          namespace: p.metadata.namespace,
+          labels: p.metadata.labels,
+          creationTimestamp: p.metadata.creationTimestamp,
+        },
+        status: (p as { status?: unknown }).status,
+      })) as K8sObject[];
+    },
+
     async listClusterTrainingRuntimes(opts) {
       const c = await api(opts);
       const r = { group: TRAINER_GROUP, version: TRAINER_VERSION, plural: 'clustertrainingruntimes' };

@@ -35,6 +35,7 @@ function setup(update: RunRecords['update']) {
   const unused = () => Promise.reject(new Error('not expected'));
   const gateway = {
     listAdmissionGates: async () => [],
+    listPods: async () => [],
     listManagedJobs: async () => [job],
     deleteJob: async () => {
       calls.push('deleteJob');
@@ -119,6 +120,7 @@ describe('reconciler: Kueue preemption and a stalled admission', () => {
     const gateway = {
       listAdmissionGates: async () => [gateObj],
       listManagedJobs: async () => [jobObj],
+      listPods: async () => [],
       annotateJob: async () => {
         calls.push('annotateJob');
       },

@@ -137,6 +137,7 @@ const minimalTrainJobV21 = {
     },
     trainer: { image: 'ghcr.io/acme/train:1.0', env: MINIMAL_ENV, numNodes: 1 },
     labels: { 'gantry.dev/run-id': A_RUN_ID },
+    podTemplateOverrides: [{ targetJobs: [{ name: 'node' }], metadata: { labels: MINIMAL_LABELS } }],
   },
 };
 
@@ -160,7 +161,16 @@ const minimalTrainJobV22 = {
     runtimePatches: [
       {
         manager: 'gantry.dev/gantry',
-        trainingRuntimeSpec: { template: { metadata: { labels: { 'gantry.dev/run-id': A_RUN_ID } } } },
+        trainingRuntimeSpec: {
+          template: {
+            metadata: { labels: { 'gantry.dev/run-id': A_RUN_ID } },
+            spec: {
+              replicatedJobs: [
+                { name: 'node', template: { spec: { template: { metadata: { labels: MINIMAL_LABELS } } } } },
+              ],
+            },
+          },
+        },
       },
     ],
   },
@@ -195,6 +205,7 @@ const fullTrainJobV21 = {
     },
     suspend: true,
     labels: { 'gantry.dev/run-id': A_RUN_ID },
+    podTemplateOverrides: [{ targetJobs: [{ name: 'node' }], metadata: { labels: FULL_POD_LABELS } }],
   },
 };
 
@@ -230,7 +241,16 @@ const fullTrainJobV22 = {
     runtimePatches: [
       {
         manager: 'gantry.dev/gantry',
-        trainingRuntimeSpec: { template: { metadata: { labels: { 'gantry.dev/run-id': A_RUN_ID } } } },
+        trainingRuntimeSpec: {
+          template: {
+            metadata: { labels: { 'gantry.dev/run-id': A_RUN_ID } },
+            spec: {
+              replicatedJobs: [
+                { name: 'node', template: { spec: { template: { metadata: { labels: FULL_POD_LABELS } } } } },
+              ],
+            },
+          },
+        },
       },
     ],
   },
