@@ -36,6 +36,9 @@ beforeAll(async () => {
   sim = await startClusterSimulator({
     log: () => {},
     speed: 0,
+    // The reconciler here runs on the simulator's clock (advance()), so the pods' condition times
+    // must be simulated too for the unschedulable grace to count the same time.
+    timestamps: 'simulated',
     trainerVersion: '2.2',
     namespaces: [NS],
     queues: [
