@@ -1670,18 +1670,7 @@ export class Controllers {
         },
         this.now,
       );
-      if (this.o.waitForPodsReady)
-        conds = setCondition(
-          conds,
-          {
-            type: 'PodsReady',
-            status: 'False',
-            reason: 'WaitForStart',
-            message: 'Not all pods are ready or succeeded',
-            observedGeneration: gen,
-          },
-          this.now,
-        );
+      conds = this.podsNotReadyYet(conds, gen);
       conds = conds.map((c) =>
         (c.type === 'Evicted' || c.type === 'Preempted') && c.status === 'True'
           ? {
@@ -1904,18 +1893,7 @@ export class Controllers {
         },
         this.now,
       );
-      if (this.o.waitForPodsReady)
-        conds = setCondition(
-          conds,
-          {
-            type: 'PodsReady',
-            status: 'False',
-            reason: 'WaitForStart',
-            message: 'Not all pods are ready or succeeded',
-            observedGeneration: gen,
-          },
-          this.now,
-        );
+      conds = this.podsNotReadyYet(conds, gen);
       st.conditions = conds;
     });
     const requeueAt = this.requeueAtVt.get(uid);
@@ -1953,6 +1931,23 @@ export class Controllers {
   private inBackoff(wl: Json): boolean {
     const at = this.requeueAtVt.get(String(meta(wl).uid));
     return at !== undefined && at > this.vt;
+  }
+
+  /** With waitForPodsReady, Kueue marks an (re)admitted or requeued Workload `PodsReady=False WaitForStart`. */
+  private podsNotReadyYet(conds: unknown, gen: unknown): Json[] {
+    const list = (Array.isArray(conds) ? conds : []) as Json[];
+    if (!this.o.waitForPodsReady) return list;
+    return setCondition(
+      list,
+      {
+        type: 'PodsReady',
+        status: 'False',
+        reason: 'WaitForStart',
+        message: 'Not all pods are ready or succeeded',
+        observedGeneration: gen,
+      },
+      this.now,
+    );
   }
 
   /** waitForPodsReady: check the admitted workload's PodsReady once its timeout has passed. */
