@@ -5,7 +5,7 @@
  * history) and once without (the simulator's `metricChannel: false`: no reports at all). Each
  * variant runs in its own process (the handlers cache their configuration per process), A and B
  * alternated, and the ratio of medians is what counts.
- * Run: `node bench/metric-channel.ts [runs=200] [rounds=2]`; results go to bench/results/metric-channel.md.
+ * Run: `npm run bench:metric-channel -- [runs=200] [rounds=2]`; results go to bench/results/metric-channel.md.
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
