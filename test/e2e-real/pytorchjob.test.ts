@@ -243,7 +243,7 @@ describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
           kubeconfigYaml: hc.kubeconfigYaml(),
           legacyKinds: ['PyTorchJob'],
           kueueManagedKinds: ['TrainJob', 'PyTorchJob'],
-          kueueWorkloadGraceSeconds: 8,
+          kueueWorkloadGraceSeconds: 10,
         },
         speed: SPEED,
         reconcileEveryMs: 300,
@@ -276,7 +276,7 @@ describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
       const record = await driver.record(run.runId);
       expect(record).toMatchObject({ phase: 'Failed', reason: 'NotManagedByKueue' });
       expect(record.message).toMatch(
-        /no Kueue Workload appeared for PyTorchJob .* on cluster local within 8 s/,
+        /no Kueue Workload appeared for PyTorchJob .* on cluster local within 10 s/,
       );
       // The real Kueue made no Workload in the namespace.
       const wls = await hc.request<{ items: unknown[] }>(
