@@ -297,3 +297,110 @@ describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
     expect(hc.exited()).toEqual([]);
   });
 });
+
+/**
+ * Kueue v0.17.1 (the v2.2 set) with ITS default configuration, which still enables the
+ * kubeflow.org v1 integrations (v0.16–v0.18 did): listed in `kueueManagedKinds`, a queued
+ * PyTorchJob gets a Workload, is admitted against the ClusterQueue's GPU quota, unsuspended and run
+ * by the operator.
+ */
+const setV22 = versionSet('v2.2');
+const availableV22 = tierAvailable(
+  `e2e-real (Training Operator v1 PyTorchJob under Kueue ${setV22.kueue})`,
+  heavyMissing(['kube', 'kwok', setV22.jobsetComponent, setV22.component, 'training-operator']),
+);
+
+describe.runIf(availableV22)(
+  `real Training Operator v1: queued PyTorchJob under Kueue ${setV22.kueue}`,
+  () => {
+    let hc: HeavyControlPlane;
+    let stack: Stack;
+    let driver: ReturnType<typeof runDriver>;
+    let ns: string;
+
+    beforeAll(async () => {
+      vi.resetModules();
+      hc = await startHeavyControlPlane({
+        set: 'v2.2',
+        nodes: 2,
+        gpusPerNode: 8,
+        trainingOperator: true,
+        kueueFrameworks: 'default',
+      });
+      console.log(`[e2e-real pytorchjob v2.2] heavy control plane up in ${hc.startupMs} ms`, hc.timings);
+      ns = await hc.createQueueNamespace('pt');
+      stack = await startStack({
+        cluster: {
+          kubeconfigYaml: hc.kubeconfigYaml(),
+          legacyKinds: ['PyTorchJob'],
+          kueueManagedKinds: ['TrainJob', 'PyTorchJob'],
+        },
+        speed: SPEED,
+        reconcileEveryMs: 300,
+        orphanGraceSeconds: 0,
+        consumer: false,
+        teams: [{ ...DEMO_TEAM, namespaces: [ns] }],
+      });
+      driver = runDriver(stack);
+    }, 300_000);
+
+    afterAll(async () => {
+      await stack?.close();
+      await hc?.stop();
+    });
+
+    it('the default configuration of this Kueue enables kubeflow.org/pytorchjob', () => {
+      expect(hc.kueueFrameworks).toContain('kubeflow.org/pytorchjob');
+    });
+
+    it('a queued PyTorchJob gets a Workload, is admitted, runs and ends Succeeded', async () => {
+      const run = driver.spec(
+        {
+          target: 'PyTorchJob',
+          numNodes: 2,
+          resourcesPerNode: { gpu: 2 },
+          queue: 'demo-queue',
+          env: { [KWOK_ENV.runDuration]: '8s' },
+        },
+        ns,
+      );
+      const arn = await driver.start(run);
+      const wl = await driver.waitFor(
+        'Kueue to admit the PyTorchJob',
+        async () => {
+          const r = await hc.request<{ items: Obj[] }>(
+            'GET',
+            `/apis/kueue.x-k8s.io/v1beta2/namespaces/${ns}/workloads`,
+          );
+          return r.body.items.find((w) =>
+            w.status?.conditions?.some((c) => c.type === 'Admitted' && c.status === 'True'),
+          );
+        },
+        60_000,
+      );
+      expect(wl.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'PyTorchJob', name: run.jobName });
+      await driver.waitFor(
+        `run ${run.runId} Running`,
+        async () => ((await driver.record(run.runId)).phase === 'Running' ? true : undefined),
+        60_000,
+      );
+      await driver.writeOutput(stack.s3, run);
+      const ended = await driver.finished(arn, 90_000);
+      expect(ended.status).toBe('SUCCEEDED');
+      const record = await driver.record(run.runId);
+      expect(record.transitions.map((t) => t.phase)).toEqual([
+        'Accepted',
+        'Submitting',
+        'Pending',
+        'Running',
+        'Publishing',
+        'Succeeded',
+      ]);
+      expect(record.admission?.state).toBe('Admitted');
+    });
+
+    it('no controller crashed', () => {
+      expect(hc.exited()).toEqual([]);
+    });
+  },
+);
