@@ -289,6 +289,7 @@ for (const setName of SETS) {
       const ended = await driver.record(low.runId);
       expect(ended.phase).toBe('Succeeded');
       expect(ended.reason).toBeUndefined();
+      expect(ended.admission).toBeUndefined(); // the Evicted note went with the readmission
       expect(phasesOf(ended)).toEqual([
         'Accepted',
         'Submitting',
