@@ -86,10 +86,12 @@ export function applyChange(record: RunRecord, change: RecordChange, now: Date):
       ...record.transitions,
       { phase: change.phase, at: now.toISOString(), ...(change.reason ? { reason: change.reason } : {}) },
     ];
-    // Readmitted after a preemption: the Preempted explanation no longer describes the run.
+    // Readmitted after a preemption: the Preempted explanation no longer describes the run, nor
+    // does the admission note that said it was evicted.
     if (record.reason === PREEMPTED && change.reason === undefined) {
       delete next.reason;
       delete next.message;
+      if (change.admission === undefined) delete next.admission;
     }
     if (change.reason !== undefined) next.reason = change.reason;
     if (change.message !== undefined) next.message = change.message;

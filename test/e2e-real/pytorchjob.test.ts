@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunSpec } from '../../lib/run/spec.ts';
 import type { K8sObject } from '../../lib/trainjob/types.ts';
-import { type Stack, startStack } from '../../local/stack.ts';
+import { apiRoutes, startHttpApi } from '../../local/http-api.ts';
+import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
+import { apiClient } from '../helpers/api-client.ts';
 import {
   type HeavyControlPlane,
   heavyMissing,
@@ -18,8 +20,16 @@ import { tierAvailable } from '../helpers/tiers.ts';
  * pods and services, the scheduler binds them to kwok GPU nodes, kwok "runs" them, and the operator
  * rolls the pod phases up to the PyTorchJob's Succeeded condition.
  *
- * No Kueue here: the heavy tier's Kueue enables only the TrainJob integration, so the run has no
- * `queue` (Gantry then creates the job unsuspended and nothing waits for admission).
+ * Kueue runs with its release's DEFAULT configuration (v0.19.2: `integrations.frameworks` as in
+ * config/components/manager/controller_manager_config.yaml, where every kubeflow.org v1 integration
+ * is commented out), as a default install has it:
+ *   - a run without `queue` is created unsuspended and runs (nothing waits for admission);
+ *   - a queued PyTorchJob is refused at submit (400, field `queue`, naming the cluster and the kind)
+ *     while the cluster's `kueueManagedKinds` is the default (TrainJob);
+ *   - if the operator lists PyTorchJob in `kueueManagedKinds` although Kueue does not manage it, the
+ *     job is created suspended with the queue label, the real Kueue makes no Workload for it (its
+ *     PyTorchJob webhook is the disabled integration's no-op), and the run fails NotManagedByKueue
+ *     after `kueueWorkloadGraceSeconds` with its job deleted.
  */
 
 const SPEED = 60;
@@ -48,22 +58,36 @@ describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
 
   beforeAll(async () => {
     vi.resetModules();
-    hc = await startHeavyControlPlane({ set: SET, nodes: 2, gpusPerNode: 8, trainingOperator: true });
+    hc = await startHeavyControlPlane({
+      set: SET,
+      nodes: 2,
+      gpusPerNode: 8,
+      trainingOperator: true,
+      kueueFrameworks: 'default',
+    });
     console.log(`[e2e-real pytorchjob] heavy control plane up in ${hc.startupMs} ms`, hc.timings);
+    ns = await hc.createQueueNamespace('pt');
     stack = await startStack({
       cluster: { kubeconfigYaml: hc.kubeconfigYaml(), legacyKinds: ['PyTorchJob'] },
       speed: SPEED,
       reconcileEveryMs: 300,
       orphanGraceSeconds: 0,
       consumer: false,
+      teams: [{ ...DEMO_TEAM, namespaces: [ns] }],
     });
     driver = runDriver(stack);
-    ns = await hc.cp.createNamespace('pt');
   }, 300_000);
 
   afterAll(async () => {
     await stack?.close();
     await hc?.stop();
+  });
+
+  it("Kueue runs its release's default configuration, which does not enable kubeflow.org/pytorchjob", () => {
+    expect(hc.set.kueue).toBe('v0.19.2');
+    expect(hc.kueueFrameworks).toContain('trainer.kubeflow.org/trainjob');
+    expect(hc.kueueFrameworks).toContain('batch/job');
+    expect(hc.kueueFrameworks).not.toContain('kubeflow.org/pytorchjob');
   });
 
   const jobPath = (run: RunSpec) => `${PYTORCHJOBS}/namespaces/${run.namespace}/pytorchjobs/${run.jobName}`;
@@ -179,7 +203,203 @@ describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
     );
   });
 
+  it('a queued PyTorchJob is refused at submit: 400 on field queue, naming the cluster and the kind', async () => {
+    const api = await startHttpApi({ routes: apiRoutes(), port: 0 });
+    try {
+      const call = apiClient(() => api.url, DEMO_TEAM.principals[0] as string);
+      const r = await call('POST', '/v1/runs', {
+        modelName: 'pt-queued',
+        team: 'demo',
+        namespace: ns,
+        target: 'PyTorchJob',
+        runtime: { name: 'torch-distributed' },
+        image: 'registry.local/train:1',
+        numNodes: 2,
+        resourcesPerNode: { gpu: 1 },
+        queue: 'demo-queue',
+      });
+      expect(r.status).toBe(400);
+      const text = JSON.stringify(r.body);
+      expect(text).toContain('queue');
+      expect(text).toContain('a queued PyTorchJob would never be admitted on cluster local');
+      expect(text).toContain('kueueManagedKinds');
+      // Nothing was created on the cluster.
+      const list = await hc.request<{ items: unknown[] }>(
+        'GET',
+        `${PYTORCHJOBS}/namespaces/${ns}/pytorchjobs`,
+      );
+      expect(list.body.items.filter((j) => JSON.stringify(j).includes('pt-queued'))).toEqual([]);
+    } finally {
+      await api.close();
+    }
+  });
+
+  describe('kueueManagedKinds lists PyTorchJob, but the real Kueue does not manage it', () => {
+    beforeAll(async () => {
+      await stack.close();
+      vi.resetModules();
+      stack = await startStack({
+        cluster: {
+          kubeconfigYaml: hc.kubeconfigYaml(),
+          legacyKinds: ['PyTorchJob'],
+          kueueManagedKinds: ['TrainJob', 'PyTorchJob'],
+          kueueWorkloadGraceSeconds: 10,
+        },
+        speed: SPEED,
+        reconcileEveryMs: 300,
+        orphanGraceSeconds: 0,
+        consumer: false,
+        teams: [{ ...DEMO_TEAM, namespaces: [ns] }],
+      });
+      driver = runDriver(stack);
+    }, 120_000);
+
+    it('the suspended job gets no Workload from Kueue → Failed NotManagedByKueue, and its job is deleted', async () => {
+      const run = driver.spec(
+        {
+          target: 'PyTorchJob',
+          numNodes: 2,
+          resourcesPerNode: { gpu: 1 },
+          queue: 'demo-queue',
+          admissionDeadlineSeconds: 3600,
+        },
+        ns,
+      );
+      const arn = await driver.start(run);
+      const created = await driver.waitFor('the PyTorchJob to exist', () => job(run), 30_000);
+      expect(created.metadata.labels?.['kueue.x-k8s.io/queue-name']).toBe('demo-queue');
+      expect((created as { spec?: { runPolicy?: { suspend?: boolean } } }).spec?.runPolicy?.suspend).toBe(
+        true,
+      );
+      const ended = await driver.finished(arn, 90_000);
+      expect(ended.status).toBe('FAILED');
+      const record = await driver.record(run.runId);
+      expect(record).toMatchObject({ phase: 'Failed', reason: 'NotManagedByKueue' });
+      expect(record.message).toMatch(
+        /no Kueue Workload appeared for PyTorchJob .* on cluster local within 10 s/,
+      );
+      // The real Kueue made no Workload in the namespace.
+      const wls = await hc.request<{ items: unknown[] }>(
+        'GET',
+        `/apis/kueue.x-k8s.io/v1beta2/namespaces/${ns}/workloads`,
+      );
+      expect(wls.body.items).toEqual([]);
+      expect(record.transitions.map((t) => t.phase)).toEqual(['Accepted', 'Submitting', 'Pending', 'Failed']);
+      await driver.waitFor(
+        'the job to be deleted',
+        async () => ((await job(run)) ? undefined : true),
+        30_000,
+      );
+    });
+  });
+
   it('no controller crashed', () => {
     expect(hc.exited()).toEqual([]);
   });
 });
+
+/**
+ * Kueue v0.17.1 (the v2.2 set) with ITS default configuration, which still enables the
+ * kubeflow.org v1 integrations (v0.16–v0.18 did): listed in `kueueManagedKinds`, a queued
+ * PyTorchJob gets a Workload, is admitted against the ClusterQueue's GPU quota, unsuspended and run
+ * by the operator.
+ */
+const setV22 = versionSet('v2.2');
+const availableV22 = tierAvailable(
+  `e2e-real (Training Operator v1 PyTorchJob under Kueue ${setV22.kueue})`,
+  heavyMissing(['kube', 'kwok', setV22.jobsetComponent, setV22.component, 'training-operator']),
+);
+
+describe.runIf(availableV22)(
+  `real Training Operator v1: queued PyTorchJob under Kueue ${setV22.kueue}`,
+  () => {
+    let hc: HeavyControlPlane;
+    let stack: Stack;
+    let driver: ReturnType<typeof runDriver>;
+    let ns: string;
+
+    beforeAll(async () => {
+      vi.resetModules();
+      hc = await startHeavyControlPlane({
+        set: 'v2.2',
+        nodes: 2,
+        gpusPerNode: 8,
+        trainingOperator: true,
+        kueueFrameworks: 'default',
+      });
+      console.log(`[e2e-real pytorchjob v2.2] heavy control plane up in ${hc.startupMs} ms`, hc.timings);
+      ns = await hc.createQueueNamespace('pt');
+      stack = await startStack({
+        cluster: {
+          kubeconfigYaml: hc.kubeconfigYaml(),
+          legacyKinds: ['PyTorchJob'],
+          kueueManagedKinds: ['TrainJob', 'PyTorchJob'],
+        },
+        speed: SPEED,
+        reconcileEveryMs: 300,
+        orphanGraceSeconds: 0,
+        consumer: false,
+        teams: [{ ...DEMO_TEAM, namespaces: [ns] }],
+      });
+      driver = runDriver(stack);
+    }, 300_000);
+
+    afterAll(async () => {
+      await stack?.close();
+      await hc?.stop();
+    });
+
+    it('the default configuration of this Kueue enables kubeflow.org/pytorchjob', () => {
+      expect(hc.kueueFrameworks).toContain('kubeflow.org/pytorchjob');
+    });
+
+    it('a queued PyTorchJob gets a Workload, is admitted, runs and ends Succeeded', async () => {
+      const run = driver.spec(
+        {
+          target: 'PyTorchJob',
+          numNodes: 2,
+          resourcesPerNode: { gpu: 2 },
+          queue: 'demo-queue',
+          env: { [KWOK_ENV.runDuration]: '8s' },
+        },
+        ns,
+      );
+      const arn = await driver.start(run);
+      const wl = await driver.waitFor(
+        'Kueue to admit the PyTorchJob',
+        async () => {
+          const r = await hc.request<{ items: Obj[] }>(
+            'GET',
+            `/apis/kueue.x-k8s.io/v1beta2/namespaces/${ns}/workloads`,
+          );
+          return r.body.items.find((w) =>
+            w.status?.conditions?.some((c) => c.type === 'Admitted' && c.status === 'True'),
+          );
+        },
+        60_000,
+      );
+      expect(wl.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'PyTorchJob', name: run.jobName });
+      await driver.waitFor(
+        `run ${run.runId} Running`,
+        async () => ((await driver.record(run.runId)).phase === 'Running' ? true : undefined),
+        60_000,
+      );
+      await driver.writeOutput(stack.s3, run);
+      const ended = await driver.finished(arn, 90_000);
+      expect(ended.status).toBe('SUCCEEDED');
+      const record = await driver.record(run.runId);
+      expect(record.transitions.map((t) => t.phase)).toEqual([
+        'Accepted',
+        'Submitting',
+        'Pending',
+        'Running',
+        'Publishing',
+        'Succeeded',
+      ]);
+    });
+
+    it('no controller crashed', () => {
+      expect(hc.exited()).toEqual([]);
+    });
+  },
+);

@@ -764,7 +764,34 @@ export interface HeavyOptions {
    * only) with the kubeflow.org CRDs and its PyTorchJob validating webhook. Default false.
    */
   trainingOperator?: boolean;
+  /**
+   * Kueue's `integrations.frameworks`: a list, or `'default'` for the default configuration of the
+   * set's Kueue release (its config/components/manager/controller_manager_config.yaml, comments
+   * dropped). Default `['trainer.kubeflow.org/trainjob']`.
+   */
+  kueueFrameworks?: string[] | 'default';
+  /**
+   * Preemption by priority: the ClusterQueue gets `preemption.withinClusterQueue: LowerPriority` and
+   * these WorkloadPriorityClasses (name → value) are created. Default: none (Kueue's default, Never).
+   */
+  workloadPriorityClasses?: Record<string, number>;
   startTimeoutMs?: number;
+}
+
+/** The `integrations.frameworks` a Kueue release's default configuration enables (commented ones are not). */
+export function kueueDefaultFrameworks(kueueDir: string): string[] {
+  const file = join(kueueDir, 'config/components/manager/controller_manager_config.yaml');
+  const doc = parseAllDocuments(readFileSync(file, 'utf8'))[0]?.toJS() as
+    | { integrations?: { frameworks?: string[] } }
+    | undefined;
+  const frameworks = doc?.integrations?.frameworks;
+  if (!frameworks?.length) throw new HeavyError(`realcp-heavy: no integrations.frameworks in ${file}`);
+  return frameworks;
+}
+
+/** The default frameworks of a version set's Kueue (read from the pinned module). */
+export function versionSetKueueDefaultFrameworks(name: VersionSetName): string[] {
+  return kueueDefaultFrameworks(moduleDir('sigs.k8s.io/kueue', versionSet(name).kueue));
 }
 
 export interface HeavyControlPlane {
@@ -774,6 +801,8 @@ export interface HeavyControlPlane {
   clusterQueue: string;
   resourceFlavor: string;
   runtimes: string[];
+  /** Kueue's enabled integrations.frameworks. */
+  kueueFrameworks: string[];
   /** ms since the call at which each component was ready. */
   timings: Record<string, number>;
   startupMs: number;
@@ -815,6 +844,10 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
   const jobsetDir = moduleDir('sigs.k8s.io/jobset', set.jobset);
   const trainerDir = moduleDir('github.com/kubeflow/trainer/v2', set.trainer);
   const kueueDir = moduleDir('sigs.k8s.io/kueue', set.kueue);
+  const frameworks =
+    opts.kueueFrameworks === 'default'
+      ? kueueDefaultFrameworks(kueueDir)
+      : (opts.kueueFrameworks ?? ['trainer.kubeflow.org/trainjob']);
   const kwokDir = moduleDir(
     'sigs.k8s.io/kwok',
     pinned(join(TOOLS, 'kwok', 'go.mod'), 'sigs.k8s.io/kwok') ?? '',
@@ -878,6 +911,7 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
     clusterQueue: CLUSTER_QUEUE,
     resourceFlavor: FLAVOR,
     runtimes: ['torch-distributed', 'torch-distributed-failfast'],
+    kueueFrameworks: frameworks,
     timings,
     startupMs: Date.now() - started,
     runDir,
@@ -1029,7 +1063,6 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
     );
 
     const kqCfg = join(runDir, 'kueue-config.yaml');
-    const frameworks = ['trainer.kubeflow.org/trainjob'];
     writeFileSync(
       kqCfg,
       stringifyYaml({
@@ -1155,9 +1188,15 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
     mark('trainer');
 
     await waitFor('kueue /readyz', deadline, healthy(`http://127.0.0.1:${kqHealth}/readyz`), procs);
-    const kueueGroups = new Set(['kueue.x-k8s.io', 'trainer.kubeflow.org']);
-    // Kueue's own kinds and the TrainJob integration only (a disabled integration's webhook is a
-    // no-op, but pods/deployments/jobsets would all pass through it for nothing).
+    const kueueGroups = new Set([
+      'kueue.x-k8s.io',
+      'trainer.kubeflow.org',
+      ...(withOperator ? ['kubeflow.org'] : []),
+    ]);
+    // Kueue's own kinds, the TrainJob integration and (with the Training Operator) the kubeflow.org
+    // v1 kinds only: a disabled integration's webhook is a no-op (that is what a kubeflow.org job
+    // meets when the release does not enable it), but pods/deployments/jobsets would all pass
+    // through the others for nothing.
     const keepKueue = (w: WebhookEntry) =>
       (w.rules ?? []).some((r) => (r.apiGroups ?? []).some((g) => kueueGroups.has(g)));
     for (const cfg of webhookConfigs(
@@ -1183,6 +1222,15 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
       metadata: { name: FLAVOR },
       spec: { nodeLabels: NODE_LABEL },
     });
+    for (const [name, value] of Object.entries(opts.workloadPriorityClasses ?? {})) {
+      await applyObject(`WorkloadPriorityClass ${name}`, {
+        apiVersion: 'kueue.x-k8s.io/v1beta2',
+        kind: 'WorkloadPriorityClass',
+        metadata: { name },
+        value,
+        description: `gantry e2e-real priority ${value}`,
+      });
+    }
     await applyObject('ClusterQueue', {
       apiVersion: 'kueue.x-k8s.io/v1beta2',
       kind: 'ClusterQueue',
@@ -1190,6 +1238,9 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
       spec: {
         namespaceSelector: {},
         queueingStrategy: 'BestEffortFIFO',
+        ...(opts.workloadPriorityClasses
+          ? { preemption: { withinClusterQueue: 'LowerPriority', reclaimWithinCohort: 'Never' } }
+          : {}),
         resourceGroups: [
           {
             coveredResources: ['cpu', 'memory', 'nvidia.com/gpu'],

@@ -105,5 +105,43 @@ export function runDriver(stack: Stack) {
     );
   }
 
-  return { spec, start, waitFor, execution, finished, history, record, records, sfn, writeOutput };
+  /**
+   * What training code does through the metric channel: one JSON Lines object under the run's
+   * GANTRY_METRICS_URI (`s3://<bucket>/runs/<runId>/metrics/`), keys in the order they are written.
+   */
+  let metricSeq = 0;
+  async function writeMetrics(
+    s3: S3Client,
+    runId: string,
+    lines: Array<{
+      step?: number;
+      metrics?: Record<string, number>;
+      progressPercentage?: number;
+      estimatedRemainingSeconds?: number;
+    }>,
+  ) {
+    const name = `${String(Date.now() * 1000 + (metricSeq++ % 1000)).padStart(20, '0')}-rank0.jsonl`;
+    const body = lines.map((l) => JSON.stringify({ time: new Date().toISOString(), ...l })).join('\n');
+    await s3.send(
+      new PutObjectCommand({
+        Bucket: stack.bucket,
+        Key: `runs/${runId}/metrics/${name}`,
+        Body: `${body}\n`,
+      }),
+    );
+  }
+
+  return {
+    spec,
+    start,
+    waitFor,
+    execution,
+    finished,
+    history,
+    record,
+    records,
+    sfn,
+    writeOutput,
+    writeMetrics,
+  };
 }

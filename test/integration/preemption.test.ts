@@ -67,6 +67,7 @@ describe('preemption and deactivation through the state machine and the reconcil
     const ended = await driver.record(low.runId);
     expect(ended.phase).toBe('Succeeded');
     expect(ended.reason).toBeUndefined();
+    expect(ended.admission).toBeUndefined(); // the Evicted note went with the readmission
     expect(ended.transitions.map((t) => (t.reason ? `${t.phase}/${t.reason}` : t.phase))).toEqual([
       'Accepted',
       'Submitting',

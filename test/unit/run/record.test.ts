@@ -62,6 +62,27 @@ describe('applyChange — preemption', () => {
     ]);
   });
 
+  it("readmission drops the admission note that said the run was evicted (a finished run never shows 'Evicted')", () => {
+    // Prepare
+    const preempted = applyChange(
+      record('Running'),
+      {
+        phase: 'Pending',
+        reason: 'Preempted',
+        message: 'Preempted to accommodate a workload',
+        admission: { state: 'Evicted', reason: 'Preempted', message: 'Preempted to accommodate a workload' },
+      },
+      at(1),
+    );
+    // Act
+    const again = preempted && applyChange(preempted, { phase: 'Running' }, at(3));
+    const done = again && applyChange(again, { phase: 'Publishing' }, at(4));
+    // Assess
+    expect(preempted?.admission).toMatchObject({ state: 'Evicted', reason: 'Preempted' });
+    expect(again?.admission).toBeUndefined();
+    expect(done?.admission).toBeUndefined();
+  });
+
   it('a backward move without reason Preempted changes nothing', () => {
     expect(applyChange(record('Running'), { phase: 'Pending' }, at(1))).toBeUndefined();
   });
