@@ -134,7 +134,7 @@ export interface ControllerOptions {
   metricChannel: boolean;
   /** Kueue release line: from 0.17 a TrainJob starts only through Kueue's runtime patch (Trainer v2.2+). */
   kueueVersion: KueueVersion;
-  /** Kueue's waitForPodsReady; undefined = off, as in Kueue's default configuration. */
+  /** Kueue's waitForPodsReady; undefined = off (Kueue 0.16's default; 0.19 defaults it on). */
   waitForPodsReady: WaitForPodsReady | undefined;
   /** Node labels and tolerations of the ResourceFlavor `default-flavor` (none by default). */
   flavor: FlavorConfig;

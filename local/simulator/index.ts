@@ -95,8 +95,12 @@ export interface SimulatorOptions {
    * 2.2/2.3). Kueue 0.19 with Trainer 2.1 admits a TrainJob but never unsuspends it (kueue#11931).
    */
   kueueVersion?: KueueVersion;
-  /** Kueue's waitForPodsReady (PodsReady condition, timeout, requeuing backoff, deactivation). Default off, as Kueue's default configuration. */
-  waitForPodsReady?: WaitForPodsReady;
+  /**
+   * Kueue's waitForPodsReady (PodsReady condition, timeout, requeuing backoff, deactivation); `false`
+   * turns it off. Default as the release defaults it: on with a 30-minute timeout from Kueue 0.19
+   * (v1beta2 `SetDefaults_Configuration`), off in 0.16 (v1beta1 `Enable: false`).
+   */
+  waitForPodsReady?: WaitForPodsReady | false;
   /** Node labels and tolerations of the ResourceFlavor `default-flavor`, injected into admitted pods. Default none. */
   flavor?: FlavorConfig;
   /** Namespaces to create at start besides default/kube-system/kube-public/kube-node-lease. */
@@ -216,7 +220,10 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     trainerStatus: (opts.trainerStatus ?? false) && (trainerVersion === '2.2' || trainerVersion === '2.3'),
     metricChannel: opts.metricChannel ?? true,
     kueueVersion,
-    waitForPodsReady: opts.waitForPodsReady,
+    waitForPodsReady:
+      opts.waitForPodsReady === false
+        ? undefined
+        : (opts.waitForPodsReady ?? (kueueVersion === '0.16' ? undefined : { timeoutSeconds: 1800 })),
     flavor: opts.flavor ?? {},
     kueueIntegrations,
     log,

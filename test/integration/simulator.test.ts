@@ -505,16 +505,37 @@ describe('cluster simulator: Kueue admission and the Trainer lifecycle (Trainer 
     expect(cond(await h.get(ns, 'victim'), 'Complete')?.status).toBe('True');
   });
 
-  it('writes no PodsReady condition without waitForPodsReady (the default configuration)', async () => {
+  it('writes PodsReady as Kueue 0.19 defaults waitForPodsReady on; none with it off or on Kueue 0.16', async () => {
     const ns = await h.namespace();
-    const job = await h.create(ns, trainJob('no-pods-ready', { gpus: 4 }));
+    const job = await h.create(ns, trainJob('pods-ready', { gpus: 4 }));
     await h.sim.settle();
     await h.sim.advance(5);
-
     const wl = await h.workloadOf(job);
     expect(cond(wl, 'Admitted')?.status).toBe('True');
-    expect(cond(wl, 'PodsReady')).toBeUndefined();
+    expect(cond(wl, 'PodsReady')).toMatchObject({ status: 'True', reason: 'Started' });
     await h.sim.advance(120);
+
+    for (const opts of [{ waitForPodsReady: false as const }, { trainerVersion: '2.1' as const }]) {
+      const off = await harness({
+        trainerVersion: '2.2',
+        speed: 0,
+        queues: [
+          { name: 'team-a', clusterQueue: 'gpu-a', quota: { 'nvidia.com/gpu': 8, cpu: 64, memory: '512Gi' } },
+        ],
+        ...opts,
+      });
+      try {
+        const ns2 = await off.namespace();
+        const j2 = await off.create(ns2, trainJob('no-pods-ready', { gpus: 4 }));
+        await off.sim.settle();
+        await off.sim.advance(5);
+        const wl2 = await off.workloadOf(j2);
+        expect(cond(wl2, 'Admitted')?.status, JSON.stringify(opts)).toBe('True');
+        expect(cond(wl2, 'PodsReady'), JSON.stringify(opts)).toBeUndefined();
+      } finally {
+        await off.sim.close();
+      }
+    }
   });
 
   it('starts an admitted TrainJob through its Kueue runtime patch and empties the patch when it evicts it', async () => {
