@@ -1,0 +1,93 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
+import {
+  type HeavyControlPlane,
+  heavyMissing,
+  startHeavyControlPlane,
+  versionSet,
+} from '../helpers/realcp-heavy.ts';
+import { runDriver } from '../helpers/runs.ts';
+import { tierAvailable } from '../helpers/tiers.ts';
+
+/**
+ * Health after admission on real controllers (issue 17 item 3): Kueue admits a gang its quota can
+ * hold (8 GPUs) but no node can (each has 4), Trainer unsuspends the TrainJob, JobSet and the Job
+ * controller make the pod, and the real kube-scheduler leaves it `PodScheduled=False Unschedulable`.
+ * Gantry lists its pods (they carry its labels through Trainer's runtime patch), shows the
+ * scheduler's message while the run is Pending, fails the run `Unschedulable` after the grace and
+ * deletes the job, which frees the quota. Trainer v2.3 + Kueue v0.19.2 + JobSet v0.12.0.
+ */
+
+const SPEED = 60;
+const GRACE_SECONDS = 5;
+const TRAINJOBS = '/apis/trainer.kubeflow.org/v1alpha1';
+
+const set = versionSet('v2.3');
+const label = `Trainer ${set.trainer} + Kueue ${set.kueue} + JobSet ${set.jobset}`;
+const available = tierAvailable(
+  `e2e-real unschedulable (${label})`,
+  heavyMissing(['kube', 'kwok', set.jobsetComponent, set.component]),
+);
+
+describe.runIf(available)(`real controllers, a gang Kueue admits but no node fits: ${label}`, () => {
+  let hc: HeavyControlPlane;
+  let stack: Stack;
+  let driver: ReturnType<typeof runDriver>;
+  let ns: string;
+  const previousGrace = process.env.GANTRY_UNSCHEDULABLE_GRACE_SECONDS;
+
+  beforeAll(async () => {
+    vi.resetModules();
+    // The handlers read it once, at first use: a short grace so the test need not wait 300 s.
+    process.env.GANTRY_UNSCHEDULABLE_GRACE_SECONDS = String(GRACE_SECONDS);
+    hc = await startHeavyControlPlane({ set: 'v2.3', nodes: 1, gpusPerNode: 4, gpuQuota: 8 });
+    ns = await hc.createQueueNamespace('demo');
+    stack = await startStack({
+      cluster: { kubeconfigYaml: hc.kubeconfigYaml() },
+      speed: SPEED,
+      reconcileEveryMs: 300,
+      orphanGraceSeconds: 0,
+      consumer: false,
+      teams: [{ ...DEMO_TEAM, namespaces: [ns] }],
+    });
+    driver = runDriver(stack);
+  }, 300_000);
+
+  afterAll(async () => {
+    await stack?.close();
+    await hc?.stop();
+    if (previousGrace === undefined) delete process.env.GANTRY_UNSCHEDULABLE_GRACE_SECONDS;
+    else process.env.GANTRY_UNSCHEDULABLE_GRACE_SECONDS = previousGrace;
+  });
+
+  it('shows the scheduler’s message while Pending, then fails Unschedulable and deletes the job', async () => {
+    // Prepare: one node of 6 GPUs against nodes of 4 and a quota of 8.
+    const run = driver.spec({ queue: 'demo-queue', numNodes: 1, resourcesPerNode: { gpu: 6 } }, ns);
+    // Act
+    const arn = await driver.start(run);
+    const shown = await driver.waitFor(
+      'the scheduler’s reason in the admission note',
+      async () => {
+        const r = await driver.record(run.runId);
+        return r.admission?.reason === 'Unschedulable' ? r : undefined;
+      },
+      60_000,
+    );
+    const ended = await driver.finished(arn, 120_000);
+    // Assess
+    expect(shown.phase).toBe('Pending');
+    expect(shown.admission?.message).toMatch(/0\/1 nodes are available: .*Insufficient nvidia\.com\/gpu/);
+    expect(ended.status).toBe('FAILED');
+    const record = await driver.record(run.runId);
+    expect(record).toMatchObject({ phase: 'Failed', reason: 'Unschedulable' });
+    const gone = await driver.waitFor(
+      'the job to be deleted',
+      async () => {
+        const r = await hc.request('GET', `${TRAINJOBS}/namespaces/${ns}/trainjobs/${run.jobName}`);
+        return r.status === 404 ? true : undefined;
+      },
+      60_000,
+    );
+    expect(gone).toBe(true);
+  });
+});
