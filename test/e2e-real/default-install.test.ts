@@ -3,6 +3,7 @@ import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
 import {
   type HeavyControlPlane,
   heavyMissing,
+  KWOK_ENV,
   startHeavyControlPlane,
   versionSet,
 } from '../helpers/realcp-heavy.ts';
@@ -10,7 +11,14 @@ import { runDriver } from '../helpers/runs.ts';
 import { tierAvailable } from '../helpers/tiers.ts';
 
 /**
- * Health after admission on real controllers (issue 17 item 3): Kueue admits a gang its quota can
+ * What a default install of Trainer v2.3 + Kueue v0.19.2 does with Gantry's runs (issue 17), on the
+ * real controllers:
+ *
+ * A dataset URI on the built-in `torch-distributed` runtime (no dataset-initializer job): Gantry
+ * passes it as `DATASET_URI` env instead of `spec.initializer`, so Trainer's validating webhook
+ * admits the TrainJob and the run ends Succeeded.
+ *
+ * Health after admission (item 3): Kueue admits a gang its quota can
  * hold (8 GPUs) but no node can (each has 4), Trainer unsuspends the TrainJob, JobSet and the Job
  * controller make the pod, and the real kube-scheduler leaves it `PodScheduled=False Unschedulable`.
  * Gantry lists its pods (they carry its labels through Trainer's runtime patch), shows the
@@ -25,11 +33,11 @@ const TRAINJOBS = '/apis/trainer.kubeflow.org/v1alpha1';
 const set = versionSet('v2.3');
 const label = `Trainer ${set.trainer} + Kueue ${set.kueue} + JobSet ${set.jobset}`;
 const available = tierAvailable(
-  `e2e-real unschedulable (${label})`,
+  `e2e-real default install (${label})`,
   heavyMissing(['kube', 'kwok', set.jobsetComponent, set.component]),
 );
 
-describe.runIf(available)(`real controllers, a gang Kueue admits but no node fits: ${label}`, () => {
+describe.runIf(available)(`real controllers, default install: ${label}`, () => {
   let hc: HeavyControlPlane;
   let stack: Stack;
   let driver: ReturnType<typeof runDriver>;
@@ -58,6 +66,41 @@ describe.runIf(available)(`real controllers, a gang Kueue admits but no node fit
     await hc?.stop();
     if (previousGrace === undefined) delete process.env.GANTRY_UNSCHEDULABLE_GRACE_SECONDS;
     else process.env.GANTRY_UNSCHEDULABLE_GRACE_SECONDS = previousGrace;
+  });
+
+  it('a datasetUri on torch-distributed reaches the trainer as DATASET_URI: Trainer’s webhook admits it, the run succeeds', async () => {
+    // Prepare
+    const dataUri = 's3://datasets/vision/2026-12-01/';
+    const run = driver.spec(
+      {
+        queue: 'demo-queue',
+        resourcesPerNode: { gpu: 2 },
+        datasetUri: dataUri,
+        env: { [KWOK_ENV.runDuration]: '10s' },
+      },
+      ns,
+    );
+    // Act
+    const arn = await driver.start(run);
+    const created = await driver.waitFor(
+      'the TrainJob',
+      async () => {
+        const r = await hc.request<{ spec?: Record<string, unknown> }>(
+          'GET',
+          `${TRAINJOBS}/namespaces/${ns}/trainjobs/${run.jobName}`,
+        );
+        return r.status === 200 ? r.body : undefined;
+      },
+      60_000,
+    );
+    await driver.writeOutput(stack.s3, run);
+    const ended = await driver.finished(arn, 120_000);
+    // Assess
+    const trainer = created.spec?.trainer as { env?: Array<{ name: string; value: string }> };
+    expect(created.spec?.initializer).toBeUndefined();
+    expect(trainer.env).toEqual(expect.arrayContaining([{ name: 'DATASET_URI', value: dataUri }]));
+    expect(ended.status).toBe('SUCCEEDED');
+    expect((await driver.record(run.runId)).phase).toBe('Succeeded');
   });
 
   it('shows the scheduler’s message while Pending, then fails Unschedulable and deletes the job', async () => {
