@@ -1,4 +1,4 @@
-import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import { PRINCIPAL_HEADER } from '../../local/http-api.ts';
@@ -102,5 +102,35 @@ describe(`${N} submissions with the consumer killed and restarted midway`, () =>
     expect(stats.requests.byVerbResource).toBeDefined();
     // Each run created its job exactly once: the simulator admitted N workloads, not more.
     expect(stats.jobs.admitted).toBe(N);
+    // … and each run's record ends Succeeded (its execution too: the record is written by its last step).
+    const phases = new Map<string, string>();
+    for (const end = Date.now() + 120_000; Date.now() < end; ) {
+      const keys = await recordKeys();
+      await Promise.all(
+        keys.map(async (key) => {
+          const id = key.split('/')[1] as string;
+          if (phases.get(id) === 'Succeeded') return;
+          const out = await env.stack.s3.send(new GetObjectCommand({ Bucket: env.stack.bucket, Key: key }));
+          const r = JSON.parse(await out.Body!.transformToString()) as {
+            phase: string;
+            reason?: string;
+            message?: string;
+          };
+          phases.set(
+            id,
+            r.phase === 'Succeeded' ? r.phase : `${r.phase} ${r.reason ?? ''} ${r.message ?? ''}`,
+          );
+        }),
+      );
+      if (
+        [...phases.values()].every(
+          (p) => p === 'Succeeded' || !/^(Accepted|Submitting|Pending|Running|Publishing)/.test(p),
+        )
+      )
+        break;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    const notSucceeded = [...phases.entries()].filter(([, p]) => p !== 'Succeeded');
+    expect(notSucceeded).toEqual([]);
   }, 900_000);
 });
