@@ -92,6 +92,8 @@ export const DEMO_TEAM = {
   imagePrefixes: ['ghcr.io/gantry-demo/', 'registry.local/'],
   maxNodes: 8,
   maxGpusPerRun: 32,
+  priorityClasses: [] as string[],
+  outputPrefixes: [] as string[],
 };
 
 export async function startStack(opts: StackOptions): Promise<Stack> {

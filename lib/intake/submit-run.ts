@@ -38,6 +38,15 @@ export function resolveIdempotencyKey(
   body: string | undefined,
 ): string | undefined {
   if (header === undefined) return body;
+  if (header.includes(',')) {
+    // API Gateway (HTTP API, payload 2.0) and node:http join a repeated header with commas.
+    throw new ValidationError([
+      {
+        field: IDEMPOTENCY_HEADER,
+        rule: 'send the header once with one key (repeated headers arrive joined with commas; a key must not contain ",")',
+      },
+    ]);
+  }
   const key = parseWith(z.object({ [IDEMPOTENCY_HEADER]: KeySchema }), { [IDEMPOTENCY_HEADER]: header })[
     IDEMPOTENCY_HEADER
   ] as string;

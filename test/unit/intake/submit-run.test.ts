@@ -115,11 +115,15 @@ describe('submitRun', () => {
     ['a header key with spaces', visionBody(), 'has space', 'Idempotency-Key'],
     ['an empty header key', visionBody(), '', 'Idempotency-Key'],
     ['an over-long header key', visionBody(), 'k'.repeat(129), 'Idempotency-Key'],
+    // API Gateway joins a repeated header with ',' and node:http with ', ': never one joined key.
+    ['a repeated header as API Gateway joins it', visionBody(), 'k-1,k-2', 'Idempotency-Key'],
+    ['a repeated header as node:http joins it', visionBody(), 'k-1, k-2', 'Idempotency-Key'],
   ])('refuses %s (400)', async (_name, body, header, field) => {
     const { submit, queue } = setup();
     const err = await submit({ caller, body, idempotencyKey: header }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ValidationError);
     expect((err as ValidationError).issues.map((i) => i.field)).toContain(field);
+    if (header?.includes(',')) expect((err as Error).message).toMatch(/send the header once/);
     expect(queue.sent).toHaveLength(0);
   });
 

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { ForbiddenError, IdempotencyConflictError, ValidationError } from '../../../lib/errors.ts';
+import {
+  ForbiddenError,
+  IdempotencyConflictError,
+  NotFoundError,
+  ValidationError,
+} from '../../../lib/errors.ts';
 import { RunMessageSchema } from '../../../lib/intake/message-schema.ts';
 import { makeSubmitSweep } from '../../../lib/intake/submit-sweep.ts';
 import { makeCancelSweep, makeGetSweep } from '../../../lib/intake/sweeps.ts';
@@ -138,9 +143,9 @@ describe('submitting a sweep', () => {
   it('a sweep of another team is hidden', async () => {
     const { submit, get } = setup();
     const { record } = await submit({ caller: iam(VISION_ARN), body: valid() });
-    await expect(get({ caller: iam(NLP_ARN), sweepId: record.sweepId })).rejects.toBeInstanceOf(
-      ForbiddenError,
-    );
+    const err = await get({ caller: iam(NLP_ARN), sweepId: record.sweepId }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NotFoundError);
+    expect((err as Error).message).toBe(`sweep ${record.sweepId} does not exist`);
     expect(toSweepView(await get({ caller: iam(VISION_ARN), sweepId: record.sweepId })).plannedTrials).toBe(
       10,
     );
@@ -309,6 +314,11 @@ describe('cancelling a sweep', () => {
         name: spec0.runId,
       },
     });
+
+    // Another team cannot cancel it, and learns nothing: the same 404 as an unknown sweep.
+    const foreign = await cancel({ caller: iam(NLP_ARN), sweepId: record.sweepId }).catch((e: unknown) => e);
+    expect(foreign).toBeInstanceOf(NotFoundError);
+    expect(workflow.stops).toEqual([]);
 
     const after = await cancel({ caller: iam(VISION_ARN), sweepId: record.sweepId });
     expect(after.phase).toBe('Cancelled');
