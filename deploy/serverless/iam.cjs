@@ -44,6 +44,12 @@ const objects = (actions, ...prefixes) => ({
 const readRuns = objects(['s3:GetObject'], 'runs/*');
 const readWriteRuns = objects(['s3:GetObject', 's3:PutObject'], 'runs/*');
 const readSweeps = objects(['s3:GetObject'], 'sweeps/*');
+// Who owns a model name: models/<model>/owner.json, or for a model published before owner files,
+// the team in its latest manifest (lib/artifacts/ownership.ts). Read at submit, never written there.
+const readModelOwners = {
+  ...objects(['s3:GetObject'], 'models/*/owner.json', 'models/*/latest.json', 'models/*/manifest.json'),
+  Sid: 'ModelOwnersGet',
+};
 // Sweep records and their active markers (sweeps/<id>/record.json, sweeps/active/<id>).
 const readWriteSweeps = {
   ...objects(['s3:GetObject', 's3:PutObject'], 'sweeps/*'),
@@ -174,7 +180,9 @@ const statements = {
  */
 const FUNCTIONS = {
   // HTTP API
-  submitRun: { statements: () => [readWriteRuns, statements.enqueueRuns()] },
+  submitRun: {
+    statements: () => [readWriteRuns, readModelOwners, existenceChecks, statements.enqueueRuns()],
+  },
   getRun: { statements: () => [readRuns, existenceChecks] },
   // The record (ownership) and runs/<id>/metric-history.json, which may not exist yet.
   getRunMetrics: { statements: () => [readRuns, existenceChecks] },
@@ -191,7 +199,7 @@ const FUNCTIONS = {
   // Sweeps: submit records the sweep and releases its first trials (run messages); cancel also
   // stops trials (their executions, records and jobs) and ends the sweep.
   submitSweep: {
-    statements: () => [readWriteSweeps, readRuns, existenceChecks, statements.enqueueRuns()],
+    statements: () => [readWriteSweeps, readRuns, readModelOwners, existenceChecks, statements.enqueueRuns()],
   },
   getSweep: { statements: () => [readSweeps, existenceChecks] },
   cancelSweep: {
@@ -207,7 +215,10 @@ const FUNCTIONS = {
     ],
   },
   listRuntimes: { k8s: true, statements: () => [statements.describeClusters()] },
-  validateRun: { k8s: true, statements: () => [statements.describeClusters()] },
+  validateRun: {
+    k8s: true,
+    statements: () => [readModelOwners, existenceChecks, statements.describeClusters()],
+  },
   openapi: { statements: () => [] },
   // the runs queue consumer
   runsConsumer: {

@@ -1,4 +1,5 @@
 import { randomInt } from 'node:crypto';
+import type { ModelOwners } from '../artifacts/ownership.ts';
 import { IdempotencyConflictError, ValidationError } from '../errors.ts';
 import type { CallOptions } from '../ports.ts';
 import { newSweepId, requestFingerprint, sweepIdFromKey, trialRunId } from '../run/ids.ts';
@@ -10,7 +11,7 @@ import { type SweepRequest, SweepRequestSchema } from '../sweep/schema.ts';
 import { gridPoint } from '../sweep/space.ts';
 import { trialRequest, trialSpec } from '../sweep/trials.ts';
 import { runMessage } from './message.ts';
-import { MAX_SPEC_BYTES, resolveIdempotencyKey } from './submit-run.ts';
+import { checkModelOwner, MAX_SPEC_BYTES, resolveIdempotencyKey } from './submit-run.ts';
 import type { SweepIntakeDeps } from './sweeps.ts';
 import { type Caller, checkTenancy, requireTeam } from './tenancy.ts';
 
@@ -91,7 +92,7 @@ export interface SubmitSweepInput {
  * release that failed half-way is finished by the client's retry (trials have derived run ids,
  * so nothing starts twice).
  */
-export function makeSubmitSweep(deps: SweepIntakeDeps) {
+export function makeSubmitSweep(deps: SweepIntakeDeps & { owners: Pick<ModelOwners, 'ownerOf'> }) {
   return async function submitSweep(
     input: SubmitSweepInput,
     opts?: CallOptions,
@@ -118,6 +119,7 @@ export function makeSubmitSweep(deps: SweepIntakeDeps) {
       ...(placement.queue !== undefined ? { queue: placement.queue } : {}),
     };
     checkTrials(request, sweepId, deps.bucket, where);
+    await checkModelOwner(deps.owners, request.template, opts);
     const fingerprint = sweepFingerprint(request);
     const seed = deps.newSeed ?? (() => randomInt(0, 2 ** 31 - 1));
     const algorithm =

@@ -393,6 +393,7 @@ const REASON_BY_ERROR: Record<string, FailureReason> = {
   NoArtifactsError: 'NoArtifacts',
   ArtifactIntegrityError: 'ArtifactIntegrity',
   ArtifactConflictError: 'ArtifactConflict',
+  ModelOwnedError: 'ModelOwned',
   ClusterUnavailableError: 'ClusterUnavailable',
 };
 

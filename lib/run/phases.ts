@@ -27,6 +27,7 @@ export const FAILURE_REASONS = [
   'NoArtifacts',
   'ArtifactIntegrity',
   'ArtifactConflict',
+  'ModelOwned',
   'Preempted',
   'AdmissionDeactivated',
   'AdmissionStalled',

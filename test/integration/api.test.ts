@@ -1,5 +1,5 @@
 import { createServer } from 'node:net';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import {
   CreateQueueCommand,
   DeleteMessageCommand,
@@ -237,6 +237,38 @@ describe('HTTP API on the local stand-ins', () => {
       expect(image.status).toBe(403);
       expect(image.body.rule).toMatch(/^image docker.io\/library\/python:3 is not allowed for team vision/);
     });
+  });
+
+  it("refuses another team's model name (403 naming the owner) and writes nothing", async () => {
+    // Prepare: nlp owns "bert" (its first publish wrote the owner file).
+    await s3.send(
+      new PutObjectCommand({
+        Bucket: BUCKET,
+        Key: 'models/bert/owner.json',
+        Body: JSON.stringify({
+          model: 'bert',
+          team: 'nlp',
+          runId: 'run-aaaaaaaaaaaaaaaaaaaa',
+          claimedAt: 'x',
+        }),
+      }),
+    );
+    await drain();
+    const before = await recordKeys();
+    // Act
+    const res = await call({ body: valid({ modelName: 'bert' }) });
+    const dry = await call({ path: '/v1/runs:validate', body: valid({ modelName: 'bert' }) });
+    // Assess
+    expect(res.status, JSON.stringify(res.body)).toBe(403);
+    expect(res.body.rule).toBe('model bert belongs to team nlp; choose another modelName');
+    expect(dry.status).toBe(403);
+    expect(await recordKeys()).toEqual(before);
+    expect(await drain()).toEqual([]);
+    const owner = await call({
+      body: valid({ team: 'nlp', image: 'ghcr.io/acme/nlp/x:1', modelName: 'bert' }),
+      principal: NLP,
+    });
+    expect(owner.status).toBe(202);
   });
 
   describe('get and list', () => {

@@ -10,6 +10,7 @@ import {
 import { startFauxqs } from 'fauxqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSqsRunQueue } from '../../lib/adapters/aws/sqs-queue.ts';
+import { makeModelOwners } from '../../lib/artifacts/ownership.ts';
 import { AwsUnavailableError } from '../../lib/errors.ts';
 import { makeStartRuns, type QueueRecord } from '../../lib/intake/start-runs.ts';
 import { makeSubmitRun } from '../../lib/intake/submit-run.ts';
@@ -197,6 +198,7 @@ describe('the consumer on a real SQS queue with a DLQ (maxReceiveCount 3)', () =
     const records = makeRunRecords({ store, clock });
     const submit = makeSubmitRun({
       records,
+      owners: makeModelOwners({ store, clock }),
       queue: makeSqsRunQueue({ sqs, queueUrl }),
       clock,
       config: intakeConfig(),

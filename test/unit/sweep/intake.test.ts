@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { makeModelOwners } from '../../../lib/artifacts/ownership.ts';
 import {
   ForbiddenError,
   IdempotencyConflictError,
@@ -59,7 +60,16 @@ function setup() {
   const queue = recordingQueue();
   const records = makeRunRecords({ store, clock });
   const sweeps = makeSweeps({ store, records, clock, bucket: BUCKET });
-  const deps = { sweeps, config: intakeConfig(), bucket: BUCKET, clock, caps: { queue }, newSeed: () => 42 };
+  const owners = makeModelOwners({ store, clock });
+  const deps = {
+    sweeps,
+    owners,
+    config: intakeConfig(),
+    bucket: BUCKET,
+    clock,
+    caps: { queue },
+    newSeed: () => 42,
+  };
   return { store, queue, records, sweeps, submit: makeSubmitSweep(deps), get: makeGetSweep(deps), deps };
 }
 
@@ -138,6 +148,15 @@ describe('submitting a sweep', () => {
         body: valid({ template: { ...template, image: 'docker.io/evil:1' } }),
       }),
     ).rejects.toBeInstanceOf(ForbiddenError);
+  });
+
+  it("refuses a sweep that would publish another team's model name (403 naming the owner)", async () => {
+    const { submit, deps, queue } = setup();
+    await deps.owners.claim('resnet', 'nlp', 'run-aaaaaaaaaaaaaaaaaaaa');
+    const err = await submit({ caller: iam(VISION_ARN), body: valid() }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ForbiddenError);
+    expect((err as ForbiddenError).rule).toMatch(/^model resnet belongs to team nlp/);
+    expect(queue.sent).toHaveLength(0);
   });
 
   it('a sweep of another team is hidden', async () => {
