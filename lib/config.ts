@@ -160,6 +160,8 @@ export const RuntimeEnvSchema = z.object({
   GANTRY_STATE_MACHINE_ARN: z.string().check(z.startsWith('arn:')),
   GANTRY_RUNS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
   GANTRY_SERVING_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
+  /** The runs DLQ: the consumer moves refused (unauthorized) run messages there, with the reason. */
+  GANTRY_RUNS_DLQ_URL: z.optional(z.string().check(z.startsWith('http'))),
   /** The data-events queue: S3 notifications in, the data trigger's delayed checks out and in. */
   GANTRY_DATA_EVENTS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
   GANTRY_CONFIG: z.optional(z.string()),

@@ -249,6 +249,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       GANTRY_BUCKET: bucket,
       GANTRY_STATE_MACHINE_ARN: stateMachineArn,
       GANTRY_RUNS_QUEUE_URL: queueUrl,
+      GANTRY_RUNS_DLQ_URL: dlqUrl,
       GANTRY_DATA_EVENTS_QUEUE_URL: dataEventsQueueUrl,
       GANTRY_S3_ENDPOINT: proxy.url,
       GANTRY_SQS_ENDPOINT: sqsEndpoint,

@@ -24,6 +24,7 @@ const A = { Ref: 'AWS::AccountId' };
 const join = (...parts) => ({ 'Fn::Join': ['', parts] });
 const BUCKET_ARN = { 'Fn::GetAtt': ['GantryBucket', 'Arn'] };
 const RUNS_QUEUE_ARN = { 'Fn::GetAtt': ['RunsQueue', 'Arn'] };
+const RUNS_DLQ_ARN = { 'Fn::GetAtt': ['RunsDeadLetterQueue', 'Arn'] };
 const SERVING_QUEUE_ARN = { 'Fn::GetAtt': ['ServingQueue', 'Arn'] };
 const DATA_EVENTS_QUEUE_ARN = { 'Fn::GetAtt': ['DataEventsQueue', 'Arn'] };
 const METRICS_QUEUE_ARN = { 'Fn::GetAtt': ['MetricsQueue', 'Arn'] };
@@ -125,6 +126,13 @@ const statements = {
     Action: ['sqs:SendMessage'],
     Resource: [SERVING_QUEUE_ARN],
   }),
+  /** The runs consumer dead-letters refused messages itself, with the reason. */
+  deadLetterRuns: () => ({
+    Sid: 'DeadLetterRefusedRuns',
+    Effect: 'Allow',
+    Action: ['sqs:SendMessage'],
+    Resource: [RUNS_DLQ_ARN],
+  }),
   consumeRuns: () => ({
     Sid: 'ConsumeRuns',
     Effect: 'Allow',
@@ -222,7 +230,13 @@ const FUNCTIONS = {
   openapi: { statements: () => [] },
   // the runs queue consumer
   runsConsumer: {
-    statements: () => [statements.consumeRuns(), statements.startExecution(), readWriteRuns, existenceChecks],
+    statements: () => [
+      statements.consumeRuns(),
+      statements.deadLetterRuns(),
+      statements.startExecution(),
+      readWriteRuns,
+      existenceChecks,
+    ],
   },
   // the data-events consumer: run records (create, and Cancelled on replace), its own state and
   // dedupe objects under triggers/, the runs queue, and StopExecution for `replace`. It never talks
@@ -426,6 +440,44 @@ async function vpcConfig(resolveVariable) {
   return { subnetIds, securityGroupIds };
 }
 
+/**
+ * Only Gantry's own roles may send to the runs queue: the roles granted EnqueueRuns above are
+ * allowed, and every other principal — of this account too, whatever its identity policy — is
+ * denied (an explicit Deny wins). The consumer still authorizes every message it takes
+ * (lib/intake/start-runs.ts); this keeps forged messages off the queue in the first place.
+ */
+function runsQueuePolicy() {
+  const senders = Object.entries(FUNCTIONS)
+    .filter(([, spec]) => spec.statements().some((st) => st?.Sid === 'EnqueueRuns'))
+    .map(([key]) => ({ 'Fn::GetAtt': [roleLogicalId(key), 'Arn'] }));
+  return {
+    Type: 'AWS::SQS::QueuePolicy',
+    Properties: {
+      Queues: [{ Ref: 'RunsQueue' }],
+      PolicyDocument: {
+        Version: '2012-10-17',
+        Statement: [
+          {
+            Sid: 'OnlyGantryRolesSend',
+            Effect: 'Deny',
+            Principal: '*',
+            Action: ['sqs:SendMessage'],
+            Resource: RUNS_QUEUE_ARN,
+            Condition: { ArnNotEquals: { 'aws:PrincipalArn': senders } },
+          },
+          {
+            Sid: 'GantryRolesSend',
+            Effect: 'Allow',
+            Principal: { AWS: senders },
+            Action: ['sqs:SendMessage'],
+            Resource: RUNS_QUEUE_ARN,
+          },
+        ],
+      },
+    },
+  };
+}
+
 async function build({ resolveVariable, resolveConfigurationProperty }) {
   const service = await resolveVariable('self:service');
   const stage = await resolveVariable('sls:stage');
@@ -451,6 +503,7 @@ async function build({ resolveVariable, resolveConfigurationProperty }) {
     Resources[roleLogicalId(key)] = lambdaRole(`${service}-${stage}-${key}`, key, spec, withVpc);
   }
   Resources.TrainingRunStateMachineRole = stateMachineRole();
+  Resources.RunsQueuePolicy = runsQueuePolicy();
   // For the EKS access entries (deploy/k8s/README.md): the roles mapped to gantry:orchestrators.
   const Outputs = {
     KubernetesRoleArns: {

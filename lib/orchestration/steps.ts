@@ -57,6 +57,11 @@ export interface StepDeps {
   admittedSuspendedGraceSeconds?: number;
   /** The kinds a cluster's Kueue manages (config `kueueManagedKinds`); absent → Kueue's default, TrainJob. */
   kueueManagedKinds?: (cluster: string) => readonly string[];
+  /**
+   * Authorize the run against the configuration again before its job is created (lib/intake/authorize.ts):
+   * throws ForbiddenError, and the run fails `Forbidden` without a job. Absent → not checked.
+   */
+  authorize?: (run: RunSpec) => void;
   log?: (line: Record<string, unknown>) => void;
 }
 
@@ -88,6 +93,8 @@ export function makeSteps(deps: StepDeps) {
   });
 
   async function createJob({ run }: RunInput, opts?: CallOptions): Promise<JobRef> {
+    // An execution's input is trusted only as far as the configuration allows it now.
+    deps.authorize?.(run);
     const record = await records.update(run.runId, { phase: 'Submitting' }, opts);
     if (isTerminal(record.phase)) {
       // Cancelled (or ended) between intake and this step: create nothing.
@@ -394,6 +401,7 @@ const REASON_BY_ERROR: Record<string, FailureReason> = {
   ArtifactIntegrityError: 'ArtifactIntegrity',
   ArtifactConflictError: 'ArtifactConflict',
   ModelOwnedError: 'ModelOwned',
+  ForbiddenError: 'Forbidden',
   ClusterUnavailableError: 'ClusterUnavailable',
 };
 

@@ -28,6 +28,7 @@ export const FAILURE_REASONS = [
   'ArtifactIntegrity',
   'ArtifactConflict',
   'ModelOwned',
+  'Forbidden',
   'Preempted',
   'AdmissionDeactivated',
   'AdmissionStalled',
