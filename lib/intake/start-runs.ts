@@ -49,9 +49,9 @@ export interface StartRunsDeps {
  * (whoever could send to the queue must not place jobs outside the team rules). A refused message
  * is never run and creates no record. When the run's own record fails the same rules (the
  * configuration changed since intake) and the run was not started, the record ends
- * `Failed`/`Forbidden`; a record whose spec is
- * allowed is left alone (the message is a forgery naming a real run). The message is then
- * dead-lettered with the reason (`deadLetter`), or left for the DLQ without one.
+ * `Failed`/`Forbidden`; a record whose spec is allowed is left alone (the message is a forgery
+ * naming a real run). The message is then dead-lettered with the reason (`deadLetter`), or left
+ * for the DLQ without one. When a record exists, its spec — not the message's — is what starts.
  */
 export function makeStartRuns(deps: StartRunsDeps) {
   const clock = deps.clock ?? { now: () => new Date() };
@@ -81,7 +81,7 @@ export function makeStartRuns(deps: StartRunsDeps) {
     }
     const run = parsed.data.run as RunSpec;
     const existing = await deps.records.get(run.runId, opts);
-    const refusal = refusalOf(run);
+    const refusal = refusalOf(run) ?? (existing ? refusalOf(existing.spec) : undefined);
     if (refusal !== undefined) {
       // Only a run not started yet: a started one has an execution, which CreateJob re-checks.
       const recordRefused = existing?.phase === 'Accepted' && refusalOf(existing.spec) !== undefined;
@@ -111,7 +111,10 @@ export function makeStartRuns(deps: StartRunsDeps) {
       return;
     }
     if (!existing) await deps.records.create(newRecord(run, fingerprintOf(run.request), clock.now()), opts);
-    const started = await deps.workflow.start(run.runId, { run }, opts);
+    // The record intake wrote is the run; a message only names it (a forgery reusing the id of an
+    // accepted run cannot change what runs).
+    const spec = existing?.spec ?? run;
+    const started = await deps.workflow.start(run.runId, { run: spec }, opts);
     log({
       level: 'INFO',
       msg: started.alreadyRunning ? 'execution already exists' : 'execution started',

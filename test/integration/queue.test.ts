@@ -212,6 +212,16 @@ describe('the runs-queue consumer', () => {
     expect(workflow.starts).toEqual([{ name: real.runId, input: { run: real } }]);
   });
 
+  it('starts an accepted run from its record, not from a message that reuses its id', async () => {
+    const { startRuns, workflow, records } = consumer();
+    const real = visionRun('run-aaaaaaaaaaaaaaaaaaaa');
+    await records.create(newRecord(real, 'fp', clock.now()));
+    // Allowed for the team, but not what was accepted.
+    const other = visionRun('run-aaaaaaaaaaaaaaaaaaaa', { image: 'ghcr.io/acme/other:9', args: ['--evil'] });
+    await startRuns({ Records: [rec('m1', message(other))] });
+    expect(workflow.starts).toEqual([{ name: real.runId, input: { run: real } }]);
+  });
+
   it('fails a queued run the configuration no longer allows (Failed/Forbidden), and starts nothing', async () => {
     // Prepare: accepted while vision could use vision-batch; the queue was then taken away.
     const before = intakeConfig();
