@@ -584,9 +584,10 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
           for (const r of list(s.Resource).map(render)) {
             if (r.startsWith('<GantryBucket.Arn>/'))
               // triggers/: the data trigger's rule state and dedupe objects; sweeps/: sweep
-              // records, and sweeps/active/ markers, which only the functions that end sweeps delete.
+              // records, and sweeps/active/ markers, which only the functions that end sweeps delete;
+              // models/*/owner.json, latest.json, manifest.json: who owns a model name (read at submit).
               expect(r, id).toMatch(
-                /^<GantryBucket\.Arn>\/(runs|models|triggers|sweeps|sweeps\/active)\/\*$/,
+                /^<GantryBucket\.Arn>\/((runs|models|triggers|sweeps|sweeps\/active)\/\*|models\/\*\/(owner|latest|manifest)\.json)$/,
               );
             if (r.includes(':states:')) expect(r, id).toContain(':gantry-dev-training-run');
             if (r.includes(':eks:')) expect(r, id).toMatch(/:cluster\/[\w-]+$/);
