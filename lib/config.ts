@@ -86,6 +86,8 @@ export const TeamConfigSchema = z.strictObject({
     .check(z.minLength(1, 'a team needs at least one allowed image prefix')),
   maxNodes: z._default(z.number().check(z.int(), z.gte(1)), 16),
   maxGpusPerRun: z._default(z.number().check(z.int(), z.gte(0)), 64),
+  /** GPUs one submission may hold at once: a sweep's parallelTrials × GPUs per trial. */
+  maxGpusInFlight: z._default(z.number().check(z.int(), z.gte(0)), 128),
   cluster: z.optional(name),
   /**
    * Kueue WorkloadPriorityClasses the team's runs may name (`priorityClass`). Default: none, so a

@@ -93,6 +93,7 @@ export const DEMO_TEAM = {
   imagePrefixes: ['ghcr.io/gantry-demo/', 'registry.local/'],
   maxNodes: 8,
   maxGpusPerRun: 32,
+  maxGpusInFlight: 128,
   priorityClasses: [] as string[],
   outputPrefixes: [] as string[],
 };

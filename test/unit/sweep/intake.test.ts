@@ -159,6 +159,21 @@ describe('submitting a sweep', () => {
     expect(queue.sent).toHaveLength(0);
   });
 
+  it("refuses a sweep whose parallel trials would hold more GPUs than the team's maxGpusInFlight", async () => {
+    const { submit, queue } = setup();
+    const body = valid({ template: { ...template, resourcesPerNode: { gpu: 8 } }, parallelTrials: 5 });
+    const err = await submit({ caller: iam(VISION_ARN), body }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ForbiddenError);
+    expect((err as ForbiddenError).rule).toBe(
+      "parallelTrials 5 × 8 GPUs per trial = 40 GPUs exceed team vision's maxGpusInFlight 32",
+    );
+    expect(queue.sent).toHaveLength(0);
+    // Within the cap: 4 × 8 = 32.
+    await expect(
+      submit({ caller: iam(VISION_ARN), body: { ...body, parallelTrials: 4 } }),
+    ).resolves.toMatchObject({ created: true });
+  });
+
   it('a sweep of another team is hidden', async () => {
     const { submit, get } = setup();
     const { record } = await submit({ caller: iam(VISION_ARN), body: valid() });
