@@ -109,6 +109,27 @@ describe('two teams on the embedded default', () => {
     expect(output.body.rule).toMatch(/output.uri s3:\/\/other-bucket\/steal\/ is outside team rival's/);
   });
 
+  it("refuses a sweep whose parallel trials would exceed the team's GPUs in flight", async () => {
+    const sweep = await rival('POST', '/v1/sweeps', {
+      template: request({
+        team: 'rival',
+        modelName: 'r3',
+        image: 'registry.local/rival/x:1',
+        numNodes: 4,
+        resourcesPerNode: { gpu: 8 },
+      }),
+      parameters: [{ name: 'lr', type: 'continuous', min: 0.001, max: 0.1 }],
+      objective: { metric: 'accuracy', direction: 'maximize' },
+      algorithm: { name: 'random', seed: 1 },
+      maxTrials: 256,
+      parallelTrials: 256,
+    });
+    expect(sweep.status, JSON.stringify(sweep.body)).toBe(403);
+    expect(sweep.body.rule).toBe(
+      "parallelTrials 256 × 32 GPUs per trial = 8192 GPUs exceed team rival's maxGpusInFlight 128",
+    );
+  });
+
   it('dead-letters a forged queue message with the reason; no job, no record', async () => {
     // Prepare: a run of demo placed in kube-system, outside Kueue, sent straight to the runs queue.
     const forged = driver.spec({ resourcesPerNode: { gpu: 8 } }, 'kube-system');
