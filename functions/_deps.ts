@@ -12,6 +12,7 @@ import { makeSqsServingEvents } from '../lib/adapters/aws/serving-events.ts';
 import { makeSfnWorkflow } from '../lib/adapters/aws/sfn.ts';
 import { makeSqsCheckQueue } from '../lib/adapters/aws/sqs-checks.ts';
 import { makeSqsRunQueue } from '../lib/adapters/aws/sqs-queue.ts';
+import { type ModelOwners, makeModelOwners } from '../lib/artifacts/ownership.ts';
 import type { ArtifactStore, ServingEvents } from '../lib/artifacts/ports.ts';
 import { type GantryConfig, loadConfig, loadRuntimeEnv, type RuntimeEnv } from '../lib/config.ts';
 import { type MetricIngester, makeMetricIngester } from '../lib/metrics/ingest.ts';
@@ -87,6 +88,10 @@ export const store = /* @__PURE__ */ once(
   (): ObjectStore => makeS3ObjectStore({ s3: s3(), bucket: env().GANTRY_BUCKET }),
 );
 export const records = /* @__PURE__ */ once((): RunRecords => makeRunRecords({ store: store(), clock }));
+/** Who owns which model name (models/<model>/owner.json). */
+export const modelOwners = /* @__PURE__ */ once(
+  (): ModelOwners => makeModelOwners({ store: store(), clock }),
+);
 
 /**
  * Server-side copies for publishing. Against a local S3 (an endpoint is set) the copy is hashed

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { DataTriggerRuleSchema } from './datatrigger/rules.ts';
 import { ValidationError } from './errors.ts';
-import { RFC1035_LABEL } from './run/limits.ts';
+import { RFC1035_LABEL, RFC1123_SUBDOMAIN } from './run/limits.ts';
 import { parseWith } from './run/validate.ts';
 import * as z from './zod.ts';
 
@@ -86,7 +86,38 @@ export const TeamConfigSchema = z.strictObject({
     .check(z.minLength(1, 'a team needs at least one allowed image prefix')),
   maxNodes: z._default(z.number().check(z.int(), z.gte(1)), 16),
   maxGpusPerRun: z._default(z.number().check(z.int(), z.gte(0)), 64),
+  /** GPUs one submission may hold at once: a sweep's parallelTrials × GPUs per trial. */
+  maxGpusInFlight: z._default(z.number().check(z.int(), z.gte(0)), 128),
   cluster: z.optional(name),
+  /**
+   * Kueue WorkloadPriorityClasses the team's runs may name (`priorityClass`). Default: none, so a
+   * team cannot preempt another team's jobs by naming a high priority. Never `system-*`.
+   */
+  priorityClasses: z._default(
+    z.array(
+      z.string().check(
+        z.regex(RFC1123_SUBDOMAIN, 'must be a DNS subdomain'),
+        z.refine((p) => !p.startsWith('system-'), 'must not be a system-* priority class'),
+      ),
+    ),
+    [],
+  ),
+  /**
+   * Where the team's runs may write (`output.uri`) besides their own run prefix in Gantry's bucket:
+   * `s3://bucket/prefix/` URIs, each ending in `/`. Default: none.
+   */
+  outputPrefixes: z._default(
+    z.array(
+      z.string().check(
+        z.regex(
+          /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/([^/]+\/)*$/,
+          'must be an s3://bucket/prefix/ URI ending in /',
+        ),
+        z.refine((u) => !u.split('/').includes('..'), "must not contain '..' segments"),
+      ),
+    ),
+    [],
+  ),
 });
 
 export const GantryConfigSchema = z
@@ -131,6 +162,8 @@ export const RuntimeEnvSchema = z.object({
   GANTRY_STATE_MACHINE_ARN: z.string().check(z.startsWith('arn:')),
   GANTRY_RUNS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
   GANTRY_SERVING_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
+  /** The runs DLQ: the consumer moves refused (unauthorized) run messages there, with the reason. */
+  GANTRY_RUNS_DLQ_URL: z.optional(z.string().check(z.startsWith('http'))),
   /** The data-events queue: S3 notifications in, the data trigger's delayed checks out and in. */
   GANTRY_DATA_EVENTS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
   GANTRY_CONFIG: z.optional(z.string()),

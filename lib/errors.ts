@@ -166,6 +166,11 @@ export class ArtifactConflictError extends TerminalError {
   override readonly name = 'ArtifactConflictError' as const;
 }
 
+/** The model name belongs to another team (its first publisher); the run fails `ModelOwned` and publishes nothing. */
+export class ModelOwnedError extends TerminalError {
+  override readonly name = 'ModelOwnedError' as const;
+}
+
 /** The cluster is overloaded or unreachable (HTTP 429, 5xx, network); retried with backoff. */
 export class ClusterUnavailableError extends RetryableError {
   override readonly name = 'ClusterUnavailableError' as const;
@@ -205,6 +210,7 @@ export const errorClasses = {
   RunEndedError,
   ArtifactIntegrityError,
   ArtifactConflictError,
+  ModelOwnedError,
   ClusterUnavailableError,
   AwsUnavailableError,
   ConcurrentUpdateError,

@@ -11,6 +11,7 @@ import { DataTriggerRuleSchema } from '../lib/datatrigger/rules.ts';
 import { METRIC_OBJECT_SUFFIX } from '../lib/metrics/channel.ts';
 import { ACCOUNT, functionArn, loadDefinition, REGION, STATE_MACHINE, TASK_FUNCTIONS } from './definition.ts';
 import { invokeLocal, type LambdaHandler } from './lambda.ts';
+import { onLoopback } from './loopback.ts';
 import { startConditionalS3Proxy } from './s3/conditional-proxy.ts';
 import { startSqsPoller } from './sqs-poller.ts';
 import { createLocalStepFunctions, type LocalStepFunctions } from './stepfunctions/engine.ts';
@@ -92,6 +93,9 @@ export const DEMO_TEAM = {
   imagePrefixes: ['ghcr.io/gantry-demo/', 'registry.local/'],
   maxNodes: 8,
   maxGpusPerRun: 32,
+  maxGpusInFlight: 128,
+  priorityClasses: [] as string[],
+  outputPrefixes: [] as string[],
 };
 
 export async function startStack(opts: StackOptions): Promise<Stack> {
@@ -101,7 +105,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   };
   try {
     const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
-    const fauxqs = await startFauxqs({ port: 0, logger: false, host: '127.0.0.1' });
+    // fauxqs listens on 0.0.0.0 whatever `host` says (that names the host in its URLs): keep it on loopback.
+    const fauxqs = await onLoopback(() => startFauxqs({ port: 0, logger: false, host: '127.0.0.1' }));
     closers.push(() => fauxqs.stop());
     const bucket = 'gantry-local';
     const dataTriggers = (opts.dataTriggers ?? []).map((r) => DataTriggerRuleSchema.parse(r));
@@ -247,6 +252,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       GANTRY_BUCKET: bucket,
       GANTRY_STATE_MACHINE_ARN: stateMachineArn,
       GANTRY_RUNS_QUEUE_URL: queueUrl,
+      GANTRY_RUNS_DLQ_URL: dlqUrl,
       GANTRY_DATA_EVENTS_QUEUE_URL: dataEventsQueueUrl,
       GANTRY_S3_ENDPOINT: proxy.url,
       GANTRY_SQS_ENDPOINT: sqsEndpoint,

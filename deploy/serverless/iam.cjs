@@ -24,6 +24,7 @@ const A = { Ref: 'AWS::AccountId' };
 const join = (...parts) => ({ 'Fn::Join': ['', parts] });
 const BUCKET_ARN = { 'Fn::GetAtt': ['GantryBucket', 'Arn'] };
 const RUNS_QUEUE_ARN = { 'Fn::GetAtt': ['RunsQueue', 'Arn'] };
+const RUNS_DLQ_ARN = { 'Fn::GetAtt': ['RunsDeadLetterQueue', 'Arn'] };
 const SERVING_QUEUE_ARN = { 'Fn::GetAtt': ['ServingQueue', 'Arn'] };
 const DATA_EVENTS_QUEUE_ARN = { 'Fn::GetAtt': ['DataEventsQueue', 'Arn'] };
 const METRICS_QUEUE_ARN = { 'Fn::GetAtt': ['MetricsQueue', 'Arn'] };
@@ -44,6 +45,12 @@ const objects = (actions, ...prefixes) => ({
 const readRuns = objects(['s3:GetObject'], 'runs/*');
 const readWriteRuns = objects(['s3:GetObject', 's3:PutObject'], 'runs/*');
 const readSweeps = objects(['s3:GetObject'], 'sweeps/*');
+// Who owns a model name: models/<model>/owner.json, or for a model published before owner files,
+// the team in its latest manifest (lib/artifacts/ownership.ts). Read at submit, never written there.
+const readModelOwners = {
+  ...objects(['s3:GetObject'], 'models/*/owner.json', 'models/*/latest.json', 'models/*/manifest.json'),
+  Sid: 'ModelOwnersGet',
+};
 // Sweep records and their active markers (sweeps/<id>/record.json, sweeps/active/<id>).
 const readWriteSweeps = {
   ...objects(['s3:GetObject', 's3:PutObject'], 'sweeps/*'),
@@ -119,6 +126,13 @@ const statements = {
     Action: ['sqs:SendMessage'],
     Resource: [SERVING_QUEUE_ARN],
   }),
+  /** The runs consumer dead-letters refused messages itself, with the reason. */
+  deadLetterRuns: () => ({
+    Sid: 'DeadLetterRefusedRuns',
+    Effect: 'Allow',
+    Action: ['sqs:SendMessage'],
+    Resource: [RUNS_DLQ_ARN],
+  }),
   consumeRuns: () => ({
     Sid: 'ConsumeRuns',
     Effect: 'Allow',
@@ -174,7 +188,9 @@ const statements = {
  */
 const FUNCTIONS = {
   // HTTP API
-  submitRun: { statements: () => [readWriteRuns, statements.enqueueRuns()] },
+  submitRun: {
+    statements: () => [readWriteRuns, readModelOwners, existenceChecks, statements.enqueueRuns()],
+  },
   getRun: { statements: () => [readRuns, existenceChecks] },
   // The record (ownership) and runs/<id>/metric-history.json, which may not exist yet.
   getRunMetrics: { statements: () => [readRuns, existenceChecks] },
@@ -191,7 +207,7 @@ const FUNCTIONS = {
   // Sweeps: submit records the sweep and releases its first trials (run messages); cancel also
   // stops trials (their executions, records and jobs) and ends the sweep.
   submitSweep: {
-    statements: () => [readWriteSweeps, readRuns, existenceChecks, statements.enqueueRuns()],
+    statements: () => [readWriteSweeps, readRuns, readModelOwners, existenceChecks, statements.enqueueRuns()],
   },
   getSweep: { statements: () => [readSweeps, existenceChecks] },
   cancelSweep: {
@@ -207,11 +223,20 @@ const FUNCTIONS = {
     ],
   },
   listRuntimes: { k8s: true, statements: () => [statements.describeClusters()] },
-  validateRun: { k8s: true, statements: () => [statements.describeClusters()] },
+  validateRun: {
+    k8s: true,
+    statements: () => [readModelOwners, existenceChecks, statements.describeClusters()],
+  },
   openapi: { statements: () => [] },
   // the runs queue consumer
   runsConsumer: {
-    statements: () => [statements.consumeRuns(), statements.startExecution(), readWriteRuns, existenceChecks],
+    statements: () => [
+      statements.consumeRuns(),
+      statements.deadLetterRuns(),
+      statements.startExecution(),
+      readWriteRuns,
+      existenceChecks,
+    ],
   },
   // the data-events consumer: run records (create, and Cancelled on replace), its own state and
   // dedupe objects under triggers/, the runs queue, and StopExecution for `replace`. It never talks
@@ -415,6 +440,44 @@ async function vpcConfig(resolveVariable) {
   return { subnetIds, securityGroupIds };
 }
 
+/**
+ * Only Gantry's own roles may send to the runs queue: the roles granted EnqueueRuns above are
+ * allowed, and every other principal — of this account too, whatever its identity policy — is
+ * denied (an explicit Deny wins). The consumer still authorizes every message it takes
+ * (lib/intake/start-runs.ts); this keeps forged messages off the queue in the first place.
+ */
+function runsQueuePolicy() {
+  const senders = Object.entries(FUNCTIONS)
+    .filter(([, spec]) => spec.statements().some((st) => st?.Sid === 'EnqueueRuns'))
+    .map(([key]) => ({ 'Fn::GetAtt': [roleLogicalId(key), 'Arn'] }));
+  return {
+    Type: 'AWS::SQS::QueuePolicy',
+    Properties: {
+      Queues: [{ Ref: 'RunsQueue' }],
+      PolicyDocument: {
+        Version: '2012-10-17',
+        Statement: [
+          {
+            Sid: 'OnlyGantryRolesSend',
+            Effect: 'Deny',
+            Principal: '*',
+            Action: ['sqs:SendMessage'],
+            Resource: RUNS_QUEUE_ARN,
+            Condition: { ArnNotEquals: { 'aws:PrincipalArn': senders } },
+          },
+          {
+            Sid: 'GantryRolesSend',
+            Effect: 'Allow',
+            Principal: { AWS: senders },
+            Action: ['sqs:SendMessage'],
+            Resource: RUNS_QUEUE_ARN,
+          },
+        ],
+      },
+    },
+  };
+}
+
 async function build({ resolveVariable, resolveConfigurationProperty }) {
   const service = await resolveVariable('self:service');
   const stage = await resolveVariable('sls:stage');
@@ -440,6 +503,7 @@ async function build({ resolveVariable, resolveConfigurationProperty }) {
     Resources[roleLogicalId(key)] = lambdaRole(`${service}-${stage}-${key}`, key, spec, withVpc);
   }
   Resources.TrainingRunStateMachineRole = stateMachineRole();
+  Resources.RunsQueuePolicy = runsQueuePolicy();
   // For the EKS access entries (deploy/k8s/README.md): the roles mapped to gantry:orchestrators.
   const Outputs = {
     KubernetesRoleArns: {

@@ -1,7 +1,7 @@
 import middy from '@middy/core';
 import { makeSubmitRun } from '../../lib/intake/submit-run.ts';
 import { toSubmitResponse } from '../../lib/intake/views.ts';
-import { clock, records, runQueue } from '../_deps.ts';
+import { clock, modelOwners, records, runQueue } from '../_deps.ts';
 import {
   type ApiResult,
   apiOptions,
@@ -14,7 +14,9 @@ import {
 } from './_http.ts';
 import { lazy, settings } from './_intake.ts';
 
-const submitRun = lazy(() => makeSubmitRun({ ...settings(), records: records(), queue: runQueue(), clock }));
+const submitRun = lazy(() =>
+  makeSubmitRun({ ...settings(), records: records(), owners: modelOwners(), queue: runQueue(), clock }),
+);
 
 /**
  * POST /v1/runs — 202 and a Location for a new run; 200 with the same body for a replay (same

@@ -1,7 +1,7 @@
 import middy from '@middy/core';
 import { makeSubmitSweep } from '../../lib/intake/submit-sweep.ts';
 import { toSweepView } from '../../lib/intake/views.ts';
-import { runQueue } from '../_deps.ts';
+import { modelOwners, runQueue } from '../_deps.ts';
 import {
   type ApiResult,
   apiOptions,
@@ -15,7 +15,8 @@ import {
 import { sweepDeps } from './_sweeps.ts';
 
 /** Submit may release the first trials (SQS). */
-const submitSweep = () => makeSubmitSweep({ ...sweepDeps(), caps: { queue: runQueue() } });
+const submitSweep = () =>
+  makeSubmitSweep({ ...sweepDeps(), owners: modelOwners(), caps: { queue: runQueue() } });
 
 /**
  * POST /v1/sweeps — 202 and a Location for a new sweep (its first trials are already queued);

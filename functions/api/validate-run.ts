@@ -1,6 +1,6 @@
 import middy from '@middy/core';
 import { makeValidateRun } from '../../lib/intake/validate-run.ts';
-import { gateway } from '../_deps.ts';
+import { gateway, modelOwners } from '../_deps.ts';
 import {
   type ApiResult,
   apiOptions,
@@ -13,7 +13,7 @@ import {
 } from './_http.ts';
 import { lazy, settings } from './_intake.ts';
 
-const validateRun = lazy(() => makeValidateRun({ ...settings(), gateway }));
+const validateRun = lazy(() => makeValidateRun({ ...settings(), owners: modelOwners(), gateway }));
 
 /**
  * POST /v1/runs:validate — a dry run: 400 / 403 as submit would answer, else 200

@@ -1,5 +1,6 @@
 import middy from '@middy/core';
-import { config, gateway, records } from '../_deps.ts';
+import { authorizeRun } from '../../lib/intake/authorize.ts';
+import { config, env, gateway, records } from '../_deps.ts';
 import { type StepInput, stepOptions, stepsWith } from './_steps.ts';
 
 /** Only what `createJob` calls (see _steps.ts). */
@@ -7,6 +8,10 @@ const steps = stepsWith(() => ({
   gateway,
   records: records(),
   kueueManagedKinds: (cluster) => config().clusters.find((c) => c.name === cluster)?.kueueManagedKinds ?? [],
+  // Tenancy and placement again, against the configuration: a job is created only where its team may run.
+  authorize: (run) => {
+    authorizeRun(run, config(), env().GANTRY_BUCKET);
+  },
 }));
 
 /** State machine task `createJob` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */

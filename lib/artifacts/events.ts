@@ -13,6 +13,8 @@ export interface ModelPublishedEvent {
   eventId: string;
   occurredAt: string;
   model: string;
+  /** The team that published it (the model's owner). */
+  team: string;
   version: number;
   runId: string;
   storageUri: string;
@@ -28,6 +30,7 @@ export interface RunWithoutModelEvent {
   eventId: string;
   occurredAt: string;
   model: string;
+  team: string;
   runId: string;
   outputUri: string;
 }
@@ -45,6 +48,7 @@ export function modelPublishedEvent(manifest: ModelManifest, maxBytes: number): 
     eventId: `${manifest.model}/${manifest.version}`,
     occurredAt: manifest.timestamps.publishedAt,
     model: manifest.model,
+    team: manifest.lineage.team,
     version: manifest.version,
     runId: manifest.runId,
     storageUri: manifest.storageUri,
@@ -62,6 +66,7 @@ export function modelPublishedEvent(manifest: ModelManifest, maxBytes: number): 
 
 export function runWithoutModelEvent(input: {
   model: string;
+  team: string;
   runId: string;
   outputUri: string;
   occurredAt: string;

@@ -6,6 +6,7 @@
  *   models/<model>/latest.json              the highest published version (conditional writes)
  *   models/<model>/versions.json            the version counter (conditional writes)
  *   models/<model>/runs/<runId>.json        the version a run claimed (created once, If-None-Match)
+ *   models/<model>/owner.json               the team that owns the name (created once, If-None-Match)
  *
  * Versions are positive integers, the directory layout TF Serving and Triton expect for a model
  * repository (`<model>/<version>/`), and what KServe's `storageUri` points at.
@@ -22,6 +23,7 @@ export const manifestKey = (model: string, version: number) =>
   `${versionPrefix(model, version)}${MANIFEST_FILE}`;
 export const latestKey = (model: string) => `${modelPrefix(model)}latest.json`;
 export const versionsKey = (model: string) => `${modelPrefix(model)}versions.json`;
+export const ownerKey = (model: string) => `${modelPrefix(model)}owner.json`;
 export const claimKey = (model: string, runId: string) => `${modelPrefix(model)}runs/${runId}.json`;
 
 export const s3Uri = (bucket: string, key: string) => `s3://${bucket}/${key}`;

@@ -2,6 +2,7 @@ import {
   ArtifactConflictError,
   ArtifactIntegrityError,
   ConcurrentUpdateError,
+  ModelOwnedError,
   NoArtifactsError,
   NotFoundError,
 } from '../errors.ts';
@@ -28,6 +29,7 @@ import {
   parseMetricsFile,
   RESERVED_PATHS,
 } from './manifest.ts';
+import { makeModelOwners, ownedByAnother, ownershipRule } from './ownership.ts';
 import type { ArtifactStore, ServingEvents } from './ports.ts';
 import {
   type LatestPointer,
@@ -94,6 +96,7 @@ const METRICS_MAX_BYTES = 64 * 1024;
 export function makeModelPublisher(deps: ModelPublisherDeps) {
   const { store, artifacts, clock, bucket } = deps;
   const fileConcurrency = deps.fileConcurrency ?? 16;
+  const owners = makeModelOwners({ store, clock });
 
   async function publish(input: PublishInput, opts?: CallOptions): Promise<PublishSummary> {
     const { run } = input;
@@ -110,7 +113,6 @@ export function makeModelPublisher(deps: ModelPublisherDeps) {
       };
     }
     const source = outputLocation(run.outputUri, bucket);
-
     // A retried step: the run's claimed version already has its manifest → return it.
     const claim = await store.getJson<VersionClaim>(claimKey(model, run.runId), opts);
     if (claim) {
@@ -140,6 +142,11 @@ export function makeModelPublisher(deps: ModelPublisherDeps) {
       );
     }
 
+    // The name is the first publisher's: another team's run publishes nothing under it.
+    const owner = await owners.claim(model, run.request.team, run.runId, opts);
+    if (ownedByAnother(owner, run.request.team)) {
+      throw new ModelOwnedError(`run ${run.runId} of team ${run.request.team}: ${ownershipRule(owner)}`);
+    }
     const version = claim?.value.version ?? (await claimVersion(model, run.runId, opts));
     const target = versionPrefix(model, version);
     const copied = await mapLimit(files, fileConcurrency, async ({ object, path }): Promise<ManifestFile> => {
@@ -200,6 +207,7 @@ export function makeModelPublisher(deps: ModelPublisherDeps) {
     } else {
       event = runWithoutModelEvent({
         model: run.request.modelName,
+        team: run.request.team,
         runId: run.runId,
         outputUri: run.outputUri,
         occurredAt: published.at,

@@ -46,7 +46,10 @@ const ERRORS = {
     'The request breaks the schema (`ValidationError`, one issue per field) or is not JSON (`InvalidJson`)',
   ),
   403: json(ref('ForbiddenBody'), "The caller's team may not do this; `rule` names the rule"),
-  404: json(ref('ErrorBody'), 'No such run (`NotFoundError`)'),
+  404: json(
+    ref('ErrorBody'),
+    "No such run or sweep, or another team's (`NotFoundError`; the two answers are the same)",
+  ),
   413: json(ref('ErrorBody'), 'The body is larger than 256 KiB (`PayloadTooLarge`)'),
   415: json(ref('ErrorBody'), 'The body is not application/json (`UnsupportedMediaType`)'),
   500: json(ref('ErrorBody'), 'Internal error; the body carries a request id and no details'),

@@ -1,5 +1,5 @@
 import type { GantryConfig } from '../config.ts';
-import { ForbiddenError, NotFoundError } from '../errors.ts';
+import { NotFoundError } from '../errors.ts';
 import type { MetricHistory } from '../metrics/channel.ts';
 import type { CallOptions, ObjectStore, WorkflowEngine } from '../ports.ts';
 import { RUN_ID, SWEEP_ID } from '../run/ids.ts';
@@ -33,9 +33,9 @@ async function ownRecord(
   const id = parseRunId(runId);
   const teams = requireTeams(caller, config);
   const record = await records.get(id, opts);
-  if (!record) throw new NotFoundError(`run ${id} does not exist`);
-  if (!teams.some((t) => t.name === record.spec.request.team)) {
-    throw new ForbiddenError(`run ${id} belongs to another team`);
+  // Another team's run answers exactly as an unknown one: run ids must not reveal activity.
+  if (!record || !teams.some((t) => t.name === record.spec.request.team)) {
+    throw new NotFoundError(`run ${id} does not exist`);
   }
   return record;
 }

@@ -1,4 +1,5 @@
-import { ValidationError } from '../errors.ts';
+import type { GantryConfig } from '../config.ts';
+import { ForbiddenError, ValidationError } from '../errors.ts';
 import type { CallOptions, Clock, WorkflowEngine } from '../ports.ts';
 import { fingerprintOf } from '../run/ids.ts';
 import { isTerminal } from '../run/phases.ts';
@@ -6,6 +7,7 @@ import { newRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunSpec } from '../run/spec.ts';
 import { toIssues } from '../run/validate.ts';
+import { authorizeRun } from './authorize.ts';
 import { RunMessageSchema } from './message-schema.ts';
 
 /** The part of an SQS event the consumer reads (aws-lambda's SQSRecord satisfies it). */
@@ -21,6 +23,16 @@ export interface BatchResult {
 export interface StartRunsDeps {
   workflow: WorkflowEngine;
   records: RunRecords;
+  /** The configuration every message is authorized against (lib/intake/authorize.ts). */
+  config: GantryConfig;
+  /** Gantry's bucket: a run's own output and metrics prefixes are in it. */
+  bucket: string;
+  /**
+   * Move a refused message to the dead-letter queue at once, with the reason (the runs DLQ, with a
+   * `rejectedReason` attribute). Absent → the message is reported failed, and SQS moves it to the
+   * DLQ after maxReceiveCount (the reason is in the log).
+   */
+  deadLetter?: (record: QueueRecord, reason: string, opts?: CallOptions) => Promise<void>;
   clock?: Clock;
   log?: (line: Record<string, unknown>) => void;
 }
@@ -32,10 +44,29 @@ export interface StartRunsDeps {
  * record (an intake that enqueues directly) gets one, created only if absent. Every message
  * that fails — malformed (never silently dropped: SQS moves it to the DLQ after
  * maxReceiveCount) or transient — is reported in `batchItemFailures`; the others are deleted.
+ *
+ * Every message is authorized against the configuration before anything is started or written
+ * (whoever could send to the queue must not place jobs outside the team rules). A refused message
+ * is never run and creates no record. When the run's own record fails the same rules (the
+ * configuration changed since intake) and the run was not started, the record ends
+ * `Failed`/`Forbidden`; a record whose spec is allowed is left alone (the message is a forgery
+ * naming a real run). The message is then dead-lettered with the reason (`deadLetter`), or left
+ * for the DLQ without one. When a record exists, its spec — not the message's — is what starts.
  */
 export function makeStartRuns(deps: StartRunsDeps) {
   const clock = deps.clock ?? { now: () => new Date() };
   const log = deps.log ?? (() => undefined);
+
+  /** Why the configuration refuses this run, or undefined when it allows it. */
+  function refusalOf(run: RunSpec): string | undefined {
+    try {
+      authorizeRun(run, deps.config, deps.bucket);
+      return undefined;
+    } catch (err) {
+      if (err instanceof ForbiddenError) return err.rule;
+      throw err;
+    }
+  }
 
   async function startOne(record: QueueRecord, opts?: CallOptions): Promise<void> {
     let body: unknown;
@@ -50,12 +81,40 @@ export function makeStartRuns(deps: StartRunsDeps) {
     }
     const run = parsed.data.run as RunSpec;
     const existing = await deps.records.get(run.runId, opts);
+    const refusal = refusalOf(run) ?? (existing ? refusalOf(existing.spec) : undefined);
+    if (refusal !== undefined) {
+      // Only a run not started yet: a started one has an execution, which CreateJob re-checks.
+      const recordRefused = existing?.phase === 'Accepted' && refusalOf(existing.spec) !== undefined;
+      if (recordRefused) {
+        await deps.records.update(
+          run.runId,
+          { phase: 'Failed', reason: 'Forbidden', message: refusal },
+          opts,
+        );
+      }
+      log({
+        level: 'ERROR',
+        msg: 'unauthorized run message; not started',
+        messageId: record.messageId,
+        runId: run.runId,
+        team: run.request.team,
+        namespace: run.namespace,
+        reason: refusal,
+        record: recordRefused ? 'Failed' : existing ? 'untouched' : 'none',
+      });
+      if (!deps.deadLetter) throw new ForbiddenError(refusal);
+      await deps.deadLetter(record, refusal, opts);
+      return;
+    }
     if (existing && isTerminal(existing.phase)) {
       log({ level: 'INFO', msg: 'run already ended; not started', runId: run.runId, phase: existing.phase });
       return;
     }
     if (!existing) await deps.records.create(newRecord(run, fingerprintOf(run.request), clock.now()), opts);
-    const started = await deps.workflow.start(run.runId, { run }, opts);
+    // The record intake wrote is the run; a message only names it (a forgery reusing the id of an
+    // accepted run cannot change what runs).
+    const spec = existing?.spec ?? run;
+    const started = await deps.workflow.start(run.runId, { run: spec }, opts);
     log({
       level: 'INFO',
       msg: started.alreadyRunning ? 'execution already exists' : 'execution started',
@@ -75,9 +134,13 @@ export function makeStartRuns(deps: StartRunsDeps) {
       const messageId = (event.Records[i] as QueueRecord).messageId;
       const err = result.reason as Error;
       log({
-        level: err instanceof ValidationError ? 'ERROR' : 'WARN',
+        level: err instanceof ValidationError || err instanceof ForbiddenError ? 'ERROR' : 'WARN',
         msg:
-          err instanceof ValidationError ? 'malformed message; left for the DLQ' : 'start failed; will retry',
+          err instanceof ValidationError
+            ? 'malformed message; left for the DLQ'
+            : err instanceof ForbiddenError
+              ? 'unauthorized message; left for the DLQ'
+              : 'start failed; will retry',
         messageId,
         error: err.name,
         detail: err.message,

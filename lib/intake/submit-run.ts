@@ -1,5 +1,6 @@
+import { type ModelOwners, ownedByAnother, ownershipRule } from '../artifacts/ownership.ts';
 import type { GantryConfig } from '../config.ts';
-import { IdempotencyConflictError, ValidationError } from '../errors.ts';
+import { ForbiddenError, IdempotencyConflictError, ValidationError } from '../errors.ts';
 import { metricsUri } from '../metrics/channel.ts';
 import type { CallOptions, Clock, RunQueue } from '../ports.ts';
 import { fingerprintOf, newRunId, runIdFromKey } from '../run/ids.ts';
@@ -38,6 +39,15 @@ export function resolveIdempotencyKey(
   body: string | undefined,
 ): string | undefined {
   if (header === undefined) return body;
+  if (header.includes(',')) {
+    // API Gateway (HTTP API, payload 2.0) and node:http join a repeated header with commas.
+    throw new ValidationError([
+      {
+        field: IDEMPOTENCY_HEADER,
+        rule: 'send the header once with one key (repeated headers arrive joined with commas; a key must not contain ",")',
+      },
+    ]);
+  }
   const key = parseWith(z.object({ [IDEMPOTENCY_HEADER]: KeySchema }), { [IDEMPOTENCY_HEADER]: header })[
     IDEMPOTENCY_HEADER
   ] as string;
@@ -112,8 +122,25 @@ export function acceptRequest(
   return { request, key, runId, placement, spec };
 }
 
+/**
+ * A run that publishes a model must publish under a name its team owns or that nobody owns yet
+ * (lib/artifacts/ownership.ts); another team's name is a 403 naming the owner. PublishArtifacts
+ * checks again (ModelOwnedError), for a name claimed between submit and publish.
+ */
+export async function checkModelOwner(
+  owners: Pick<ModelOwners, 'ownerOf'>,
+  request: Pick<RunRequest, 'modelName' | 'team' | 'producesArtifacts'>,
+  opts?: CallOptions,
+): Promise<void> {
+  if (!request.producesArtifacts) return;
+  const owner = await owners.ownerOf(request.modelName, opts);
+  if (ownedByAnother(owner, request.team)) throw new ForbiddenError(ownershipRule(owner));
+}
+
 export interface SubmitRunDeps {
   records: RunRecords;
+  /** Who owns which model name (the models/ prefix of Gantry's bucket). */
+  owners: Pick<ModelOwners, 'ownerOf'>;
   queue: RunQueue;
   clock: Clock;
   config: GantryConfig;
@@ -135,6 +162,7 @@ export function makeSubmitRun(deps: SubmitRunDeps) {
     opts?: CallOptions,
   ): Promise<{ record: RunRecord; created: boolean }> {
     const { request, key, spec } = acceptRequest(input, deps);
+    await checkModelOwner(deps.owners, request, opts);
     const fingerprint = fingerprintOf(request);
     const { record, created } = await deps.records.create(
       newRecord(spec, fingerprint, deps.clock.now()),

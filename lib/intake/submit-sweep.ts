@@ -1,18 +1,19 @@
 import { randomInt } from 'node:crypto';
-import { IdempotencyConflictError, ValidationError } from '../errors.ts';
+import type { ModelOwners } from '../artifacts/ownership.ts';
+import { ForbiddenError, IdempotencyConflictError, ValidationError } from '../errors.ts';
 import type { CallOptions } from '../ports.ts';
 import { newSweepId, requestFingerprint, sweepIdFromKey, trialRunId } from '../run/ids.ts';
 import { RunRequestSchema } from '../run/schema.ts';
 import { parseWith, toIssues } from '../run/validate.ts';
 import type { SweepRecord } from '../sweep/record.ts';
 import { suggest } from '../sweep/samplers.ts';
-import { type SweepRequest, SweepRequestSchema } from '../sweep/schema.ts';
+import { SWEEP_DEFAULTS, type SweepRequest, SweepRequestSchema } from '../sweep/schema.ts';
 import { gridPoint } from '../sweep/space.ts';
 import { trialRequest, trialSpec } from '../sweep/trials.ts';
 import { runMessage } from './message.ts';
-import { MAX_SPEC_BYTES, resolveIdempotencyKey } from './submit-run.ts';
+import { checkModelOwner, MAX_SPEC_BYTES, resolveIdempotencyKey } from './submit-run.ts';
 import type { SweepIntakeDeps } from './sweeps.ts';
-import { type Caller, checkTenancy, requireTeam } from './tenancy.ts';
+import { type Caller, checkTenancy, requestedTotals, requireTeam } from './tenancy.ts';
 
 /** The fingerprint that tells a replay from a conflict: the parsed request without its key. */
 export function sweepFingerprint(request: SweepRequest): string {
@@ -91,7 +92,7 @@ export interface SubmitSweepInput {
  * release that failed half-way is finished by the client's retry (trials have derived run ids,
  * so nothing starts twice).
  */
-export function makeSubmitSweep(deps: SweepIntakeDeps) {
+export function makeSubmitSweep(deps: SweepIntakeDeps & { owners: Pick<ModelOwners, 'ownerOf'> }) {
   return async function submitSweep(
     input: SubmitSweepInput,
     opts?: CallOptions,
@@ -118,6 +119,14 @@ export function makeSubmitSweep(deps: SweepIntakeDeps) {
       ...(placement.queue !== undefined ? { queue: placement.queue } : {}),
     };
     checkTrials(request, sweepId, deps.bucket, where);
+    const perTrial = requestedTotals(request.template).gpu;
+    const parallel = request.parallelTrials ?? SWEEP_DEFAULTS.parallelTrials;
+    if (perTrial * parallel > team.maxGpusInFlight) {
+      throw new ForbiddenError(
+        `parallelTrials ${parallel} × ${perTrial} GPUs per trial = ${perTrial * parallel} GPUs exceed team ${team.name}'s maxGpusInFlight ${team.maxGpusInFlight}`,
+      );
+    }
+    await checkModelOwner(deps.owners, request.template, opts);
     const fingerprint = sweepFingerprint(request);
     const seed = deps.newSeed ?? (() => randomInt(0, 2 ** 31 - 1));
     const algorithm =

@@ -1,5 +1,5 @@
 import type { GantryConfig } from '../config.ts';
-import { ForbiddenError, NotFoundError } from '../errors.ts';
+import { NotFoundError } from '../errors.ts';
 import type { CallOptions, Clock } from '../ports.ts';
 import { SWEEP_ID } from '../run/ids.ts';
 import { parseWith } from '../run/validate.ts';
@@ -33,9 +33,10 @@ async function ownSweep(deps: SweepIntakeDeps, caller: Caller, sweepId: unknown,
   const id = parseWith(SweepIdSchema, { sweepId }).sweepId;
   const teams = requireTeams(caller, deps.config);
   const record = await deps.sweeps.get(id, opts);
-  if (!record) throw new NotFoundError(`sweep ${id} does not exist`);
-  if (!teams.some((t) => t.name === record.team))
-    throw new ForbiddenError(`sweep ${id} belongs to another team`);
+  // Another team's sweep answers exactly as an unknown one.
+  if (!record || !teams.some((t) => t.name === record.team)) {
+    throw new NotFoundError(`sweep ${id} does not exist`);
+  }
   return record;
 }
 

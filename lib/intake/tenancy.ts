@@ -139,9 +139,16 @@ export function requestedTotals(request: RunRequest): { cpu: number; memory: num
 const list = (items: readonly string[]) => (items.length ? items.join(', ') : 'none');
 
 /**
- * The team's rules for a request: namespace, queue, runtime, image, size, output location. Every
- * broken rule is named (joined) in one ForbiddenError. `output.uri` inside Gantry's own bucket
- * must stay under the run's prefix (records, other runs' output and published models live there).
+ * Where a run may write: its own prefix in Gantry's bucket (records, other runs' output and
+ * published models live elsewhere in that bucket), then the team's `outputPrefixes`.
+ */
+export function outputLocations(team: TeamConfig, where: { bucket: string; runId: string }): string[] {
+  return [`s3://${where.bucket}/runs/${where.runId}/`, ...team.outputPrefixes];
+}
+
+/**
+ * The team's rules for a request: namespace, queue, runtime, image, size, priority class, output
+ * location. Every broken rule is named (joined) in one ForbiddenError.
  */
 export function checkTenancy(
   request: RunRequest,
@@ -181,11 +188,20 @@ export function checkTenancy(
       `${gpus} GPUs (numNodes × resourcesPerNode.gpu) exceed team ${team.name}'s maxGpusPerRun ${team.maxGpusPerRun}`,
     );
   }
-  const own = `s3://${where.bucket}/`;
-  const runPrefix = `${own}runs/${where.runId}/`;
+  const pc = request.priorityClass;
+  if (pc?.startsWith('system-')) {
+    broken.push(`priorityClass ${pc} is reserved for the cluster (system-*)`);
+  } else if (pc !== undefined && !team.priorityClasses.includes(pc)) {
+    broken.push(
+      `priorityClass ${pc} is not allowed for team ${team.name} (allowed: ${list(team.priorityClasses)})`,
+    );
+  }
   const output = request.output?.uri;
-  if (output?.startsWith(own) && !output.startsWith(runPrefix)) {
-    broken.push(`output.uri inside the Gantry bucket must be under ${runPrefix}`);
+  if (output !== undefined) {
+    const allowed = outputLocations(team, where);
+    if (!allowed.some((prefix) => output.startsWith(prefix))) {
+      broken.push(`output.uri ${output} is outside team ${team.name}'s output locations (${list(allowed)})`);
+    }
   }
   if (broken.length > 0) throw new ForbiddenError(broken.join('; '));
   const cluster = team.cluster ?? config.defaultCluster ?? (config.clusters[0]?.name as string);

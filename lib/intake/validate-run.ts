@@ -1,3 +1,4 @@
+import type { ModelOwners } from '../artifacts/ownership.ts';
 import type { GantryConfig } from '../config.ts';
 import { UnsupportedApiError } from '../errors.ts';
 import type { CallOptions, ClusterGateway } from '../ports.ts';
@@ -5,7 +6,7 @@ import type { RunRequest } from '../run/schema.ts';
 import { chooseShape, type ShapeChoice } from '../trainjob/capabilities.ts';
 import { describeDelivery, initializerJobs } from '../trainjob/initializers.ts';
 import { clusterRuntimes } from './runtimes.ts';
-import { acceptRequest, type SubmitRunInput } from './submit-run.ts';
+import { acceptRequest, checkModelOwner, type SubmitRunInput } from './submit-run.ts';
 import { requestedTotals } from './tenancy.ts';
 import type { Check } from './view-schemas.ts';
 
@@ -25,6 +26,8 @@ export interface QueueQuota {
 export interface ValidateRunDeps {
   config: GantryConfig;
   bucket: string;
+  /** Model ownership; absent → not checked. Another team's model name is a 403, as at submit. */
+  owners?: Pick<ModelOwners, 'ownerOf'>;
   /** The cluster gateway, loaded lazily; absent → the runtime check is skipped. */
   gateway?: (cluster: string) => Promise<ClusterGateway>;
   /** Reads a LocalQueue's ClusterQueue quota; absent → the quota check is skipped (and says so). */
@@ -50,6 +53,7 @@ export function makeValidateRun(deps: ValidateRunDeps) {
   return async function validateRun(input: SubmitRunInput, opts?: CallOptions): Promise<ValidateResult> {
     const accepted = acceptRequest(input, deps);
     const { request, placement } = accepted;
+    if (deps.owners) await checkModelOwner(deps.owners, request, opts);
     const checks: Check[] = [
       { name: 'schema', status: 'passed', message: 'the request matches the RunRequest schema' },
       {

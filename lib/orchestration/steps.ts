@@ -68,6 +68,11 @@ export interface StepDeps {
   kueueManagedKinds?: (cluster: string) => readonly string[];
   /** Unschedulable grace and crash-loop restart limit (the reconciler's; pod-health.ts). */
   podHealth?: Partial<PodHealthOptions>;
+  /**
+   * Authorize the run against the configuration again before its job is created (lib/intake/authorize.ts):
+   * throws ForbiddenError, and the run fails `Forbidden` without a job. Absent → not checked.
+   */
+  authorize?: (run: RunSpec) => void;
   log?: (line: Record<string, unknown>) => void;
 }
 
@@ -100,6 +105,8 @@ export function makeSteps(deps: StepDeps) {
   });
 
   async function createJob({ run }: RunInput, opts?: CallOptions): Promise<JobRef> {
+    // An execution's input is trusted only as far as the configuration allows it now.
+    deps.authorize?.(run);
     const record = await records.update(run.runId, { phase: 'Submitting' }, opts);
     if (isTerminal(record.phase)) {
       // Cancelled (or ended) between intake and this step: create nothing.
@@ -420,6 +427,8 @@ const REASON_BY_ERROR: Record<string, FailureReason> = {
   NoArtifactsError: 'NoArtifacts',
   ArtifactIntegrityError: 'ArtifactIntegrity',
   ArtifactConflictError: 'ArtifactConflict',
+  ModelOwnedError: 'ModelOwned',
+  ForbiddenError: 'Forbidden',
   ClusterUnavailableError: 'ClusterUnavailable',
 };
 

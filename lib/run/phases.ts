@@ -27,6 +27,8 @@ export const FAILURE_REASONS = [
   'NoArtifacts',
   'ArtifactIntegrity',
   'ArtifactConflict',
+  'ModelOwned',
+  'Forbidden',
   'Preempted',
   'AdmissionDeactivated',
   'AdmissionStalled',

@@ -38,12 +38,25 @@ const dnsLabel = (what: string, max: number) =>
       ),
     );
 
-const storageUri = z
-  .string()
-  .check(
-    z.maxLength(LIMITS.uriLength, `must be at most ${LIMITS.uriLength} characters`),
-    z.regex(STORAGE_URI, 'must be a URI with a scheme, e.g. s3://bucket/path or hf://org/name'),
-  );
+/**
+ * Where a dataset or base model comes from: object stores and the Hugging Face hub only. Other
+ * schemes (`file://` reads the node's disk, `http://` reaches link-local metadata services) are
+ * refused: the URI is handed to initializers and training code running inside the cluster.
+ */
+export const DATA_URI_SCHEMES = ['s3', 'gs', 'hf'] as const;
+
+const storageUri = z.string().check(
+  z.maxLength(LIMITS.uriLength, `must be at most ${LIMITS.uriLength} characters`),
+  z.regex(STORAGE_URI, 'must be a URI with a scheme, e.g. s3://bucket/path or hf://org/name'),
+  z.refine(
+    (u) => (DATA_URI_SCHEMES as readonly string[]).includes(u.slice(0, u.indexOf(':')).toLowerCase()),
+    `the scheme must be one of ${DATA_URI_SCHEMES.map((s) => `${s}://`).join(', ')}`,
+  ),
+  z.refine(
+    (u) => ![...u].some((c) => c.charCodeAt(0) <= 0x20 || c.charCodeAt(0) === 0x7f),
+    'must not contain whitespace or control characters',
+  ),
+);
 
 const quantity = z.union([
   z.string().check(z.regex(QUANTITY, "must be a Kubernetes quantity such as '4', '500m' or '16Gi'")),

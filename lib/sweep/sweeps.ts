@@ -1,4 +1,4 @@
-import { ConcurrentUpdateError, NotFoundError } from '../errors.ts';
+import { ConcurrentUpdateError, ModelOwnedError, NotFoundError } from '../errors.ts';
 import { runMessage, runMessageAttributes } from '../intake/message.ts';
 import type { CallOptions, Clock, ObjectStore, RunQueue } from '../ports.ts';
 import { trialRunId } from '../run/ids.ts';
@@ -279,16 +279,34 @@ export function makeSweeps(deps: SweepStoreDeps) {
         const best = next.best;
         const run = best ? await records.get(best.runId, opts) : undefined;
         if (!run) throw new NotFoundError(`the best trial's run ${best?.runId} has no record`);
-        const published = await caps.publishBest(run, opts);
-        report.published = true;
-        await settle(sweepId, (r) => (r.published ? undefined : { ...r, published }), opts);
-        log({
-          level: 'INFO',
-          msg: 'best trial published',
-          sweepId,
-          runId: run.runId,
-          version: published.version,
-        });
+        let published: PublishedModel | undefined;
+        try {
+          published = await caps.publishBest(run, opts);
+        } catch (err) {
+          // The model name went to another team after submit: retrying every tick cannot help.
+          if (!(err instanceof ModelOwnedError)) throw err;
+          const outcome = { phase: 'Failed' as const, reason: 'ModelOwned', message: err.message };
+          await settle(sweepId, (r) => (r.published ? undefined : { ...r, outcome }), opts);
+          log({
+            level: 'ERROR',
+            msg: 'best trial not published',
+            sweepId,
+            runId: run.runId,
+            error: err.message,
+          });
+        }
+        if (published) {
+          const model = published;
+          report.published = true;
+          await settle(sweepId, (r) => (r.published ? undefined : { ...r, published: model }), opts);
+          log({
+            level: 'INFO',
+            msg: 'best trial published',
+            sweepId,
+            runId: run.runId,
+            version: published.version,
+          });
+        }
       }
       const ended = await settle(
         sweepId,

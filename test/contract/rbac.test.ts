@@ -6,8 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toGantryError } from '../../lib/adapters/kubernetes/errors.ts';
 import { type KubeConnection, makeKubernetesGateway } from '../../lib/adapters/kubernetes/gateway.ts';
 import { kubeConfigFromYaml } from '../../lib/adapters/kubernetes/kubeconfig.ts';
+import { parseConfig } from '../../lib/config.ts';
 import { ClusterAccessDeniedError } from '../../lib/errors.ts';
 import type { ClusterGateway } from '../../lib/ports.ts';
+import { namespaceRoleBindings } from '../../lib/rbac.ts';
 import { newRunId } from '../../lib/run/ids.ts';
 import { buildJob, jobApi } from '../../lib/trainjob/build.ts';
 import type { K8sObject } from '../../lib/trainjob/types.ts';
@@ -21,10 +23,13 @@ import {
 import { crdDir, ROOT, tierAvailable } from '../helpers/tiers.ts';
 
 /**
- * deploy/k8s/rbac.yaml grants exactly what the gateway uses: applied to a real kube-apiserver, every
- * gateway operation works for a member of `gantry:orchestrators`, and what Gantry never needs
- * (Secrets, Pods, other workloads) is denied. Two ways of being that member: a token user in the
- * group (as an EKS access entry maps a Lambda role), and the admin impersonating the user and group.
+ * deploy/k8s/rbac.yaml plus the RoleBindings rendered from the configuration (lib/rbac.ts) grant
+ * exactly what the gateway uses: applied to a real kube-apiserver, every gateway operation works
+ * for a member of `gantry:orchestrators` in a team's namespace, jobs cannot be created or deleted
+ * in kube-system or in a namespace no team is given (no cluster-wide job rights), and what Gantry
+ * never needs (Secrets, Pods, other workloads) is denied. Two ways of being that member: a token
+ * user in the group (as an EKS access entry maps a Lambda role), and the admin impersonating the
+ * user and group.
  */
 
 const RBAC_FILE = join(ROOT, 'deploy/k8s/rbac.yaml');
@@ -107,6 +112,24 @@ describe.skipIf(!available)('deploy/k8s/rbac.yaml on a real apiserver', () => {
     await cp?.stop();
   });
 
+  /** A new namespace given to a team in the configuration, with its rendered RoleBinding applied. */
+  async function teamNamespace(prefix: string): Promise<string> {
+    const ns = await cp.createNamespace(prefix);
+    const config = parseConfig({
+      clusters: [{ name: 'c', kubeconfig: '/dev/null' }],
+      teams: [{ name: 't', principals: ['p'], namespaces: [ns], imagePrefixes: ['x/'] }],
+    });
+    for (const binding of namespaceRoleBindings(config, 'c')) {
+      const res = await cp.request(
+        'POST',
+        `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`,
+        binding,
+      );
+      if (res.status !== 201) throw new Error(`binding ${ns}: HTTP ${res.status} ${res.text}`);
+    }
+    return ns;
+  }
+
   const identities: Identity[] = [
     {
       label: `token user ${USER} in ${GROUP}`,
@@ -123,9 +146,9 @@ describe.skipIf(!available)('deploy/k8s/rbac.yaml on a real apiserver', () => {
   ];
 
   describe.each(identities)('as $label', (id) => {
-    it('may do every gateway operation', async () => {
+    it("may do every gateway operation in a team's namespace", async () => {
       const gw = id.gateway();
-      const ns = await cp.createNamespace('rbac');
+      const ns = await teamNamespace('rbac');
       const runId = newRunId();
       const trainJob = buildJob(aRunSpec({ runId, jobName: runId, namespace: ns }), 'trainer-v2.2');
       const legacyId = newRunId();
@@ -168,8 +191,8 @@ describe.skipIf(!available)('deploy/k8s/rbac.yaml on a real apiserver', () => {
       expect(runtimes).toEqual([]);
     });
 
-    it('may create Events', async () => {
-      const ns = await cp.createNamespace('rbac-ev');
+    it("may create Events in a team's namespace", async () => {
+      const ns = await teamNamespace('rbac-ev');
 
       const res = await id.request('POST', `/api/v1/namespaces/${ns}/events`, {
         apiVersion: 'v1',
@@ -209,8 +232,8 @@ describe.skipIf(!available)('deploy/k8s/rbac.yaml on a real apiserver', () => {
         (ns: string) => `/apis/kueue.x-k8s.io/v1beta2/namespaces/${ns}/workloads/x`,
         undefined,
       ],
-    ])('may not %s', async (what, method, path, body) => {
-      const ns = await cp.createNamespace('rbac-no');
+    ])('may not %s, even in a team namespace', async (what, method, path, body) => {
+      const ns = await teamNamespace('rbac-no');
 
       const res = await id.request(method, path(ns), body);
 
@@ -218,8 +241,50 @@ describe.skipIf(!available)('deploy/k8s/rbac.yaml on a real apiserver', () => {
       expect(asGantryError(res, what)).toBeInstanceOf(ClusterAccessDeniedError);
     });
 
+    it.each([
+      ['kube-system', async () => 'kube-system'],
+      ['a namespace no team is given', async () => cp.createNamespace('rbac-unconfigured')],
+    ])(
+      'may not create or delete jobs in %s, but may list and read across the cluster',
+      async (_what, nsOf) => {
+        // Prepare: a job there, made by the admin (as if someone else had made it).
+        const ns = await nsOf();
+        const runId = newRunId();
+        const job = buildJob(aRunSpec({ runId, jobName: runId, namespace: ns }), 'trainer-v2.2');
+        const made = await cp.request(
+          'POST',
+          `/apis/${TRAINJOB.group}/${TRAINJOB.version}/namespaces/${ns}/trainjobs`,
+          job,
+        );
+        expect(made.status).toBe(201);
+        const other = newRunId();
+        const gw = id.gateway();
+        // Act + Assess
+        await expect(
+          gw.createJob(buildJob(aRunSpec({ runId: other, jobName: other, namespace: ns }), 'trainer-v2.2')),
+        ).rejects.toBeInstanceOf(ClusterAccessDeniedError);
+        await expect(gw.deleteJob(TRAINJOB, ns, runId)).rejects.toBeInstanceOf(ClusterAccessDeniedError);
+        await expect(gw.annotateJob(TRAINJOB, ns, runId, { x: 'y' })).rejects.toBeInstanceOf(
+          ClusterAccessDeniedError,
+        );
+        const events = await id.request('POST', `/api/v1/namespaces/${ns}/events`, {
+          apiVersion: 'v1',
+          kind: 'Event',
+          metadata: { name: 'x.gantry', namespace: ns },
+          involvedObject: { apiVersion: TRAINJOB.group, kind: 'TrainJob', name: runId, namespace: ns },
+          reason: 'Submitted',
+          message: 'm',
+          type: 'Normal',
+        });
+        expect(events.status).toBe(403);
+        // The reconciler still sees it (read-only, cluster-wide).
+        expect((await gw.getJob(TRAINJOB, ns, runId))?.metadata.name).toBe(runId);
+        expect((await gw.listManagedJobs(TRAINJOB)).map((j) => j.metadata.name)).toContain(runId);
+      },
+    );
+
     it('gets ClusterAccessDeniedError from the gateway for a kind outside the role', async () => {
-      const ns = await cp.createNamespace('rbac-no');
+      const ns = await teamNamespace('rbac-no');
       const batchJob: K8sObject = {
         apiVersion: 'batch/v1',
         kind: 'Job',

@@ -91,17 +91,24 @@ describe.runIf(available)('deploy/k8s manifests on a real apiserver', () => {
     }
   });
 
-  it('binds the orchestrator ClusterRole to the group the EKS access entry maps the Lambda roles to', async () => {
+  it('binds read rights cluster-wide and job rights only per team namespace (no ClusterRoleBinding for them)', async () => {
     const bindings = applied.filter((a) => a.kind === 'ClusterRoleBinding');
-    const subjects = await Promise.all(
+    const stored = await Promise.all(
       bindings.map(
         async (b) =>
-          (await cp.request<{ subjects: Array<{ kind: string; name: string }> }>('GET', b.path)).body
-            .subjects,
+          (
+            await cp.request<{ roleRef: { name: string }; subjects: Array<{ kind: string; name: string }> }>(
+              'GET',
+              b.path,
+            )
+          ).body,
       ),
     );
-    expect(subjects.flat()).toContainEqual(
+    expect(stored.flatMap((b) => b.subjects)).toContainEqual(
       expect.objectContaining({ kind: 'Group', name: 'gantry:orchestrators' }),
     );
+    expect(stored.map((b) => b.roleRef.name)).not.toContain('gantry-orchestrator-jobs');
+    const roleBindings = applied.filter((a) => a.kind === 'RoleBinding');
+    expect(roleBindings.map((b) => b.namespace)).toEqual(['vision']);
   });
 });

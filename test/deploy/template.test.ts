@@ -197,7 +197,7 @@ const RUNS_RW = ['s3:GetObject', 's3:PutObject'];
 
 /** The minimum each function needs, from what its code calls (functions/ → lib/ → adapters). */
 const EXPECTED_ACTIONS: Record<string, string[]> = {
-  submitRun: [...LOGS, ...RUNS_RW, 'sqs:SendMessage'],
+  submitRun: [...LOGS, ...RUNS_RW, 's3:ListBucket', 'sqs:SendMessage'],
   getRun: [...LOGS, 's3:GetObject', 's3:ListBucket'],
   getRunMetrics: [...LOGS, 's3:GetObject', 's3:ListBucket'],
   listRuns: [...LOGS, 's3:GetObject', 's3:ListBucket'],
@@ -222,12 +222,13 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
     ...EKS,
   ],
   listRuntimes: [...LOGS, ...EKS],
-  validateRun: [...LOGS, ...EKS],
+  validateRun: [...LOGS, 's3:GetObject', 's3:ListBucket', ...EKS],
   openapi: [...LOGS],
   runsConsumer: [
     ...LOGS,
     ...RUNS_RW,
     's3:ListBucket',
+    'sqs:SendMessage',
     'states:StartExecution',
     'sqs:ReceiveMessage',
     'sqs:DeleteMessage',
@@ -583,9 +584,10 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
           for (const r of list(s.Resource).map(render)) {
             if (r.startsWith('<GantryBucket.Arn>/'))
               // triggers/: the data trigger's rule state and dedupe objects; sweeps/: sweep
-              // records, and sweeps/active/ markers, which only the functions that end sweeps delete.
+              // records, and sweeps/active/ markers, which only the functions that end sweeps delete;
+              // models/*/owner.json, latest.json, manifest.json: who owns a model name (read at submit).
               expect(r, id).toMatch(
-                /^<GantryBucket\.Arn>\/(runs|models|triggers|sweeps|sweeps\/active)\/\*$/,
+                /^<GantryBucket\.Arn>\/((runs|models|triggers|sweeps|sweeps\/active)\/\*|models\/\*\/(owner|latest|manifest)\.json)$/,
               );
             if (r.includes(':states:')) expect(r, id).toContain(':gantry-dev-training-run');
             if (r.includes(':eks:')) expect(r, id).toMatch(/:cluster\/[\w-]+$/);
@@ -649,6 +651,43 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
       maxReceiveCount: 5,
     });
     expect(t.Resources.RunsDeadLetterQueue?.Type).toBe('AWS::SQS::Queue');
+    // Refused messages are dead-lettered by the consumer itself, with the reason.
+    expect((consumer.Properties.Environment as { Variables: Json }).Variables.GANTRY_RUNS_DLQ_URL).toEqual({
+      Ref: 'RunsDeadLetterQueue',
+    });
+  });
+
+  it('lets only the roles of the functions that enqueue runs send to the runs queue (queue policy)', () => {
+    const policy = t.Resources.RunsQueuePolicy as Resource;
+    expect(policy.Type).toBe('AWS::SQS::QueuePolicy');
+    expect(policy.Properties.Queues).toEqual([{ Ref: 'RunsQueue' }]);
+    const statements = (policy.Properties.PolicyDocument as { Statement: Json[] }).Statement as Array<{
+      Sid: string;
+      Effect: string;
+      Principal: unknown;
+      Action: string[];
+      Condition?: { ArnNotEquals: { 'aws:PrincipalArn': unknown[] } };
+    }>;
+    const enqueuers = Object.keys(EXPECTED_ACTIONS)
+      .filter(
+        (k) =>
+          k !== 'notifyServing' && k !== 'runsConsumer' && EXPECTED_ACTIONS[k]?.includes('sqs:SendMessage'),
+      )
+      .map((k) => ({ 'Fn::GetAtt': [`${k[0]?.toUpperCase()}${k.slice(1)}Role`, 'Arn'] }));
+    const deny = statements.find((s) => s.Effect === 'Deny');
+    expect(deny).toMatchObject({ Principal: '*', Action: ['sqs:SendMessage'] });
+    // Everyone else is denied, even principals of this account with sqs:* in their own policy.
+    expect(deny?.Condition?.ArnNotEquals['aws:PrincipalArn']).toEqual(enqueuers);
+    expect(enqueuers.map((e) => e['Fn::GetAtt'][0])).toEqual([
+      'SubmitRunRole',
+      'SubmitSweepRole',
+      'CancelSweepRole',
+      'DataIntakeRole',
+      'RecordOutcomeRole',
+      'ReconcilerRole',
+    ]);
+    const allow = statements.find((s) => s.Effect === 'Allow');
+    expect(allow?.Principal).toEqual({ AWS: enqueuers });
   });
 
   it('consumes the data-events queue with the data trigger, partial batch failures and a DLQ', () => {

@@ -1,3 +1,4 @@
+import { ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import { finalAccuracy, parseHyperparameters } from '../../local/simulator/objective.ts';
@@ -102,6 +103,40 @@ describe('sweeps on the embedded default', () => {
     const byObjective = [...succeeded].sort((a, b) => (b.objective ?? 0) - (a.objective ?? 0));
     expect(byObjective[0]?.index).toBe(top.t.index);
   }
+
+  it('ends Failed/ModelOwned, publishing nothing, when its model name went to another team after submit', async () => {
+    // Prepare: the name is free at submit.
+    const submitted = await call('POST', '/v1/sweeps', {
+      template: { ...template, modelName: 'contested' },
+      parameters: [{ name: 'lr', type: 'continuous', min: 1e-4, max: 1e-1, scale: 'log' }],
+      objective: { metric: 'accuracy', direction: 'maximize' },
+      algorithm: { name: 'random', seed: 3 },
+      maxTrials: 2,
+      parallelTrials: 2,
+    });
+    expect(submitted.status).toBe(202);
+    // Act: another team publishes the name first (its owner file appears).
+    await env.stack.s3.send(
+      new PutObjectCommand({
+        Bucket: env.stack.bucket,
+        Key: 'models/contested/owner.json',
+        Body: JSON.stringify({
+          model: 'contested',
+          team: 'rival',
+          runId: 'run-aaaaaaaaaaaaaaaaaaaa',
+          claimedAt: 'x',
+        }),
+      }),
+    );
+    // Assess: the sweep ends Failed instead of retrying the publish forever; no version exists.
+    const sweep = await until(submitted.body.sweepId as string, ended);
+    expect(sweep).toMatchObject({ phase: 'Failed', reason: 'ModelOwned' });
+    expect(sweep.message).toMatch(/model contested belongs to team rival/);
+    const versions = await env.stack.s3.send(
+      new ListObjectsV2Command({ Bucket: env.stack.bucket, Prefix: 'models/contested/' }),
+    );
+    expect((versions.Contents ?? []).map((o) => o.Key)).toEqual(['models/contested/owner.json']);
+  });
 
   it('a 20-trial random sweep ends with the best trial, never more than parallelTrials at once, and publishes only the best', async () => {
     const submitted = await call('POST', '/v1/sweeps', {

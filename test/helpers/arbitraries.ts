@@ -58,12 +58,17 @@ const labelValue = fc.oneof(
   fc.stringMatching(/^[A-Za-z0-9]([-A-Za-z0-9_.]{0,40}[A-Za-z0-9])?$/),
 );
 
+// The schemes the schema allows (DATA_URI_SCHEMES, any case); no whitespace or control characters.
 const storageUri = fc
   .tuple(
-    fc.stringMatching(/^[A-Za-z][A-Za-z0-9+.-]{0,8}$/),
+    fc.constantFrom('s3', 'gs', 'hf', 'S3', 'Hf'),
     fc.string({ unit: 'grapheme', minLength: 1, maxLength: 60 }),
   )
-  .filter(([, rest]) => !rest.includes('\u0000') && !/[\n\r\u2028\u2029]/.test(rest))
+  .filter(
+    ([, rest]) =>
+      ![...rest].some((c) => (c.codePointAt(0) as number) <= 0x20 || c.codePointAt(0) === 0x7f) &&
+      !/[\u2028\u2029]/.test(rest),
+  )
   .map(([scheme, rest]) => `${scheme}://${rest}`);
 
 const noProto = (k: string) => k !== '__proto__';

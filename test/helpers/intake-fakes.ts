@@ -121,6 +121,9 @@ export function intakeConfig(): GantryConfig {
         imagePrefixes: ['ghcr.io/acme/', 'registry.example.com/vision'],
         maxNodes: 8,
         maxGpusPerRun: 16,
+        maxGpusInFlight: 32,
+        priorityClasses: ['high', 'low'],
+        outputPrefixes: ['s3://vision-exports/models/'],
       },
       {
         name: 'nlp',

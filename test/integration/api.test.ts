@@ -1,5 +1,5 @@
 import { createServer } from 'node:net';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import {
   CreateQueueCommand,
   DeleteMessageCommand,
@@ -80,7 +80,8 @@ interface Call {
   body?: unknown;
   raw?: string;
   principal?: string | null;
-  key?: string;
+  /** Several keys are sent as a repeated header. */
+  key?: string | string[];
   contentType?: string | null;
 }
 
@@ -137,11 +138,11 @@ describe('HTTP API on the local stand-ins', () => {
   });
 
   async function call(c: Call): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
-    const headers: Record<string, string> = {};
-    if (c.principal !== null) headers['x-gantry-principal'] = c.principal ?? VISION;
-    if (c.key !== undefined) headers['idempotency-key'] = c.key;
+    const headers = new Headers();
+    if (c.principal !== null) headers.set('x-gantry-principal', c.principal ?? VISION);
+    for (const key of c.key === undefined ? [] : [c.key].flat()) headers.append('idempotency-key', key);
     const hasBody = c.raw !== undefined || c.body !== undefined;
-    if (hasBody && c.contentType !== null) headers['content-type'] = c.contentType ?? 'application/json';
+    if (hasBody && c.contentType !== null) headers.set('content-type', c.contentType ?? 'application/json');
     const res = await fetch(`${api.url}${c.path ?? '/v1/runs'}`, {
       method: c.method ?? 'POST',
       headers,
@@ -238,8 +239,40 @@ describe('HTTP API on the local stand-ins', () => {
     });
   });
 
+  it("refuses another team's model name (403 naming the owner) and writes nothing", async () => {
+    // Prepare: nlp owns "bert" (its first publish wrote the owner file).
+    await s3.send(
+      new PutObjectCommand({
+        Bucket: BUCKET,
+        Key: 'models/bert/owner.json',
+        Body: JSON.stringify({
+          model: 'bert',
+          team: 'nlp',
+          runId: 'run-aaaaaaaaaaaaaaaaaaaa',
+          claimedAt: 'x',
+        }),
+      }),
+    );
+    await drain();
+    const before = await recordKeys();
+    // Act
+    const res = await call({ body: valid({ modelName: 'bert' }) });
+    const dry = await call({ path: '/v1/runs:validate', body: valid({ modelName: 'bert' }) });
+    // Assess
+    expect(res.status, JSON.stringify(res.body)).toBe(403);
+    expect(res.body.rule).toBe('model bert belongs to team nlp; choose another modelName');
+    expect(dry.status).toBe(403);
+    expect(await recordKeys()).toEqual(before);
+    expect(await drain()).toEqual([]);
+    const owner = await call({
+      body: valid({ team: 'nlp', image: 'ghcr.io/acme/nlp/x:1', modelName: 'bert' }),
+      principal: NLP,
+    });
+    expect(owner.status).toBe(202);
+  });
+
   describe('get and list', () => {
-    it('gets a run, 404s an unknown one and 403s another team’s', async () => {
+    it('gets a run, and 404s an unknown one and another team’s alike (get, metrics, cancel)', async () => {
       const { body } = await call({
         body: valid({ team: 'nlp', image: 'ghcr.io/acme/nlp/x:1' }),
         principal: NLP,
@@ -249,14 +282,23 @@ describe('HTTP API on the local stand-ins', () => {
       expect(own.status).toBe(200);
       expect(own.body).toMatchObject({ runId, phase: 'Accepted', team: 'nlp', namespace: 'team-nlp' });
       expect(own.body).not.toHaveProperty('fingerprint');
-      const foreign = await call({ method: 'GET', path: `/v1/runs/${runId}` });
-      expect(foreign.status).toBe(403);
-      const unknown = await call({
-        method: 'GET',
-        path: '/v1/runs/run-zzzzzzzzzzzzzzzzzzzz',
-        principal: NLP,
+      const unknownId = 'run-zzzzzzzzzzzzzzzzzzzz';
+      for (const [method, suffix] of [
+        ['GET', ''],
+        ['GET', '/metrics'],
+        ['POST', '/cancel'],
+      ] as const) {
+        const foreign = await call({ method, path: `/v1/runs/${runId}${suffix}` });
+        const unknown = await call({ method, path: `/v1/runs/${unknownId}${suffix}`, principal: NLP });
+        expect([foreign.status, unknown.status], `${method} ${suffix}`).toEqual([404, 404]);
+        // Word for word the same answer but for the id: nothing tells that the run exists.
+        expect(JSON.stringify(foreign.body).replace(runId, 'ID')).toBe(
+          JSON.stringify(unknown.body).replace(unknownId, 'ID'),
+        );
+      }
+      expect((await call({ method: 'GET', path: `/v1/runs/${runId}`, principal: NLP })).body).toMatchObject({
+        phase: 'Accepted',
       });
-      expect(unknown.status).toBe(404);
     });
 
     it("pages through the caller's runs", async () => {
@@ -502,7 +544,47 @@ describe('HTTP API on the local stand-ins', () => {
       'an output over another run',
       { body: valid({ output: { uri: `s3://${BUCKET}/runs/run-zzzzzzzzzzzzzzzzzzzz/output/` } }) },
       403,
-      { rule: /inside the Gantry bucket/ },
+      {
+        rule: /output.uri s3:\/\/gantry-api-test\/runs\/run-z+\/output\/ is outside team vision's output locations/,
+      },
+    ],
+    [
+      'an output in another bucket',
+      { body: valid({ output: { uri: 's3://nlp-private/out/' } }) },
+      403,
+      {
+        rule: /output.uri s3:\/\/nlp-private\/out\/ is outside team vision's output locations \(s3:\/\/gantry-api-test\/runs\/run-/,
+      },
+    ],
+    [
+      'a priority class the team is not given',
+      { body: valid({ priorityClass: 'high' }) },
+      403,
+      { rule: /priorityClass high is not allowed for team vision \(allowed: none\)/ },
+    ],
+    [
+      'a system priority class',
+      { body: valid({ priorityClass: 'system-cluster-critical' }) },
+      403,
+      { rule: /priorityClass system-cluster-critical is reserved/ },
+    ],
+    [
+      'a dataset on the node disk',
+      { body: valid({ datasetUri: 'file:///etc/shadow' }) },
+      400,
+      { field: 'datasetUri', rule: /scheme must be one of s3:\/\/, gs:\/\/, hf:\/\// },
+    ],
+    [
+      'a model from the metadata service',
+      { body: valid({ modelUri: 'http://169.254.169.254/latest/meta-data/iam/' }) },
+      400,
+      { field: 'modelUri', rule: /scheme must be one of/ },
+    ],
+    [
+      'a repeated Idempotency-Key header',
+      { body: valid(), key: ['k-1', 'k-2'] },
+      400,
+      { field: 'Idempotency-Key', rule: /send the header once/ },
     ],
     [
       'a dataset path without scheme',

@@ -22,7 +22,12 @@ import { compositeSha256, MiB, planParts, sha256Base64 } from '../../lib/artifac
 import type { ArtifactStore } from '../../lib/artifacts/ports.ts';
 import { makeModelPublisher } from '../../lib/artifacts/publish.ts';
 import type { LatestPointer } from '../../lib/artifacts/versioning.ts';
-import { ArtifactIntegrityError, ConcurrentUpdateError, NoArtifactsError } from '../../lib/errors.ts';
+import {
+  ArtifactIntegrityError,
+  ConcurrentUpdateError,
+  ModelOwnedError,
+  NoArtifactsError,
+} from '../../lib/errors.ts';
 import type { JobRef } from '../../lib/orchestration/job-ref.ts';
 import { makeSteps } from '../../lib/orchestration/steps.ts';
 import { requestFingerprint } from '../../lib/run/ids.ts';
@@ -271,10 +276,37 @@ describe('publishing models on the local S3', () => {
         `models/${model}/1/manifest.json`,
         `models/${model}/1/model.pt`,
         `models/${model}/latest.json`,
+        `models/${model}/owner.json`,
         `models/${model}/runs/run-again.json`,
         `models/${model}/versions.json`,
       ].sort(),
     );
+  });
+
+  it('two teams racing to publish one new model name: the first owns it, the other is refused (ModelOwnedError)', async () => {
+    // Prepare: vision and nlp both trained a model of the same, still unowned, name.
+    const model = newModel();
+    const vision = run(model, 'run-vision', { team: 'vision' });
+    const nlp = run(model, 'run-nlp', { team: 'nlp' });
+    await put(OUTPUT, keyOf(vision, 'model.pt'), 'vision weights');
+    await put(OUTPUT, keyOf(nlp, 'model.pt'), 'nlp weights');
+    // Act: both publish at once (owner.json is created with If-None-Match on the real local S3).
+    const results = await Promise.allSettled([
+      publisher().publish({ run: vision }),
+      publisher().publish({ run: nlp }),
+    ]);
+    // Assess: exactly one published; the owner file, latest and every version are that team's.
+    const owner = await json<{ team: string; runId: string }>(`models/${model}/owner.json`);
+    const winner = owner?.team === 'vision' ? 0 : 1;
+    expect(results[winner]?.status).toBe('fulfilled');
+    const loser = results[1 - winner] as PromiseRejectedResult;
+    expect(loser.reason).toBeInstanceOf(ModelOwnedError);
+    expect(String(loser.reason.message)).toContain(`model ${model} belongs to team ${owner?.team}`);
+    const latest = await json<{ runId: string; version: number }>(`models/${model}/latest.json`);
+    expect(latest?.runId).toBe(owner?.runId);
+    expect((await keysUnder(MODELS, `models/${model}/`)).filter((k) => k.endsWith('manifest.json'))).toEqual([
+      `models/${model}/1/manifest.json`,
+    ]);
   });
 
   it('concurrent publishes get distinct versions and latest never goes backwards', async () => {
@@ -406,6 +438,7 @@ describe('publishing models on the local S3', () => {
       eventId: `${model}/1`,
       occurredAt: manifest!.timestamps.publishedAt,
       model,
+      team: 'vision',
       version: 1,
       runId: 'run-steps',
       storageUri: `s3://${MODELS}/models/${model}/1/`,

@@ -63,7 +63,7 @@ describe('orchestration under Kubernetes faults', () => {
 
   it('does not retry a terminal rejection', async () => {
     // An image the schema accepts but a runtime the cluster does not have: InvalidRuntime, once.
-    const run = driver.spec({ runtime: { name: 'missing-runtime' } }, 'demo');
+    const run = driver.spec({ queue: 'demo-queue', runtime: { name: 'missing-runtime' } }, 'demo');
     const arn = await driver.start(run);
     const ended = await driver.finished(arn, 60_000);
     expect(ended.status).toBe('FAILED');

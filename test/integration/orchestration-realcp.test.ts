@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunSpec } from '../../lib/run/spec.ts';
 import { ANNOTATION } from '../../lib/trainjob/labels.ts';
 import type { K8sObject } from '../../lib/trainjob/types.ts';
-import { type Stack, startStack } from '../../local/stack.ts';
+import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
 import { type RealControlPlane, realcpBinDir, startRealControlPlane } from '../helpers/realcp.ts';
 import { runDriver } from '../helpers/runs.ts';
 import { CRD_ROOT, crdDir, tierAvailable } from '../helpers/tiers.ts';
@@ -38,15 +38,17 @@ describe.runIf(available)('orchestration on a real apiserver', () => {
   beforeAll(async () => {
     cp = await startRealControlPlane({ crdDirs: dirs as string[] });
     await cp.applyManifests([resolve(CRD_ROOT, 'trainer-v2.2.1/runtimes/torch_distributed.yaml')]);
+    ns = await cp.createNamespace('demo');
     stack = await startStack({
       cluster: { kubeconfigYaml: cp.kubeconfigYaml() },
       speed: SPEED,
       reconcileEveryMs: 300,
       orphanGraceSeconds: 0,
       consumer: false,
+      // CreateJob authorizes every run against the configuration: the test's namespace is the team's.
+      teams: [{ ...DEMO_TEAM, namespaces: [ns] }],
     });
     driver = runDriver(stack);
-    ns = await cp.createNamespace('demo');
   }, 180_000);
 
   afterAll(async () => {
@@ -200,7 +202,7 @@ describe.runIf(available)('orchestration on a real apiserver', () => {
   });
 
   it('fails InvalidRuntime without retrying when the runtime does not exist', async () => {
-    const run = driver.spec({ runtime: { name: 'no-such-runtime' } }, ns);
+    const run = driver.spec({ queue: 'demo-queue', runtime: { name: 'no-such-runtime' } }, ns);
     const arn = await driver.start(run);
     const ended = await driver.finished(arn);
     expect(ended.status).toBe('FAILED');

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_QUEUE, type Embedded, startEmbedded } from '../../local/embedded.ts';
+import { DEMO_TEAM } from '../../local/stack.ts';
 import { runDriver } from '../helpers/runs.ts';
 
 /**
@@ -21,7 +22,8 @@ describe('preemption and deactivation through the state machine and the reconcil
         queues: [{ ...DEMO_QUEUE, preemption: 'LowerPriority' }],
         priorityClasses: { high: 1000, low: 10 },
       },
-      stack: { orphanGraceSeconds: 1 },
+      // The demo team may name both priority classes (CreateJob re-checks the team's allowance).
+      stack: { orphanGraceSeconds: 1, teams: [{ ...DEMO_TEAM, priorityClasses: ['high', 'low'] }] },
     });
     driver = runDriver(env.stack);
   }, 60_000);

@@ -9,7 +9,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import { startFauxqs } from 'fauxqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSqsRunQueue } from '../../lib/adapters/aws/sqs-queue.ts';
+import { makeSqsDeadLetter, makeSqsRunQueue } from '../../lib/adapters/aws/sqs-queue.ts';
+import { makeModelOwners } from '../../lib/artifacts/ownership.ts';
 import { AwsUnavailableError } from '../../lib/errors.ts';
 import { makeStartRuns, type QueueRecord } from '../../lib/intake/start-runs.ts';
 import { makeSubmitRun } from '../../lib/intake/submit-run.ts';
@@ -35,20 +36,40 @@ const clock = { now: () => new Date('2026-12-01T10:00:00Z') };
 const message = (run: RunSpec) => JSON.stringify({ kind: 'run', run });
 const rec = (messageId: string, body: string): QueueRecord => ({ messageId, body });
 
-function consumer() {
+/** A run as intake would place it for team vision (its namespace, image prefix and queue). */
+const visionRun = (runId: string, request: Record<string, unknown> = {}) =>
+  aRunSpec({ runId, request: { queue: 'vision-queue', ...request } });
+
+function consumer(opts: { deadLetter?: boolean; config?: ReturnType<typeof intakeConfig> } = {}) {
   const workflow = recordingWorkflow();
-  const records = makeRunRecords({ store: memoryStore(), clock });
+  const store = memoryStore();
+  const records = makeRunRecords({ store, clock });
   const lines: Array<Record<string, unknown>> = [];
-  const startRuns = makeStartRuns({ workflow, records, clock, log: (l) => lines.push(l) });
-  return { workflow, records, startRuns, lines };
+  const dead: Array<{ messageId: string; body: string; reason: string }> = [];
+  const startRuns = makeStartRuns({
+    workflow,
+    records,
+    config: opts.config ?? intakeConfig(),
+    bucket: BUCKET,
+    ...(opts.deadLetter === false
+      ? {}
+      : {
+          deadLetter: async (r: QueueRecord, reason: string) => {
+            dead.push({ ...r, reason });
+          },
+        }),
+    clock,
+    log: (l) => lines.push(l),
+  });
+  return { workflow, records, store, startRuns, lines, dead };
 }
 
 describe('the runs-queue consumer', () => {
   it('starts the good messages and reports only the malformed ones as failed', async () => {
     // Prepare
     const { startRuns, workflow, lines } = consumer();
-    const a = aRunSpec({ runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
-    const b = aRunSpec({ runId: 'run-bbbbbbbbbbbbbbbbbbbb' });
+    const a = visionRun('run-aaaaaaaaaaaaaaaaaaaa');
+    const b = visionRun('run-bbbbbbbbbbbbbbbbbbbb');
     // Act
     const result = await startRuns({
       Records: [
@@ -79,7 +100,7 @@ describe('the runs-queue consumer', () => {
 
   it('starts nothing twice when a message is redelivered or a run is enqueued twice', async () => {
     const { startRuns, workflow } = consumer();
-    const a = aRunSpec({ runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
+    const a = visionRun('run-aaaaaaaaaaaaaaaaaaaa');
     await startRuns({ Records: [rec('m1', message(a)), rec('m2', message(a))] });
     await startRuns({ Records: [rec('m1', message(a))] });
     expect(new Set(workflow.starts.map((s) => s.name))).toEqual(new Set([a.runId]));
@@ -88,7 +109,7 @@ describe('the runs-queue consumer', () => {
 
   it('does not start a run that was cancelled while queued', async () => {
     const { startRuns, workflow, records } = consumer();
-    const a = aRunSpec({ runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
+    const a = visionRun('run-aaaaaaaaaaaaaaaaaaaa');
     await records.create(newRecord(a, 'fp', clock.now()));
     await records.update(a.runId, { phase: 'Cancelled', reason: 'Cancelled' });
     const result = await startRuns({ Records: [rec('m1', message(a))] });
@@ -98,15 +119,135 @@ describe('the runs-queue consumer', () => {
 
   it('creates the record of a run enqueued without one', async () => {
     const { startRuns, records } = consumer();
-    const a = aRunSpec({ runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
+    const a = visionRun('run-aaaaaaaaaaaaaaaaaaaa');
     await startRuns({ Records: [rec('m1', message(a))] });
     expect(await records.get(a.runId)).toMatchObject({ phase: 'Accepted', spec: a });
   });
 
+  // Forged messages: what anyone able to send to the queue could try.
+  const forgeries: Array<[string, RunSpec, RegExp]> = [
+    [
+      'a job in kube-system',
+      { ...visionRun('run-ffffffffffffffffffff'), namespace: 'kube-system' },
+      /namespace kube-system is not allowed for team vision/,
+    ],
+    [
+      'a job outside Kueue (no queue label)',
+      visionRun('run-ffffffffffffffffffff', { queue: undefined }),
+      /a run of team vision must name one of its queues \(vision-queue, vision-batch\)/,
+    ],
+    [
+      'an image outside the team prefixes',
+      visionRun('run-ffffffffffffffffffff', { image: 'docker.io/evil/miner:1' }),
+      /image docker.io\/evil\/miner:1 is not allowed for team vision/,
+    ],
+    [
+      'more GPUs than the team may use',
+      visionRun('run-ffffffffffffffffffff', { numNodes: 8, resourcesPerNode: { gpu: 8 } }),
+      /64 GPUs .* exceed team vision's maxGpusPerRun 16/,
+    ],
+    [
+      'a team that is not configured',
+      visionRun('run-ffffffffffffffffffff', { team: 'ghost' }),
+      /^team ghost is not configured$/,
+    ],
+    [
+      'a system priority class',
+      visionRun('run-ffffffffffffffffffff', { priorityClass: 'system-cluster-critical' }),
+      /priorityClass system-cluster-critical is reserved/,
+    ],
+    [
+      'output into another bucket',
+      { ...visionRun('run-ffffffffffffffffffff'), outputUri: 's3://nlp-private/out/' },
+      /outputUri s3:\/\/nlp-private\/out\/ is outside team vision's output locations/,
+    ],
+    [
+      'another cluster',
+      { ...visionRun('run-ffffffffffffffffffff'), cluster: 'gpu' },
+      /cluster gpu is not team vision's cluster \(local\)/,
+    ],
+  ];
+
+  it.each(forgeries)(
+    'never runs a forged message: %s (dead-lettered with the reason, no record)',
+    async (_name, run, reason) => {
+      // Prepare
+      const { startRuns, workflow, records, dead, lines } = consumer();
+      // Act
+      const result = await startRuns({ Records: [rec('m1', message(run))] });
+      // Assess: not started, no record, on the DLQ at once with the reason, and acked.
+      expect(workflow.starts).toEqual([]);
+      expect(await records.get(run.runId)).toBeUndefined();
+      expect(dead).toHaveLength(1);
+      expect(dead[0]?.messageId).toBe('m1');
+      expect(dead[0]?.reason).toMatch(reason);
+      expect(result.batchItemFailures).toEqual([]);
+      expect(lines.find((l) => l.level === 'ERROR')).toMatchObject({
+        msg: 'unauthorized run message; not started',
+      });
+    },
+  );
+
+  it('without a dead-letter sender, leaves a forged message for the DLQ (reported failed)', async () => {
+    const { startRuns, workflow } = consumer({ deadLetter: false });
+    const run = { ...visionRun('run-ffffffffffffffffffff'), namespace: 'kube-system' };
+    const result = await startRuns({
+      Records: [rec('m1', message(run)), rec('m2', message(visionRun('run-aaaaaaaaaaaaaaaaaaaa')))],
+    });
+    expect(result.batchItemFailures).toEqual([{ itemIdentifier: 'm1' }]);
+    expect(workflow.starts.map((s) => s.name)).toEqual(['run-aaaaaaaaaaaaaaaaaaaa']);
+  });
+
+  it("leaves a real run's record alone when a forged message names its id", async () => {
+    // Prepare: vision's run is accepted and queued; a forgery reuses its id with another namespace.
+    const { startRuns, workflow, records, dead } = consumer();
+    const real = visionRun('run-aaaaaaaaaaaaaaaaaaaa');
+    await records.create(newRecord(real, 'fp', clock.now()));
+    // Act
+    await startRuns({ Records: [rec('m1', message({ ...real, namespace: 'kube-system' }))] });
+    // Assess: the forgery is dead-lettered; the real run is untouched and starts from its own message.
+    expect(dead).toHaveLength(1);
+    expect((await records.get(real.runId))?.phase).toBe('Accepted');
+    await startRuns({ Records: [rec('m2', message(real))] });
+    expect(workflow.starts).toEqual([{ name: real.runId, input: { run: real } }]);
+  });
+
+  it('starts an accepted run from its record, not from a message that reuses its id', async () => {
+    const { startRuns, workflow, records } = consumer();
+    const real = visionRun('run-aaaaaaaaaaaaaaaaaaaa');
+    await records.create(newRecord(real, 'fp', clock.now()));
+    // Allowed for the team, but not what was accepted.
+    const other = visionRun('run-aaaaaaaaaaaaaaaaaaaa', { image: 'ghcr.io/acme/other:9', args: ['--evil'] });
+    await startRuns({ Records: [rec('m1', message(other))] });
+    expect(workflow.starts).toEqual([{ name: real.runId, input: { run: real } }]);
+  });
+
+  it('fails a queued run the configuration no longer allows (Failed/Forbidden), and starts nothing', async () => {
+    // Prepare: accepted while vision could use vision-batch; the queue was then taken away.
+    const before = intakeConfig();
+    const after = {
+      ...before,
+      teams: before.teams.map((t) => (t.name === 'vision' ? { ...t, queues: ['vision-queue'] } : t)),
+    };
+    const { startRuns, workflow, records, dead } = consumer({ config: after });
+    const run = visionRun('run-aaaaaaaaaaaaaaaaaaaa', { queue: 'vision-batch' });
+    await records.create(newRecord(run, 'fp', clock.now()));
+    // Act
+    await startRuns({ Records: [rec('m1', message(run))] });
+    // Assess
+    expect(workflow.starts).toEqual([]);
+    expect(await records.get(run.runId)).toMatchObject({
+      phase: 'Failed',
+      reason: 'Forbidden',
+      message: expect.stringMatching(/queue vision-batch is not allowed for team vision/),
+    });
+    expect(dead[0]?.reason).toMatch(/queue vision-batch/);
+  });
+
   it('reports a message whose start failed transiently, and only that one', async () => {
     const { startRuns, workflow } = consumer();
-    const a = aRunSpec({ runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
-    const b = aRunSpec({ runId: 'run-bbbbbbbbbbbbbbbbbbbb' });
+    const a = visionRun('run-aaaaaaaaaaaaaaaaaaaa');
+    const b = visionRun('run-bbbbbbbbbbbbbbbbbbbb');
     const start = workflow.start;
     workflow.start = async (name, input, opts) => {
       if (name === b.runId) throw new AwsUnavailableError('throttled');
@@ -197,6 +338,7 @@ describe('the consumer on a real SQS queue with a DLQ (maxReceiveCount 3)', () =
     const records = makeRunRecords({ store, clock });
     const submit = makeSubmitRun({
       records,
+      owners: makeModelOwners({ store, clock }),
       queue: makeSqsRunQueue({ sqs, queueUrl }),
       clock,
       config: intakeConfig(),
@@ -210,7 +352,9 @@ describe('the consumer on a real SQS queue with a DLQ (maxReceiveCount 3)', () =
     await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: poison }));
     const workflow = recordingWorkflow();
     // Act
-    const receives = await pollUntilEmpty(makeStartRuns({ workflow, records, clock }));
+    const receives = await pollUntilEmpty(
+      makeStartRuns({ workflow, records, config: intakeConfig(), bucket: BUCKET, clock }),
+    );
     // Assess
     expect(receives.get(poison)).toBe(3);
     const dead = await sqs.send(
@@ -228,5 +372,43 @@ describe('the consumer on a real SQS queue with a DLQ (maxReceiveCount 3)', () =
       ApproximateNumberOfMessagesNotVisible: '0',
     });
     expect([...workflow.executions.keys()].sort()).toEqual([one.record.runId, two.record.runId].sort());
+  });
+
+  it('moves a forged message to the DLQ at once, with the reason, and runs nothing', async () => {
+    // Prepare: a message placing a job in kube-system, sent straight to the queue.
+    const records = makeRunRecords({ store: memoryStore(), clock });
+    const forged = JSON.stringify({
+      kind: 'run',
+      run: { ...visionRun('run-ffffffffffffffffffff'), namespace: 'kube-system' },
+    });
+    await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: forged }));
+    const workflow = recordingWorkflow();
+    // Act
+    const receives = await pollUntilEmpty(
+      makeStartRuns({
+        workflow,
+        records,
+        config: intakeConfig(),
+        bucket: BUCKET,
+        deadLetter: makeSqsDeadLetter({ sqs, queueUrl: dlqUrl }),
+        clock,
+      }),
+    );
+    // Assess: received once (not redelivered), dead-lettered with the reason, nothing started.
+    expect(receives.get(forged)).toBe(1);
+    const dead = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: dlqUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+        MessageAttributeNames: ['All'],
+      }),
+    );
+    expect(dead.Messages?.map((m) => m.Body)).toEqual([forged]);
+    expect(dead.Messages?.[0]?.MessageAttributes?.rejectedReason?.StringValue).toMatch(
+      /namespace kube-system is not allowed for team vision/,
+    );
+    expect(workflow.starts).toEqual([]);
+    expect(await records.get('run-ffffffffffffffffffff')).toBeUndefined();
   });
 });

@@ -55,7 +55,12 @@ describe('a stopped run’s job always goes', { timeout: 120_000 }, () => {
     }
     expect(await jobsOf(runId)).toHaveLength(1);
     // Every DELETE of the job fails for longer than Cleanup retries (6 attempts).
-    env.sim.inject({ path: new RegExp(`/trainjobs/${runId}(\\?|$)`), method: 'DELETE', status: 500, times: 12 });
+    env.sim.inject({
+      path: new RegExp(`/trainjobs/${runId}(\\?|$)`),
+      method: 'DELETE',
+      status: 500,
+      times: 12,
+    });
 
     // Act: wait for the run to end, then for the job to go.
     let run: Record<string, unknown> = {};

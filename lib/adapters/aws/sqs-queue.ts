@@ -31,3 +31,35 @@ export function makeSqsRunQueue(deps: { sqs: SQSClient; queueUrl: string }): Run
     },
   };
 }
+
+/** SQS takes message attribute values up to the message size; the reason is cut well below it. */
+const MAX_REASON = 2048;
+
+/**
+ * Dead-letter a refused run message at once: its body, unchanged, on the dead-letter queue, with
+ * the reason (`rejectedReason`) and the original message id (`rejectedMessageId`) as attributes.
+ */
+export function makeSqsDeadLetter(deps: { sqs: SQSClient; queueUrl: string }) {
+  const { sqs, queueUrl } = deps;
+  return async (
+    record: { messageId: string; body: string },
+    reason: string,
+    opts?: CallOptions,
+  ): Promise<void> => {
+    try {
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: record.body,
+          MessageAttributes: {
+            rejectedReason: { DataType: 'String', StringValue: reason.slice(0, MAX_REASON) || 'refused' },
+            rejectedMessageId: { DataType: 'String', StringValue: record.messageId || 'unknown' },
+          },
+        }),
+        opts?.signal ? { abortSignal: opts.signal } : {},
+      );
+    } catch (err) {
+      throw translateAwsError(err, `send to ${queueUrl}`);
+    }
+  };
+}

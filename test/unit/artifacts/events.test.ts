@@ -25,6 +25,7 @@ describe('serving events', () => {
       eventId: 'resnet/3',
       occurredAt: '2026-12-02T10:00:05.000Z',
       model: 'resnet',
+      team: m.lineage.team,
       version: 3,
       runId: 'run-1',
       storageUri: 's3://gantry/models/resnet/3/',
@@ -45,12 +46,19 @@ describe('serving events', () => {
 
   it('says when a run finished without a model', () => {
     expect(
-      runWithoutModelEvent({ model: 'resnet', runId: 'run-9', outputUri: 's3://b/o/', occurredAt: 't' }),
+      runWithoutModelEvent({
+        model: 'resnet',
+        team: 'vision',
+        runId: 'run-9',
+        outputUri: 's3://b/o/',
+        occurredAt: 't',
+      }),
     ).toEqual({
       type: 'gantry.run.completed-without-model',
       eventId: 'run/run-9',
       occurredAt: 't',
       model: 'resnet',
+      team: 'vision',
       runId: 'run-9',
       outputUri: 's3://b/o/',
     });

@@ -1,12 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { ServingEvent } from '../../../lib/artifacts/events.ts';
 import type { ModelManifest } from '../../../lib/artifacts/manifest.ts';
+import type { ModelOwner } from '../../../lib/artifacts/ownership.ts';
 import type { ServingEvents } from '../../../lib/artifacts/ports.ts';
 import { makeModelPublisher, recordArtifacts } from '../../../lib/artifacts/publish.ts';
 import type { LatestPointer, VersionClaim } from '../../../lib/artifacts/versioning.ts';
 import {
   ArtifactConflictError,
   ArtifactIntegrityError,
+  ModelOwnedError,
   NoArtifactsError,
   NotFoundError,
 } from '../../../lib/errors.ts';
@@ -219,6 +221,51 @@ describe('publishing a run as a model version', () => {
     await expect(publisher.publish({ run: r })).rejects.toBeInstanceOf(ArtifactConflictError);
   });
 
+  it("refuses to publish another team's model name (ModelOwnedError): no copy, no version, latest unmoved", async () => {
+    // Prepare: vision publishes resnet first and so owns the name.
+    const { mem, publisher, artifacts } = setup();
+    const first = run('run-1', { team: 'vision' });
+    writeOutput(mem, first, { 'model.pt': 'vision weights' });
+    await publisher.publish({ run: first });
+    expect(json<ModelOwner>(mem, 'models/resnet/owner.json')).toMatchObject({
+      model: 'resnet',
+      team: 'vision',
+      runId: 'run-1',
+    });
+    const copiesBefore = artifacts.copies.length;
+    // Act: nlp trains a model of the same name.
+    const hostile = run('run-2', { team: 'nlp' });
+    writeOutput(mem, hostile, { 'model.pt': 'nlp weights' });
+    const err = await publisher.publish({ run: hostile }).catch((e: unknown) => e);
+    // Assess
+    expect(err).toBeInstanceOf(ModelOwnedError);
+    expect((err as Error).message).toMatch(/model resnet belongs to team vision/);
+    expect(artifacts.copies).toHaveLength(copiesBefore);
+    expect(json<LatestPointer>(mem, 'models/resnet/latest.json')?.runId).toBe('run-1');
+    expect(mem.bucket(MODELS).has('models/resnet/2/manifest.json')).toBe(false);
+    expect(mem.bucket(MODELS).has('models/resnet/runs/run-2.json')).toBe(false);
+    // The owner publishes again as before.
+    const again = run('run-3', { team: 'vision' });
+    writeOutput(mem, again, { 'model.pt': 'v2' });
+    expect((await publisher.publish({ run: again })).version).toBe(2);
+  });
+
+  it('gives a model published before owner files to the team of its latest manifest', async () => {
+    // Prepare: a registry written by an older Gantry (no owner.json).
+    const { mem, publisher } = setup();
+    const old = run('run-1', { team: 'vision' });
+    writeOutput(mem, old, { 'model.pt': 'w' });
+    await publisher.publish({ run: old });
+    mem.bucket(MODELS).delete('models/resnet/owner.json');
+    // Act
+    const hostile = run('run-2', { team: 'nlp' });
+    writeOutput(mem, hostile, { 'model.pt': 'x' });
+    const err = await publisher.publish({ run: hostile }).catch((e: unknown) => e);
+    // Assess: refused, and the migrated owner is now recorded.
+    expect(err).toBeInstanceOf(ModelOwnedError);
+    expect(json<ModelOwner>(mem, 'models/resnet/owner.json')?.team).toBe('vision');
+  });
+
   it('fails ArtifactIntegrityError when a copy does not have the source’s size', async () => {
     const { mem, publisher } = setup({ sizeOf: (src) => (src.key.endsWith('model.pt') ? 1 : 0) });
     const r = run('run-1');
@@ -259,6 +306,7 @@ describe('the serving hand-off', () => {
     });
     expect(sent[0]).toMatchObject({
       storageUri: 's3://gantry/models/resnet/1/',
+      team: 'vision',
       manifest: json<ModelManifest>(mem, 'models/resnet/1/manifest.json'),
     });
     expect(sent[1]).toEqual(sent[0]);
@@ -276,6 +324,7 @@ describe('the serving hand-off', () => {
         eventId: 'run/run-1',
         occurredAt: artifacts.at,
         model: 'resnet',
+        team: 'vision',
         runId: 'run-1',
         outputUri: r.outputUri,
       },

@@ -10,6 +10,7 @@ import { AwsUnavailableError } from '../../../lib/errors.ts';
 
 const event = runWithoutModelEvent({
   model: 'resnet',
+  team: 'vision',
   runId: 'run-1',
   outputUri: 's3://b/o/',
   occurredAt: '2026-12-02T10:00:00.000Z',

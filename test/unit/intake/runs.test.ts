@@ -41,12 +41,17 @@ const spec = (n: number, request: Record<string, unknown> = {}, extra: Partial<R
   aRunSpec({ runId: idOf(n), request: { image: 'ghcr.io/acme/train:1', ...request }, ...extra });
 
 describe('getRun', () => {
-  it("returns the caller's run, 404s an unknown one and 403s another team's", async () => {
+  it("returns the caller's run, and 404s an unknown one and another team's alike", async () => {
     const { records } = await seed([spec(1), spec(2, { team: 'nlp' })]);
     const get = makeGetRun({ records, config });
     expect((await get({ caller: vision, runId: idOf(1) })).runId).toBe(idOf(1));
-    await expect(get({ caller: vision, runId: idOf(3) })).rejects.toBeInstanceOf(NotFoundError);
-    await expect(get({ caller: vision, runId: idOf(2) })).rejects.toBeInstanceOf(ForbiddenError);
+    const unknown = await get({ caller: vision, runId: idOf(3) }).catch((e: unknown) => e);
+    const foreign = await get({ caller: vision, runId: idOf(2) }).catch((e: unknown) => e);
+    expect(unknown).toBeInstanceOf(NotFoundError);
+    expect(foreign).toBeInstanceOf(NotFoundError);
+    // The same words as an unknown id: nothing tells the caller that the run exists.
+    expect((foreign as Error).message).toBe(`run ${idOf(2)} does not exist`);
+    expect((unknown as Error).message).toBe(`run ${idOf(3)} does not exist`);
     await expect(get({ caller: iam(STRANGER_ARN), runId: idOf(1) })).rejects.toBeInstanceOf(ForbiddenError);
   });
 
@@ -196,10 +201,10 @@ describe('cancelRun', () => {
     expect(workflow.stops).toEqual([]);
   });
 
-  it("refuses another team's run", async () => {
+  it("answers another team's run as unknown (404) and touches nothing", async () => {
     const { records } = await seed([spec(1, { team: 'nlp' })]);
     const { make, workflow } = setup([]);
-    await expect(make(records)({ caller: vision, runId: idOf(1) })).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(make(records)({ caller: vision, runId: idOf(1) })).rejects.toBeInstanceOf(NotFoundError);
     expect(workflow.stops).toEqual([]);
   });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { makeModelOwners } from '../../../lib/artifacts/ownership.ts';
 import {
   AwsUnavailableError,
   ForbiddenError,
@@ -27,8 +28,9 @@ function setup() {
   const queue = recordingQueue();
   const clock = { now: () => new Date('2026-12-01T10:00:00Z') };
   const records = makeRunRecords({ store, clock });
-  const submit = makeSubmitRun({ records, queue, clock, config: intakeConfig(), bucket: BUCKET });
-  return { store, queue, records, submit };
+  const owners = makeModelOwners({ store, clock });
+  const submit = makeSubmitRun({ records, owners, queue, clock, config: intakeConfig(), bucket: BUCKET });
+  return { store, queue, records, owners, submit };
 }
 
 const caller = iam(VISION_ARN);
@@ -102,6 +104,38 @@ describe('submitRun', () => {
     expect(runIdFromKey('vision', 'k-1')).not.toBe(runIdFromKey('nlp', 'k-1'));
   });
 
+  it("refuses another team's model name at submit (403 naming the owner), before writing anything", async () => {
+    // Prepare: vision owns resnet (its first publish recorded it).
+    const { submit, queue, store, owners } = setup();
+    await owners.claim('resnet', 'vision', 'run-aaaaaaaaaaaaaaaaaaaa');
+    const nlp = iam(NLP_ARN);
+    const nlpBody = visionBody({
+      team: 'nlp',
+      modelName: 'resnet',
+      image: 'ghcr.io/acme/nlp/x:1',
+      runtime: { name: 'torch-distributed' },
+    });
+    const keys = [...store.objects.keys()];
+    // Act
+    const err = await submit({ caller: nlp, body: nlpBody }).catch((e: unknown) => e);
+    // Assess
+    expect(err).toBeInstanceOf(ForbiddenError);
+    expect((err as ForbiddenError).rule).toBe(
+      'model resnet belongs to team vision; choose another modelName',
+    );
+    expect([...store.objects.keys()]).toEqual(keys);
+    expect(queue.sent).toHaveLength(0);
+    // A run that publishes nothing may use the name; the owner may always.
+    await expect(
+      submit({ caller: nlp, body: { ...nlpBody, producesArtifacts: false } }),
+    ).resolves.toMatchObject({
+      created: true,
+    });
+    await expect(submit({ caller, body: visionBody({ modelName: 'resnet' }) })).resolves.toMatchObject({
+      created: true,
+    });
+  });
+
   it('gives each request without a key a new run', async () => {
     const { submit } = setup();
     const a = await submit({ caller, body: visionBody() });
@@ -115,11 +149,15 @@ describe('submitRun', () => {
     ['a header key with spaces', visionBody(), 'has space', 'Idempotency-Key'],
     ['an empty header key', visionBody(), '', 'Idempotency-Key'],
     ['an over-long header key', visionBody(), 'k'.repeat(129), 'Idempotency-Key'],
+    // API Gateway joins a repeated header with ',' and node:http with ', ': never one joined key.
+    ['a repeated header as API Gateway joins it', visionBody(), 'k-1,k-2', 'Idempotency-Key'],
+    ['a repeated header as node:http joins it', visionBody(), 'k-1, k-2', 'Idempotency-Key'],
   ])('refuses %s (400)', async (_name, body, header, field) => {
     const { submit, queue } = setup();
     const err = await submit({ caller, body, idempotencyKey: header }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ValidationError);
     expect((err as ValidationError).issues.map((i) => i.field)).toContain(field);
+    if (header?.includes(',')) expect((err as Error).message).toMatch(/send the header once/);
     expect(queue.sent).toHaveLength(0);
   });
 
@@ -156,7 +194,8 @@ describe('submitRun', () => {
         kueueManagedKinds: ['TrainJob' as const, 'PyTorchJob' as const],
       })),
     };
-    const submit = makeSubmitRun({ records, queue: recordingQueue(), clock, config, bucket: BUCKET });
+    const owners = makeModelOwners({ store: memoryStore(), clock });
+    const submit = makeSubmitRun({ records, owners, queue: recordingQueue(), clock, config, bucket: BUCKET });
     const queued = await submit({ caller, body: visionBody({ target: 'PyTorchJob' }) });
     expect(queued.record.spec.request).toMatchObject({ target: 'PyTorchJob', queue: 'vision-queue' });
     // nlp has no queues: its PyTorchJob runs unqueued on a cluster with Kueue's default configuration.

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../../lib/config.ts';
 import { ForbiddenError } from '../../../lib/errors.ts';
 import {
   type Caller,
@@ -156,12 +157,32 @@ describe('checkTenancy', () => {
     [
       'output into another run of the Gantry bucket',
       { output: { uri: `s3://${BUCKET}/runs/run-zzzzzzzzzzzzzzzzzzzz/output/` } },
-      /output.uri inside the Gantry bucket must be under s3:\/\/gantry-runs\/runs\/run-abcdefghijklmnopqrst\//,
+      /output.uri s3:\/\/gantry-runs\/runs\/run-z+\/output\/ is outside team vision's output locations \(s3:\/\/gantry-runs\/runs\/run-abcdefghijklmnopqrst\/, s3:\/\/vision-exports\/models\/\)/,
     ],
     [
       'output over published models',
       { output: { uri: `s3://${BUCKET}/models/x/` } },
-      /inside the Gantry bucket/,
+      /output.uri s3:\/\/gantry-runs\/models\/x\/ is outside/,
+    ],
+    [
+      'output into another bucket',
+      { output: { uri: 's3://nlp-private/out/' } },
+      /output.uri s3:\/\/nlp-private\/out\/ is outside team vision's output locations/,
+    ],
+    [
+      'output beside an allowed prefix',
+      { output: { uri: 's3://vision-exports/models-evil/' } },
+      /output.uri s3:\/\/vision-exports\/models-evil\/ is outside/,
+    ],
+    [
+      'a priority class the team does not list',
+      { priorityClass: 'urgent' },
+      /priorityClass urgent is not allowed for team vision \(allowed: high, low\)/,
+    ],
+    [
+      'a system priority class',
+      { priorityClass: 'system-cluster-critical' },
+      /priorityClass system-cluster-critical is reserved for the cluster \(system-\*\)/,
     ],
   ])('forbids %s', (_name, overrides, rule) => {
     expect(forbidden(() => check(overrides))).toMatch(rule);
@@ -178,9 +199,45 @@ describe('checkTenancy', () => {
     expect(rule.split('; ')).toHaveLength(3);
   });
 
-  it("allows outputs under the run's own prefix and in other buckets", () => {
+  it('forbids any priority class to a team that lists none (the default)', () => {
+    expect(
+      forbidden(() =>
+        check(
+          { image: 'ghcr.io/acme/nlp/bert:1', runtime: { name: 'torch-distributed' }, priorityClass: 'high' },
+          nlp,
+        ),
+      ),
+    ).toMatch(/priorityClass high is not allowed for team nlp \(allowed: none\)/);
+  });
+
+  it("allows outputs under the run's own prefix and the team's output prefixes, and listed priority classes", () => {
     expect(() => check({ output: { uri: `s3://${BUCKET}/runs/${RUN}/custom/` } })).not.toThrow();
-    expect(() => check({ output: { uri: 's3://vision-data/out/' } })).not.toThrow();
+    expect(() => check({ output: { uri: 's3://vision-exports/models/resnet/' } })).not.toThrow();
+    expect(() => check({ priorityClass: 'high' })).not.toThrow();
     expect(() => check({ numNodes: 2, resourcesPerNode: { gpu: 8 } })).not.toThrow();
+  });
+});
+
+describe('team configuration of governed fields', () => {
+  const team = {
+    name: 'ops',
+    principals: ['ops'],
+    namespaces: ['ops'],
+    imagePrefixes: ['ghcr.io/ops/'],
+  };
+  const parse = (extra: Record<string, unknown>) =>
+    parseConfig({ clusters: [{ name: 'c', kubeconfig: '/dev/null' }], teams: [{ ...team, ...extra }] });
+
+  it('defaults to no priority classes and no output prefixes', () => {
+    expect(parse({}).teams[0]).toMatchObject({ priorityClasses: [], outputPrefixes: [] });
+  });
+
+  it.each<[string, Record<string, unknown>, RegExp]>([
+    ['a system priority class', { priorityClasses: ['system-node-critical'] }, /system-\* priority class/],
+    ['an output prefix without a trailing /', { outputPrefixes: ['s3://ops-out/models'] }, /ending in \//],
+    ['an output prefix with ..', { outputPrefixes: ['s3://ops-out/a/../'] }, /'\.\.'/],
+    ['an output prefix in another scheme', { outputPrefixes: ['gs://ops-out/'] }, /s3:\/\/bucket\/prefix\//],
+  ])('refuses %s', (_name, extra, message) => {
+    expect(() => parse(extra)).toThrow(message);
   });
 });

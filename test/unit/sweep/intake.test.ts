@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { ForbiddenError, IdempotencyConflictError, ValidationError } from '../../../lib/errors.ts';
+import { makeModelOwners } from '../../../lib/artifacts/ownership.ts';
+import {
+  ForbiddenError,
+  IdempotencyConflictError,
+  NotFoundError,
+  ValidationError,
+} from '../../../lib/errors.ts';
 import { RunMessageSchema } from '../../../lib/intake/message-schema.ts';
 import { makeSubmitSweep } from '../../../lib/intake/submit-sweep.ts';
 import { makeCancelSweep, makeGetSweep } from '../../../lib/intake/sweeps.ts';
@@ -54,7 +60,16 @@ function setup() {
   const queue = recordingQueue();
   const records = makeRunRecords({ store, clock });
   const sweeps = makeSweeps({ store, records, clock, bucket: BUCKET });
-  const deps = { sweeps, config: intakeConfig(), bucket: BUCKET, clock, caps: { queue }, newSeed: () => 42 };
+  const owners = makeModelOwners({ store, clock });
+  const deps = {
+    sweeps,
+    owners,
+    config: intakeConfig(),
+    bucket: BUCKET,
+    clock,
+    caps: { queue },
+    newSeed: () => 42,
+  };
   return { store, queue, records, sweeps, submit: makeSubmitSweep(deps), get: makeGetSweep(deps), deps };
 }
 
@@ -135,12 +150,36 @@ describe('submitting a sweep', () => {
     ).rejects.toBeInstanceOf(ForbiddenError);
   });
 
+  it("refuses a sweep that would publish another team's model name (403 naming the owner)", async () => {
+    const { submit, deps, queue } = setup();
+    await deps.owners.claim('resnet', 'nlp', 'run-aaaaaaaaaaaaaaaaaaaa');
+    const err = await submit({ caller: iam(VISION_ARN), body: valid() }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ForbiddenError);
+    expect((err as ForbiddenError).rule).toMatch(/^model resnet belongs to team nlp/);
+    expect(queue.sent).toHaveLength(0);
+  });
+
+  it("refuses a sweep whose parallel trials would hold more GPUs than the team's maxGpusInFlight", async () => {
+    const { submit, queue } = setup();
+    const body = valid({ template: { ...template, resourcesPerNode: { gpu: 8 } }, parallelTrials: 5 });
+    const err = await submit({ caller: iam(VISION_ARN), body }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ForbiddenError);
+    expect((err as ForbiddenError).rule).toBe(
+      "parallelTrials 5 × 8 GPUs per trial = 40 GPUs exceed team vision's maxGpusInFlight 32",
+    );
+    expect(queue.sent).toHaveLength(0);
+    // Within the cap: 4 × 8 = 32.
+    await expect(
+      submit({ caller: iam(VISION_ARN), body: { ...body, parallelTrials: 4 } }),
+    ).resolves.toMatchObject({ created: true });
+  });
+
   it('a sweep of another team is hidden', async () => {
     const { submit, get } = setup();
     const { record } = await submit({ caller: iam(VISION_ARN), body: valid() });
-    await expect(get({ caller: iam(NLP_ARN), sweepId: record.sweepId })).rejects.toBeInstanceOf(
-      ForbiddenError,
-    );
+    const err = await get({ caller: iam(NLP_ARN), sweepId: record.sweepId }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NotFoundError);
+    expect((err as Error).message).toBe(`sweep ${record.sweepId} does not exist`);
     expect(toSweepView(await get({ caller: iam(VISION_ARN), sweepId: record.sweepId })).plannedTrials).toBe(
       10,
     );
@@ -309,6 +348,11 @@ describe('cancelling a sweep', () => {
         name: spec0.runId,
       },
     });
+
+    // Another team cannot cancel it, and learns nothing: the same 404 as an unknown sweep.
+    const foreign = await cancel({ caller: iam(NLP_ARN), sweepId: record.sweepId }).catch((e: unknown) => e);
+    expect(foreign).toBeInstanceOf(NotFoundError);
+    expect(workflow.stops).toEqual([]);
 
     const after = await cancel({ caller: iam(VISION_ARN), sweepId: record.sweepId });
     expect(after.phase).toBe('Cancelled');
