@@ -5,7 +5,7 @@ import type { RunRequestInput } from '../../lib/run/schema.ts';
 import type { RunSpec } from '../../lib/run/spec.ts';
 import { DEMO_QUEUE, type Embedded, startEmbedded } from '../../local/embedded.ts';
 import type { Json } from '../../local/simulator/apiserver.ts';
-import { type Stack, startStack } from '../../local/stack.ts';
+import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
 import {
   type HeavyControlPlane,
   heavyMissing,
@@ -246,6 +246,8 @@ describe.runIf(available)(
           reconcileEveryMs: 300,
           orphanGraceSeconds: 0,
           consumer: false,
+          // CreateJob re-checks the run against its team, which must own the namespace.
+          teams: [{ ...DEMO_TEAM, namespaces: [ns] }],
         });
         const driver = runDriver(stack);
         ctx = {

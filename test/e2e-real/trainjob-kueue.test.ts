@@ -2,7 +2,7 @@ import { StopExecutionCommand } from '@aws-sdk/client-sfn';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunSpec } from '../../lib/run/spec.ts';
 import type { K8sObject } from '../../lib/trainjob/types.ts';
-import { type Stack, startStack } from '../../local/stack.ts';
+import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
 import {
   type HeavyControlPlane,
   heavyMissing,
@@ -63,15 +63,17 @@ for (const setName of SETS) {
       vi.resetModules();
       hc = await startHeavyControlPlane({ set: setName, nodes: 2, gpusPerNode: 8, gpuQuota: 8 });
       console.log(`[e2e-real ${setName}] heavy control plane up in ${hc.startupMs} ms`, hc.timings);
+      // The namespace first: CreateJob re-checks the run against its team, which must own it.
+      ns = await hc.createQueueNamespace('demo');
       stack = await startStack({
         cluster: { kubeconfigYaml: hc.kubeconfigYaml() },
         speed: SPEED,
         reconcileEveryMs: 300,
         orphanGraceSeconds: 0,
         consumer: false,
+        teams: [{ ...DEMO_TEAM, namespaces: [ns] }],
       });
       driver = runDriver(stack);
-      ns = await hc.createQueueNamespace('demo');
     }, 300_000);
 
     afterAll(async () => {
