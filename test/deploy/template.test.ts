@@ -741,6 +741,19 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     expect(list((t.Resources.GantryBucket as Resource).DependsOn)).toContain('DataEventsQueuePolicy');
   });
 
+  it('throttles the HTTP API stage, tighter on the routes that start training', () => {
+    const stage = t.Resources.HttpApiStage as Resource;
+    expect(stage.Properties.DefaultRouteSettings).toEqual({
+      ThrottlingRateLimit: 50,
+      ThrottlingBurstLimit: 100,
+    });
+    const limits = { ThrottlingRateLimit: 10, ThrottlingBurstLimit: 20 };
+    expect(stage.Properties.RouteSettings).toEqual({ 'POST /v1/runs': limits, 'POST /v1/sweeps': limits });
+    expect(list(stage.DependsOn)).toEqual(
+      expect.arrayContaining(['HttpApiRoutePostV1Runs', 'HttpApiRoutePostV1Sweeps']),
+    );
+  });
+
   it('sends the metric channel (runs/…/*.jsonl) to the metrics queue, which only this bucket may send to', () => {
     const bucket = (t.Resources.GantryBucket as Resource).Properties as Json;
     const configs = (bucket.NotificationConfiguration as { QueueConfigurations: Json[] }).QueueConfigurations;
