@@ -29,7 +29,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="$ROOT/tools/realcp-heavy"
 CACHE_ROOT="${GANTRY_CACHE:-$HOME/.cache/gantry}/realcp-heavy"
-ALL=(kube kwok jobset-v0.11.1 controllers-v2.2 controllers-v2.3 training-operator)
+ALL=(kube kwok jobset-v0.11.1 controllers-v2.2 controllers-v2.3 training-operator
+     jobset-v0.12.0 trainer-v2.3.0 kueue-v0.19.2 trainer-v2.2.0
+     jobset-v0.10.1 trainer-v2.1.0 kueue-v0.16.6)
 
 pinned() { # pinned <go.mod> <module>
   awk -v m="$2" '($1 == m || ($1 == "require" && $2 == m)) { v = ($1 == "require") ? $3 : $2; print v; exit }' "$1"
