@@ -49,7 +49,7 @@ for (const setName of SETS) {
   const label = `Trainer ${set.trainer} + Kueue ${set.kueue} + JobSet ${set.jobset}`;
   const available = tierAvailable(
     `e2e-real scenarios (${label})`,
-    heavyMissing(['kube', 'kwok', set.jobsetComponent, set.component]),
+    heavyMissing(['kube', 'kwok', ...set.components]),
   );
 
   describe.runIf(available)(`real-controller scenarios, TrainJobStatus gate off: ${label}`, () => {

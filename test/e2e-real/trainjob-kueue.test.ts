@@ -41,15 +41,12 @@ interface Condition {
 }
 type Obj = K8sObject & { status?: { conditions?: Condition[] } };
 
-const SETS: VersionSetName[] = ['v2.2', 'v2.3'];
+const SETS: VersionSetName[] = ['v2.1', 'v2.2', 'v2.3'];
 
 for (const setName of SETS) {
   const set = versionSet(setName);
   const label = `Trainer ${set.trainer} + Kueue ${set.kueue} + JobSet ${set.jobset}`;
-  const available = tierAvailable(
-    `e2e-real (${label})`,
-    heavyMissing(['kube', 'kwok', set.jobsetComponent, set.component]),
-  );
+  const available = tierAvailable(`e2e-real (${label})`, heavyMissing(['kube', 'kwok', ...set.components]));
 
   describe.runIf(available)(`real controllers: ${label}`, () => {
     let hc: HeavyControlPlane;
