@@ -35,7 +35,7 @@ import { tierAvailable } from '../helpers/tiers.ts';
 
 const SPEED = 60;
 const TRAINJOBS = '/apis/trainer.kubeflow.org/v1alpha1';
-const SETS: VersionSetName[] = ['v2.2', 'v2.3'];
+const SETS: VersionSetName[] = ['v2.1', 'v2.2', 'v2.3'];
 const PRINCIPAL = DEMO_TEAM.principals[0] as string;
 
 const phasesOf = (r: { transitions: Array<{ phase: string; reason?: string }> }) =>
