@@ -4,11 +4,15 @@
 #
 #   kube              kube-controller-manager, kube-scheduler   (k8s.io/kubernetes, same replaces as the light tier)
 #   kwok              kwok                                      (sigs.k8s.io/kwok)
-#   jobset-v0.11.1    jobset                                    (JobSet v0.11.1 on its own graph, for the v2.2 set)
-#   controllers-v2.2  trainer-controller-manager, kueue         (Trainer v2.2.0, Kueue v0.17.1)
-#   controllers-v2.3  jobset, trainer-controller-manager, kueue (JobSet v0.12.0, Trainer v2.3.0, Kueue v0.19.2)
+#   controllers-v2.2  trainer-controller-manager, kueue         (Trainer v2.2.0, Kueue v0.17.1; the v2.2 set uses its kueue)
 #   training-operator training-operator                         (Kubeflow Training Operator v1, PyTorchJob)
-# (the binaries of each are the `tool` directives of its go.mod)
+#   jobset-v0.10.1, jobset-v0.11.1, jobset-v0.12.0              jobset
+#   trainer-v2.1.0, trainer-v2.2.0, trainer-v2.3.0              trainer-controller-manager
+#   kueue-v0.16.6, kueue-v0.19.2                                kueue
+# (the binaries of each are the `tool` directives of its go.mod). Each controller of a version set is
+# built on the module graph of its own project's go.mod (one wrapper per controller: the wrapper
+# requires only that module, so MVS selects exactly its go.mod's versions), as its release image is;
+# test/e2e-real/version-sets.test.ts checks it.
 #
 # Each component builds into its own cache dir outside the repo, keyed by the pinned versions and a
 # hash of the wrapper's go.sum:
@@ -29,7 +33,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="$ROOT/tools/realcp-heavy"
 CACHE_ROOT="${GANTRY_CACHE:-$HOME/.cache/gantry}/realcp-heavy"
-ALL=(kube kwok jobset-v0.11.1 controllers-v2.2 controllers-v2.3 training-operator)
+ALL=(kube kwok controllers-v2.2 training-operator
+     jobset-v0.10.1 jobset-v0.11.1 jobset-v0.12.0
+     trainer-v2.1.0 trainer-v2.2.0 trainer-v2.3.0
+     kueue-v0.16.6 kueue-v0.19.2)
 
 pinned() { # pinned <go.mod> <module>
   awk -v m="$2" '($1 == m || ($1 == "require" && $2 == m)) { v = ($1 == "require") ? $3 : $2; print v; exit }' "$1"

@@ -34,7 +34,7 @@ const set = versionSet('v2.3');
 const label = `Trainer ${set.trainer} + Kueue ${set.kueue} + JobSet ${set.jobset}`;
 const available = tierAvailable(
   `e2e-real default install (${label})`,
-  heavyMissing(['kube', 'kwok', set.jobsetComponent, set.component]),
+  heavyMissing(['kube', 'kwok', ...set.components]),
 );
 
 describe.runIf(available)(`real controllers, default install: ${label}`, () => {

@@ -217,7 +217,7 @@ function seconds(go: string): number {
 const set = versionSet(SET);
 const available = tierAvailable(
   `e2e-real parity (Trainer ${set.trainer} + Kueue ${set.kueue})`,
-  heavyMissing(['kube', 'kwok', set.jobsetComponent, set.component]),
+  heavyMissing(['kube', 'kwok', ...set.components]),
 );
 
 describe.runIf(available)(

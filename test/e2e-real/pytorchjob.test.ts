@@ -47,7 +47,7 @@ type Obj = K8sObject & { status?: { conditions?: Condition[] } };
 const set = versionSet(SET);
 const available = tierAvailable(
   'e2e-real (Training Operator v1 PyTorchJob)',
-  heavyMissing(['kube', 'kwok', set.jobsetComponent, set.component, 'training-operator']),
+  heavyMissing(['kube', 'kwok', ...set.components, 'training-operator']),
 );
 
 describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
@@ -307,7 +307,7 @@ describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
 const setV22 = versionSet('v2.2');
 const availableV22 = tierAvailable(
   `e2e-real (Training Operator v1 PyTorchJob under Kueue ${setV22.kueue})`,
-  heavyMissing(['kube', 'kwok', setV22.jobsetComponent, setV22.component, 'training-operator']),
+  heavyMissing(['kube', 'kwok', ...setV22.components, 'training-operator']),
 );
 
 describe.runIf(availableV22)(

@@ -35,7 +35,7 @@ import { tierAvailable } from '../helpers/tiers.ts';
 
 const SPEED = 60;
 const TRAINJOBS = '/apis/trainer.kubeflow.org/v1alpha1';
-const SETS: VersionSetName[] = ['v2.2', 'v2.3'];
+const SETS: VersionSetName[] = ['v2.1', 'v2.2', 'v2.3'];
 const PRINCIPAL = DEMO_TEAM.principals[0] as string;
 
 const phasesOf = (r: { transitions: Array<{ phase: string; reason?: string }> }) =>
@@ -49,7 +49,7 @@ for (const setName of SETS) {
   const label = `Trainer ${set.trainer} + Kueue ${set.kueue} + JobSet ${set.jobset}`;
   const available = tierAvailable(
     `e2e-real scenarios (${label})`,
-    heavyMissing(['kube', 'kwok', set.jobsetComponent, set.component]),
+    heavyMissing(['kube', 'kwok', ...set.components]),
   );
 
   describe.runIf(available)(`real-controller scenarios, TrainJobStatus gate off: ${label}`, () => {

@@ -1,6 +1,8 @@
 import { StopExecutionCommand } from '@aws-sdk/client-sfn';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunSpec } from '../../lib/run/spec.ts';
+import { RUNTIME_PATCH_MANAGER } from '../../lib/trainjob/build.ts';
+import { LABEL } from '../../lib/trainjob/labels.ts';
 import type { K8sObject } from '../../lib/trainjob/types.ts';
 import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
 import {
@@ -41,15 +43,12 @@ interface Condition {
 }
 type Obj = K8sObject & { status?: { conditions?: Condition[] } };
 
-const SETS: VersionSetName[] = ['v2.2', 'v2.3'];
+const SETS: VersionSetName[] = ['v2.1', 'v2.2', 'v2.3'];
 
 for (const setName of SETS) {
   const set = versionSet(setName);
   const label = `Trainer ${set.trainer} + Kueue ${set.kueue} + JobSet ${set.jobset}`;
-  const available = tierAvailable(
-    `e2e-real (${label})`,
-    heavyMissing(['kube', 'kwok', set.jobsetComponent, set.component]),
-  );
+  const available = tierAvailable(`e2e-real (${label})`, heavyMissing(['kube', 'kwok', ...set.components]));
 
   describe.runIf(available)(`real controllers: ${label}`, () => {
     let hc: HeavyControlPlane;
@@ -154,6 +153,21 @@ for (const setName of SETS) {
       await phase(run, 'Running');
       // kwok pods run no code: write what the training code would write, while the job runs.
       await driver.writeOutput(stack.s3, run);
+      // Gantry sent the TrainJob shape this Trainer serves: v2.1 has no runtimePatches (the run id
+      // goes in spec.labels, pod labels in podTemplateOverrides); v2.2+ carry both in Gantry's
+      // runtime patch, next to the one Kueue adds on admission.
+      const spec = (await job(run))?.spec as
+        | { labels?: Record<string, string>; runtimePatches?: { manager: string }[] }
+        | undefined;
+      if (setName === 'v2.1') {
+        expect(spec?.runtimePatches).toBeUndefined();
+        expect(spec?.labels?.[LABEL.runId]).toBe(run.runId);
+      } else {
+        expect(spec?.labels).toBeUndefined();
+        expect((spec?.runtimePatches ?? []).map((p) => p.manager)).toEqual(
+          expect.arrayContaining([RUNTIME_PATCH_MANAGER, expect.stringMatching(/kueue/)]),
+        );
+      }
       // Assess: the real controllers did the work
       const wl = await workload(run);
       expect(cond(wl, 'Admitted')?.status).toBe('True');

@@ -50,14 +50,43 @@ const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const TOOLS = join(REPO_ROOT, 'tools', 'realcp-heavy');
 export const HEAVY_BUILD_SCRIPT = join(REPO_ROOT, 'scripts', 'realcp-heavy-build.sh');
 
-export type VersionSetName = 'v2.2' | 'v2.3';
+export type VersionSetName = 'v2.1' | 'v2.2' | 'v2.3';
+
+/**
+ * Each controller of a set is built in a wrapper module whose module graph is the one of that
+ * project's own go.mod (as its release image is built): no binary is compiled against a dependency
+ * version its go.mod does not ask for. A shared graph would, by MVS, raise one project's
+ * dependencies to another's (Kueue v0.19.2 compiled against Trainer v2.3.0 while its go.mod asks
+ * for v2.2.1). `graphContradictions()` checks this; test/e2e-real/version-sets.test.ts asserts it.
+ *
+ *   v2.1  JobSet v0.10.1 (pinned by Trainer v2.1.0), Trainer v2.1.0, Kueue v0.16.6: the last Kueue
+ *         minor built against Trainer v2.1 (Kueue ≥ 0.17 patches the TrainJob through
+ *         `runtimePatches`, which Trainer 2.1 does not have: admitted, never unsuspended, kueue#11931);
+ *         v0.16.6 is the newest v0.16 patch the Go module proxy serves.
+ *   v2.2  JobSet v0.11.1, Trainer v2.2.0, Kueue v0.17.1 (its go.mod asks for exactly Trainer v2.2.0
+ *         and JobSet v0.11.1). Kueue comes from `controllers-v2.2`, whose shared graph is exactly
+ *         Kueue's own go.mod; Trainer from its own graph (in the shared one MVS raised 36 of its
+ *         requirements).
+ *   v2.3  JobSet v0.12.0 (pinned by Trainer v2.3.0), Trainer v2.3.0, Kueue v0.19.2 as released: built
+ *         against Trainer v2.2.1's API (no Kueue release requires Trainer v2.3.0 yet), talking to
+ *         Trainer v2.3.0's CRDs.
+ */
+const SETS: Record<VersionSetName, { jobset: string; trainer: string; kueue: string }> = {
+  'v2.1': { jobset: 'jobset-v0.10.1', trainer: 'trainer-v2.1.0', kueue: 'kueue-v0.16.6' },
+  'v2.2': { jobset: 'jobset-v0.11.1', trainer: 'trainer-v2.2.0', kueue: 'controllers-v2.2' },
+  'v2.3': { jobset: 'jobset-v0.12.0', trainer: 'trainer-v2.3.0', kueue: 'kueue-v0.19.2' },
+};
+
+export const VERSION_SETS = Object.keys(SETS) as VersionSetName[];
 
 export interface VersionSet {
   name: VersionSetName;
-  /** Build component holding trainer-controller-manager and kueue. */
-  component: string;
-  /** Build component holding jobset (its own module graph where it does not mix with Kueue's). */
+  /** Build component (tools/realcp-heavy/<component>) holding each binary. */
   jobsetComponent: string;
+  trainerComponent: string;
+  kueueComponent: string;
+  /** The distinct components the set needs (for heavyMissing). */
+  components: string[];
   trainer: string;
   kueue: string;
   jobset: string;
@@ -73,19 +102,81 @@ function pinned(goMod: string, module: string): string | undefined {
   return undefined;
 }
 
+export const JOBSET_MODULE = 'sigs.k8s.io/jobset';
+export const TRAINER_MODULE = 'github.com/kubeflow/trainer/v2';
+export const KUEUE_MODULE = 'sigs.k8s.io/kueue';
+
 export function versionSet(name: VersionSetName): VersionSet {
-  const component = `controllers-${name}`;
-  const goMod = join(TOOLS, component, 'go.mod');
-  const jobset = pinned(goMod, 'sigs.k8s.io/jobset') ?? 'unpinned';
-  const own = `jobset-${jobset}`;
+  const c = SETS[name];
+  const at = (component: string, module: string) =>
+    pinned(join(TOOLS, component, 'go.mod'), module) ?? 'unpinned';
   return {
     name,
-    component,
-    jobsetComponent: tools(component).some((t) => t === 'sigs.k8s.io/jobset') ? component : own,
-    trainer: pinned(goMod, 'github.com/kubeflow/trainer/v2') ?? 'unpinned',
-    kueue: pinned(goMod, 'sigs.k8s.io/kueue') ?? 'unpinned',
-    jobset,
+    jobsetComponent: c.jobset,
+    trainerComponent: c.trainer,
+    kueueComponent: c.kueue,
+    components: [...new Set([c.jobset, c.trainer, c.kueue])],
+    jobset: at(c.jobset, JOBSET_MODULE),
+    trainer: at(c.trainer, TRAINER_MODULE),
+    kueue: at(c.kueue, KUEUE_MODULE),
   };
+}
+
+/**
+ * The requirements of `module`'s own go.mod (at the version the component pins) that the
+ * component's module graph selects at another version, as "path: go.mod wants X, graph selects Y".
+ * Empty when the binary is compiled exactly against what its project asks for.
+ */
+export function graphContradictions(component: string, module: string): string[] {
+  const dir = join(TOOLS, component);
+  const version = pinned(join(dir, 'go.mod'), module);
+  if (!version) return [`${component} does not require ${module}`];
+  const env = goEnv();
+  // -e: modules of the graph no package is built from may be unavailable (k8s.io/kubernetes's v0.0.0 staging)
+  const r = spawnSync('go', ['list', '-e', '-m', '-f', '{{.Path}} {{.Version}}', 'all'], {
+    cwd: dir,
+    env,
+    encoding: 'utf8',
+  });
+  const selected = new Map<string, string>();
+  for (const line of (r.stdout ?? '').split('\n')) {
+    const [p, v] = line.trim().split(' ');
+    if (p && v) selected.set(p, v);
+  }
+  const out: string[] = [];
+  for (const [p, want] of goModRequires(module, version)) {
+    const got = selected.get(p);
+    if (got !== want) out.push(`${p}: go.mod wants ${want}, graph selects ${got ?? 'nothing'}`);
+  }
+  return out;
+}
+
+function goEnv(): NodeJS.ProcessEnv {
+  return { ...process.env, GOTOOLCHAIN: process.env.GOTOOLCHAIN ?? 'local', GOFLAGS: '-mod=readonly' };
+}
+
+/** The requirements (path → version) of `module@version`'s own go.mod, from the Go module cache. */
+export function goModRequires(module: string, version: string): Map<string, string> {
+  const info = JSON.parse(
+    execFileSync('go', ['mod', 'download', '-json', `${module}@${version}`], {
+      cwd: TOOLS,
+      env: goEnv(),
+      encoding: 'utf8',
+    }),
+  ) as { GoMod?: string; Error?: string };
+  if (!info.GoMod) throw new Error(`realcp-heavy: no go.mod for ${module}@${version}: ${info.Error ?? ''}`);
+  const out = new Map<string, string>();
+  let block = false;
+  for (const raw of readFileSync(info.GoMod, 'utf8').split('\n')) {
+    const line = raw.replace(/\/\/.*$/, '').trim();
+    let req: string[] | undefined;
+    if (/^require\s*\($/.test(line)) block = true;
+    else if (block && line === ')') block = false;
+    else if (block && line) req = line.split(/\s+/);
+    else if (/^require\s+[^(]/.test(line)) req = line.split(/\s+/).slice(1);
+    if (req?.[0] && req[1]) out.set(req[0], req[1]);
+  }
+  return out;
 }
 
 /** The `tool` packages of a wrapper module's go.mod. */
@@ -835,7 +926,7 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
   const components = [
     'kube',
     'kwok',
-    ...(withControllers ? [set.jobsetComponent, set.component] : []),
+    ...(withControllers ? set.components : []),
     ...(withOperator ? [TRAINING_OPERATOR] : []),
   ];
   const missing = heavyMissing(components);
@@ -1161,7 +1252,7 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
 
     const trainer = spawnLogged(
       'trainer-controller-manager',
-      binPath(set.component, 'trainer-controller-manager'),
+      binPath(set.trainerComponent, 'trainer-controller-manager'),
       [`--config=${trCfg}`, '--zap-log-level=2'],
       runDir,
       ctrlEnv('trainer'),
@@ -1169,7 +1260,7 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
     procs.push(trainer);
     const kueue = spawnLogged(
       'kueue',
-      binPath(set.component, 'kueue'),
+      binPath(set.kueueComponent, 'kueue'),
       [`--config=${kqCfg}`, '--feature-gates=VisibilityOnDemand=false', '--zap-log-level=2'],
       runDir,
       ctrlEnv('kueue'),
