@@ -91,8 +91,10 @@ export function applyChange(record: RunRecord, change: RecordChange, now: Date):
     if (record.reason === PREEMPTED && change.reason === undefined) {
       delete next.reason;
       delete next.message;
-      if (change.admission === undefined) delete next.admission;
     }
+    // The admission note says why a run waits (the field is "while Pending"): once it runs, the
+    // note — Kueue's queueing message, an eviction, `Admitted` while its pods started — is history.
+    if (change.phase === 'Running' && change.admission === undefined) delete next.admission;
     if (change.reason !== undefined) next.reason = change.reason;
     if (change.message !== undefined) next.message = change.message;
     changed = true;

@@ -83,6 +83,23 @@ describe('applyChange — preemption', () => {
     expect(done?.admission).toBeUndefined();
   });
 
+  it('a run that starts running drops its admission note, whatever said it (Queued, or Admitted while pods started)', () => {
+    // Prepare: waiting for quota, then admitted with its pods still starting.
+    const queued = applyChange(
+      record('Pending'),
+      { admission: { state: 'Queued', reason: 'Pending', message: 'insufficient unused quota' } },
+      at(1),
+    );
+    const starting =
+      queued && applyChange(queued, { admission: { state: 'Admitted', reason: 'Admitted' } }, at(2));
+    // Act
+    const running = starting && applyChange(starting, { phase: 'Running' }, at(3));
+    // Assess
+    expect(starting?.admission).toMatchObject({ state: 'Admitted' });
+    expect(running?.phase).toBe('Running');
+    expect(running?.admission).toBeUndefined();
+  });
+
   it('a backward move without reason Preempted changes nothing', () => {
     expect(applyChange(record('Running'), { phase: 'Pending' }, at(1))).toBeUndefined();
   });
