@@ -39,22 +39,28 @@ export function runOfMetricKey(key: string): string | undefined {
 
 const METRIC_NAME = /^[A-Za-z0-9_.:/-]{1,128}$/;
 
-/** One line of a metric object. Every field is optional, but a line must carry something. */
-export const MetricLineSchema = z.strictObject({
-  /** ISO 8601; when absent, the object's last-modified time. */
-  time: z.optional(z.iso.datetime({ offset: true })),
-  /** Training step (or epoch): orders points written in the same second. */
-  step: z.optional(z.number().check(z.int(), z.gte(0))),
-  progressPercentage: z.optional(z.number().check(z.gte(0), z.lte(100))),
-  estimatedRemainingSeconds: z.optional(z.number().check(z.gte(0))),
-  metrics: z.optional(
-    z.record(
-      z.string().check(z.regex(METRIC_NAME, 'metric names are 1–128 of A-Z a-z 0-9 _ . : / -')),
-      z.number().check(z.refine(Number.isFinite, 'must be a finite number')),
+/**
+ * One line of a metric object. Every field is optional, but a line must carry something. Built on
+ * first use, not at import: every function imports the wiring that can reach this module, and only
+ * the metrics consumer and PublishArtifacts parse lines.
+ */
+const buildMetricLineSchema = () =>
+  z.strictObject({
+    /** ISO 8601; when absent, the object's last-modified time. */
+    time: z.optional(z.iso.datetime({ offset: true })),
+    /** Training step (or epoch): orders points written in the same second. */
+    step: z.optional(z.number().check(z.int(), z.gte(0))),
+    progressPercentage: z.optional(z.number().check(z.gte(0), z.lte(100))),
+    estimatedRemainingSeconds: z.optional(z.number().check(z.gte(0))),
+    metrics: z.optional(
+      z.record(
+        z.string().check(z.regex(METRIC_NAME, 'metric names are 1–128 of A-Z a-z 0-9 _ . : / -')),
+        z.number().check(z.refine(Number.isFinite, 'must be a finite number')),
+      ),
     ),
-  ),
-});
-export type MetricLine = z.output<typeof MetricLineSchema>;
+  });
+export type MetricLine = z.output<ReturnType<typeof buildMetricLineSchema>>;
+let metricLineSchema: ReturnType<typeof buildMetricLineSchema> | undefined;
 
 /** A point of a series: time, value, and the step when the line gave one. */
 export interface SeriesPoint {
@@ -106,7 +112,8 @@ export function parseMetricObject(text: string): ParsedObject {
       problems.push(`line ${i + 1}: not JSON`);
       continue;
     }
-    const parsed = MetricLineSchema.safeParse(doc);
+    metricLineSchema ??= buildMetricLineSchema();
+    const parsed = metricLineSchema.safeParse(doc);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       const field = issue?.path.join('.') || '(line)';
