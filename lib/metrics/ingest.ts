@@ -96,13 +96,21 @@ export function makeMetricIngester(deps: {
    * called before a finished run's metrics are read (publishing, a trial's objective).
    */
   async function drain(runId: string, opts?: CallOptions): Promise<number> {
-    const listed = await store.list(metricsPrefix(runId), opts);
-    const keys = listed
+    const listed = (await store.list(metricsPrefix(runId), opts))
       .filter((o) => o.key.endsWith(METRIC_OBJECT_SUFFIX) && o.size <= MAX_OBJECT_BYTES)
-      .map((o) => o.key)
-      .sort()
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
       .slice(-DRAIN_OBJECTS);
-    return keys.length === 0 ? 0 : foldInto(runId, keys, opts);
+    if (listed.length === 0) return 0;
+    // The common case, everything already folded in: one LIST and one GET, no object read.
+    const seen = (await store.getJson<MetricHistory>(historyKey(runId), opts))?.value.sources ?? [];
+    const fresh = listed.filter((o) => !seen.some((s) => s.key === o.key && s.etag === o.etag));
+    return fresh.length === 0
+      ? 0
+      : foldInto(
+          runId,
+          fresh.map((o) => o.key),
+          opts,
+        );
   }
 
   /** Returns how many of the objects were new. */
