@@ -103,6 +103,9 @@ export function applyChange(record: RunRecord, change: RecordChange, now: Date):
   for (const key of ['job', 'admission', 'progress', 'metrics', 'artifacts'] as const) {
     const value = change[key];
     if (value === undefined || frozen) continue;
+    // A note about waiting for admission is kept only while the run waits: a late reconciler view
+    // (a job restarting its pods while the run is already Running) must not bring one back.
+    if (key === 'admission' && next.phase !== 'Pending') continue;
     if (JSON.stringify(value) !== JSON.stringify(record[key])) {
       (next as unknown as Record<string, unknown>)[key] = value;
       changed = true;

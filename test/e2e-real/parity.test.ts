@@ -247,7 +247,7 @@ describe.runIf(available)(
           orphanGraceSeconds: 0,
           consumer: false,
           // CreateJob re-checks the run against its team, which must own the namespace.
-          teams: [{ ...DEMO_TEAM, namespaces: [ns] }],
+          teams: [{ ...DEMO_TEAM, namespaces: [ns], priorityClasses: ['low', 'high'] }],
         });
         const driver = runDriver(stack);
         ctx = {
@@ -298,7 +298,13 @@ describe.runIf(available)(
             // Kueue v0.19.2's default (see the file comment): enabled, 30 min timeout.
             waitForPodsReady: {},
           },
-          stack: { reconcileEveryMs: 300, orphanGraceSeconds: 0, consumer: false },
+          stack: {
+            reconcileEveryMs: 300,
+            orphanGraceSeconds: 0,
+            consumer: false,
+            // The preemption scenario names priority classes: the team must be given them.
+            teams: [{ ...DEMO_TEAM, priorityClasses: ['low', 'high'] }],
+          },
         });
         // The failfast runtime, as the heavy tier makes it: torch-distributed with backoffLimit 0.
         const base = `${env.sim.url}${TRAINJOBS}/clustertrainingruntimes`;

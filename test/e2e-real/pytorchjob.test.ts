@@ -55,6 +55,8 @@ describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
   let stack: Stack;
   let driver: ReturnType<typeof runDriver>;
   let ns: string;
+  /** A team without queues: the only kind whose runs may go unqueued (a team with queues must use one). */
+  let soloNs: string;
 
   beforeAll(async () => {
     vi.resetModules();
@@ -67,13 +69,17 @@ describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
     });
     console.log(`[e2e-real pytorchjob] heavy control plane up in ${hc.startupMs} ms`, hc.timings);
     ns = await hc.createQueueNamespace('pt');
+    soloNs = await hc.createQueueNamespace('solo');
     stack = await startStack({
       cluster: { kubeconfigYaml: hc.kubeconfigYaml(), legacyKinds: ['PyTorchJob'] },
       speed: SPEED,
       reconcileEveryMs: 300,
       orphanGraceSeconds: 0,
       consumer: false,
-      teams: [{ ...DEMO_TEAM, namespaces: [ns] }],
+      teams: [
+        { ...DEMO_TEAM, namespaces: [ns] },
+        { ...DEMO_TEAM, name: 'solo', principals: ['local-solo'], namespaces: [soloNs], queues: [] },
+      ],
     });
     driver = runDriver(stack);
   }, 300_000);
@@ -140,12 +146,13 @@ describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
     // Prepare
     const run = driver.spec(
       {
+        team: 'solo',
         target: 'PyTorchJob',
         numNodes: 2,
         resourcesPerNode: { gpu: 2 },
         env: { [KWOK_ENV.runDuration]: '8s' },
       },
-      ns,
+      soloNs,
     );
     // Act
     const watching = succeeded(run);
@@ -157,7 +164,10 @@ describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
     const pods = await driver.waitFor('pods bound to kwok nodes', async () => {
       const r = await hc.request<{
         items: { metadata: { labels?: Record<string, string> }; spec: { nodeName?: string } }[];
-      }>('GET', `/api/v1/namespaces/${ns}/pods?labelSelector=training.kubeflow.org/job-name=${run.jobName}`);
+      }>(
+        'GET',
+        `/api/v1/namespaces/${soloNs}/pods?labelSelector=training.kubeflow.org/job-name=${run.jobName}`,
+      );
       return r.body.items.length === 2 && r.body.items.every((p) => p.spec.nodeName)
         ? r.body.items
         : undefined;

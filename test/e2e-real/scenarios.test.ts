@@ -78,7 +78,8 @@ for (const setName of SETS) {
         orphanGraceSeconds: 0,
         // The runs queue (sweep trials) and the metrics queue (the metric channel) are consumed.
         consumer: true,
-        teams: [{ ...DEMO_TEAM, namespaces: [ns] }],
+        // The preemption scenario names priority classes: the team must be given them.
+        teams: [{ ...DEMO_TEAM, namespaces: [ns], priorityClasses: ['low', 'high'] }],
       });
       api = await startHttpApi({ routes: apiRoutes(), port: 0 });
       driver = runDriver(stack);

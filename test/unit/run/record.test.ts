@@ -100,6 +100,14 @@ describe('applyChange — preemption', () => {
     expect(running?.admission).toBeUndefined();
   });
 
+  it('an admission note arriving while the run is not Pending is not kept (a late view of restarting pods)', () => {
+    const running = applyChange(record('Pending'), { phase: 'Running' }, at(1));
+    const late =
+      running && applyChange(running, { admission: { state: 'Admitted', reason: 'Admitted' } }, at(2));
+    expect(running?.phase).toBe('Running');
+    expect(late).toBeUndefined();
+  });
+
   it('a backward move without reason Preempted changes nothing', () => {
     expect(applyChange(record('Running'), { phase: 'Pending' }, at(1))).toBeUndefined();
   });
