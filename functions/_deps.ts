@@ -3,9 +3,12 @@
  * from the environment parsed once. Nothing runs at import time, and the Kubernetes client is
  * loaded (dynamic import) only by the functions and code paths that talk to a cluster.
  */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { makeDynamoStateTable } from '../lib/adapters/aws/dynamodb-table.ts';
 import { makeS3ArtifactStore } from '../lib/adapters/aws/s3-artifacts.ts';
 import { makeS3ObjectStore, makeS3TextReader } from '../lib/adapters/aws/s3-store.ts';
 import { makeSqsServingEvents } from '../lib/adapters/aws/serving-events.ts';
@@ -26,6 +29,7 @@ import type {
 } from '../lib/ports.ts';
 import type { JobLocation } from '../lib/run/record.ts';
 import { makeRunRecords, type RunRecords } from '../lib/run/records.ts';
+import type { StateTable } from '../lib/state/table.ts';
 import { makeSweeps, type Sweeps } from '../lib/sweep/sweeps.ts';
 import { logLine } from './_log.ts';
 
@@ -87,7 +91,15 @@ export const runQueue = /* @__PURE__ */ once((): RunQueue => {
 export const store = /* @__PURE__ */ once(
   (): ObjectStore => makeS3ObjectStore({ s3: s3(), bucket: env().GANTRY_BUCKET }),
 );
-export const records = /* @__PURE__ */ once((): RunRecords => makeRunRecords({ store: store(), clock }));
+/** The state table (runs, sweeps, data-trigger state) on DynamoDB. */
+export const table = /* @__PURE__ */ once((): StateTable => {
+  const client = new DynamoDBClient({
+    region: env().AWS_REGION,
+    ...(env().GANTRY_DYNAMODB_ENDPOINT ? { endpoint: env().GANTRY_DYNAMODB_ENDPOINT } : {}),
+  });
+  return makeDynamoStateTable({ client: DynamoDBDocumentClient.from(client), tableName: env().GANTRY_STATE_TABLE });
+});
+export const records = /* @__PURE__ */ once((): RunRecords => makeRunRecords({ table: table(), clock }));
 /** Who owns which model name (models/<model>/owner.json). */
 export const modelOwners = /* @__PURE__ */ once(
   (): ModelOwners => makeModelOwners({ store: store(), clock }),
@@ -147,7 +159,7 @@ export async function deleteJob(job: JobLocation, opts?: CallOptions): Promise<v
  * stop, publish) to `advance`; this getter holds none of them.
  */
 export const sweeps = /* @__PURE__ */ once(
-  (): Sweeps => makeSweeps({ store: store(), records: records(), clock, bucket: env().GANTRY_BUCKET }),
+  (): Sweeps => makeSweeps({ table: table(), records: records(), clock, bucket: env().GANTRY_BUCKET }),
 );
 
 /** The data-events queue (GANTRY_DATA_EVENTS_QUEUE_URL): the data trigger's delayed checks. */

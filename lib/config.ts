@@ -159,6 +159,8 @@ export type ClusterConfig = z.output<typeof ClusterConfigSchema>;
 /** Where the service's AWS resources are, from the Lambda environment (serverless.yml sets it). */
 export const RuntimeEnvSchema = z.object({
   GANTRY_BUCKET: z.string().check(z.minLength(3)),
+  /** The state table (runs, sweeps, data-trigger state): DynamoDB, serverless.yml StateTable. */
+  GANTRY_STATE_TABLE: z.string().check(z.minLength(3)),
   GANTRY_STATE_MACHINE_ARN: z.string().check(z.startsWith('arn:')),
   GANTRY_RUNS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
   GANTRY_SERVING_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
@@ -181,6 +183,7 @@ export const RuntimeEnvSchema = z.object({
   GANTRY_S3_ENDPOINT: z.optional(z.string().check(z.url())),
   GANTRY_SQS_ENDPOINT: z.optional(z.string().check(z.url())),
   GANTRY_SFN_ENDPOINT: z.optional(z.string().check(z.url())),
+  GANTRY_DYNAMODB_ENDPOINT: z.optional(z.string().check(z.url())),
 });
 export type RuntimeEnv = z.output<typeof RuntimeEnvSchema>;
 

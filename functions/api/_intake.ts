@@ -2,7 +2,7 @@ import type { GantryConfig } from '../../lib/config.ts';
 import { makeCancelRun, makeGetRun, makeGetRunMetrics, makeListRuns } from '../../lib/intake/runs.ts';
 import { makeListRuntimes } from '../../lib/intake/runtimes.ts';
 import { historyKey, type MetricHistory } from '../../lib/metrics/channel.ts';
-import { config, deleteJob, env, gateway, records, store, workflow } from '../_deps.ts';
+import { config, deleteJob, env, gateway, records, store, table, workflow } from '../_deps.ts';
 
 /**
  * The intake use cases, wired once per container on first use (submit and validate wire
@@ -36,7 +36,7 @@ export const getRunMetrics = /* @__PURE__ */ lazy(() =>
   }),
 );
 export const listRuns = /* @__PURE__ */ lazy(() =>
-  makeListRuns({ ...settings(), records: records(), store: store() }),
+  makeListRuns({ ...settings(), table: table() }),
 );
 export const cancelRun = /* @__PURE__ */ lazy(() =>
   makeCancelRun({ ...settings(), records: records(), workflow: workflow(), deleteJob }),

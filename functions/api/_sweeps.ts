@@ -1,6 +1,6 @@
-import { makeCancelSweep, makeGetSweep, type SweepIntakeDeps } from '../../lib/intake/sweeps.ts';
+import { makeCancelSweep, makeGetSweep, makeListSweeps, type SweepIntakeDeps } from '../../lib/intake/sweeps.ts';
 import { makeRunStopper } from '../../lib/sweep/stop.ts';
-import { clock, config, deleteJob, env, records, runQueue, sweeps, workflow } from '../_deps.ts';
+import { clock, config, deleteJob, env, records, runQueue, sweeps, table, workflow } from '../_deps.ts';
 
 /**
  * The sweep use cases, wired on use. Get reads; cancel may also stop trials (Step Functions, and
@@ -18,6 +18,7 @@ export function sweepDeps(): Omit<SweepIntakeDeps, 'caps'> {
 }
 
 export const getSweep = () => makeGetSweep({ ...sweepDeps(), caps: {} });
+export const listSweeps = () => makeListSweeps({ ...sweepDeps(), table: table() });
 export const cancelSweep = () =>
   makeCancelSweep({
     ...sweepDeps(),

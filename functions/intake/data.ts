@@ -1,7 +1,8 @@
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { type DataTrigger, makeDataTrigger } from '../../lib/datatrigger/trigger.ts';
-import { clock, config, dataEventsQueue, env, records, runQueue, store, workflow } from '../_deps.ts';
+import { tableDocuments } from '../../lib/state/documents.ts';
+import { clock, config, dataEventsQueue, env, records, runQueue, table, workflow } from '../_deps.ts';
 import { logLine } from '../_log.ts';
 
 let trigger: DataTrigger | undefined;
@@ -16,7 +17,7 @@ export const handler = middy<SQSEvent, SQSBatchResponse>({ timeoutEarlyInMillis:
     trigger ??= makeDataTrigger({
       config: config(),
       bucket: env().GANTRY_BUCKET,
-      store: store(),
+      store: tableDocuments(table()),
       records: records(),
       queue: runQueue(),
       checks: dataEventsQueue(),

@@ -11,11 +11,12 @@ import { runMessage, runMessageAttributes } from '../intake/message.ts';
 import type { BatchResult, QueueRecord } from '../intake/start-runs.ts';
 import { buildRunSpec, MAX_SPEC_BYTES } from '../intake/submit-run.ts';
 import { checkTenancy } from '../intake/tenancy.ts';
-import type { CallOptions, Clock, ObjectStore, RunQueue, WorkflowEngine } from '../ports.ts';
+import type { CallOptions, Clock, RunQueue, WorkflowEngine } from '../ports.ts';
 import { fingerprintOf, runIdFromKey } from '../run/ids.ts';
 import { isTerminal } from '../run/phases.ts';
 import { newRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
+import type { DocumentStore } from '../state/documents.ts';
 import { parseRunRequest } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
 import { checkKueueKind } from '../trainjob/kueue-kinds.ts';
@@ -56,9 +57,10 @@ export interface CheckQueue {
 
 export interface DataTriggerDeps {
   config: GantryConfig;
-  /** Gantry's bucket: trigger state, dedupe objects, run records and default run output. */
+  /** Gantry's bucket: default run output. */
   bucket: string;
-  store: ObjectStore;
+  /** The trigger's rule and partition state and dedupe marks (the state table on AWS). */
+  store: DocumentStore;
   records: RunRecords;
   /** The runs queue: a data run is submitted like the API's (record, then enqueue). */
   queue: RunQueue;

@@ -3,6 +3,7 @@ import { SweepRequestSchema } from '../sweep/schema.ts';
 import * as z from '../zod.ts';
 import { ROUTES, type Route } from './routes.ts';
 import { ListRunsQuerySchema } from './runs.ts';
+import { ListSweepsQuerySchema } from './sweeps.ts';
 import { IDEMPOTENCY_HEADER } from './submit-run.ts';
 import {
   CancelResponseSchema,
@@ -14,6 +15,7 @@ import {
   RuntimeListSchema,
   RunViewSchema,
   SubmitResponseSchema,
+  SweepListSchema,
   SweepViewSchema,
   ValidateResponseSchema,
   ValidationErrorBodySchema,
@@ -92,8 +94,8 @@ const runRequestBody = {
   content: { 'application/json': { schema: ref('RunRequest') } },
 };
 
-function listQueryParameters(): Json[] {
-  return Object.entries(ListRunsQuerySchema.shape).map(([name, schema]) => {
+function listQueryParameters(shape: Record<string, Parameters<typeof jsonSchema>[0]>): Json[] {
+  return Object.entries(shape).map(([name, schema]) => {
     const { description, ...s } = jsonSchema(schema, 'input');
     return { name, in: 'query', required: false, ...(description ? { description } : {}), schema: s };
   });
@@ -125,9 +127,21 @@ function operation(route: Route): Json {
     case 'listRuns':
       return {
         ...common,
-        parameters: listQueryParameters(),
+        parameters: listQueryParameters(ListRunsQuerySchema.shape),
         responses: {
-          200: json(ref('RunList'), "A page of the caller's runs, ordered by run id"),
+          200: json(ref('RunList'), "A page of one of the caller's teams' runs, newest first"),
+          400: ERRORS[400],
+          403: ERRORS[403],
+          500: ERRORS[500],
+          503: ERRORS[503],
+        },
+      };
+    case 'listSweeps':
+      return {
+        ...common,
+        parameters: listQueryParameters(ListSweepsQuerySchema.shape),
+        responses: {
+          200: json(ref('SweepList'), "A page of one of the caller's teams' sweeps, newest first"),
           400: ERRORS[400],
           403: ERRORS[403],
           500: ERRORS[500],
@@ -295,6 +309,7 @@ export function buildOpenApiDocument(opts: { version?: string; serverUrl?: strin
         RunRequest: jsonSchema(RunRequestSchema, 'input'),
         SweepRequest: jsonSchema(SweepRequestSchema, 'input'),
         SweepView: jsonSchema(SweepViewSchema, 'output'),
+        SweepList: jsonSchema(SweepListSchema, 'output'),
         SubmitResponse: jsonSchema(SubmitResponseSchema, 'output'),
         RunView: jsonSchema(RunViewSchema, 'output'),
         RunList: jsonSchema(RunListSchema, 'output'),

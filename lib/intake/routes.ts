@@ -63,6 +63,13 @@ export const ROUTES = [
   },
   {
     method: 'GET',
+    path: '/v1/sweeps',
+    handler: 'list-sweeps',
+    operationId: 'listSweeps',
+    summary: "List the caller's sweeps",
+  },
+  {
+    method: 'GET',
     path: '/v1/sweeps/{id}',
     handler: 'get-sweep',
     operationId: 'getSweep',

@@ -1,7 +1,7 @@
 import type { GantryConfig } from '../config.ts';
 import { NotFoundError } from '../errors.ts';
 import type { MetricHistory } from '../metrics/channel.ts';
-import type { CallOptions, ObjectStore, WorkflowEngine } from '../ports.ts';
+import type { CallOptions, WorkflowEngine } from '../ports.ts';
 import { RUN_ID, SWEEP_ID } from '../run/ids.ts';
 import { LIMITS, RFC1035_LABEL } from '../run/limits.ts';
 import { PHASES } from '../run/phases.ts';
@@ -9,7 +9,9 @@ import type { JobLocation, RunProgress, RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import { parseWith } from '../run/validate.ts';
 import * as z from '../zod.ts';
+import type { StateTable } from '../state/table.ts';
 import { RunFinishedError } from './errors.ts';
+import { type ListPlan, listTeam, PageQueryFields, readPage } from './list-page.ts';
 import { type Caller, requireTeams } from './tenancy.ts';
 
 /** Get, list and cancel runs: always scoped to the caller's teams. */
@@ -70,17 +72,10 @@ export function makeGetRunMetrics(deps: {
   };
 }
 
-export const MAX_PAGE = 100;
-export const DEFAULT_PAGE = 20;
-/** At most this many records are read for one page; a sparse filter gets a short page and a token. */
-export const MAX_SCAN = 1000;
-
-/** nextToken: base64url of the last run id examined (opaque to clients). */
-export function encodeToken(runId: string): string {
-  return Buffer.from(runId, 'utf8').toString('base64url');
-}
+export { DEFAULT_PAGE, MAX_PAGE } from './list-page.ts';
 
 export const ListRunsQuerySchema = z.strictObject({
+  ...PageQueryFields,
   phase: z.described(z.optional(z.enum(PHASES)), 'Only runs in this phase'),
   sweepId: z.described(
     z.optional(z.string().check(z.regex(SWEEP_ID, 'must be a sweep id (swp-…)'))),
@@ -92,82 +87,42 @@ export const ListRunsQuerySchema = z.strictObject({
     ),
     'Only runs of this model',
   ),
-  limit: z.described(
-    z.optional(
-      z.pipe(
-        z.pipe(
-          z.string().check(z.regex(/^[0-9]{1,3}$/, `must be a whole number from 1 to ${MAX_PAGE}`)),
-          z.transform(Number),
-        ),
-        z.number().check(z.gte(1, 'must be at least 1'), z.lte(MAX_PAGE, `must be at most ${MAX_PAGE}`)),
-      ),
-    ),
-    `Page size, 1–${MAX_PAGE} (default ${DEFAULT_PAGE})`,
-  ),
-  nextToken: z.described(
-    z.optional(
-      z.pipe(
-        z.string().check(z.maxLength(64)),
-        z.transform((t: string, ctx) => {
-          const id = /^[A-Za-z0-9_-]+$/.test(t) ? Buffer.from(t, 'base64url').toString('utf8') : '';
-          if (!RUN_ID.test(id)) {
-            ctx.issues.push({ code: 'custom', message: 'is not a token this API returned', input: t });
-            return z.NEVER;
-          }
-          return id;
-        }),
-      ),
-    ),
-    'The nextToken of the previous page',
-  ),
 });
 export type ListRunsQuery = z.input<typeof ListRunsQuerySchema>;
 
-const RECORD_KEY = /^runs\/(run-[a-z2-7]{20})\/record\.json$/;
-
 /**
- * List the caller's runs, ordered by run id, filtered by phase, sweep and model. Keys under
- * `runs/` are listed, then records are read in page-sized batches until the page is full.
+ * Which index answers a run query: a sweep's trials, a model's runs, a phase, or the team's
+ * runs — one index partition, newest first. A second filter (phase with model or sweep, model
+ * with sweep) is checked on the items read (readPage bounds how many).
  */
-export function makeListRuns(deps: { store: ObjectStore; records: RunRecords; config: GantryConfig }) {
+export function planRunList(team: string, q: z.output<typeof ListRunsQuerySchema>): ListPlan {
+  const filters = { phase: q.phase, sweepId: q.sweepId, model: q.model };
+  const since = q.since === undefined ? undefined : new Date(q.since).toISOString();
+  const base = { team, filters, ...(since ? { since } : {}) };
+  const rest = (skip: 'sweepId' | 'model' | 'phase') => {
+    const checks: Array<(r: RunRecord) => boolean> = [];
+    if (skip !== 'phase' && q.phase) checks.push((r) => r.phase === q.phase);
+    if (skip !== 'model' && q.model) checks.push((r) => r.spec.request.modelName === q.model);
+    if (skip !== 'sweepId' && q.sweepId) checks.push((r) => r.spec.trial?.sweepId === q.sweepId);
+    return checks.length === 0 ? {} : { where: (item: unknown) => checks.every((c) => c(item as RunRecord)) };
+  };
+  if (q.sweepId) return { ...base, index: 'bySweep', partition: `${team}#sweep#${q.sweepId}`, ...rest('sweepId') };
+  if (q.model) return { ...base, index: 'byModel', partition: `${team}#model#${q.model}`, ...rest('model') };
+  if (q.phase) return { ...base, index: 'byPhase', partition: `${team}#run#${q.phase}` };
+  return { ...base, index: 'byTeam', partition: `${team}#run` };
+}
+
+/** List one team's runs (the caller's), newest first, filtered by phase, sweep, model and creation time. */
+export function makeListRuns(deps: { table: StateTable; config: GantryConfig }) {
   return async function listRuns(
     input: { caller: Caller; query: unknown },
     opts?: CallOptions,
   ): Promise<{ runs: RunRecord[]; nextToken?: string }> {
     const query = parseWith(ListRunsQuerySchema, input.query ?? {});
-    const teams = new Set(requireTeams(input.caller, deps.config).map((t) => t.name));
-    const limit = query.limit ?? DEFAULT_PAGE;
-    const ids = (await deps.store.list('runs/', opts))
-      .map((o) => RECORD_KEY.exec(o.key)?.[1])
-      .filter((id): id is string => id !== undefined)
-      .sort();
-    const after = query.nextToken;
-    let i = after === undefined ? 0 : ids.findIndex((id) => id > after);
-    if (i < 0) i = ids.length;
-    const runs: RunRecord[] = [];
-    let scanned = 0;
-    let last: string | undefined;
-    while (i < ids.length && runs.length < limit && scanned < MAX_SCAN) {
-      const batch = ids.slice(i, i + Math.min(limit, MAX_SCAN - scanned));
-      const records = await Promise.all(batch.map((id) => deps.records.get(id, opts)));
-      for (const [j, record] of records.entries()) {
-        last = batch[j];
-        i++;
-        scanned++;
-        if (record && matches(record, teams, query)) runs.push(record);
-        if (runs.length >= limit) break;
-      }
-    }
-    return { runs, ...(i < ids.length && last !== undefined ? { nextToken: encodeToken(last) } : {}) };
+    const team = listTeam(input.caller, deps.config, query.team);
+    const page = await readPage<RunRecord>(deps.table, planRunList(team, query), query, opts);
+    return { runs: page.items, ...(page.nextToken ? { nextToken: page.nextToken } : {}) };
   };
-}
-
-function matches(record: RunRecord, teams: Set<string>, q: z.output<typeof ListRunsQuerySchema>): boolean {
-  if (!teams.has(record.spec.request.team)) return false;
-  if (q.phase && record.phase !== q.phase) return false;
-  if (q.sweepId && record.spec.trial?.sweepId !== q.sweepId) return false;
-  if (q.model && record.spec.request.modelName !== q.model) return false;
-  return true;
 }
 
 export interface CancelRunDeps {

@@ -1,12 +1,14 @@
 import type { GantryConfig } from '../config.ts';
 import { NotFoundError } from '../errors.ts';
 import type { CallOptions, Clock } from '../ports.ts';
+import type { StateTable } from '../state/table.ts';
 import { SWEEP_ID } from '../run/ids.ts';
 import { parseWith } from '../run/validate.ts';
-import type { SweepRecord } from '../sweep/record.ts';
+import { SWEEP_PHASES, type SweepRecord } from '../sweep/record.ts';
 import type { SweepCapabilities, Sweeps } from '../sweep/sweeps.ts';
 import * as z from '../zod.ts';
 import { SweepFinishedError } from './errors.ts';
+import { listTeam, PageQueryFields, readPage } from './list-page.ts';
 import { type Caller, requireTeams } from './tenancy.ts';
 
 /**
@@ -60,5 +62,35 @@ export function makeCancelSweep(deps: SweepIntakeDeps) {
     if (after.phase === 'Succeeded' || after.phase === 'Failed')
       throw new SweepFinishedError(record.sweepId, after.phase);
     return after;
+  };
+}
+
+export const ListSweepsQuerySchema = z.strictObject({
+  ...PageQueryFields,
+  phase: z.described(z.optional(z.enum(SWEEP_PHASES)), 'Only sweeps in this phase'),
+});
+
+/** List one team's sweeps (the caller's), newest first, by phase and creation time: one index partition a page. */
+export function makeListSweeps(deps: { table: StateTable; config: GantryConfig }) {
+  return async (
+    input: { caller: Caller; query: unknown },
+    opts?: CallOptions,
+  ): Promise<{ sweeps: SweepRecord[]; nextToken?: string }> => {
+    const query = parseWith(ListSweepsQuerySchema, input.query ?? {});
+    const team = listTeam(input.caller, deps.config, query.team);
+    const since = query.since === undefined ? undefined : new Date(query.since).toISOString();
+    const page = await readPage<SweepRecord>(
+      deps.table,
+      {
+        team,
+        index: query.phase ? 'byPhase' : 'byTeam',
+        partition: query.phase ? `${team}#sweep#${query.phase}` : `${team}#sweep`,
+        filters: { phase: query.phase },
+        ...(since ? { since } : {}),
+      },
+      query,
+      opts,
+    );
+    return { sweeps: page.items, ...(page.nextToken ? { nextToken: page.nextToken } : {}) };
   };
 }

@@ -246,7 +246,19 @@ export const SweepViewSchema = z.strictObject({
   links: z.strictObject({ self: z.string(), cancel: z.string(), trials: z.string() }),
 });
 
+/** A sweep in a list: the sweep view without its trials (GET /v1/sweeps/{id} has them). */
+export const SweepSummarySchema = z.omit(SweepViewSchema, { trials: true });
+
+export const SweepListSchema = z.strictObject({
+  sweeps: z.array(SweepSummarySchema),
+  nextToken: z.described(
+    z.optional(z.string()),
+    'Pass as nextToken for the next page; absent on the last page',
+  ),
+});
+
 export type SubmitResponse = z.infer<typeof SubmitResponseSchema>;
 export type RunSummary = z.infer<typeof RunSummarySchema>;
 export type RunView = z.infer<typeof RunViewSchema>;
 export type SweepView = z.infer<typeof SweepViewSchema>;
+export type SweepSummary = z.infer<typeof SweepSummarySchema>;

@@ -1,6 +1,6 @@
 import type { RunRecord } from '../run/record.ts';
 import { type SweepRecord, trialBudget } from '../sweep/record.ts';
-import type { RunSummary, RunView, SubmitResponse, SweepView } from './view-schemas.ts';
+import type { RunSummary, RunView, SubmitResponse, SweepSummary, SweepView } from './view-schemas.ts';
 
 /**
  * The views the API returns, built from records; a view leaves out internals (the request
@@ -95,4 +95,10 @@ export function toSweepView(record: SweepRecord): SweepView {
     ...(record.endedAt !== undefined ? { endedAt: record.endedAt } : {}),
     links: sweepLinks(record.sweepId),
   };
+}
+
+/** A sweep in a list: counts, best and outcome, without the trials. */
+export function toSweepSummary(record: SweepRecord): SweepSummary {
+  const { trials: _trials, ...summary } = toSweepView(record);
+  return summary;
 }

@@ -1,21 +1,37 @@
 import { ConcurrentUpdateError, NotFoundError } from '../errors.ts';
-import type { CallOptions, Clock, ObjectStore } from '../ports.ts';
+import type { CallOptions, Clock } from '../ports.ts';
+import { byCreation, type IndexEntries, type StateTable } from '../state/table.ts';
 import { applyChange, type RecordChange, type RunRecord } from './record.ts';
 
-export const recordKey = (runId: string) => `runs/${runId}/record.json`;
+export const runItemKey = (runId: string) => `run#${runId}`;
+
+/** Where a run is listed: its team by time, by phase, by model, and its sweep's trials. */
+export function runIndexes(record: RunRecord): IndexEntries {
+  const team = record.spec.request.team;
+  const sk = byCreation(record.createdAt, record.runId);
+  const model = record.spec.request.modelName;
+  const sweepId = record.spec.trial?.sweepId;
+  return {
+    byTeam: { pk: `${team}#run`, sk },
+    byPhase: { pk: `${team}#run#${record.phase}`, sk },
+    ...(model ? { byModel: { pk: `${team}#model#${model}`, sk } } : {}),
+    ...(sweepId ? { bySweep: { pk: `${team}#sweep#${sweepId}`, sk } } : {}),
+  };
+}
 
 const MAX_ATTEMPTS = 8;
 
 /**
- * Run records in object storage. Creation is `If-None-Match: *`; every update is a
- * read-modify-write with `If-Match` on the ETag, retried on a lost race, so concurrent writers
- * (the state machine's steps, the reconciler, a cancel) never lose each other's changes.
+ * Run records in the state table, one item per run. Creation is "only if absent" (the run id
+ * comes from the idempotency key, so the item is also the key's record); every update is a
+ * read-modify-write conditioned on the version read, retried on a lost race, so concurrent
+ * writers (the state machine's steps, the reconciler, a cancel) never lose each other's changes.
  */
-export function makeRunRecords(deps: { store: ObjectStore; clock: Clock }) {
-  const { store, clock } = deps;
+export function makeRunRecords(deps: { table: StateTable; clock: Clock }) {
+  const { table, clock } = deps;
 
   async function get(runId: string, opts?: CallOptions): Promise<RunRecord | undefined> {
-    return (await store.getJson<RunRecord>(recordKey(runId), opts))?.value;
+    return (await table.get<RunRecord>(runItemKey(runId), opts))?.value;
   }
 
   /** Create the record; if one exists, return it instead (`created: false`). */
@@ -24,7 +40,7 @@ export function makeRunRecords(deps: { store: ObjectStore; clock: Clock }) {
     opts?: CallOptions,
   ): Promise<{ record: RunRecord; created: boolean }> {
     try {
-      await store.putJson(recordKey(record.runId), record, { ifNoneMatch: true }, opts);
+      await table.put(runItemKey(record.runId), record, runIndexes(record), { ifAbsent: true }, opts);
       return { record, created: true };
     } catch (err) {
       if (!(err instanceof ConcurrentUpdateError)) throw err;
@@ -37,12 +53,12 @@ export function makeRunRecords(deps: { store: ObjectStore; clock: Clock }) {
   /** Apply a change with optimistic concurrency. Throws NotFoundError when there is no record. */
   async function update(runId: string, change: RecordChange, opts?: CallOptions): Promise<RunRecord> {
     for (let attempt = 1; ; attempt++) {
-      const current = await store.getJson<RunRecord>(recordKey(runId), opts);
+      const current = await table.get<RunRecord>(runItemKey(runId), opts);
       if (!current) throw new NotFoundError(`run ${runId} has no record`);
       const next = applyChange(current.value, change, clock.now());
       if (!next) return current.value;
       try {
-        await store.putJson(recordKey(runId), next, { ifMatch: current.etag }, opts);
+        await table.put(runItemKey(runId), next, runIndexes(next), { ifVersion: current.version }, opts);
         return next;
       } catch (err) {
         if (!(err instanceof ConcurrentUpdateError) || attempt >= MAX_ATTEMPTS) throw err;

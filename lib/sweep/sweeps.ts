@@ -1,10 +1,11 @@
 import { ConcurrentUpdateError, ModelOwnedError, NotFoundError } from '../errors.ts';
 import { runMessage, runMessageAttributes } from '../intake/message.ts';
-import type { CallOptions, Clock, ObjectStore, RunQueue } from '../ports.ts';
+import type { CallOptions, Clock, RunQueue } from '../ports.ts';
 import { trialRunId } from '../run/ids.ts';
 import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunSpec } from '../run/spec.ts';
+import { byCreation, type IndexEntries, type StateTable } from '../state/table.ts';
 import {
   algorithmOf,
   finish,
@@ -23,10 +24,20 @@ import {
 import { suggest } from './samplers.ts';
 import { trialRequest, trialSpec } from './trials.ts';
 
-export const sweepKey = (sweepId: string) => `sweeps/${sweepId}/record.json`;
-/** One small object per sweep that is not final: the reconciler lists these, never every sweep. */
-export const ACTIVE_PREFIX = 'sweeps/active/';
-export const activeKey = (sweepId: string) => `${ACTIVE_PREFIX}${sweepId}`;
+export const sweepItemKey = (sweepId: string) => `sweep#${sweepId}`;
+
+/**
+ * Where a sweep is listed: its team by time and by phase, and — while not final — the sparse
+ * `active` index the reconciler reads (it never lists every sweep).
+ */
+export function sweepIndexes(record: SweepRecord): IndexEntries {
+  const sk = byCreation(record.createdAt, record.sweepId);
+  return {
+    byTeam: { pk: `${record.team}#sweep`, sk },
+    byPhase: { pk: `${record.team}#sweep#${record.phase}`, sk },
+    ...(isSweepFinal(record.phase) ? {} : { active: { pk: 'active#sweep', sk: record.sweepId } }),
+  };
+}
 
 /**
  * A Queued trial with no run record this long after release is enqueued again: the advance that
@@ -48,7 +59,7 @@ export interface SweepCapabilities {
 }
 
 export interface SweepStoreDeps extends SweepCapabilities {
-  store: ObjectStore;
+  table: StateTable;
   records: RunRecords;
   clock: Clock;
   /** Gantry's bucket: trials write to `s3://<bucket>/runs/<runId>/output/`. */
@@ -81,32 +92,26 @@ export interface AdvanceReport {
  * safe to run concurrently: a lost conditional write re-reads and re-decides.
  */
 export function makeSweeps(deps: SweepStoreDeps) {
-  const { store, records, clock } = deps;
+  const { table, records, clock } = deps;
   const log = deps.log ?? (() => undefined);
 
   async function get(sweepId: string, opts?: CallOptions): Promise<SweepRecord | undefined> {
-    return (await store.getJson<SweepRecord>(sweepKey(sweepId), opts))?.value;
+    return (await table.get<SweepRecord>(sweepItemKey(sweepId), opts))?.value;
   }
 
-  /** Create the record (create-only) and its active marker; an existing record is returned instead. */
+  /** Create the record (create-only); an existing record is returned instead. */
   async function create(
     record: SweepRecord,
     opts?: CallOptions,
   ): Promise<{ record: SweepRecord; created: boolean }> {
     try {
-      await store.putJson(sweepKey(record.sweepId), record, { ifNoneMatch: true }, opts);
+      await table.put(sweepItemKey(record.sweepId), record, sweepIndexes(record), { ifAbsent: true }, opts);
     } catch (err) {
       if (!(err instanceof ConcurrentUpdateError)) throw err;
       const existing = await get(record.sweepId, opts);
       if (!existing) throw err;
       return { record: existing, created: false };
     }
-    await store.putJson(
-      activeKey(record.sweepId),
-      { sweepId: record.sweepId, at: record.createdAt },
-      {},
-      opts,
-    );
     return { record, created: true };
   }
 
@@ -156,9 +161,9 @@ export function makeSweeps(deps: SweepStoreDeps) {
     return { runs };
   }
 
-  async function write(record: SweepRecord, etag: string, opts?: CallOptions): Promise<boolean> {
+  async function write(record: SweepRecord, version: string, opts?: CallOptions): Promise<boolean> {
     try {
-      await store.putJson(sweepKey(record.sweepId), record, { ifMatch: etag }, opts);
+      await table.put(sweepItemKey(record.sweepId), record, sweepIndexes(record), { ifVersion: version }, opts);
       return true;
     } catch (err) {
       if (err instanceof ConcurrentUpdateError) return false;
@@ -186,14 +191,11 @@ export function makeSweeps(deps: SweepStoreDeps) {
     const canStop = caps.stopRun !== undefined;
     let restopped = false;
     for (let attempt = 1; ; attempt++) {
-      const current = await store.getJson<SweepRecord>(sweepKey(sweepId), opts);
+      const current = await table.get<SweepRecord>(sweepItemKey(sweepId), opts);
       if (!current) throw new NotFoundError(`sweep ${sweepId} has no record`);
       const record = current.value;
       report.phase = record.phase;
-      if (isSweepFinal(record.phase)) {
-        if (canStop) await store.delete(activeKey(sweepId), opts);
-        return report;
-      }
+      if (isSweepFinal(record.phase)) return report;
       const now = clock.now();
       const { runs } = await observe(record, seen, only, opts);
       const algorithm = algorithmOf(record.request);
@@ -236,7 +238,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
       }
       const changed = result.changed || requeue.length > 0;
       if (changed) {
-        if (!(await write(next, current.etag, opts))) {
+        if (!(await write(next, current.version, opts))) {
           if (attempt >= maxAttempts)
             throw new ConcurrentUpdateError(`sweep ${sweepId}: too many concurrent updates`);
           await jitter(attempt);
@@ -314,7 +316,6 @@ export function makeSweeps(deps: SweepStoreDeps) {
         opts,
       );
       if (ended && isSweepFinal(ended.phase)) {
-        await store.delete(activeKey(sweepId), opts);
         report.phase = ended.phase;
         log({ level: 'INFO', msg: 'sweep ended', sweepId, phase: ended.phase, reason: ended.reason });
       }
@@ -329,11 +330,11 @@ export function makeSweeps(deps: SweepStoreDeps) {
     opts?: CallOptions,
   ): Promise<SweepRecord | undefined> {
     for (let attempt = 1; ; attempt++) {
-      const current = await store.getJson<SweepRecord>(sweepKey(sweepId), opts);
+      const current = await table.get<SweepRecord>(sweepItemKey(sweepId), opts);
       if (!current) throw new NotFoundError(`sweep ${sweepId} has no record`);
       const next = change(current.value);
       if (!next) return current.value;
-      if (await write(next, current.etag, opts)) return next;
+      if (await write(next, current.version, opts)) return next;
       if (attempt >= MAX_ATTEMPTS)
         throw new ConcurrentUpdateError(`sweep ${sweepId}: too many concurrent updates`);
       await jitter(attempt);
@@ -359,7 +360,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
     budgetMs = 20_000,
   ): Promise<{ sweeps: number; errors: number; deferred: number }> {
     const started = Date.now();
-    const ids = (await store.list(ACTIVE_PREFIX, opts)).map((o) => o.key.slice(ACTIVE_PREFIX.length));
+    const ids = await activeSweepIds(opts);
     let errors = 0;
     let deferred = 0;
     await forEachLimit(ids, 4, async (id) => {
@@ -375,6 +376,22 @@ export function makeSweeps(deps: SweepStoreDeps) {
       }
     });
     return { sweeps: ids.length, errors, deferred };
+  }
+
+  /** Every sweep not yet final: pages of the sparse `active` index. */
+  async function activeSweepIds(opts?: CallOptions): Promise<string[]> {
+    const ids: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await table.query<SweepRecord>('active', 'active#sweep', {
+        limit: 100,
+        descending: false,
+        ...(cursor ? { cursor } : {}),
+      }, opts);
+      ids.push(...page.items.map((r) => r.sweepId));
+      cursor = page.cursor;
+    } while (cursor);
+    return ids;
   }
 
   return { get, create, advance, cancel, advanceActive, specOf };

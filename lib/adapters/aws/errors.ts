@@ -19,6 +19,8 @@ const TRANSIENT_NAMES = new Set([
   'TimeoutError',
   'RequestTimeout',
   'AbortError',
+  'ProvisionedThroughputExceededException',
+  'InternalServerError',
 ]);
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
@@ -35,6 +37,8 @@ export function translateAwsError(err: unknown, what: string): Error {
     status === 412 ||
     e.name === 'PreconditionFailed' ||
     e.name === 'ConditionalRequestConflict' ||
+    e.name === 'ConditionalCheckFailedException' ||
+    e.name === 'TransactionConflictException' ||
     status === 409
   ) {
     return new ConcurrentUpdateError(`${what}: a concurrent writer changed it first`, { cause: err });

@@ -1,0 +1,78 @@
+import type { CallOptions } from '../ports.ts';
+
+/**
+ * Gantry's state table: runs, sweeps and the data trigger's state, one item each, in one
+ * DynamoDB table (`serverless.yml` StateTable; locally a DynamoDB-compatible server). Training
+ * output, published models, manifests and `latest` pointers stay in S3.
+ *
+ * An item is a JSON document under a key, with a version for optimistic concurrency (create is
+ * "only if absent", update is "only if the version is still the one read") and, per secondary
+ * index, a partition and a sort key the lists query. Every list is one query per page.
+ */
+
+/** The table's secondary indexes: what each lists (partition key → items ordered by sort key). */
+export const INDEXES = {
+  /** `<team>#<kind>` → that team's runs or sweeps, by creation time. */
+  byTeam: { pk: 'g1pk', sk: 'g1sk' },
+  /** `<team>#<kind>#<phase>` → by creation time. */
+  byPhase: { pk: 'g2pk', sk: 'g2sk' },
+  /** `<team>#model#<model>` → the team's runs of one model, by creation time. */
+  byModel: { pk: 'g3pk', sk: 'g3sk' },
+  /** `<team>#sweep#<sweepId>` → the sweep's trial runs, by creation time. */
+  bySweep: { pk: 'g4pk', sk: 'g4sk' },
+  /** Sparse: `active#<kind>` → the items not yet final (sweeps the reconciler advances). */
+  active: { pk: 'g5pk', sk: 'g5sk' },
+} as const;
+export type IndexName = keyof typeof INDEXES;
+
+/** An item's place in each index it belongs to; an index left out does not list the item. */
+export type IndexEntries = Partial<Record<IndexName, { pk: string; sk: string }>>;
+
+export interface StoredItem<T> {
+  value: T;
+  /** Opaque version token: pass it back as `ifVersion` to update only what was read. */
+  version: string;
+}
+
+export interface QueryPage {
+  /** Items per page (the query's Limit: items read, before any filter). */
+  limit: number;
+  /** The cursor of the previous page, as this table returned it. */
+  cursor?: string;
+  /** Only items whose sort key is ≥ this (e.g. an ISO time: created since). */
+  sortFrom?: string;
+  /** Newest (highest sort key) first; default true. */
+  descending?: boolean;
+  /** Keep only items whose document matches (read items still count towards `limit`). */
+  where?: (item: unknown) => boolean;
+}
+
+export interface QueryResult<T> {
+  items: T[];
+  /** Present when the index holds more: pass it as `cursor` for the next page. */
+  cursor?: string;
+  /** Items the query read (what a page costs), including those a filter dropped. */
+  read: number;
+}
+
+/** The state table port. Errors: a lost condition is ConcurrentUpdateError; throttling/5xx AwsUnavailableError. */
+export interface StateTable {
+  get<T>(key: string, opts?: CallOptions): Promise<StoredItem<T> | undefined>;
+  /**
+   * Write the document and its index entries. `ifAbsent`: create only; `ifVersion`: update only
+   * that version. Throws ConcurrentUpdateError when the condition does not hold.
+   */
+  put(
+    key: string,
+    value: unknown,
+    indexes: IndexEntries,
+    cond: { ifAbsent?: boolean; ifVersion?: string },
+    opts?: CallOptions,
+  ): Promise<{ version: string }>;
+  /** One page of an index partition. */
+  query<T>(index: IndexName, partition: string, page: QueryPage, opts?: CallOptions): Promise<QueryResult<T>>;
+  delete(key: string, opts?: CallOptions): Promise<void>;
+}
+
+/** The sort key of listed items: creation time, then id (two items created in one millisecond stay ordered). */
+export const byCreation = (createdAt: string, id: string) => `${createdAt}#${id}`;
