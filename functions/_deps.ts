@@ -97,7 +97,10 @@ export const table = /* @__PURE__ */ once((): StateTable => {
     region: env().AWS_REGION,
     ...(env().GANTRY_DYNAMODB_ENDPOINT ? { endpoint: env().GANTRY_DYNAMODB_ENDPOINT } : {}),
   });
-  return makeDynamoStateTable({ client: DynamoDBDocumentClient.from(client), tableName: env().GANTRY_STATE_TABLE });
+  return makeDynamoStateTable({
+    client: DynamoDBDocumentClient.from(client),
+    tableName: env().GANTRY_STATE_TABLE,
+  });
 });
 export const records = /* @__PURE__ */ once((): RunRecords => makeRunRecords({ table: table(), clock }));
 /** Who owns which model name (models/<model>/owner.json). */

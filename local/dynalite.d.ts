@@ -1,6 +1,7 @@
 /** dynalite ships no types: the part of its API the embedded default uses. */
 declare module 'dynalite' {
   import type { Server } from 'node:http';
+
   interface DynaliteOptions {
     /** LevelDB directory; memory when absent. */
     path?: string;

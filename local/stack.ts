@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import {
   CreateQueueCommand,
@@ -5,6 +6,7 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { startFauxqs } from 'fauxqs';
 import type { GantryConfig } from '../lib/config.ts';
 import { DataTriggerRuleSchema } from '../lib/datatrigger/rules.ts';
@@ -14,6 +16,7 @@ import { invokeLocal, type LambdaHandler } from './lambda.ts';
 import { onLoopback } from './loopback.ts';
 import { startConditionalS3Proxy } from './s3/conditional-proxy.ts';
 import { startSqsPoller } from './sqs-poller.ts';
+import { startLocalStateTable } from './state-table.ts';
 import { createLocalStepFunctions, type LocalStepFunctions } from './stepfunctions/engine.ts';
 import { startStepFunctionsServer } from './stepfunctions/server.ts';
 
@@ -54,6 +57,11 @@ export interface StackOptions {
   consumer?: boolean;
   /** Data-trigger rules (lib/datatrigger/rules.ts); their objects in the local bucket notify the data-events queue. */
   dataTriggers?: Array<Record<string, unknown>>;
+  /**
+   * Keep state on disk here: the state table (`<dir>/dynamodb`, LevelDB) and S3 and SQS
+   * (`<dir>/fauxqs`, SQLite). Without it everything lives in memory and ends with the stack.
+   */
+  stateDir?: string;
 }
 
 export interface Stack {
@@ -71,7 +79,9 @@ export interface Stack {
   metricsQueueUrl: string;
   metricsDlqUrl: string;
   sfn: LocalStepFunctions;
-  endpoints: { s3: string; sqs: string; sfn: string };
+  /** The state table (runs, sweeps, data-trigger state) on the local DynamoDB-compatible server. */
+  stateTable: { name: string; client: DynamoDBDocumentClient };
+  endpoints: { s3: string; sqs: string; sfn: string; dynamodb: string };
   stateMachineArn: string;
   env: Record<string, string>;
   config: GantryConfig;
@@ -106,8 +116,19 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   try {
     const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
     // fauxqs listens on 0.0.0.0 whatever `host` says (that names the host in its URLs): keep it on loopback.
-    const fauxqs = await onLoopback(() => startFauxqs({ port: 0, logger: false, host: '127.0.0.1' }));
+    const fauxqs = await onLoopback(() =>
+      startFauxqs({
+        port: 0,
+        logger: false,
+        host: '127.0.0.1',
+        ...(opts.stateDir ? { dataDir: join(opts.stateDir, 'fauxqs') } : {}),
+      }),
+    );
     closers.push(() => fauxqs.stop());
+    const state = await startLocalStateTable(
+      opts.stateDir ? { dataDir: join(opts.stateDir, 'dynamodb') } : {},
+    );
+    closers.push(() => state.close());
     const bucket = 'gantry-local';
     const dataTriggers = (opts.dataTriggers ?? []).map((r) => DataTriggerRuleSchema.parse(r));
     const dataEvents: string[] = [];
@@ -140,7 +161,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       sqs.destroy();
     });
 
-    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    await s3.send(new CreateBucketCommand({ Bucket: bucket })).catch((err: { name?: string }) => {
+      // A stack restarted on its state directory finds its bucket there.
+      if (err.name !== 'BucketAlreadyOwnedByYou' && err.name !== 'BucketAlreadyExists') throw err;
+    });
     const dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'gantry-runs-dlq' })))
       .QueueUrl as string;
     const dlqArn = (
@@ -250,6 +274,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       AWS_ACCESS_KEY_ID: 'test',
       AWS_SECRET_ACCESS_KEY: 'test',
       GANTRY_BUCKET: bucket,
+      GANTRY_STATE_TABLE: state.tableName,
+      GANTRY_DYNAMODB_ENDPOINT: state.endpoint,
       GANTRY_STATE_MACHINE_ARN: stateMachineArn,
       GANTRY_RUNS_QUEUE_URL: queueUrl,
       GANTRY_RUNS_DLQ_URL: dlqUrl,
@@ -336,7 +362,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       metricsQueueUrl,
       metricsDlqUrl,
       sfn,
-      endpoints: { s3: proxy.url, sqs: sqsEndpoint, sfn: sfnServer.url },
+      stateTable: { name: state.tableName, client: state.client },
+      endpoints: { s3: proxy.url, sqs: sqsEndpoint, sfn: sfnServer.url, dynamodb: state.endpoint },
       stateMachineArn,
       env,
       config,

@@ -50,10 +50,17 @@ export interface LocalStateTable {
  * it is not there yet. dynalite implements the item, query and index calls Gantry uses; it has
  * no transactions, so Gantry's store changes one item per write (see lib/state/table.ts).
  */
-export async function startLocalStateTable(opts: { dataDir?: string; tableName?: string } = {}): Promise<LocalStateTable> {
+export async function startLocalStateTable(
+  opts: { dataDir?: string; tableName?: string } = {},
+): Promise<LocalStateTable> {
   const tableName = opts.tableName ?? 'gantry-state';
   if (opts.dataDir) mkdirSync(opts.dataDir, { recursive: true });
-  const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0, ...(opts.dataDir ? { path: opts.dataDir } : {}) });
+  const server = dynalite({
+    createTableMs: 0,
+    deleteTableMs: 0,
+    updateTableMs: 0,
+    ...(opts.dataDir ? { path: opts.dataDir } : {}),
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());

@@ -35,9 +35,7 @@ export const getRunMetrics = /* @__PURE__ */ lazy(() =>
     history: async (runId, opts) => (await store().getJson<MetricHistory>(historyKey(runId), opts))?.value,
   }),
 );
-export const listRuns = /* @__PURE__ */ lazy(() =>
-  makeListRuns({ ...settings(), table: table() }),
-);
+export const listRuns = /* @__PURE__ */ lazy(() => makeListRuns({ ...settings(), table: table() }));
 export const cancelRun = /* @__PURE__ */ lazy(() =>
   makeCancelRun({ ...settings(), records: records(), workflow: workflow(), deleteJob }),
 );

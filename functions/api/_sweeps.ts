@@ -1,4 +1,9 @@
-import { makeCancelSweep, makeGetSweep, makeListSweeps, type SweepIntakeDeps } from '../../lib/intake/sweeps.ts';
+import {
+  makeCancelSweep,
+  makeGetSweep,
+  makeListSweeps,
+  type SweepIntakeDeps,
+} from '../../lib/intake/sweeps.ts';
 import { makeRunStopper } from '../../lib/sweep/stop.ts';
 import { clock, config, deleteJob, env, records, runQueue, sweeps, table, workflow } from '../_deps.ts';
 

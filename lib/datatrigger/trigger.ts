@@ -16,9 +16,9 @@ import { fingerprintOf, runIdFromKey } from '../run/ids.ts';
 import { isTerminal } from '../run/phases.ts';
 import { newRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
-import type { DocumentStore } from '../state/documents.ts';
 import { parseRunRequest } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
+import type { DocumentStore } from '../state/documents.ts';
 import { checkKueueKind } from '../trainjob/kueue-kinds.ts';
 import { checkDataTriggers } from './check.ts';
 import {

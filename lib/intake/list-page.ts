@@ -39,7 +39,9 @@ export const PageQueryFields = {
     `Page size, 1–${MAX_PAGE} (default ${DEFAULT_PAGE})`,
   ),
   nextToken: z.described(
-    z.optional(z.string().check(z.maxLength(2048), z.regex(/^[A-Za-z0-9_-]+$/, 'is not a token this API returned'))),
+    z.optional(
+      z.string().check(z.maxLength(2048), z.regex(/^[A-Za-z0-9_-]+$/, 'is not a token this API returned')),
+    ),
     'The nextToken of the previous page',
   ),
 };

@@ -3,8 +3,8 @@ import { SweepRequestSchema } from '../sweep/schema.ts';
 import * as z from '../zod.ts';
 import { ROUTES, type Route } from './routes.ts';
 import { ListRunsQuerySchema } from './runs.ts';
-import { ListSweepsQuerySchema } from './sweeps.ts';
 import { IDEMPOTENCY_HEADER } from './submit-run.ts';
+import { ListSweepsQuerySchema } from './sweeps.ts';
 import {
   CancelResponseSchema,
   ErrorBodySchema,

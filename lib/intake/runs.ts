@@ -8,8 +8,8 @@ import { PHASES } from '../run/phases.ts';
 import type { JobLocation, RunProgress, RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import { parseWith } from '../run/validate.ts';
-import * as z from '../zod.ts';
 import type { StateTable } from '../state/table.ts';
+import * as z from '../zod.ts';
 import { RunFinishedError } from './errors.ts';
 import { type ListPlan, listTeam, PageQueryFields, readPage } from './list-page.ts';
 import { type Caller, requireTeams } from './tenancy.ts';
@@ -106,7 +106,8 @@ export function planRunList(team: string, q: z.output<typeof ListRunsQuerySchema
     if (skip !== 'sweepId' && q.sweepId) checks.push((r) => r.spec.trial?.sweepId === q.sweepId);
     return checks.length === 0 ? {} : { where: (item: unknown) => checks.every((c) => c(item as RunRecord)) };
   };
-  if (q.sweepId) return { ...base, index: 'bySweep', partition: `${team}#sweep#${q.sweepId}`, ...rest('sweepId') };
+  if (q.sweepId)
+    return { ...base, index: 'bySweep', partition: `${team}#sweep#${q.sweepId}`, ...rest('sweepId') };
   if (q.model) return { ...base, index: 'byModel', partition: `${team}#model#${q.model}`, ...rest('model') };
   if (q.phase) return { ...base, index: 'byPhase', partition: `${team}#run#${q.phase}` };
   return { ...base, index: 'byTeam', partition: `${team}#run` };

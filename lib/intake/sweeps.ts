@@ -1,9 +1,9 @@
 import type { GantryConfig } from '../config.ts';
 import { NotFoundError } from '../errors.ts';
 import type { CallOptions, Clock } from '../ports.ts';
-import type { StateTable } from '../state/table.ts';
 import { SWEEP_ID } from '../run/ids.ts';
 import { parseWith } from '../run/validate.ts';
+import type { StateTable } from '../state/table.ts';
 import { SWEEP_PHASES, type SweepRecord } from '../sweep/record.ts';
 import type { SweepCapabilities, Sweeps } from '../sweep/sweeps.ts';
 import * as z from '../zod.ts';

@@ -163,7 +163,13 @@ export function makeSweeps(deps: SweepStoreDeps) {
 
   async function write(record: SweepRecord, version: string, opts?: CallOptions): Promise<boolean> {
     try {
-      await table.put(sweepItemKey(record.sweepId), record, sweepIndexes(record), { ifVersion: version }, opts);
+      await table.put(
+        sweepItemKey(record.sweepId),
+        record,
+        sweepIndexes(record),
+        { ifVersion: version },
+        opts,
+      );
       return true;
     } catch (err) {
       if (err instanceof ConcurrentUpdateError) return false;
@@ -383,11 +389,16 @@ export function makeSweeps(deps: SweepStoreDeps) {
     const ids: string[] = [];
     let cursor: string | undefined;
     do {
-      const page = await table.query<SweepRecord>('active', 'active#sweep', {
-        limit: 100,
-        descending: false,
-        ...(cursor ? { cursor } : {}),
-      }, opts);
+      const page = await table.query<SweepRecord>(
+        'active',
+        'active#sweep',
+        {
+          limit: 100,
+          descending: false,
+          ...(cursor ? { cursor } : {}),
+        },
+        opts,
+      );
       ids.push(...page.items.map((r) => r.sweepId));
       cursor = page.cursor;
     } while (cursor);

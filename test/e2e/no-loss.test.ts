@@ -1,8 +1,8 @@
-import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import { PRINCIPAL_HEADER } from '../../local/http-api.ts';
 import { DEMO_TEAM } from '../../local/stack.ts';
+import { itemKeys } from '../helpers/state.ts';
 
 /**
  * Nothing accepted is lost and nothing runs twice: N submissions through the HTTP API while the
@@ -60,16 +60,7 @@ describe(`${N} submissions with the consumer killed and restarted midway`, () =>
   }
 
   async function recordKeys(): Promise<string[]> {
-    const keys: string[] = [];
-    let token: string | undefined;
-    do {
-      const page = await env.stack.s3.send(
-        new ListObjectsV2Command({ Bucket: env.stack.bucket, Prefix: 'runs/', ContinuationToken: token }),
-      );
-      for (const o of page.Contents ?? []) if (o.Key?.endsWith('/record.json')) keys.push(o.Key);
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
-    return keys;
+    return itemKeys(env.stack, 'run#');
   }
 
   // What it checks: no accepted run is lost and none runs twice (N records, N jobs completed, N

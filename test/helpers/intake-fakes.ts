@@ -3,6 +3,7 @@ import { parseConfig } from '../../lib/config.ts';
 import { ConcurrentUpdateError } from '../../lib/errors.ts';
 import type { Caller } from '../../lib/intake/tenancy.ts';
 import type { ObjectStore, RunQueue, WorkflowEngine } from '../../lib/ports.ts';
+import type { IndexEntries, IndexName, QueryPage, StateTable } from '../../lib/state/table.ts';
 
 /**
  * Fakes of the ports the intake uses: object literals with the documented semantics (conditional
@@ -151,4 +152,67 @@ export function visionBody(overrides: Record<string, unknown> = {}): Record<stri
     image: 'ghcr.io/acme/train:1.0',
     ...overrides,
   };
+}
+
+/**
+ * An in-memory StateTable (fake of the port, for unit tests): versions, create-only and
+ * update-only-this-version writes, index partitions ordered by sort key. The contract suite
+ * (test/contract/state-table.test.ts) runs the same cases against it and the DynamoDB adapter on
+ * the local server, so the fake cannot drift from the real thing.
+ */
+export function memoryTable(): StateTable & { items: Map<string, StoredRow> } {
+  const items = new Map<string, StoredRow>();
+  return {
+    items,
+    async get<T>(key: string) {
+      const row = items.get(key);
+      return row ? { value: JSON.parse(row.body) as T, version: String(row.version) } : undefined;
+    },
+    async put(key, value, indexes, cond) {
+      const current = items.get(key);
+      if (cond.ifAbsent && current) throw new ConcurrentUpdateError(`${key} exists`);
+      if (cond.ifVersion !== undefined && String(current?.version) !== cond.ifVersion) {
+        throw new ConcurrentUpdateError(`${key} changed`);
+      }
+      const version = cond.ifVersion === undefined ? 1 : Number(cond.ifVersion) + 1;
+      items.set(key, { body: JSON.stringify(value), version, indexes });
+      return { version: String(version) };
+    },
+    async query<T>(index: IndexName, partition: string, page: QueryPage) {
+      const descending = page.descending !== false;
+      let rows = [...items.entries()]
+        .map(([key, row]) => ({ key, row, entry: row.indexes[index] }))
+        .filter((r) => r.entry?.pk === partition)
+        .filter((r) => page.sortFrom === undefined || (r.entry?.sk ?? '') >= page.sortFrom)
+        .sort((a, b) => compare(a.entry?.sk ?? '', b.entry?.sk ?? '') || compare(a.key, b.key));
+      if (descending) rows.reverse();
+      if (page.cursor) {
+        const after = JSON.parse(Buffer.from(page.cursor, 'base64url').toString('utf8')) as { k: string };
+        rows = rows.slice(rows.findIndex((r) => r.key === after.k) + 1);
+      }
+      const read = rows.slice(0, page.limit);
+      const last = read.at(-1);
+      const more = rows.length > page.limit && last !== undefined;
+      let values = read.map((r) => JSON.parse(r.row.body) as T);
+      if (page.where) values = values.filter(page.where);
+      return {
+        items: values,
+        read: read.length,
+        ...(more ? { cursor: Buffer.from(JSON.stringify({ k: last.key })).toString('base64url') } : {}),
+      };
+    },
+    async delete(key) {
+      items.delete(key);
+    },
+  };
+}
+
+interface StoredRow {
+  body: string;
+  version: number;
+  indexes: IndexEntries;
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -5,7 +5,6 @@ import {
   SFNClient,
   StartExecutionCommand,
 } from '@aws-sdk/client-sfn';
-import { makeS3ObjectStore } from '../../lib/adapters/aws/s3-store.ts';
 import { newRunId, requestFingerprint } from '../../lib/run/ids.ts';
 import { newRecord, type RunRecord } from '../../lib/run/record.ts';
 import { makeRunRecords } from '../../lib/run/records.ts';
@@ -13,11 +12,12 @@ import type { RunRequestInput } from '../../lib/run/schema.ts';
 import type { RunSpec } from '../../lib/run/spec.ts';
 import type { Stack } from '../../local/stack.ts';
 import { aRunRequest } from './builders.ts';
+import { tableOf } from './state.ts';
 
 /** Drive runs through a local stack the way intake does: record (Accepted), then StartExecution. */
 export function runDriver(stack: Stack) {
   const clock = { now: () => new Date() };
-  const records = makeRunRecords({ store: makeS3ObjectStore({ s3: stack.s3, bucket: stack.bucket }), clock });
+  const records = makeRunRecords({ table: tableOf(stack), clock });
   const sfn = new SFNClient({
     endpoint: stack.endpoints.sfn,
     region: 'us-east-1',

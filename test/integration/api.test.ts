@@ -10,16 +10,17 @@ import {
 import fc from 'fast-check';
 import { startFauxqs } from 'fauxqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeS3ObjectStore } from '../../lib/adapters/aws/s3-store.ts';
 import { parseConfig } from '../../lib/config.ts';
 import { RunMessageSchema } from '../../lib/intake/message-schema.ts';
 import { checkTenancy, requireTeam } from '../../lib/intake/tenancy.ts';
 import { runIdFromKey } from '../../lib/run/ids.ts';
 import type { RunRecord } from '../../lib/run/record.ts';
-import { recordKey } from '../../lib/run/records.ts';
+import { makeRunRecords } from '../../lib/run/records.ts';
 import { LIMITS, parseRunRequest } from '../../lib/run/schema.ts';
 import { apiRoutes, startHttpApi } from '../../local/http-api.ts';
 import { startConditionalS3Proxy } from '../../local/s3/conditional-proxy.ts';
+import { type LocalStateTable, startLocalStateTable } from '../../local/state-table.ts';
+import { itemKeys, tableOf } from '../helpers/state.ts';
 
 /**
  * The HTTP API end to end on the local stand-ins: the real handlers (functions/api/*) behind the
@@ -92,11 +93,13 @@ describe('HTTP API on the local stand-ins', () => {
   let s3: S3Client;
   let sqs: SQSClient;
   let queueUrl: string;
+  let state: LocalStateTable;
   const saved = { ...process.env };
   let gantryConfig: ReturnType<typeof config>;
 
   beforeAll(async () => {
     fauxqs = await startFauxqs({ port: 0, logger: false, host: '127.0.0.1' });
+    state = await startLocalStateTable();
     proxy = await startConditionalS3Proxy({ upstream: `http://127.0.0.1:${fauxqs.port}` });
     const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
     s3 = new S3Client({ endpoint: proxy.url, forcePathStyle: true, region: 'us-east-1', credentials });
@@ -118,6 +121,8 @@ describe('HTTP API on the local stand-ins', () => {
       AWS_ACCESS_KEY_ID: 'test',
       AWS_SECRET_ACCESS_KEY: 'test',
       GANTRY_BUCKET: BUCKET,
+      GANTRY_STATE_TABLE: state.tableName,
+      GANTRY_DYNAMODB_ENDPOINT: state.endpoint,
       GANTRY_STATE_MACHINE_ARN: 'arn:aws:states:us-east-1:000000000000:stateMachine:gantry',
       GANTRY_RUNS_QUEUE_URL: queueUrl,
       GANTRY_S3_ENDPOINT: proxy.url,
@@ -135,6 +140,7 @@ describe('HTTP API on the local stand-ins', () => {
     sqs?.destroy();
     await proxy?.close();
     await fauxqs?.stop();
+    await state?.close();
   });
 
   async function call(c: Call): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
@@ -173,13 +179,14 @@ describe('HTTP API on the local stand-ins', () => {
   }
 
   async function recordKeys(): Promise<string[]> {
-    const store = makeS3ObjectStore({ s3, bucket: BUCKET });
-    return (await store.list('runs/')).map((o) => o.key);
+    return itemKeys({ stateTable: { name: state.tableName, client: state.client } });
   }
 
   async function readRecord(runId: string): Promise<RunRecord | undefined> {
-    const store = makeS3ObjectStore({ s3, bucket: BUCKET });
-    return (await store.getJson<RunRecord>(recordKey(runId)))?.value;
+    return makeRunRecords({
+      table: tableOf({ stateTable: { name: state.tableName, client: state.client } }),
+      clock: { now: () => new Date() },
+    }).get(runId);
   }
 
   describe('submit', () => {

@@ -12,7 +12,8 @@ import {
 } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { startFauxqs } from 'fauxqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { makeDynamoStateTable } from '../../lib/adapters/aws/dynamodb-table.ts';
 import { makeS3ArtifactStore } from '../../lib/adapters/aws/s3-artifacts.ts';
 import { makeS3ObjectStore } from '../../lib/adapters/aws/s3-store.ts';
 import { makeSqsServingEvents } from '../../lib/adapters/aws/serving-events.ts';
@@ -35,6 +36,7 @@ import { newRecord } from '../../lib/run/record.ts';
 import { makeRunRecords } from '../../lib/run/records.ts';
 import type { RunSpec } from '../../lib/run/spec.ts';
 import { startConditionalS3Proxy } from '../../local/s3/conditional-proxy.ts';
+import { startLocalStateTable } from '../../local/state-table.ts';
 import { aRunSpec, type RunSpecOverrides } from '../helpers/builders.ts';
 
 // Publishing against the local S3 (fauxqs 2.4.1) behind Gantry's conditional-write proxy, and
@@ -387,7 +389,12 @@ describe('publishing models on the local S3', () => {
     const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `serving-${model}` }))).QueueUrl!;
     const store = makeS3ObjectStore({ s3, bucket: MODELS });
     const clock = { now: () => new Date() };
-    const records = makeRunRecords({ store, clock });
+    const state = await startLocalStateTable();
+    onTestFinished(() => state.close());
+    const records = makeRunRecords({
+      table: makeDynamoStateTable({ client: state.client, tableName: state.tableName }),
+      clock,
+    });
     const unused = () => {
       throw new Error('not used by these steps');
     };

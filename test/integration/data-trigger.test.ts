@@ -1,4 +1,4 @@
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { DescribeExecutionCommand, ListExecutionsCommand, SFNClient } from '@aws-sdk/client-sfn';
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -9,6 +9,7 @@ import { partitionKey, stateKey } from '../../lib/datatrigger/trigger.ts';
 import type { RunRecord } from '../../lib/run/record.ts';
 import { makeRunRecords } from '../../lib/run/records.ts';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
+import { itemKeys, tableOf } from '../helpers/state.ts';
 
 /**
  * Retraining on new data, on the embedded default: objects written to the local S3 produce the
@@ -103,7 +104,7 @@ describe('data triggers on the local stack', { timeout: 120_000 }, () => {
   });
 
   const store = () => makeS3ObjectStore({ s3: env.stack.s3, bucket: env.stack.bucket });
-  const records = () => makeRunRecords({ store: store(), clock: { now: () => new Date() } });
+  const records = () => makeRunRecords({ table: tableOf(env.stack), clock: { now: () => new Date() } });
 
   async function put(key: string, body = 'x') {
     await env.stack.s3.send(
@@ -123,18 +124,8 @@ describe('data triggers on the local stack', { timeout: 120_000 }, () => {
   }
 
   async function runsOf(rule: string): Promise<RunRecord[]> {
-    const keys: string[] = [];
-    let token: string | undefined;
-    do {
-      const page = await env.stack.s3.send(
-        new ListObjectsV2Command({ Bucket: env.stack.bucket, Prefix: 'runs/', ContinuationToken: token }),
-      );
-      keys.push(
-        ...(page.Contents ?? []).map((c) => c.Key as string).filter((k) => k.endsWith('/record.json')),
-      );
-      token = page.NextContinuationToken;
-    } while (token);
-    const all = await Promise.all(keys.map((k) => records().get(k.split('/')[1] as string)));
+    const keys = await itemKeys(env.stack, 'run#');
+    const all = await Promise.all(keys.map((k) => records().get(k.slice('run#'.length))));
     return all.filter((r): r is RunRecord => r?.spec.trigger?.rule === rule);
   }
 

@@ -14,6 +14,7 @@ import { makeRunRecords } from '../../lib/run/records.ts';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import { DEMO_TEAM } from '../../local/stack.ts';
 import { apiClient } from '../helpers/api-client.ts';
+import { tableOf } from '../helpers/state.ts';
 import { ROOT, tierAvailable } from '../helpers/tiers.ts';
 
 /**
@@ -57,7 +58,7 @@ describe('the metric channel on the local stack', { timeout: 90_000 }, () => {
   });
 
   const store = () => makeS3ObjectStore({ s3: env.stack.s3, bucket: env.stack.bucket });
-  const records = () => makeRunRecords({ store: store(), clock: { now: () => new Date() } });
+  const records = () => makeRunRecords({ table: tableOf(env.stack), clock: { now: () => new Date() } });
 
   async function put(key: string, body: string) {
     await env.stack.s3.send(new PutObjectCommand({ Bucket: env.stack.bucket, Key: key, Body: body }));

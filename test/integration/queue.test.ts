@@ -23,6 +23,7 @@ import {
   iam,
   intakeConfig,
   memoryStore,
+  memoryTable,
   recordingWorkflow,
   VISION_ARN,
   visionBody,
@@ -43,7 +44,7 @@ const visionRun = (runId: string, request: Record<string, unknown> = {}) =>
 function consumer(opts: { deadLetter?: boolean; config?: ReturnType<typeof intakeConfig> } = {}) {
   const workflow = recordingWorkflow();
   const store = memoryStore();
-  const records = makeRunRecords({ store, clock });
+  const records = makeRunRecords({ table: memoryTable(), clock });
   const lines: Array<Record<string, unknown>> = [];
   const dead: Array<{ messageId: string; body: string; reason: string }> = [];
   const startRuns = makeStartRuns({
@@ -335,7 +336,7 @@ describe('the consumer on a real SQS queue with a DLQ (maxReceiveCount 3)', () =
   it('dead-letters a poison message after 3 receives and deletes the good ones', async () => {
     // Prepare: two runs submitted through the real SQS adapter, and one poison message.
     const store = memoryStore();
-    const records = makeRunRecords({ store, clock });
+    const records = makeRunRecords({ table: memoryTable(), clock });
     const submit = makeSubmitRun({
       records,
       owners: makeModelOwners({ store, clock }),
@@ -376,7 +377,7 @@ describe('the consumer on a real SQS queue with a DLQ (maxReceiveCount 3)', () =
 
   it('moves a forged message to the DLQ at once, with the reason, and runs nothing', async () => {
     // Prepare: a message placing a job in kube-system, sent straight to the queue.
-    const records = makeRunRecords({ store: memoryStore(), clock });
+    const records = makeRunRecords({ table: memoryTable(), clock });
     const forged = JSON.stringify({
       kind: 'run',
       run: { ...visionRun('run-ffffffffffffffffffff'), namespace: 'kube-system' },

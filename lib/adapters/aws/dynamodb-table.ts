@@ -18,7 +18,10 @@ import { translateAwsError } from './errors.ts';
  * or nested undefineds), a version number in `ver`, and the index keys it belongs to. Reads are
  * strongly consistent; a list reads a GSI (eventually consistent, as every GSI is).
  */
-export function makeDynamoStateTable(deps: { client: DynamoDBDocumentClient; tableName: string }): StateTable {
+export function makeDynamoStateTable(deps: {
+  client: DynamoDBDocumentClient;
+  tableName: string;
+}): StateTable {
   const { client, tableName: TableName } = deps;
   return {
     async get<T>(key: string, opts?: CallOptions) {
@@ -59,14 +62,21 @@ export function makeDynamoStateTable(deps: { client: DynamoDBDocumentClient; tab
       }
     },
 
-    async query<T>(index: IndexName, partition: string, page: Parameters<StateTable['query']>[2], opts?: CallOptions) {
+    async query<T>(
+      index: IndexName,
+      partition: string,
+      page: Parameters<StateTable['query']>[2],
+      opts?: CallOptions,
+    ) {
       const attrs = INDEXES[index];
       const input: QueryCommandInput = {
         TableName,
         IndexName: index,
-        KeyConditionExpression:
-          page.sortFrom === undefined ? '#p = :p' : '#p = :p AND #s >= :from',
-        ExpressionAttributeNames: { '#p': attrs.pk, ...(page.sortFrom === undefined ? {} : { '#s': attrs.sk }) },
+        KeyConditionExpression: page.sortFrom === undefined ? '#p = :p' : '#p = :p AND #s >= :from',
+        ExpressionAttributeNames: {
+          '#p': attrs.pk,
+          ...(page.sortFrom === undefined ? {} : { '#s': attrs.sk }),
+        },
         ExpressionAttributeValues: {
           ':p': partition,
           ...(page.sortFrom === undefined ? {} : { ':from': page.sortFrom }),

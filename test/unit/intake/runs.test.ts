@@ -1,16 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { ForbiddenError, NotFoundError, ValidationError } from '../../../lib/errors.ts';
 import { RunFinishedError } from '../../../lib/intake/errors.ts';
-import { encodeToken, MAX_SCAN, makeCancelRun, makeGetRun, makeListRuns } from '../../../lib/intake/runs.ts';
+import { MAX_PAGES_READ } from '../../../lib/intake/list-page.ts';
+import { makeCancelRun, makeGetRun, makeListRuns } from '../../../lib/intake/runs.ts';
 import { newRecord, type RunRecord } from '../../../lib/run/record.ts';
 import { makeRunRecords } from '../../../lib/run/records.ts';
 import type { RunSpec } from '../../../lib/run/spec.ts';
+import type { StateTable } from '../../../lib/state/table.ts';
 import { aRunSpec } from '../../helpers/builders.ts';
 import {
   iam,
   intakeConfig,
-  memoryStore,
-  NLP_ARN,
+  memoryTable,
   recordingWorkflow,
   STRANGER_ARN,
   VISION_ARN,
@@ -28,13 +29,14 @@ function idOf(n: number): string {
   return `run-${s}`;
 }
 
+/** Records created a second apart, in the order given (the lists are newest first). */
 async function seed(specs: RunSpec[]) {
-  const store = memoryStore();
-  const records = makeRunRecords({ store, clock });
-  for (const spec of specs) await records.create(newRecord(spec, 'fp', clock.now()));
-  // Training output lives under runs/ too; the listing must skip it.
-  await store.putJson(`runs/${specs[0]?.runId}/output/model.json`, {});
-  return { store, records };
+  const table = memoryTable();
+  const records = makeRunRecords({ table, clock });
+  for (const [i, spec] of specs.entries()) {
+    await records.create(newRecord(spec, 'fp', new Date(clock.now().getTime() + i * 1000)));
+  }
+  return { table, records };
 }
 
 const spec = (n: number, request: Record<string, unknown> = {}, extra: Partial<RunSpec> = {}) =>
@@ -71,10 +73,10 @@ describe('getRun', () => {
 });
 
 describe('listRuns', () => {
-  it("pages through the caller's runs only, in run-id order", async () => {
+  it("pages through the caller's team's runs only, newest first", async () => {
     const specs = Array.from({ length: 25 }, (_, i) => spec(i + 1, i % 5 === 0 ? { team: 'nlp' } : {}));
-    const { store, records } = await seed(specs);
-    const list = makeListRuns({ store, records, config });
+    const { table } = await seed(specs);
+    const list = makeListRuns({ table, config });
     const seen: string[] = [];
     let nextToken: string | undefined;
     let pages = 0;
@@ -86,37 +88,58 @@ describe('listRuns', () => {
       pages++;
     } while (nextToken);
     const expected = specs.filter((s) => s.request.team === 'vision').map((s) => s.runId);
-    expect(seen).toEqual(expected);
+    expect(seen).toEqual(expected.reverse());
     expect(pages).toBe(3);
   });
 
-  it('filters by phase, sweep and model', async () => {
-    const { store, records } = await seed([
+  it('filters by phase, sweep and model, each from its own index', async () => {
+    const { table, records } = await seed([
       spec(1, { modelName: 'bert' }),
       spec(2, {}, { trial: { sweepId: 'swp-abcdefghijklmnopqrst', trialIndex: 0 } }),
       spec(3),
     ]);
     await records.update(idOf(3), { phase: 'Running' });
-    const list = makeListRuns({ store, records, config });
+    const list = makeListRuns({ table, config });
     const ids = async (query: Record<string, string>) =>
       (await list({ caller: vision, query })).runs.map((r: RunRecord) => r.runId);
     expect(await ids({ phase: 'Running' })).toEqual([idOf(3)]);
+    expect(await ids({ phase: 'Accepted' })).toEqual([idOf(2), idOf(1)]);
     expect(await ids({ sweepId: 'swp-abcdefghijklmnopqrst' })).toEqual([idOf(2)]);
     expect(await ids({ model: 'bert' })).toEqual([idOf(1)]);
-    expect(await ids({})).toEqual([idOf(1), idOf(2), idOf(3)]);
+    expect(await ids({ model: 'bert', phase: 'Running' })).toEqual([]);
+    expect(await ids({})).toEqual([idOf(3), idOf(2), idOf(1)]);
   });
 
-  it('returns a short page with a token when the filter is sparse', async () => {
-    const specs = Array.from({ length: MAX_SCAN + 5 }, (_, i) => spec(i + 1, { team: 'nlp' }));
-    const { store, records } = await seed(specs);
-    const list = makeListRuns({ store, records, config });
-    const sorted = specs.map((s) => s.runId).sort();
-    const page = await list({ caller: vision, query: {} });
-    expect(page.runs).toEqual([]);
-    expect(page.nextToken).toBe(encodeToken(sorted[MAX_SCAN - 1] as string));
-    const rest = await list({ caller: iam(NLP_ARN), query: { nextToken: page.nextToken } });
-    expect(rest.runs.map((r) => r.runId)).toEqual(sorted.slice(MAX_SCAN));
-    expect(rest.nextToken).toBeUndefined();
+  it('reads at most two pages of items for a filter its index does not cover, then returns a token', async () => {
+    // 50 runs of one model, of which only the oldest is Running: model+phase reads the model's index.
+    const specs = Array.from({ length: 50 }, (_, i) => spec(i + 1, { modelName: 'bert' }));
+    const { table, records } = await seed(specs);
+    await records.update(idOf(1), { phase: 'Running' });
+    let reads = 0;
+    const counting: StateTable = {
+      ...table,
+      async query<T>(...args: Parameters<StateTable['query']>) {
+        const page = await table.query<T>(...args);
+        reads += page.read;
+        return page;
+      },
+    };
+    const list = makeListRuns({ table: counting, config });
+    const first = await list({ caller: vision, query: { model: 'bert', phase: 'Running', limit: '10' } });
+    expect(first.runs).toEqual([]);
+    expect(reads).toBe(MAX_PAGES_READ * 10);
+    expect(first.nextToken).toBeDefined();
+    let token = first.nextToken;
+    const found: string[] = [];
+    while (token) {
+      const page = await list({
+        caller: vision,
+        query: { model: 'bert', phase: 'Running', limit: '10', nextToken: token },
+      });
+      found.push(...page.runs.map((r) => r.runId));
+      token = page.nextToken;
+    }
+    expect(found).toEqual([idOf(1)]);
   });
 
   it.each([
@@ -129,12 +152,11 @@ describe('listRuns', () => {
     [{ model: 'Robert; DROP TABLE' }, 'model'],
     [{ nextToken: 'not-a-token!' }, 'nextToken'],
     [{ nextToken: Buffer.from('runs/../x').toString('base64url') }, 'nextToken'],
+    [{ since: 'yesterday' }, 'since'],
     [{ team: 'nlp' }, 'team'],
   ])('refuses the query %j (400 on %s)', async (query, field) => {
-    const { store, records } = await seed([spec(1)]);
-    const err = await makeListRuns({ store, records, config })({ caller: vision, query }).catch(
-      (e: unknown) => e,
-    );
+    const { table } = await seed([spec(1)]);
+    const err = await makeListRuns({ table, config })({ caller: vision, query }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ValidationError);
     expect((err as ValidationError).issues.map((i) => i.field)).toContain(field);
   });

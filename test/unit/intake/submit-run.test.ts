@@ -9,13 +9,14 @@ import {
 import { RunMessageSchema } from '../../../lib/intake/message-schema.ts';
 import { makeSubmitRun } from '../../../lib/intake/submit-run.ts';
 import { fingerprintOf, runIdFromKey } from '../../../lib/run/ids.ts';
-import { makeRunRecords, recordKey } from '../../../lib/run/records.ts';
+import { makeRunRecords, runItemKey } from '../../../lib/run/records.ts';
 import { parseRunRequest } from '../../../lib/run/schema.ts';
 import {
   BUCKET,
   iam,
   intakeConfig,
   memoryStore,
+  memoryTable,
   NLP_ARN,
   recordingQueue,
   VISION_ARN,
@@ -27,10 +28,11 @@ function setup() {
   const store = memoryStore();
   const queue = recordingQueue();
   const clock = { now: () => new Date('2026-12-01T10:00:00Z') };
-  const records = makeRunRecords({ store, clock });
+  const table = memoryTable();
+  const records = makeRunRecords({ table, clock });
   const owners = makeModelOwners({ store, clock });
   const submit = makeSubmitRun({ records, owners, queue, clock, config: intakeConfig(), bucket: BUCKET });
-  return { store, queue, records, owners, submit };
+  return { store, table, queue, records, owners, submit };
 }
 
 const caller = iam(VISION_ARN);
@@ -60,13 +62,13 @@ describe('submitRun', () => {
   });
 
   it('replays the same key and body: same run, no second record, enqueued again while Accepted', async () => {
-    const { submit, queue, store } = setup();
+    const { submit, queue, table } = setup();
     const first = await submit({ caller, body: visionBody(), idempotencyKey: 'k-1' });
     // The key may come in the body instead of the header; defaults spelled out change nothing.
     const second = await submit({ caller, body: visionBody({ idempotencyKey: 'k-1', numNodes: 1 }) });
     expect(second.created).toBe(false);
     expect(second.record).toEqual(first.record);
-    expect([...store.objects.keys()]).toEqual([recordKey(first.record.runId)]);
+    expect([...table.items.keys()]).toEqual([runItemKey(first.record.runId)]);
     expect(queue.sent.map((m) => m.attributes.runId)).toEqual([first.record.runId, first.record.runId]);
   });
 
@@ -106,7 +108,7 @@ describe('submitRun', () => {
 
   it("refuses another team's model name at submit (403 naming the owner), before writing anything", async () => {
     // Prepare: vision owns resnet (its first publish recorded it).
-    const { submit, queue, store, owners } = setup();
+    const { submit, queue, store, table, owners } = setup();
     await owners.claim('resnet', 'vision', 'run-aaaaaaaaaaaaaaaaaaaa');
     const nlp = iam(NLP_ARN);
     const nlpBody = visionBody({
@@ -115,7 +117,7 @@ describe('submitRun', () => {
       image: 'ghcr.io/acme/nlp/x:1',
       runtime: { name: 'torch-distributed' },
     });
-    const keys = [...store.objects.keys()];
+    const keys = [...store.objects.keys(), ...table.items.keys()];
     // Act
     const err = await submit({ caller: nlp, body: nlpBody }).catch((e: unknown) => e);
     // Assess
@@ -123,7 +125,7 @@ describe('submitRun', () => {
     expect((err as ForbiddenError).rule).toBe(
       'model resnet belongs to team vision; choose another modelName',
     );
-    expect([...store.objects.keys()]).toEqual(keys);
+    expect([...store.objects.keys(), ...table.items.keys()]).toEqual(keys);
     expect(queue.sent).toHaveLength(0);
     // A run that publishes nothing may use the name; the owner may always.
     await expect(
@@ -183,9 +185,8 @@ describe('submitRun', () => {
   );
 
   it('accepts a queued PyTorchJob where the cluster lists it in kueueManagedKinds, and an unqueued one anywhere', async () => {
-    const store = memoryStore();
     const clock = { now: () => new Date('2026-12-01T10:00:00Z') };
-    const records = makeRunRecords({ store, clock });
+    const records = makeRunRecords({ table: memoryTable(), clock });
     const base = intakeConfig();
     const config = {
       ...base,

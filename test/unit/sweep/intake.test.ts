@@ -20,6 +20,7 @@ import {
   iam,
   intakeConfig,
   memoryStore,
+  memoryTable,
   NLP_ARN,
   recordingQueue,
   recordingWorkflow,
@@ -58,8 +59,9 @@ const valid = (over: Record<string, unknown> = {}) => ({
 function setup() {
   const store = memoryStore();
   const queue = recordingQueue();
-  const records = makeRunRecords({ store, clock });
-  const sweeps = makeSweeps({ store, records, clock, bucket: BUCKET });
+  const table = memoryTable();
+  const records = makeRunRecords({ table, clock });
+  const sweeps = makeSweeps({ table, records, clock, bucket: BUCKET });
   const owners = makeModelOwners({ store, clock });
   const deps = {
     sweeps,
@@ -70,7 +72,16 @@ function setup() {
     caps: { queue },
     newSeed: () => 42,
   };
-  return { store, queue, records, sweeps, submit: makeSubmitSweep(deps), get: makeGetSweep(deps), deps };
+  return {
+    store,
+    table,
+    queue,
+    records,
+    sweeps,
+    submit: makeSubmitSweep(deps),
+    get: makeGetSweep(deps),
+    deps,
+  };
 }
 
 async function issuesOf(body: unknown): Promise<Array<{ field: string; rule: string }>> {
@@ -82,7 +93,7 @@ async function issuesOf(body: unknown): Promise<Array<{ field: string; rule: str
 
 describe('submitting a sweep', () => {
   it('records the sweep and releases parallelTrials trials with ids derived from the sweep id', async () => {
-    const { submit, queue, store } = setup();
+    const { submit, queue, table } = setup();
     const { record, created } = await submit({
       caller: iam(VISION_ARN),
       body: valid(),
@@ -98,7 +109,10 @@ describe('submitting a sweep', () => {
     expect(message.run.request.env).toEqual({ OPTIMIZER: t0.optimizer });
     expect(message.run.request.hyperparameters).toEqual(t0);
     expect(message.run.request.queue).toBe('vision-queue');
-    expect(store.objects.has(`sweeps/active/${record.sweepId}`)).toBe(true);
+    expect(table.items.get(`sweep#${record.sweepId}`)?.indexes.active).toEqual({
+      pk: 'active#sweep',
+      sk: record.sweepId,
+    });
   });
 
   it('replays the same key and body without releasing more, and refuses the key with another body', async () => {
@@ -114,15 +128,16 @@ describe('submitting a sweep', () => {
   });
 
   it('sends again a released trial whose message was lost, once it has waited a minute without a run', async () => {
-    const { submit, queue, store, records } = setup();
+    const { submit, queue, table, records } = setup();
     queue.failNext(new Error('send lost'));
     await expect(submit({ caller: iam(VISION_ARN), body: valid(), idempotencyKey: 'lost' })).rejects.toThrow(
       'send lost',
     );
     const sent = queue.sent.length;
     let now = clock.now().getTime() + 61_000;
-    const later = makeSweeps({ store, records, clock: { now: () => new Date(now) }, bucket: BUCKET });
-    const sweepId = (await store.list('sweeps/active/'))[0]?.key.split('/')[2] as string;
+    const later = makeSweeps({ table, records, clock: { now: () => new Date(now) }, bucket: BUCKET });
+    const sweepId = (await table.query<{ sweepId: string }>('active', 'active#sweep', { limit: 10 })).items[0]
+      ?.sweepId as string;
     await later.advance(sweepId, { queue });
     const resent = queue.sent.slice(sent).map((m) => RunMessageSchema.parse(m.message).run.runId);
     expect(resent).toContain(trialRunId(sweepId, 0));
