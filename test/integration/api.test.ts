@@ -319,21 +319,25 @@ describe('HTTP API on the local stand-ins', () => {
         mine.push(res.body.runId as string);
       }
       const seen: string[] = [];
+      const created: string[] = [];
       let token: string | undefined;
       let pages = 0;
       do {
         const q = new URLSearchParams({ limit: '3', ...(token ? { nextToken: token } : {}) });
         const res = await call({ method: 'GET', path: `/v1/runs?${q}`, principal: NLP });
         expect(res.status).toBe(200);
-        const runs = res.body.runs as Array<{ runId: string; team: string }>;
+        const runs = res.body.runs as Array<{ runId: string; team: string; createdAt: string }>;
         expect(runs.length).toBeLessThanOrEqual(3);
         for (const r of runs) expect(r.team).toBe('nlp');
         seen.push(...runs.map((r) => r.runId));
+        created.push(...runs.map((r) => r.createdAt));
         token = res.body.nextToken as string | undefined;
         pages++;
       } while (token);
-      expect(seen).toEqual([...seen].sort());
-      for (const id of mine) expect(seen).toContain(id);
+      // Newest first, each run once; the runs submitted here come out in reverse order.
+      expect(created).toEqual([...created].sort().reverse());
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(seen.filter((id) => mine.includes(id))).toEqual([...mine].reverse());
       expect(pages).toBeGreaterThanOrEqual(3);
       const filtered = await call({ method: 'GET', path: '/v1/runs?model=bert-3', principal: NLP });
       expect((filtered.body.runs as Array<{ runId: string }>).map((r) => r.runId)).toEqual([mine[3]]);

@@ -2,12 +2,12 @@ import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { DescribeExecutionCommand, ListExecutionsCommand, SFNClient } from '@aws-sdk/client-sfn';
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { makeS3ObjectStore } from '../../lib/adapters/aws/s3-store.ts';
 import type { RuleState } from '../../lib/datatrigger/policy.ts';
 import type { PartitionState } from '../../lib/datatrigger/quiet.ts';
 import { partitionKey, stateKey } from '../../lib/datatrigger/trigger.ts';
 import type { RunRecord } from '../../lib/run/record.ts';
 import { makeRunRecords } from '../../lib/run/records.ts';
+import { tableDocuments } from '../../lib/state/documents.ts';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import { itemKeys, tableOf } from '../helpers/state.ts';
 
@@ -103,7 +103,8 @@ describe('data triggers on the local stack', { timeout: 120_000 }, () => {
     vi.restoreAllMocks();
   });
 
-  const store = () => makeS3ObjectStore({ s3: env.stack.s3, bucket: env.stack.bucket });
+  // The trigger's state: documents in the state table.
+  const store = () => tableDocuments(tableOf(env.stack));
   const records = () => makeRunRecords({ table: tableOf(env.stack), clock: { now: () => new Date() } });
 
   async function put(key: string, body = 'x') {
