@@ -28,6 +28,7 @@ const RUNS_DLQ_ARN = { 'Fn::GetAtt': ['RunsDeadLetterQueue', 'Arn'] };
 const SERVING_QUEUE_ARN = { 'Fn::GetAtt': ['ServingQueue', 'Arn'] };
 const DATA_EVENTS_QUEUE_ARN = { 'Fn::GetAtt': ['DataEventsQueue', 'Arn'] };
 const METRICS_QUEUE_ARN = { 'Fn::GetAtt': ['MetricsQueue', 'Arn'] };
+const TABLE_ARN = { 'Fn::GetAtt': ['StateTable', 'Arn'] };
 
 /** serverless's logical id for a function key: `createJob` → `CreateJobLambdaFunction`. */
 const lambdaLogicalId = (key) =>
@@ -42,31 +43,44 @@ const objects = (actions, ...prefixes) => ({
   Action: actions,
   Resource: prefixes.map((p) => join(BUCKET_ARN, `/${p}`)),
 });
+// runs/<id>/: training output, metric objects and the metric history (records are in the state table).
 const readRuns = objects(['s3:GetObject'], 'runs/*');
 const readWriteRuns = objects(['s3:GetObject', 's3:PutObject'], 'runs/*');
-const readSweeps = objects(['s3:GetObject'], 'sweeps/*');
+
+/**
+ * The state table (lib/state/table.ts): items by kind — `run#…`, `sweep#…`, `doc#…` (the data
+ * trigger's state) — each function only the kinds it touches (dynamodb:LeadingKeys), reads
+ * (GetItem) or reads and conditional writes (GetItem, PutItem); lists query only their indexes.
+ */
+const itemKinds = (kinds) => ({
+  'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': kinds.map((k) => `${k}#*`) },
+});
+const readState = (...kinds) => ({
+  Sid: 'StateRead',
+  Effect: 'Allow',
+  Action: ['dynamodb:GetItem'],
+  Resource: [TABLE_ARN],
+  Condition: itemKinds(kinds),
+});
+const writeState = (...kinds) => ({
+  Sid: 'StateReadWrite',
+  Effect: 'Allow',
+  Action: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+  Resource: [TABLE_ARN],
+  Condition: itemKinds(kinds),
+});
+const queryState = (...indexes) => ({
+  Sid: 'StateQuery',
+  Effect: 'Allow',
+  Action: ['dynamodb:Query'],
+  Resource: indexes.map((i) => join(TABLE_ARN, `/index/${i}`)),
+});
 // Who owns a model name: models/<model>/owner.json, or for a model published before owner files,
 // the team in its latest manifest (lib/artifacts/ownership.ts). Read at submit, never written there.
 const readModelOwners = {
   ...objects(['s3:GetObject'], 'models/*/owner.json', 'models/*/latest.json', 'models/*/manifest.json'),
   Sid: 'ModelOwnersGet',
 };
-// Sweep records and their active markers (sweeps/<id>/record.json, sweeps/active/<id>).
-const readWriteSweeps = {
-  ...objects(['s3:GetObject', 's3:PutObject'], 'sweeps/*'),
-  Sid: 'SweepObjectsGetPut',
-};
-// Only the functions that end sweeps remove the active marker.
-const endSweeps = { ...objects(['s3:DeleteObject'], 'sweeps/active/*'), Sid: 'SweepObjectsDelete' };
-
-/** ListObjectsV2 limited to prefixes (s3:prefix is set on list requests). */
-const listPrefixes = (...prefixes) => ({
-  Sid: 'ListPrefixes',
-  Effect: 'Allow',
-  Action: ['s3:ListBucket'],
-  Resource: [BUCKET_ARN],
-  Condition: { StringLike: { 's3:prefix': prefixes } },
-});
 
 /**
  * Without s3:ListBucket, S3 answers GetObject on a missing key with 403 AccessDenied instead of
@@ -189,34 +203,33 @@ const statements = {
 const FUNCTIONS = {
   // HTTP API
   submitRun: {
-    statements: () => [readWriteRuns, readModelOwners, existenceChecks, statements.enqueueRuns()],
+    statements: () => [writeState('run'), readModelOwners, existenceChecks, statements.enqueueRuns()],
   },
-  getRun: { statements: () => [readRuns, existenceChecks] },
+  getRun: { statements: () => [readState('run')] },
   // The record (ownership) and runs/<id>/metric-history.json, which may not exist yet.
-  getRunMetrics: { statements: () => [readRuns, existenceChecks] },
-  listRuns: { statements: () => [readRuns, listPrefixes('runs/*')] },
+  getRunMetrics: { statements: () => [readState('run'), readRuns, existenceChecks] },
+  listRuns: { statements: () => [queryState('byTeam', 'byPhase', 'byModel', 'bySweep')] },
   cancelRun: {
     k8s: true,
-    statements: () => [
-      readWriteRuns,
-      existenceChecks,
-      statements.stopExecution(),
-      statements.describeClusters(),
-    ],
+    statements: () => [writeState('run'), statements.stopExecution(), statements.describeClusters()],
   },
   // Sweeps: submit records the sweep and releases its first trials (run messages); cancel also
   // stops trials (their executions, records and jobs) and ends the sweep.
   submitSweep: {
-    statements: () => [readWriteSweeps, readRuns, readModelOwners, existenceChecks, statements.enqueueRuns()],
+    statements: () => [
+      writeState('sweep'),
+      readState('run'),
+      readModelOwners,
+      existenceChecks,
+      statements.enqueueRuns(),
+    ],
   },
-  getSweep: { statements: () => [readSweeps, existenceChecks] },
+  getSweep: { statements: () => [readState('sweep')] },
+  listSweeps: { statements: () => [queryState('byTeam', 'byPhase')] },
   cancelSweep: {
     k8s: true,
     statements: () => [
-      readWriteSweeps,
-      endSweeps,
-      readWriteRuns,
-      existenceChecks,
+      writeState('sweep', 'run'),
       statements.enqueueRuns(),
       statements.stopExecution(),
       statements.describeClusters(),
@@ -234,35 +247,36 @@ const FUNCTIONS = {
       statements.consumeRuns(),
       statements.deadLetterRuns(),
       statements.startExecution(),
-      readWriteRuns,
-      existenceChecks,
+      writeState('run'),
     ],
   },
   // the data-events consumer: run records (create, and Cancelled on replace), its own state and
-  // dedupe objects under triggers/, the runs queue, and StopExecution for `replace`. It never talks
+  // dedupe marks (doc# items), the runs queue, and StopExecution for `replace`. It never talks
   // to Kubernetes: the reconciler deletes the jobs of the executions it stops.
   dataIntake: {
     statements: () => [
       statements.consumeDataEvents(),
       statements.enqueueRuns(),
-      objects(['s3:GetObject', 's3:PutObject'], 'runs/*', 'triggers/*'),
-      existenceChecks,
+      writeState('run', 'doc'),
       statements.stopExecution(),
     ],
   },
   // the metric channel's consumer: reads metric objects, writes runs/<id>/metric-history.json and the
   // run record (a history that does not exist yet needs the existence checks to read as missing).
-  metricsIntake: { statements: () => [statements.consumeMetrics(), readWriteRuns, existenceChecks] },
+  metricsIntake: {
+    statements: () => [statements.consumeMetrics(), writeState('run'), readWriteRuns, existenceChecks],
+  },
   // the state machine's tasks
-  createJob: { k8s: true, statements: () => [readWriteRuns, statements.describeClusters()] },
+  createJob: { k8s: true, statements: () => [writeState('run'), statements.describeClusters()] },
   awaitJob: { k8s: true, statements: () => [statements.describeClusters(), statements.answerTasks()] },
   checkJob: { k8s: true, statements: () => [statements.describeClusters()] },
   // Server-side copies runs/<id>/output/ → models/<model>/<version>/ (CopyObject reads the source
   // with s3:GetObject; multipart copies are aborted on failure); versions.json, the run's claim and
   // latest.json may not exist yet, hence the bucket-wide existence checks (which also cover listing
-  // the output).
+  // the output). It drains the run's metric objects into its history first.
   publishArtifacts: {
     statements: () => [
+      writeState('run'),
       readWriteRuns,
       objects(['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'], 'models/*'),
       existenceChecks,
@@ -270,11 +284,11 @@ const FUNCTIONS = {
   },
   // Reads the published manifest (models/<model>/<version>/manifest.json) to send it.
   notifyServing: {
-    statements: () => [readWriteRuns, objects(['s3:GetObject'], 'models/*'), statements.notifyServing()],
+    statements: () => [writeState('run'), objects(['s3:GetObject'], 'models/*'), statements.notifyServing()],
   },
   // A trial's outcome releases its sweep's next trials at once (lib/sweep/sweeps.ts advance).
   recordOutcome: {
-    statements: () => [readWriteRuns, readWriteSweeps, existenceChecks, statements.enqueueRuns()],
+    statements: () => [writeState('run', 'sweep'), statements.enqueueRuns()],
   },
   cleanup: { k8s: true, statements: () => [statements.describeClusters()] },
   // scheduled
@@ -284,13 +298,12 @@ const FUNCTIONS = {
       statements.describeClusters(),
       statements.answerTasks(),
       statements.describeExecution(),
+      // Sweeps: advance every active sweep (the sparse `active` index) — release, stop trials
+      // (early stopping, end, cancel), publish the best trial's model and hand it to serving.
+      writeState('run', 'sweep'),
+      queryState('active'),
       readWriteRuns,
       existenceChecks,
-      // Sweeps: advance every active sweep — release, stop trials (early stopping, end, cancel),
-      // publish the best trial's model and hand it to serving.
-      readWriteSweeps,
-      endSweeps,
-      listPrefixes('sweeps/active/*'),
       statements.enqueueRuns(),
       statements.stopExecution(),
       objects(['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'], 'models/*'),

@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RuntimeEnvSchema } from '../../lib/config.ts';
 import { ROUTES, routeKey } from '../../lib/intake/routes.ts';
 import { TASK_FUNCTIONS as LOCAL_TASK_FUNCTIONS } from '../../local/definition.ts';
+import { stateTableDefinition } from '../../local/state-table.ts';
 import { ROOT, tierAvailable } from '../helpers/tiers.ts';
 
 /**
@@ -194,28 +195,23 @@ const EKS = ['eks:DescribeCluster'];
 const DESCRIBE_CLUSTER_CONFIG = 'test/deploy/fixtures/config-describe-cluster.json';
 const ANSWER = ['states:SendTaskFailure', 'states:SendTaskHeartbeat', 'states:SendTaskSuccess'];
 const RUNS_RW = ['s3:GetObject', 's3:PutObject'];
+const STATE_R = ['dynamodb:GetItem'];
+const STATE_RW = ['dynamodb:GetItem', 'dynamodb:PutItem'];
+const STATE_Q = ['dynamodb:Query'];
 
 /** The minimum each function needs, from what its code calls (functions/ → lib/ → adapters). */
 const EXPECTED_ACTIONS: Record<string, string[]> = {
-  submitRun: [...LOGS, ...RUNS_RW, 's3:ListBucket', 'sqs:SendMessage'],
-  getRun: [...LOGS, 's3:GetObject', 's3:ListBucket'],
-  getRunMetrics: [...LOGS, 's3:GetObject', 's3:ListBucket'],
-  listRuns: [...LOGS, 's3:GetObject', 's3:ListBucket'],
-  cancelRun: [
-    ...LOGS,
-    ...RUNS_RW,
-    's3:ListBucket',
-    'states:StopExecution',
-    'states:DescribeExecution',
-    ...EKS,
-  ],
-  submitSweep: [...LOGS, ...RUNS_RW, 's3:ListBucket', 'sqs:SendMessage'],
-  getSweep: [...LOGS, 's3:GetObject', 's3:ListBucket'],
+  submitRun: [...LOGS, ...STATE_RW, 's3:GetObject', 's3:ListBucket', 'sqs:SendMessage'],
+  getRun: [...LOGS, ...STATE_R],
+  getRunMetrics: [...LOGS, ...STATE_R, 's3:GetObject', 's3:ListBucket'],
+  listRuns: [...LOGS, ...STATE_Q],
+  cancelRun: [...LOGS, ...STATE_RW, 'states:StopExecution', 'states:DescribeExecution', ...EKS],
+  submitSweep: [...LOGS, ...STATE_RW, 's3:GetObject', 's3:ListBucket', 'sqs:SendMessage'],
+  getSweep: [...LOGS, ...STATE_R],
+  listSweeps: [...LOGS, ...STATE_Q],
   cancelSweep: [
     ...LOGS,
-    ...RUNS_RW,
-    's3:DeleteObject',
-    's3:ListBucket',
+    ...STATE_RW,
     'sqs:SendMessage',
     'states:StopExecution',
     'states:DescribeExecution',
@@ -226,8 +222,7 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
   openapi: [...LOGS],
   runsConsumer: [
     ...LOGS,
-    ...RUNS_RW,
-    's3:ListBucket',
+    ...STATE_RW,
     'sqs:SendMessage',
     'states:StartExecution',
     'sqs:ReceiveMessage',
@@ -237,8 +232,7 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
   ],
   dataIntake: [
     ...LOGS,
-    ...RUNS_RW,
-    's3:ListBucket',
+    ...STATE_RW,
     'sqs:SendMessage',
     'sqs:ReceiveMessage',
     'sqs:DeleteMessage',
@@ -249,6 +243,7 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
   ],
   metricsIntake: [
     ...LOGS,
+    ...STATE_RW,
     ...RUNS_RW,
     's3:ListBucket',
     'sqs:ReceiveMessage',
@@ -256,12 +251,12 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
     'sqs:GetQueueAttributes',
     'sqs:ChangeMessageVisibility',
   ],
-  createJob: [...LOGS, ...RUNS_RW, ...EKS],
+  createJob: [...LOGS, ...STATE_RW, ...EKS],
   awaitJob: [...LOGS, ...EKS, ...ANSWER],
   checkJob: [...LOGS, ...EKS],
-  publishArtifacts: [...LOGS, ...RUNS_RW, 's3:AbortMultipartUpload', 's3:ListBucket'],
-  notifyServing: [...LOGS, ...RUNS_RW, 'sqs:SendMessage'],
-  recordOutcome: [...LOGS, ...RUNS_RW, 's3:ListBucket', 'sqs:SendMessage'],
+  publishArtifacts: [...LOGS, ...STATE_RW, ...RUNS_RW, 's3:AbortMultipartUpload', 's3:ListBucket'],
+  notifyServing: [...LOGS, ...STATE_RW, 's3:GetObject', 'sqs:SendMessage'],
+  recordOutcome: [...LOGS, ...STATE_RW, 'sqs:SendMessage'],
   cleanup: [...LOGS, ...EKS],
   reconciler: [
     ...LOGS,
@@ -269,9 +264,10 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
     ...ANSWER,
     'states:DescribeExecution',
     'states:StopExecution',
+    ...STATE_RW,
+    ...STATE_Q,
     ...RUNS_RW,
     's3:AbortMultipartUpload',
-    's3:DeleteObject',
     's3:ListBucket',
     'sqs:SendMessage',
   ],
@@ -476,6 +472,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
         expect(known.has(name), `${id}: ${name} is not in RuntimeEnv`).toBe(true);
       }
       expect(vars.GANTRY_BUCKET, id).toEqual({ Ref: 'GantryBucket' });
+      expect(vars.GANTRY_STATE_TABLE, id).toEqual({ Ref: 'StateTable' });
       expect(render(vars.GANTRY_STATE_MACHINE_ARN), id).toBe(
         `arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:stateMachine:${t.Resources.TrainingRunStateMachine?.Properties.StateMachineName}`,
       );
@@ -583,13 +580,14 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
           }
           for (const r of list(s.Resource).map(render)) {
             if (r.startsWith('<GantryBucket.Arn>/'))
-              // triggers/: the data trigger's rule state and dedupe objects; sweeps/: sweep
-              // records, and sweeps/active/ markers, which only the functions that end sweeps delete;
+              // runs/: training output and metric histories (records are in the state table);
               // models/*/owner.json, latest.json, manifest.json: who owns a model name (read at submit).
               expect(r, id).toMatch(
-                /^<GantryBucket\.Arn>\/((runs|models|triggers|sweeps|sweeps\/active)\/\*|models\/\*\/(owner|latest|manifest)\.json)$/,
+                /^<GantryBucket\.Arn>\/((runs|models)\/\*|models\/\*\/(owner|latest|manifest)\.json)$/,
               );
             if (r.includes(':states:')) expect(r, id).toContain(':gantry-dev-training-run');
+            if (list(s.Action).some((a) => a.startsWith('dynamodb:')))
+              expect(r, `${id} ${s.Sid}`).toMatch(/^<StateTable\.Arn>(\/index\/\w+)?$/);
             if (r.includes(':eks:')) expect(r, id).toMatch(/:cluster\/[\w-]+$/);
           }
         }
@@ -722,6 +720,39 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     const target = (rule.Properties.Targets as Array<{ Arn: unknown }>)[0];
     expect(target?.Arn).toEqual({ 'Fn::GetAtt': ['ReconcilerLambdaFunction', 'Arn'] });
     expect(fns.get('ReconcilerLambdaFunction')?.Properties.ReservedConcurrentExecutions).toBe(1);
+  });
+
+  it('keeps run and sweep state in one DynamoDB table: the local key schema and indexes, PITR, KMS, retained', () => {
+    const table = t.Resources.StateTable as Resource;
+    expect(table.Type).toBe('AWS::DynamoDB::Table');
+    expect(table.DeletionPolicy).toBe('Retain');
+    const p = table.Properties as Json;
+    expect(p.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    expect(p.SSESpecification).toEqual({ SSEEnabled: true, SSEType: 'KMS' });
+    expect(p.BillingMode).toBe('PAY_PER_REQUEST');
+    expect(p.TimeToLiveSpecification).toBeUndefined();
+    // The embedded default creates the same table (local/state-table.ts): same keys, same indexes.
+    const local = stateTableDefinition('x');
+    const byName = <T extends { AttributeName?: string; IndexName?: string }>(xs: T[]) =>
+      [...xs].sort((a, b) =>
+        String(a.AttributeName ?? a.IndexName).localeCompare(String(b.AttributeName ?? b.IndexName)),
+      );
+    expect(byName(p.AttributeDefinitions as never[])).toEqual(byName(local.AttributeDefinitions as never[]));
+    expect(p.KeySchema).toEqual(local.KeySchema);
+    expect(byName(p.GlobalSecondaryIndexes as never[])).toEqual(
+      byName(local.GlobalSecondaryIndexes as never[]),
+    );
+    // Each function reaches only the item kinds it uses.
+    const kinds = (key: string) =>
+      roleOf(t, fns.get(lambdaLogicalId(key)) as Resource)
+        .statements.filter((s) => list(s.Action).includes('dynamodb:GetItem'))
+        .flatMap((s) => (s.Condition as Json)['ForAllValues:StringLike'] as Json)
+        .flatMap((c) => list(c['dynamodb:LeadingKeys']))
+        .sort();
+    expect(kinds('getRun')).toEqual(['run#*']);
+    expect(kinds('getSweep')).toEqual(['sweep#*']);
+    expect(kinds('dataIntake')).toEqual(['doc#*', 'run#*']);
+    expect(kinds('reconciler')).toEqual(['run#*', 'sweep#*']);
   });
 
   it('keeps the bucket private, versioned and encrypted, with data/ events going to the data-events queue', () => {
