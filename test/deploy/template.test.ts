@@ -69,6 +69,7 @@ interface Resource {
   Properties: Json;
   DependsOn?: string | string[];
   Condition?: string;
+  DeletionPolicy?: string;
 }
 interface Template {
   Resources: Record<string, Resource>;
@@ -746,8 +747,9 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     const kinds = (key: string) =>
       roleOf(t, fns.get(lambdaLogicalId(key)) as Resource)
         .statements.filter((s) => list(s.Action).includes('dynamodb:GetItem'))
-        .flatMap((s) => (s.Condition as Json)['ForAllValues:StringLike'] as Json)
-        .flatMap((c) => list(c['dynamodb:LeadingKeys']))
+        .flatMap((s) =>
+          list(((s.Condition as Json)['ForAllValues:StringLike'] as Json)['dynamodb:LeadingKeys']),
+        )
         .sort();
     expect(kinds('getRun')).toEqual(['run#*']);
     expect(kinds('getSweep')).toEqual(['sweep#*']);
