@@ -4,13 +4,34 @@
  * `npm run demo` — the same, then submits a training run through the HTTP API, follows it with a
  *                  live progress line until it ends, and prints where the model and its output are.
  */
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { makeSqsRunQueue } from '../lib/adapters/aws/sqs-queue.ts';
 import { startEmbedded } from './embedded.ts';
 import { PRINCIPAL_HEADER } from './http-api.ts';
+import { recoverAfterRestart } from './restart.ts';
 import { DEMO_TEAM, type Stack } from './stack.ts';
+import { tableOfStack } from './state-table.ts';
 
 const PRINCIPAL = DEMO_TEAM.principals[0] as string;
-const demo = process.argv.includes('--demo');
+const { values: flags } = parseArgs({
+  options: {
+    demo: { type: 'boolean', default: false },
+    ephemeral: { type: 'boolean', default: false },
+    'state-dir': { type: 'string' },
+  },
+  strict: true,
+});
+const demo = flags.demo === true;
+/**
+ * Where `npm run dev` keeps its state (the state table, S3 objects, queued messages) across
+ * restarts; `--ephemeral` keeps everything in memory. The demo always starts clean.
+ */
+const stateDir =
+  demo || flags.ephemeral
+    ? undefined
+    : resolve(flags['state-dir'] ?? process.env.GANTRY_STATE_DIR ?? '.gantry/state');
 const port = Number(process.env.GANTRY_PORT ?? (demo ? 0 : 8080));
 // Simulated seconds per real second: an hour of "training" passes in a few seconds.
 const speed = Number(process.env.GANTRY_SIM_SPEED ?? 600);
@@ -20,8 +41,29 @@ const sfnSpeed = Number(process.env.GANTRY_SFN_SPEED ?? 60);
 async function main() {
   // The demo shows its own progress line; the services' JSON logs would drown it (WARN and up still show).
   if (demo) process.env.GANTRY_LOG_LEVEL ??= 'warn';
-  const { stack, api, close } = await startEmbedded({ simSpeed: speed, sfnSpeed, port });
+  const { stack, api, close } = await startEmbedded({
+    simSpeed: speed,
+    sfnSpeed,
+    port,
+    // The queue consumer starts after the restart check, so a run it starts is never taken for a lost one.
+    stack: { consumer: false, ...(stateDir ? { stateDir } : {}) },
+  });
   const stop = close;
+  if (stateDir) {
+    const { requeued, failed } = await recoverAfterRestart({
+      table: tableOfStack(stack),
+      config: stack.config,
+      queue: makeSqsRunQueue({ sqs: stack.sqs, queueUrl: stack.queueUrl }),
+      clock: { now: () => new Date() },
+    });
+    if (requeued.length + failed.length > 0) {
+      console.log(
+        `Restarted on ${stateDir}: ${requeued.length} accepted run(s) queued again, ` +
+          `${failed.length} run(s) in flight failed with reason LocalRestart.`,
+      );
+    }
+  }
+  stack.startConsumer();
   process.once('SIGINT', () => void stop().then(() => process.exit(130)));
   process.once('SIGTERM', () => void stop().then(() => process.exit(143)));
 
@@ -54,6 +96,7 @@ function printHowTo(url: string, stack: Stack) {
 Gantry is running on this machine (Ctrl-C stops it).
 
   HTTP API            ${url}   (local identity header: ${PRINCIPAL_HEADER}: ${PRINCIPAL})
+  State               ${stateDir ? `${stateDir} (runs, sweeps, models and queued messages survive a restart; --ephemeral keeps nothing)` : 'in memory (--ephemeral): nothing survives a stop'}
   Step Functions API  ${stack.endpoints.sfn}
   S3 / SQS (fauxqs)   ${stack.endpoints.s3} / ${stack.endpoints.sqs}   bucket ${stack.bucket}
 

@@ -8,7 +8,8 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
-import { INDEXES } from '../lib/state/table.ts';
+import { makeDynamoStateTable } from '../lib/adapters/aws/dynamodb-table.ts';
+import { INDEXES, type StateTable } from '../lib/state/table.ts';
 
 /**
  * The state table's shape: the same key schema and indexes as `serverless.yml`'s StateTable
@@ -89,4 +90,11 @@ export async function startLocalStateTable(
     throw err;
   }
   return { endpoint, tableName, client: DynamoDBDocumentClient.from(raw), close };
+}
+
+/** The state table of a local stack, through the production adapter. */
+export function tableOfStack(stack: {
+  stateTable: { name: string; client: DynamoDBDocumentClient };
+}): StateTable {
+  return makeDynamoStateTable({ client: stack.stateTable.client, tableName: stack.stateTable.name });
 }

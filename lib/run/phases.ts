@@ -38,6 +38,8 @@ export const FAILURE_REASONS = [
   'CrashLoopBackOff',
   'Unschedulable',
   'InternalError',
+  /** The embedded default was stopped while the run was in flight (local/restart.ts). */
+  'LocalRestart',
 ] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];
 

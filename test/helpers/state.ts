@@ -1,12 +1,8 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { makeDynamoStateTable } from '../../lib/adapters/aws/dynamodb-table.ts';
-import type { StateTable } from '../../lib/state/table.ts';
 
-/** The state table of a local stack (or of a local state server), through the production adapter. */
-export function tableOf(state: { stateTable: { name: string; client: DynamoDBDocumentClient } }): StateTable {
-  return makeDynamoStateTable({ client: state.stateTable.client, tableName: state.stateTable.name });
-}
+/** The state table of a local stack, through the production adapter. */
+export { tableOfStack as tableOf } from '../../local/state-table.ts';
 
 /** Every item key with this prefix (`run#`, `sweep#`, `doc#`), sorted: a test's view of what was stored. */
 export async function itemKeys(
