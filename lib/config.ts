@@ -86,8 +86,13 @@ export const TeamConfigSchema = z.strictObject({
     .check(z.minLength(1, 'a team needs at least one allowed image prefix')),
   maxNodes: z._default(z.number().check(z.int(), z.gte(1)), 16),
   maxGpusPerRun: z._default(z.number().check(z.int(), z.gte(0)), 64),
-  /** GPUs one submission may hold at once: a sweep's parallelTrials × GPUs per trial. */
+  /**
+   * GPUs the team's runs in flight (Accepted to Publishing) may request together: a new run past
+   * it is refused at intake (429, Retry-After), and a sweep's parallelTrials × GPUs per trial must fit.
+   */
   maxGpusInFlight: z._default(z.number().check(z.int(), z.gte(0)), 128),
+  /** Runs the team may have in flight (Accepted to Publishing); a new run past it is a 429. */
+  maxRunsInFlight: z._default(z.number().check(z.int(), z.gte(1)), 100),
   cluster: z.optional(name),
   /**
    * Kueue WorkloadPriorityClasses the team's runs may name (`priorityClass`). Default: none, so a

@@ -104,6 +104,8 @@ export const DEMO_TEAM = {
   maxNodes: 8,
   maxGpusPerRun: 32,
   maxGpusInFlight: 128,
+  // The no-loss test submits 1,000 runs at once; a real team's default is 100 (lib/config.ts).
+  maxRunsInFlight: 1000,
   priorityClasses: [] as string[],
   outputPrefixes: [] as string[],
 };

@@ -21,6 +21,7 @@ import {
   PayloadTooLargeError,
   RunFinishedError,
   SweepFinishedError,
+  TeamLimitError,
   UnsupportedMediaTypeError,
 } from '../../lib/intake/errors.ts';
 import { type Caller, callerFromAuthorizer } from '../../lib/intake/tenancy.ts';
@@ -129,6 +130,13 @@ export function errorResponse(err: unknown, requestId: string): ApiResult {
   }
   if (err instanceof SweepFinishedError) {
     return respond(409, { error: 'SweepFinishedError', message: e.message, phase: err.phase });
+  }
+  if (err instanceof TeamLimitError) {
+    return respond(
+      429,
+      { error: 'TeamLimitError', message: e.message, limit: err.limit },
+      { 'retry-after': String(err.retryAfterSeconds) },
+    );
   }
   if (err instanceof PayloadTooLargeError)
     return respond(413, { error: 'PayloadTooLarge', message: e.message });

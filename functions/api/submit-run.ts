@@ -1,7 +1,8 @@
 import middy from '@middy/core';
+import { makeInFlight } from '../../lib/intake/in-flight.ts';
 import { makeSubmitRun } from '../../lib/intake/submit-run.ts';
 import { toSubmitResponse } from '../../lib/intake/views.ts';
-import { clock, modelOwners, records, runQueue } from '../_deps.ts';
+import { clock, modelOwners, records, runQueue, table } from '../_deps.ts';
 import {
   type ApiResult,
   apiOptions,
@@ -15,12 +16,19 @@ import {
 import { lazy, settings } from './_intake.ts';
 
 const submitRun = lazy(() =>
-  makeSubmitRun({ ...settings(), records: records(), owners: modelOwners(), queue: runQueue(), clock }),
+  makeSubmitRun({
+    ...settings(),
+    records: records(),
+    owners: modelOwners(),
+    queue: runQueue(),
+    clock,
+    inFlight: makeInFlight(table()),
+  }),
 );
 
 /**
  * POST /v1/runs — 202 and a Location for a new run; 200 with the same body for a replay (same
- * Idempotency-Key, same request); 400 / 403 / 409 / 413 / 415 otherwise (see _http.ts).
+ * Idempotency-Key, same request); 400 / 403 / 409 / 413 / 415, or 429 with Retry-After at the team's caps, otherwise (see _http.ts).
  */
 export const handler = middy<JsonApiEvent, ApiResult>(apiOptions)
   .use(httpApi())

@@ -45,3 +45,18 @@ export class SweepFinishedError extends TerminalError {
     this.phase = phase;
   }
 }
+
+/**
+ * The team's runs or GPUs in flight are at its cap (`maxRunsInFlight`, `maxGpusInFlight`); the
+ * API answers 429 with `Retry-After`. Nothing was recorded: submit again later with the same key.
+ */
+export class TeamLimitError extends TerminalError {
+  override readonly name = 'TeamLimitError' as const;
+  readonly retryAfterSeconds: number;
+  readonly limit: string;
+  constructor(message: string, limit: string, retryAfterSeconds: number, options?: ErrorOptions) {
+    super(message, options);
+    this.limit = limit;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}

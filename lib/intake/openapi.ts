@@ -53,6 +53,13 @@ const ERRORS = {
     "No such run or sweep, or another team's (`NotFoundError`; the two answers are the same)",
   ),
   413: json(ref('ErrorBody'), 'The body is larger than 256 KiB (`PayloadTooLarge`)'),
+  429: json(
+    ref('ErrorBody'),
+    "The team's runs or GPUs in flight are at its cap (`TeamLimitError`, `limit` names which); nothing was recorded",
+    {
+      'Retry-After': { description: 'Seconds to wait before submitting again', schema: { type: 'integer' } },
+    },
+  ),
   415: json(ref('ErrorBody'), 'The body is not application/json (`UnsupportedMediaType`)'),
   500: json(ref('ErrorBody'), 'Internal error; the body carries a request id and no details'),
   503: json(ref('ErrorBody'), 'AWS or the cluster is unavailable; retry after `Retry-After` seconds', {
@@ -120,6 +127,7 @@ function operation(route: Route): Json {
           ),
           413: ERRORS[413],
           415: ERRORS[415],
+          429: ERRORS[429],
           500: ERRORS[500],
           503: ERRORS[503],
         },

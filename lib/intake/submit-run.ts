@@ -13,6 +13,7 @@ import type { RunSpec } from '../run/spec.ts';
 import { parseWith } from '../run/validate.ts';
 import { checkKueueKind } from '../trainjob/kueue-kinds.ts';
 import * as z from '../zod.ts';
+import { checkTeamCaps, type InFlightOf } from './in-flight.ts';
 import { runMessage, runMessageAttributes } from './message.ts';
 import { type Caller, checkTenancy, type Placement, requireTeam } from './tenancy.ts';
 
@@ -148,6 +149,8 @@ export interface SubmitRunDeps {
   bucket: string;
   /** Run ids for requests without a key (default: random). */
   newId?: () => string;
+  /** The team's runs and GPUs in flight (lib/intake/in-flight.ts), checked against its caps. */
+  inFlight: InFlightOf;
 }
 
 /**
@@ -164,6 +167,11 @@ export function makeSubmitRun(deps: SubmitRunDeps) {
     const { request, key, spec } = acceptRequest(input, deps);
     await checkModelOwner(deps.owners, request, opts);
     const fingerprint = fingerprintOf(request);
+    // A replay of a recorded run is answered whatever the team's load; a new run must fit its caps.
+    if (!(await deps.records.get(spec.runId, opts))) {
+      const team = deps.config.teams.find((t) => t.name === request.team);
+      if (team) checkTeamCaps(team, await deps.inFlight(team.name, opts), request);
+    }
     const { record, created } = await deps.records.create(
       newRecord(spec, fingerprint, deps.clock.now()),
       opts,

@@ -172,9 +172,13 @@ export const RunFinishedBodySchema = z.strictObject({
 export const ErrorBodySchema = z.strictObject({
   error: z.described(
     z.string(),
-    'InvalidJson, UnsupportedMediaType, PayloadTooLarge, NotFoundError, IdempotencyConflictError, ServiceUnavailable, InternalError',
+    'InvalidJson, UnsupportedMediaType, PayloadTooLarge, NotFoundError, IdempotencyConflictError, TeamLimitError, ServiceUnavailable, InternalError',
   ),
   message: z.string(),
+  limit: z.described(
+    z.optional(z.string()),
+    'TeamLimitError: the cap reached (maxRunsInFlight, maxGpusInFlight)',
+  ),
   requestId: z.described(z.optional(z.string()), 'Quote it when reporting a 5xx'),
 });
 

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSqsDeadLetter, makeSqsRunQueue } from '../../lib/adapters/aws/sqs-queue.ts';
 import { makeModelOwners } from '../../lib/artifacts/ownership.ts';
 import { AwsUnavailableError } from '../../lib/errors.ts';
+import { makeInFlight } from '../../lib/intake/in-flight.ts';
 import { makeStartRuns, type QueueRecord } from '../../lib/intake/start-runs.ts';
 import { makeSubmitRun } from '../../lib/intake/submit-run.ts';
 import { newRecord } from '../../lib/run/record.ts';
@@ -336,7 +337,8 @@ describe('the consumer on a real SQS queue with a DLQ (maxReceiveCount 3)', () =
   it('dead-letters a poison message after 3 receives and deletes the good ones', async () => {
     // Prepare: two runs submitted through the real SQS adapter, and one poison message.
     const store = memoryStore();
-    const records = makeRunRecords({ table: memoryTable(), clock });
+    const table = memoryTable();
+    const records = makeRunRecords({ table, clock });
     const submit = makeSubmitRun({
       records,
       owners: makeModelOwners({ store, clock }),
@@ -344,6 +346,7 @@ describe('the consumer on a real SQS queue with a DLQ (maxReceiveCount 3)', () =
       clock,
       config: intakeConfig(),
       bucket: BUCKET,
+      inFlight: makeInFlight(table),
     });
     const caller = iam(VISION_ARN);
     const one = await submit({ caller, body: visionBody(), idempotencyKey: 'q-1' });

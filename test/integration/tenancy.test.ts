@@ -20,6 +20,17 @@ const RIVAL = {
   imagePrefixes: ['registry.local/rival/'],
 };
 
+/** A team with small caps on what it may have in flight. */
+const CAPPED = {
+  ...RIVAL,
+  name: 'capped',
+  principals: ['arn:aws:iam::000000000000:user/capped'],
+  namespaces: ['capped'],
+  imagePrefixes: ['registry.local/capped/'],
+  maxRunsInFlight: 2,
+  maxGpusInFlight: 3,
+};
+
 const request = (over: Record<string, unknown> = {}) => ({
   modelName: 'shared-name',
   team: 'demo',
@@ -37,8 +48,8 @@ describe('two teams on the embedded default', () => {
     env = await startEmbedded({
       simSpeed: 600,
       sfnSpeed: 60,
-      simulator: { defaultDurationSeconds: 300, namespaces: ['demo', 'rival'] },
-      stack: { orphanGraceSeconds: 1, teams: [DEMO_TEAM, RIVAL] },
+      simulator: { defaultDurationSeconds: 300, namespaces: ['demo', 'rival', 'capped'] },
+      stack: { orphanGraceSeconds: 1, teams: [DEMO_TEAM, RIVAL, CAPPED] },
     });
     driver = runDriver(env.stack);
   }, 60_000);
@@ -49,6 +60,7 @@ describe('two teams on the embedded default', () => {
 
   const demo = apiClient(() => env.api.url, DEMO_TEAM.principals[0] as string);
   const rival = apiClient(() => env.api.url, RIVAL.principals[0] as string);
+  const capped = apiClient(() => env.api.url, CAPPED.principals[0] as string);
 
   async function until(runId: string, phases: string[], timeoutMs = 60_000) {
     const end = Date.now() + timeoutMs;
@@ -128,6 +140,45 @@ describe('two teams on the embedded default', () => {
     expect(sweep.body.rule).toBe(
       "parallelTrials 256 × 32 GPUs per trial = 8192 GPUs exceed team rival's maxGpusInFlight 128",
     );
+  });
+
+  it("answers 429 with Retry-After at a team's caps on runs and GPUs in flight; other teams and replays pass", async () => {
+    const mine = (over: Record<string, unknown>) =>
+      request({ team: 'capped', image: 'registry.local/capped/x:1', resourcesPerNode: { gpu: 1 }, ...over });
+    // Two runs in flight fill maxRunsInFlight 2.
+    const a = await capped('POST', '/v1/runs', mine({ modelName: 'c1' }), { 'Idempotency-Key': 'cap-a' });
+    const b = await capped('POST', '/v1/runs', mine({ modelName: 'c2' }), { 'Idempotency-Key': 'cap-b' });
+    expect([a.status, b.status]).toEqual([202, 202]);
+    const c = await capped('POST', '/v1/runs', mine({ modelName: 'c3' }), { 'Idempotency-Key': 'cap-c' });
+    expect(c.status).toBe(429);
+    expect(c.headers.get('retry-after')).toBe('30');
+    expect(c.body.limit).toBe('maxRunsInFlight');
+    expect(c.body.message).toMatch(/team capped has 2 runs in flight, its maxRunsInFlight is 2/);
+    // Nothing was recorded for the refused run; a replay of an accepted one still answers 200.
+    expect(((await capped('GET', '/v1/runs')).body.runs as unknown[]).length).toBe(2);
+    const replay = await capped('POST', '/v1/runs', mine({ modelName: 'c1' }), {
+      'Idempotency-Key': 'cap-a',
+    });
+    expect([replay.status, replay.body.runId]).toEqual([200, a.body.runId]);
+    // Another team is not held back by this one's load.
+    const other = await demo('POST', '/v1/runs', request({ modelName: 'not-capped' }));
+    expect(other.status).toBe(202);
+    // Once the two end, the refused run goes through with the same key.
+    for (const id of [a.body.runId, b.body.runId]) {
+      const end = Date.now() + 60_000;
+      for (;;) {
+        const r = await capped('GET', `/v1/runs/${id}`);
+        if (['Succeeded', 'Failed', 'Cancelled'].includes(r.body.phase)) break;
+        if (Date.now() > end) throw new Error(`run ${id} did not end`);
+        await new Promise((res) => setTimeout(res, 150));
+      }
+    }
+    const again = await capped('POST', '/v1/runs', mine({ modelName: 'c3' }), { 'Idempotency-Key': 'cap-c' });
+    expect(again.status).toBe(202);
+    // GPUs: 3 in flight at most; one run of 4 GPUs can never fit.
+    const big = await capped('POST', '/v1/runs', mine({ modelName: 'c4', resourcesPerNode: { gpu: 4 } }));
+    expect(big.status).toBe(429);
+    expect(big.body.limit).toBe('maxGpusInFlight');
   });
 
   it('dead-letters a forged queue message with the reason; no job, no record', async () => {

@@ -6,6 +6,7 @@ import {
   IdempotencyConflictError,
   ValidationError,
 } from '../../../lib/errors.ts';
+import { makeInFlight } from '../../../lib/intake/in-flight.ts';
 import { RunMessageSchema } from '../../../lib/intake/message-schema.ts';
 import { makeSubmitRun } from '../../../lib/intake/submit-run.ts';
 import { fingerprintOf, runIdFromKey } from '../../../lib/run/ids.ts';
@@ -31,7 +32,15 @@ function setup() {
   const table = memoryTable();
   const records = makeRunRecords({ table, clock });
   const owners = makeModelOwners({ store, clock });
-  const submit = makeSubmitRun({ records, owners, queue, clock, config: intakeConfig(), bucket: BUCKET });
+  const submit = makeSubmitRun({
+    records,
+    owners,
+    queue,
+    clock,
+    config: intakeConfig(),
+    bucket: BUCKET,
+    inFlight: makeInFlight(table),
+  });
   return { store, table, queue, records, owners, submit };
 }
 
@@ -186,7 +195,6 @@ describe('submitRun', () => {
 
   it('accepts a queued PyTorchJob where the cluster lists it in kueueManagedKinds, and an unqueued one anywhere', async () => {
     const clock = { now: () => new Date('2026-12-01T10:00:00Z') };
-    const records = makeRunRecords({ table: memoryTable(), clock });
     const base = intakeConfig();
     const config = {
       ...base,
@@ -196,7 +204,17 @@ describe('submitRun', () => {
       })),
     };
     const owners = makeModelOwners({ store: memoryStore(), clock });
-    const submit = makeSubmitRun({ records, owners, queue: recordingQueue(), clock, config, bucket: BUCKET });
+    const table = memoryTable();
+    const records = makeRunRecords({ table, clock });
+    const submit = makeSubmitRun({
+      records,
+      owners,
+      queue: recordingQueue(),
+      clock,
+      config,
+      bucket: BUCKET,
+      inFlight: makeInFlight(table),
+    });
     const queued = await submit({ caller, body: visionBody({ target: 'PyTorchJob' }) });
     expect(queued.record.spec.request).toMatchObject({ target: 'PyTorchJob', queue: 'vision-queue' });
     // nlp has no queues: its PyTorchJob runs unqueued on a cluster with Kueue's default configuration.
