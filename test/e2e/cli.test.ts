@@ -1,0 +1,225 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXIT } from '../../cli/exit-codes.ts';
+import { ROUTES } from '../../lib/intake/routes.ts';
+import { type Embedded, startEmbedded } from '../../local/embedded.ts';
+import { DEMO_TEAM } from '../../local/stack.ts';
+import { apiClient } from '../helpers/api-client.ts';
+
+/**
+ * The `gantry` CLI as a user runs it: a separate Node process (the bin's TypeScript under type
+ * stripping) talking HTTP to the embedded default, which this test starts in-process on
+ * 127.0.0.1 (an ephemeral port) and stops at the end. Exit codes are asserted.
+ */
+
+const CLI = join(import.meta.dirname, '..', '..', 'cli', 'gantry.ts');
+
+const template = {
+  modelName: 'cli-sweep',
+  team: 'demo',
+  runtime: { name: 'torch-distributed' },
+  image: 'registry.local/vision/train:1.0',
+  numNodes: 1,
+  resourcesPerNode: { gpu: 1 },
+  queue: 'demo-queue',
+};
+
+interface Ran {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+describe('the gantry CLI against the embedded default', () => {
+  let env: Embedded;
+  let dir: string;
+
+  beforeAll(async () => {
+    env = await startEmbedded({
+      simSpeed: 1200,
+      sfnSpeed: 60,
+      // 3000 simulated seconds: 2.5 s a trial.
+      simulator: { defaultDurationSeconds: 3000 },
+      stack: { orphanGraceSeconds: 1 },
+    });
+    dir = await mkdtemp(join(tmpdir(), 'gantry-cli-e2e-'));
+  }, 60_000);
+
+  afterAll(async () => {
+    await env?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const call = apiClient(() => env.api.url, DEMO_TEAM.principals[0] as string);
+
+  /** Run `gantry …` as a subprocess (asynchronously: the API it calls runs in this process). */
+  function gantry(...args: string[]): Promise<Ran> {
+    return new Promise((resolve) => {
+      execFile(
+        process.execPath,
+        [CLI, ...args],
+        {
+          // No profiles file of the machine's user: the built-in local profile, pointed at this stack.
+          env: { PATH: process.env.PATH, HOME: dir, GANTRY_ENDPOINT: env.api.url },
+          timeout: 100_000,
+        },
+        (err, stdout, stderr) => {
+          const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+          resolve({ code, stdout, stderr });
+        },
+      );
+    });
+  }
+
+  async function file(name: string, text: string): Promise<string> {
+    const path = join(dir, name);
+    await writeFile(path, text);
+    return path;
+  }
+
+  it('submits a sweep from YAML with --watch to its end (exit 0), and `sweep` shows the best trial first, marked', async () => {
+    const path = await file(
+      'sweep.yaml',
+      `# a sweep request: it has a template and a search space
+template:
+  modelName: ${template.modelName}
+  team: demo
+  runtime: { name: torch-distributed }
+  image: registry.local/vision/train:1.0
+  numNodes: 1
+  resourcesPerNode: { gpu: 1 }
+  queue: demo-queue
+parameters:
+  - { name: lr, type: continuous, min: 0.0001, max: 0.1, scale: log }
+objective: { metric: accuracy, direction: maximize }
+algorithm: { name: random, seed: 11 }
+maxTrials: 3
+parallelTrials: 3
+`,
+    );
+    // Act
+    const submitted = await gantry('submit', path, '--watch', '--interval', '0.2');
+    // Assess
+    expect(submitted.stderr).toMatch(/submitted sweep swp-/);
+    expect(submitted.code, submitted.stderr).toBe(EXIT.ok);
+    const lines = submitted.stdout.trim().split('\n');
+    const sweepId = lines[0] as string;
+    expect(sweepId).toMatch(/^swp-[a-z2-7]{20}$/);
+    // Not a TTY: a line per change, the last one the end.
+    expect(lines.length).toBeGreaterThan(2);
+    expect(lines.at(-1)).toMatch(
+      new RegExp(`^${sweepId}  Succeeded  .*100%  trials 3/3 ended.*best accuracy`),
+    );
+
+    const api = (await call('GET', `/v1/sweeps/${sweepId}`)).body;
+    expect(api.phase).toBe('Succeeded');
+    const shown = await gantry('sweep', sweepId);
+    expect(shown.code).toBe(EXIT.ok);
+    const rows = shown.stdout.split('\n').filter((l) => /^[* ] +\d+ +run-/.test(l));
+    expect(rows).toHaveLength(3);
+    // The first row is the best trial, marked; objectives descend (maximize).
+    expect(rows[0]).toMatch(new RegExp(`^\\* +${api.best.trialIndex} +${api.best.runId} +Succeeded`));
+    const objectives = rows.map((r) => Number(r.trim().split(/ +/)[r.startsWith('*') ? 4 : 3]));
+    expect([...objectives].sort((a, b) => b - a)).toEqual(objectives);
+    expect(rows.filter((r) => r.startsWith('*'))).toHaveLength(1);
+  });
+
+  it('submits a run, cancels it: watch exits 2 (Cancelled), and ls lists it', async () => {
+    // 2 nodes × 8 GPUs never fit the demo queue's 8 GPUs: the run waits in Pending until cancelled.
+    const path = await file(
+      'run.json',
+      JSON.stringify({ ...template, modelName: 'cli-run', numNodes: 2, resourcesPerNode: { gpu: 8 } }),
+    );
+    const submitted = await gantry('submit', path, '--idempotency-key', 'cli-e2e-run');
+    expect(submitted.code, submitted.stderr).toBe(EXIT.ok);
+    const runId = submitted.stdout.trim();
+    expect(runId).toMatch(/^run-[a-z2-7]{20}$/);
+    // A replay with the same key gives the same run.
+    const again = await gantry('submit', path, '--idempotency-key', 'cli-e2e-run');
+    expect(again.stdout.trim()).toBe(runId);
+    expect(again.stderr).toMatch(/^replayed run/);
+
+    const watching = gantry('watch', runId, '--interval', '0.2');
+    // Wait until the run waits for admission, then cancel it.
+    const end = Date.now() + 30_000;
+    while ((await call('GET', `/v1/runs/${runId}`)).body.phase !== 'Pending') {
+      if (Date.now() > end) throw new Error('the run never reached Pending');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const cancelled = await gantry('cancel', runId);
+    expect(cancelled.code, cancelled.stderr).toBe(EXIT.ok);
+    expect(cancelled.stdout).toBe(`cancelled ${runId} (phase Cancelled)\n`);
+
+    const watched = await watching;
+    expect(watched.code, watched.stderr).toBe(EXIT.otherEnd);
+    expect(watched.stdout).toMatch(new RegExp(`^${runId}  Pending  \\[`, 'm'));
+    expect(watched.stdout.trim().split('\n').at(-1)).toMatch(new RegExp(`^${runId}  Cancelled`));
+
+    const listed = await gantry('ls', '--model', 'cli-run');
+    expect(listed.code, listed.stderr).toBe(EXIT.ok);
+    const row = listed.stdout.split('\n').find((l) => l.startsWith(runId));
+    expect(row).toMatch(new RegExp(`^${runId} +Cancelled +cli-run +demo`));
+    // The phase filter reaches the API.
+    const succeededOnly = await gantry('ls', '--phase', 'Succeeded', '--model', 'cli-run');
+    expect(succeededOnly.code).toBe(EXIT.ok);
+    expect(succeededOnly.stdout).not.toContain(runId);
+  });
+
+  it('HTTP errors print the field and rule and exit 3 (400), 4 (403, 404); a bad id is a usage error', async () => {
+    const bad = await file('bad.yaml', 'modelName: cli-bad\nteam: demo\nnumNodes: 0\n');
+    const refused = await gantry('submit', bad);
+    expect(refused.code).toBe(EXIT.usage);
+    expect(refused.stderr).toMatch(/HTTP 400 ValidationError/);
+    expect(refused.stderr).toMatch(/^ {2}numNodes: /m);
+
+    const forbidden = await file('forbidden.json', JSON.stringify({ ...template, image: 'docker.io/x/y:1' }));
+    const denied = await gantry('submit', forbidden);
+    expect(denied.code).toBe(EXIT.refused);
+    expect(denied.stderr).toMatch(/HTTP 403 ForbiddenError: .*image/);
+
+    const missing = await gantry('watch', 'run-aaaaaaaaaaaaaaaaaaaa');
+    expect(missing.code).toBe(EXIT.refused);
+    expect(missing.stderr).toMatch(/HTTP 404 NotFoundError: run run-aaaaaaaaaaaaaaaaaaaa does not exist/);
+
+    const usage = await gantry('watch', 'not-an-id');
+    expect(usage.code).toBe(EXIT.usage);
+  });
+
+  it('validate: a valid run exits 0 with the checks, an invalid sweep exits 3 naming the field', async () => {
+    const good = await file('good.json', JSON.stringify({ ...template, modelName: 'cli-valid' }));
+    const ok = await gantry('validate', good);
+    expect(ok.code, ok.stderr).toBe(EXIT.ok);
+    expect(ok.stdout).toMatch(/^passed +schema: /m);
+    expect(ok.stdout).toMatch(/^valid$/m);
+
+    const sweep = await file(
+      'bad-sweep.yaml',
+      `template: ${JSON.stringify({ ...template, modelName: 'cli-valid' })}
+parameters: [{ name: lr, type: continuous, min: 1, max: 0.1 }]
+objective: { metric: accuracy, direction: upward }
+algorithm: { name: random }
+maxTrials: 2
+`,
+    );
+    const bad = await gantry('validate', sweep);
+    expect(bad.code).toBe(EXIT.usage);
+    expect(bad.stderr).toMatch(/^ {2}objective\.direction: direction must be minimize or maximize$/m);
+  });
+
+  const hasLogsRoute = ROUTES.some((r) => (r.path as string) === '/v1/runs/{id}/logs');
+  // The logs endpoint (GET /v1/runs/{id}/logs) lands separately; this runs once the route exists.
+  it.runIf(hasLogsRoute)('logs prints the tail of a finished run', async () => {
+    const path = await file('logs-run.json', JSON.stringify({ ...template, modelName: 'cli-logs' }));
+    const submitted = await gantry('submit', path, '--watch', '--interval', '0.2');
+    expect(submitted.code, submitted.stderr).toBe(EXIT.ok);
+    const runId = submitted.stdout.split('\n')[0] as string;
+    const shown = await gantry('logs', runId, '--tail', '5');
+    expect(shown.code, shown.stderr).toBe(EXIT.ok);
+    const lines = shown.stdout.trim().split('\n');
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.length).toBeLessThanOrEqual(5);
+  });
+});
