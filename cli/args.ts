@@ -50,7 +50,7 @@ export const COMMANDS = {
   ls: {
     args: [],
     options: { phase: { type: 'string' }, model: { type: 'string' }, limit: { type: 'string' } },
-    summary: "List the caller's runs, oldest first",
+    summary: "List the caller's runs (by run id), filtered by phase and model",
   },
   cancel: { args: ['ID'], options: {}, summary: 'Cancel a run or a sweep' },
   sweep: {

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -221,5 +221,71 @@ maxTrials: 2
     const lines = shown.stdout.trim().split('\n');
     expect(lines.length).toBeGreaterThan(0);
     expect(lines.length).toBeLessThanOrEqual(5);
+  });
+});
+
+/**
+ * The same CLI against `npm run dev` (local/dev.ts) as a separate process: the built-in `local`
+ * profile (no endpoint given, only the port dev listens on) reaches it as the demo team.
+ */
+describe('the gantry CLI against npm run dev', () => {
+  let dev: ChildProcess;
+  let port: string;
+  let home: string;
+
+  beforeAll(async () => {
+    home = await mkdtemp(join(tmpdir(), 'gantry-cli-dev-'));
+    dev = spawn(process.execPath, [join(import.meta.dirname, '..', '..', 'local', 'dev.ts')], {
+      // Port 0: an ephemeral port on 127.0.0.1, printed in the how-to.
+      env: { ...process.env, GANTRY_PORT: '0', GANTRY_LOG_LEVEL: 'warn', GANTRY_SIM_SPEED: '1200' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    port = await new Promise<string>((resolve, reject) => {
+      let text = '';
+      const timer = setTimeout(() => reject(new Error(`npm run dev printed no URL: ${text}`)), 60_000);
+      dev.stdout?.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+        const m = /HTTP API +http:\/\/127\.0\.0\.1:(\d+)/.exec(text);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1] as string);
+        }
+      });
+      dev.once('exit', (code) => reject(new Error(`npm run dev exited ${code}: ${text}`)));
+    });
+  }, 90_000);
+
+  afterAll(async () => {
+    if (dev && dev.exitCode === null) {
+      const exited = new Promise((r) => dev.once('exit', r));
+      dev.kill('SIGTERM');
+      await exited;
+    }
+    if (home) await rm(home, { recursive: true, force: true });
+  });
+
+  it('submit --watch follows a run to Succeeded (exit 0) and ls lists it', async () => {
+    const path = join(home, 'run.yaml');
+    await writeFile(
+      path,
+      'modelName: cli-dev\nteam: demo\nruntime: { name: torch-distributed }\nimage: registry.local/vision/train:1.0\nresourcesPerNode: { gpu: 1 }\nqueue: demo-queue\n',
+    );
+    const run = (...args: string[]) =>
+      new Promise<Ran>((resolve) => {
+        execFile(
+          process.execPath,
+          [CLI, ...args],
+          { env: { PATH: process.env.PATH, HOME: home, GANTRY_PORT: port }, timeout: 100_000 },
+          (err, stdout, stderr) =>
+            resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+        );
+      });
+    const submitted = await run('submit', path, '--watch', '--interval', '0.2');
+    expect(submitted.code, submitted.stderr).toBe(EXIT.ok);
+    const runId = submitted.stdout.split('\n')[0] as string;
+    expect(submitted.stdout.trim().split('\n').at(-1)).toMatch(new RegExp(`^${runId}  Succeeded  100%`));
+    const listed = await run('ls', '--model', 'cli-dev');
+    expect(listed.code, listed.stderr).toBe(EXIT.ok);
+    expect(listed.stdout).toMatch(new RegExp(`^${runId} +Succeeded +cli-dev +demo +100%`, 'm'));
   });
 });
