@@ -55,24 +55,41 @@ describe('the gantry CLI against the embedded default', () => {
 
   const call = apiClient(() => env.api.url, DEMO_TEAM.principals[0] as string);
 
-  /** Run `gantry …` as a subprocess (asynchronously: the API it calls runs in this process). */
-  function gantry(...args: string[]): Promise<Ran> {
-    return new Promise((resolve) => {
-      execFile(
-        process.execPath,
-        [CLI, ...args],
-        {
-          // No profiles file of the machine's user: the built-in local profile, pointed at this stack.
-          env: { PATH: process.env.PATH, HOME: dir, GANTRY_ENDPOINT: env.api.url },
-          timeout: 100_000,
-        },
-        (err, stdout, stderr) => {
-          const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-          resolve({ code, stdout, stderr });
-        },
-      );
+  /** Start `gantry …` as a subprocess (asynchronously: the API it calls runs in this process). */
+  function start(...args: string[]) {
+    let stdout = '';
+    let stderr = '';
+    const child = spawn(process.execPath, [CLI, ...args], {
+      // No profiles file of the machine's user: the built-in local profile, pointed at this stack.
+      env: { PATH: process.env.PATH, HOME: dir, GANTRY_ENDPOINT: env.api.url },
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 100_000);
+    const done = new Promise<Ran>((resolve) =>
+      child.once('close', (code) => {
+        clearTimeout(timer);
+        resolve({ code: code ?? -1, stdout, stderr });
+      }),
+    );
+    /** Resolves once stdout matches (the subprocess has printed what it saw). */
+    const printed = async (pattern: RegExp, timeoutMs = 30_000) => {
+      const end = Date.now() + timeoutMs;
+      while (!pattern.test(stdout)) {
+        if (Date.now() > end || child.exitCode !== null)
+          throw new Error(`never printed ${pattern}: ${stdout}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    return { done, printed };
   }
+
+  const gantry = (...args: string[]): Promise<Ran> => start(...args).done;
 
   async function file(name: string, text: string): Promise<string> {
     const path = join(dir, name);
@@ -125,6 +142,11 @@ parallelTrials: 3
     const objectives = rows.map((r) => Number(r.trim().split(/ +/)[r.startsWith('*') ? 4 : 3]));
     expect([...objectives].sort((a, b) => b - a)).toEqual(objectives);
     expect(rows.filter((r) => r.startsWith('*'))).toHaveLength(1);
+
+    // A finished sweep cannot be cancelled: the API's 409 and its message, exit 4.
+    const late = await gantry('cancel', sweepId);
+    expect(late.code).toBe(EXIT.refused);
+    expect(late.stderr).toMatch(/^error: HTTP 409 SweepFinishedError: .*\n {2}phase: Succeeded$/m);
   });
 
   it('submits a run, cancels it: watch exits 2 (Cancelled), and ls lists it', async () => {
@@ -142,20 +164,15 @@ parallelTrials: 3
     expect(again.stdout.trim()).toBe(runId);
     expect(again.stderr).toMatch(/^replayed run/);
 
-    const watching = gantry('watch', runId, '--interval', '0.2');
-    // Wait until the run waits for admission, then cancel it.
-    const end = Date.now() + 30_000;
-    while ((await call('GET', `/v1/runs/${runId}`)).body.phase !== 'Pending') {
-      if (Date.now() > end) throw new Error('the run never reached Pending');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    // Cancel once watch has shown the run waiting for admission.
+    const watching = start('watch', runId, '--interval', '0.2');
+    await watching.printed(new RegExp(`^${runId}  Pending  \\[`, 'm'));
     const cancelled = await gantry('cancel', runId);
     expect(cancelled.code, cancelled.stderr).toBe(EXIT.ok);
     expect(cancelled.stdout).toBe(`cancelled ${runId} (phase Cancelled)\n`);
 
-    const watched = await watching;
+    const watched = await watching.done;
     expect(watched.code, watched.stderr).toBe(EXIT.otherEnd);
-    expect(watched.stdout).toMatch(new RegExp(`^${runId}  Pending  \\[`, 'm'));
     expect(watched.stdout.trim().split('\n').at(-1)).toMatch(new RegExp(`^${runId}  Cancelled`));
 
     const listed = await gantry('ls', '--model', 'cli-run');
@@ -209,18 +226,63 @@ maxTrials: 2
     expect(bad.stderr).toMatch(/^ {2}objective\.direction: direction must be minimize or maximize$/m);
   });
 
-  const hasLogsRoute = ROUTES.some((r) => (r.path as string) === '/v1/runs/{id}/logs');
-  // The logs endpoint (GET /v1/runs/{id}/logs) lands separately; this runs once the route exists.
-  it.runIf(hasLogsRoute)('logs prints the tail of a finished run', async () => {
-    const path = await file('logs-run.json', JSON.stringify({ ...template, modelName: 'cli-logs' }));
-    const submitted = await gantry('submit', path, '--watch', '--interval', '0.2');
+  it('a sweep whose trials never report the objective ends Failed: submit --watch exits 1', async () => {
+    // A trial that succeeds without the objective's metric counts as failed (README, Sweeps).
+    const path = await file(
+      'failing-sweep.json',
+      JSON.stringify({
+        template: { ...template, modelName: 'cli-failing' },
+        parameters: [{ name: 'lr', type: 'discrete', values: [0.01] }],
+        objective: { metric: 'never_reported', direction: 'minimize' },
+        algorithm: { name: 'grid' },
+        maxTrials: 1,
+        maxFailedTrials: 0,
+      }),
+    );
+    const watched = await gantry('submit', path, '--watch', '--interval', '0.2');
+    expect(watched.code, watched.stderr).toBe(EXIT.failed);
+    expect(watched.stdout.trim().split('\n').at(-1)).toMatch(/^swp-\S+ {2}Failed {2}\[/);
+  });
+
+  it('cancels a sweep: watch of it exits 2', async () => {
+    // Trials of 2 × 8 GPUs never fit the demo queue: the sweep waits until cancelled.
+    const path = await file(
+      'stuck-sweep.json',
+      JSON.stringify({
+        template: { ...template, modelName: 'cli-stuck', numNodes: 2, resourcesPerNode: { gpu: 8 } },
+        parameters: [{ name: 'lr', type: 'discrete', values: [0.01, 0.02] }],
+        objective: { metric: 'accuracy', direction: 'maximize' },
+        algorithm: { name: 'grid' },
+        maxTrials: 2,
+      }),
+    );
+    const submitted = await gantry('submit', path);
     expect(submitted.code, submitted.stderr).toBe(EXIT.ok);
-    const runId = submitted.stdout.split('\n')[0] as string;
-    const shown = await gantry('logs', runId, '--tail', '5');
-    expect(shown.code, shown.stderr).toBe(EXIT.ok);
-    const lines = shown.stdout.trim().split('\n');
+    const sweepId = submitted.stdout.trim();
+    const watching = start('watch', sweepId, '--interval', '0.2');
+    await watching.printed(new RegExp(`^${sweepId}  Running`, 'm'));
+    const cancelled = await gantry('cancel', sweepId);
+    expect(cancelled.code, cancelled.stderr).toBe(EXIT.ok);
+    const watched = await watching.done;
+    expect(watched.code, watched.stderr).toBe(EXIT.otherEnd);
+    expect(watched.stdout.trim().split('\n').at(-1)).toMatch(new RegExp(`^${sweepId}  Cancelled`));
+  });
+
+  const hasLogsRoute = ROUTES.some((r) => (r.path as string) === '/v1/runs/{id}/logs');
+  // GET /v1/runs/{id}/logs lands separately (issue 19, item 1); until its route is in
+  // lib/intake/routes.ts this test does not run, and then it runs with no change.
+  it.runIf(hasLogsRoute)('logs -f follows a run from before its pods exist to its end (exit 0)', async () => {
+    const path = await file('logs-run.json', JSON.stringify({ ...template, modelName: 'cli-logs' }));
+    const submitted = await gantry('submit', path);
+    expect(submitted.code, submitted.stderr).toBe(EXIT.ok);
+    const runId = submitted.stdout.trim();
+    const followed = await gantry('logs', runId, '-f', '--interval', '0.2');
+    expect(followed.code, followed.stderr).toBe(EXIT.ok);
+    const lines = followed.stdout.trim().split('\n');
     expect(lines.length).toBeGreaterThan(0);
-    expect(lines.length).toBeLessThanOrEqual(5);
+    // Each line once.
+    expect(new Set(lines).size).toBe(lines.length);
+    expect((await call('GET', `/v1/runs/${runId}`)).body.phase).toBe('Succeeded');
   });
 });
 
