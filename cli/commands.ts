@@ -137,7 +137,12 @@ export async function logs(client: Client, io: Io, cmd: ParsedCommand): Promise<
       state = step.state;
     } catch (err) {
       // 409: the run has no pods yet (or any more); with -f, keep waiting while it may get some.
-      if (!(err instanceof ApiError && err.status === 409 && cmd.follow && !ended)) throw err;
+      if (!(err instanceof ApiError && err.status === 409 && cmd.follow)) throw err;
+      // Its pods went with its job after it ended: what they had to say was printed already.
+      if (ended) {
+        if (state === undefined) throw err;
+        return EXIT.ok;
+      }
       if (!waitingSaid) {
         io.stderr.write(
           `(waiting for the run's pods: ${(err.body as { message?: string })?.message ?? 'none yet'})\n`,

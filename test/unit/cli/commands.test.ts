@@ -161,6 +161,22 @@ describe('logs', () => {
     ]);
   });
 
+  it.each([
+    ['printed lines before: done (exit 0)', [{ pod: 'p-0', lines: ['a'] }], 'a\n', EXIT.ok],
+    ['never had any: the API says why (409)', [], '', 409],
+  ])('-f on a run whose pods went with its job after it ended: %s', async (_, before, out, outcome) => {
+    const { client } = scripted({
+      [`GET /v1/runs/${RUN}`]: [...before.map(() => view('Running')), view('Succeeded')],
+      [`GET /v1/runs/${RUN}/logs`]: [...before, new ApiError(409, { message: 'the run has no pods' })],
+      [logsPath(commands.FOLLOW_WINDOW)]: [new ApiError(409, { message: 'the run has no pods' })],
+    });
+    const t = terminal();
+    const result = commands.logs(client, t.io, cmd(['logs', RUN, '-f']));
+    if (outcome === 409) await expect(result).rejects.toMatchObject({ status: 409 });
+    else await expect(result).resolves.toBe(outcome);
+    expect(t.out()).toBe(out);
+  });
+
   it('without -f reads once, with the node asked for', async () => {
     const { client, calls } = scripted({
       [`GET /v1/runs/${RUN}/logs?node=1`]: [{ pod: 'p-1', lines: ['x'] }],
