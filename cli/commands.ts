@@ -14,6 +14,8 @@ export interface Io {
   stdout: { write(s: string): unknown; isTTY?: boolean; columns?: number };
   stderr: { write(s: string): unknown };
   sleep(ms: number): Promise<void>;
+  /** Milliseconds now (default Date.now), for the transient-failure grace. */
+  now?: () => number;
 }
 
 /** How long watch and logs -f keep polling through an unreachable or failing API before giving up. */
@@ -36,8 +38,8 @@ function transient(err: unknown): boolean {
 }
 
 /**
- * Poll a GET until `done` says stop; transient failures (network, 5xx) are retried for
- * TRANSIENT_GRACE_MS, saying so once on stderr.
+ * One GET of a poll: transient failures (network, 5xx) are retried every interval for
+ * TRANSIENT_GRACE_MS, saying so once on stderr; anything else is thrown at once.
  */
 async function poll<T>(io: Io, intervalMs: number, get: () => Promise<T>): Promise<T> {
   let failingSince: number | undefined;
@@ -48,7 +50,7 @@ async function poll<T>(io: Io, intervalMs: number, get: () => Promise<T>): Promi
       return value;
     } catch (err) {
       if (!transient(err)) throw err;
-      const now = Date.now();
+      const now = (io.now ?? Date.now)();
       if (failingSince === undefined) {
         failingSince = now;
         io.stderr.write(

@@ -125,6 +125,17 @@ describe('watch', () => {
     expect(t.err()).toBe('(retrying: cannot reach)\n');
   });
 
+  it('gives up after the grace period of an API that keeps failing', async () => {
+    const { client, calls } = scripted({ [`GET /v1/runs/${RUN}`]: [new UnreachableError('cannot reach')] });
+    const t = terminal();
+    let clock = 0;
+    const io = { ...t.io, now: () => clock, sleep: async (ms: number) => void (clock += ms) };
+    await expect(commands.watch(client, io, RUN, 5)).rejects.toThrow(UnreachableError);
+    expect(clock).toBeGreaterThan(commands.TRANSIENT_GRACE_MS);
+    expect(clock).toBeLessThanOrEqual(commands.TRANSIENT_GRACE_MS + 5000);
+    expect(calls.length).toBe(clock / 5000 + 1);
+  });
+
   it('stops at once on a 404', async () => {
     const { client } = scripted({ [`GET /v1/runs/${RUN}`]: [new ApiError(404, { message: 'no' })] });
     await expect(commands.watch(client, terminal().io, RUN, 1)).rejects.toMatchObject({ status: 404 });
