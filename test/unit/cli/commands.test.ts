@@ -129,7 +129,13 @@ describe('watch', () => {
     const { client, calls } = scripted({ [`GET /v1/runs/${RUN}`]: [new UnreachableError('cannot reach')] });
     const t = terminal();
     let clock = 0;
-    const io = { ...t.io, now: () => clock, sleep: async (ms: number) => void (clock += ms) };
+    const io = {
+      ...t.io,
+      now: () => clock,
+      sleep: async (ms: number) => {
+        clock += ms;
+      },
+    };
     await expect(commands.watch(client, io, RUN, 5)).rejects.toThrow(UnreachableError);
     expect(clock).toBeGreaterThan(commands.TRANSIENT_GRACE_MS);
     expect(clock).toBeLessThanOrEqual(commands.TRANSIENT_GRACE_MS + 5000);
