@@ -41,7 +41,7 @@ export interface EksTokenProvider {
 }
 
 /** SHA-256 / HMAC-SHA-256 on node:crypto in the shape @smithy/signature-v4 expects. */
-class NodeSha256 implements Checksum {
+export class NodeSha256 implements Checksum {
   private readonly secret: Uint8Array | undefined;
   private hash: Hash | Hmac;
   constructor(secret?: SourceData) {

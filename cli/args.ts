@@ -1,0 +1,205 @@
+import { type ParseArgsConfig, parseArgs } from 'node:util';
+
+/**
+ * The command line, parsed with node:util `parseArgs` (strict: an unknown option or a missing
+ * value is a usage error). Each command has its own option table; the first positional is the
+ * command. Pure: no I/O.
+ */
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** Options every command takes: where the API is and who the caller is. */
+const TARGET: Options = {
+  profile: { type: 'string', short: 'p' },
+  endpoint: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+};
+
+const WATCH: Options = {
+  interval: { type: 'string' },
+};
+
+interface CommandSpec {
+  /** Positional arguments, by name, all required. */
+  args: readonly string[];
+  options: Options;
+  summary: string;
+}
+
+export const COMMANDS = {
+  submit: {
+    args: ['FILE'],
+    options: { watch: { type: 'boolean', short: 'w' }, 'idempotency-key': { type: 'string' }, ...WATCH },
+    summary: 'Submit a run or a sweep (YAML or JSON; - reads stdin) and print its id',
+  },
+  watch: {
+    args: ['ID'],
+    options: WATCH,
+    summary: 'Follow a run or a sweep to its end: phase, admission, progress, ETA, latest loss',
+  },
+  logs: {
+    args: ['ID'],
+    options: {
+      follow: { type: 'boolean', short: 'f' },
+      node: { type: 'string' },
+      tail: { type: 'string' },
+      ...WATCH,
+    },
+    summary: "Print the tail of a node's trainer container log (-f: keep printing new lines)",
+  },
+  ls: {
+    args: [],
+    options: { phase: { type: 'string' }, model: { type: 'string' }, limit: { type: 'string' } },
+    summary: "List the caller's runs (by run id), filtered by phase and model",
+  },
+  cancel: { args: ['ID'], options: {}, summary: 'Cancel a run or a sweep' },
+  sweep: {
+    args: ['ID'],
+    options: {},
+    summary: "A sweep's trials sorted by objective, best first (marked *)",
+  },
+  validate: {
+    args: ['FILE'],
+    options: {},
+    summary: 'Dry run: check a run request (or a sweep and its template) without submitting it',
+  },
+} as const satisfies Record<string, CommandSpec>;
+
+export type CommandName = keyof typeof COMMANDS;
+
+export interface ParsedCommand {
+  command: CommandName;
+  /** The positional arguments by name (FILE, ID). */
+  args: Record<string, string>;
+  profile?: string;
+  endpoint?: string;
+  watch: boolean;
+  follow: boolean;
+  idempotencyKey?: string;
+  /** Seconds between polls. */
+  intervalSeconds: number;
+  node?: number;
+  tail?: number;
+  phase?: string;
+  model?: string;
+  limit?: number;
+}
+
+export type Parsed = ParsedCommand | { help: string };
+
+/** A command line that cannot run: wrong command, option or value. Exit code 3. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError' as const;
+}
+
+export const DEFAULT_INTERVAL_SECONDS = 1;
+
+function wholeNumber(value: string | undefined, flag: string, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[0-9]+$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw new UsageError(
+      `${flag} must be a whole number from ${min} to ${max} (got ${JSON.stringify(value)})`,
+    );
+  }
+  return Number(value);
+}
+
+function seconds(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_INTERVAL_SECONDS;
+  const n = Number(value);
+  if (!/^[0-9]*\.?[0-9]+$/.test(value) || n < 0.05 || n > 300) {
+    throw new UsageError(
+      `--interval must be a number of seconds from 0.05 to 300 (got ${JSON.stringify(value)})`,
+    );
+  }
+  return n;
+}
+
+function optionHelp(options: Options): string {
+  return Object.entries(options)
+    .map(([name, o]) => `${o.short ? `-${o.short}, ` : ''}--${name}${o.type === 'string' ? ' VALUE' : ''}`)
+    .join('  ');
+}
+
+export function usage(command?: CommandName): string {
+  if (command) {
+    const spec: CommandSpec = COMMANDS[command];
+    return [
+      `usage: gantry ${command} ${spec.args.join(' ')} [options]`.replace(/ +/g, ' '),
+      '',
+      `  ${spec.summary}`,
+      '',
+      `  options: ${optionHelp(spec.options) || '(none)'}`,
+      `  target:  ${optionHelp(TARGET)}`,
+    ].join('\n');
+  }
+  const entries: [string, CommandSpec][] = Object.entries(COMMANDS);
+  const heads = entries.map(([name, spec]) => [name, ...spec.args].join(' '));
+  const width = Math.max(...heads.map((h) => h.length));
+  return [
+    'usage: gantry <command> [options]',
+    '',
+    ...entries.map(([, spec], i) => `  ${(heads[i] as string).padEnd(width)}  ${spec.summary}`),
+    '',
+    '  Every command takes --profile NAME (or GANTRY_PROFILE) and --endpoint URL (or GANTRY_ENDPOINT).',
+    '  gantry <command> --help shows its options. Exit codes: see README.md, section CLI.',
+  ].join('\n');
+}
+
+/** Parse `argv` (without `node` and the script). Throws UsageError. */
+export function parseCommandLine(argv: readonly string[]): Parsed {
+  const [first, ...rest] = argv;
+  if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+    return { help: usage() };
+  }
+  if (!Object.hasOwn(COMMANDS, first)) {
+    throw new UsageError(
+      `unknown command ${JSON.stringify(first)}; one of ${Object.keys(COMMANDS).join(', ')}`,
+    );
+  }
+  const command = first as CommandName;
+  const spec: CommandSpec = COMMANDS[command];
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({
+      args: [...rest],
+      options: { ...TARGET, ...spec.options },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (err) {
+    throw new UsageError((err as Error).message.replace(/\. To specify .*$/s, ''));
+  }
+  const values = parsed.values as Record<string, string | boolean | undefined>;
+  if (values.help) return { help: usage(command) };
+  if (parsed.positionals.length !== spec.args.length) {
+    throw new UsageError(
+      spec.args.length
+        ? `gantry ${command} takes ${spec.args.join(' ')} (got ${parsed.positionals.length} arguments)`
+        : `gantry ${command} takes no arguments (got ${parsed.positionals.join(' ')})`,
+    );
+  }
+  const str = (name: string) => values[name] as string | undefined;
+  const out: ParsedCommand = {
+    command,
+    args: Object.fromEntries(spec.args.map((name, i) => [name, parsed.positionals[i] as string])),
+    watch: values.watch === true,
+    follow: values.follow === true,
+    intervalSeconds: seconds(str('interval')),
+  };
+  const set = <K extends keyof ParsedCommand>(key: K, value: ParsedCommand[K] | undefined) => {
+    if (value !== undefined) out[key] = value;
+  };
+  set('profile', str('profile'));
+  set('endpoint', str('endpoint'));
+  set('idempotencyKey', str('idempotency-key'));
+  set('node', wholeNumber(str('node'), '--node', 0, 1023));
+  set('tail', wholeNumber(str('tail'), '--tail', 1, 100_000));
+  set('phase', str('phase'));
+  set('model', str('model'));
+  set('limit', wholeNumber(str('limit'), '--limit', 1, 100_000));
+  if (out.idempotencyKey !== undefined && !/^[\x21-\x7e]{1,128}$/.test(out.idempotencyKey)) {
+    throw new UsageError('--idempotency-key must be 1–128 printable ASCII characters without spaces');
+  }
+  return out;
+}

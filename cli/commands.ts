@@ -1,0 +1,231 @@
+import { randomUUID } from 'node:crypto';
+import type { RunSummary, RunView, SweepView } from '../lib/intake/view-schemas.ts';
+import { RUN_ID, SWEEP_ID } from '../lib/run/ids.ts';
+import { type ParsedCommand, UsageError } from './args.ts';
+import { ApiError, type Client, UnreachableError } from './client.ts';
+import { EXIT, exitCodeForPhase, isTerminalPhase } from './exit-codes.ts';
+import { loadRequest } from './files.ts';
+import { nextLines, type TailState } from './logs.ts';
+import { fitWidth, formatApiError, runLine, runsTable, sweepLine, sweepTable } from './render.ts';
+
+/** The commands: each takes the parsed command line, a client and the terminal, returns the exit code. */
+
+export interface Io {
+  stdout: { write(s: string): unknown; isTTY?: boolean; columns?: number };
+  stderr: { write(s: string): unknown };
+  sleep(ms: number): Promise<void>;
+  /** Milliseconds now (default Date.now), for the transient-failure grace. */
+  now?: () => number;
+}
+
+/** How long watch and logs -f keep polling through an unreachable or failing API before giving up. */
+export const TRANSIENT_GRACE_MS = 60_000;
+/** Lines asked for on each poll of `logs -f` (the overlap with the previous tail finds what is new). */
+export const FOLLOW_WINDOW = 500;
+
+type IdKind = 'run' | 'sweep';
+
+export function idKind(id: string): IdKind {
+  if (RUN_ID.test(id)) return 'run';
+  if (SWEEP_ID.test(id)) return 'sweep';
+  throw new UsageError(`${JSON.stringify(id)} is not a run id (run-…) or a sweep id (swp-…)`);
+}
+
+const pathOf = (id: string) => (idKind(id) === 'run' ? `/v1/runs/${id}` : `/v1/sweeps/${id}`);
+
+function transient(err: unknown): boolean {
+  return err instanceof UnreachableError || (err instanceof ApiError && err.status >= 500);
+}
+
+/**
+ * One GET of a poll: transient failures (network, 5xx) are retried every interval for
+ * TRANSIENT_GRACE_MS, saying so once on stderr; anything else is thrown at once.
+ */
+async function poll<T>(io: Io, intervalMs: number, get: () => Promise<T>): Promise<T> {
+  let failingSince: number | undefined;
+  for (;;) {
+    try {
+      const value = await get();
+      failingSince = undefined;
+      return value;
+    } catch (err) {
+      if (!transient(err)) throw err;
+      const now = (io.now ?? Date.now)();
+      if (failingSince === undefined) {
+        failingSince = now;
+        io.stderr.write(
+          `(retrying: ${err instanceof ApiError ? `HTTP ${err.status}` : (err as Error).message})\n`,
+        );
+      } else if (now - failingSince > TRANSIENT_GRACE_MS) {
+        throw err;
+      }
+      await io.sleep(intervalMs);
+    }
+  }
+}
+
+export async function watch(client: Client, io: Io, id: string, intervalSeconds: number): Promise<number> {
+  const kind = idKind(id);
+  const path = pathOf(id);
+  const tty = io.stdout.isTTY === true;
+  let last = '';
+  for (;;) {
+    const view = (await poll(io, intervalSeconds * 1000, () => client.call('GET', path))).body as
+      | RunView
+      | SweepView;
+    const line = kind === 'run' ? runLine(view as RunView) : sweepLine(view as SweepView);
+    const done = isTerminalPhase(view.phase);
+    if (tty) {
+      // One line rewritten in place; cut to the width so it never wraps.
+      io.stdout.write(`\r\x1b[2K${fitWidth(line, io.stdout.columns)}${done ? '\n' : ''}`);
+    } else if (line !== last) {
+      io.stdout.write(`${line}\n`);
+    }
+    last = line;
+    if (done) return exitCodeForPhase(view.phase);
+    await io.sleep(intervalSeconds * 1000);
+  }
+}
+
+export async function submit(client: Client, io: Io, cmd: ParsedCommand): Promise<number> {
+  const file = cmd.args.FILE as string;
+  const { kind, body } = await loadRequest(file);
+  // A key makes the call safe to repeat: a retry replays the same run instead of starting another.
+  const key =
+    cmd.idempotencyKey ?? (body.idempotencyKey === undefined ? `gantry-cli-${randomUUID()}` : undefined);
+  const res = await client.call('POST', kind === 'run' ? '/v1/runs' : '/v1/sweeps', {
+    body,
+    ...(key ? { headers: { 'idempotency-key': key } } : {}),
+  });
+  const id = String(kind === 'run' ? res.body.runId : res.body.sweepId);
+  io.stdout.write(`${id}\n`);
+  io.stderr.write(
+    `${res.status === 200 ? 'replayed' : 'submitted'} ${kind} ${id} (${res.body.phase})${key ? `, idempotency key ${key}` : ''}\n`,
+  );
+  if (!cmd.watch) return EXIT.ok;
+  return watch(client, io, id, cmd.intervalSeconds);
+}
+
+export async function logs(client: Client, io: Io, cmd: ParsedCommand): Promise<number> {
+  const id = cmd.args.ID as string;
+  if (idKind(id) !== 'run')
+    throw new UsageError('logs takes a run id (a sweep has one run per trial: gantry sweep ID lists them)');
+  const query = (tailLines: number | undefined) => {
+    const q = new URLSearchParams();
+    if (cmd.node !== undefined) q.set('node', String(cmd.node));
+    if (tailLines !== undefined) q.set('tailLines', String(tailLines));
+    const s = q.toString();
+    return `/v1/runs/${id}/logs${s ? `?${s}` : ''}`;
+  };
+  let state: TailState | undefined;
+  let waitingSaid = false;
+  const intervalMs = cmd.intervalSeconds * 1000;
+  for (;;) {
+    // Read the phase first: a run that had ended before this read has all its lines in it.
+    const ended = cmd.follow
+      ? isTerminalPhase((await poll(io, intervalMs, () => client.call('GET', `/v1/runs/${id}`))).body.phase)
+      : true;
+    const tailLines = state === undefined ? cmd.tail : Math.max(cmd.tail ?? 0, FOLLOW_WINDOW);
+    try {
+      const res = await poll(io, intervalMs, () => client.call('GET', query(tailLines)));
+      const body = res.body as { pod?: string; lines?: string[] };
+      const step = nextLines(state, {
+        ...(body.pod !== undefined ? { pod: body.pod } : {}),
+        lines: body.lines ?? [],
+      });
+      if (state && state.pod !== step.state.pod && body.pod) io.stderr.write(`(now pod ${body.pod})\n`);
+      if (step.gap) io.stderr.write('(… lines may be missing here: the log grew faster than it was read)\n');
+      for (const line of step.fresh) io.stdout.write(`${line}\n`);
+      state = step.state;
+    } catch (err) {
+      // 409: the run has no pods yet (or any more); with -f, keep waiting while it may get some.
+      if (!(err instanceof ApiError && err.status === 409 && cmd.follow)) throw err;
+      // Its pods went with its job after it ended: what they had to say was printed already.
+      if (ended) {
+        if (state === undefined) throw err;
+        return EXIT.ok;
+      }
+      if (!waitingSaid) {
+        io.stderr.write(
+          `(waiting for the run's pods: ${(err.body as { message?: string })?.message ?? 'none yet'})\n`,
+        );
+        waitingSaid = true;
+      }
+    }
+    if (ended) return EXIT.ok;
+    await io.sleep(intervalMs);
+  }
+}
+
+export async function ls(client: Client, io: Io, cmd: ParsedCommand): Promise<number> {
+  const want = cmd.limit ?? 100;
+  const runs: RunSummary[] = [];
+  let token: string | undefined;
+  do {
+    const q = new URLSearchParams();
+    if (cmd.phase) q.set('phase', cmd.phase);
+    if (cmd.model) q.set('model', cmd.model);
+    q.set('limit', String(Math.min(100, want - runs.length)));
+    if (token) q.set('nextToken', token);
+    const res = await client.call('GET', `/v1/runs?${q}`);
+    runs.push(...(res.body.runs as RunSummary[]));
+    token = res.body.nextToken as string | undefined;
+  } while (token && runs.length < want);
+  if (runs.length === 0) {
+    io.stderr.write('no runs\n');
+    return EXIT.ok;
+  }
+  io.stdout.write(`${runsTable(runs)}\n`);
+  if (token) io.stderr.write(`(more runs: raise --limit, now ${want})\n`);
+  return EXIT.ok;
+}
+
+export async function cancel(client: Client, io: Io, id: string): Promise<number> {
+  const res = await client.call('POST', `${pathOf(id)}/cancel`);
+  io.stdout.write(`cancelled ${id} (phase ${res.body.phase})\n`);
+  return EXIT.ok;
+}
+
+export async function sweep(client: Client, io: Io, id: string): Promise<number> {
+  if (idKind(id) !== 'sweep') throw new UsageError('sweep takes a sweep id (swp-…)');
+  const res = await client.call('GET', `/v1/sweeps/${id}`);
+  io.stdout.write(`${sweepTable(res.body as SweepView)}\n`);
+  return EXIT.ok;
+}
+
+interface CheckView {
+  name: string;
+  status: 'passed' | 'failed' | 'skipped' | string;
+  message: string;
+}
+
+export async function validate(client: Client, io: Io, file: string): Promise<number> {
+  const { kind, body } = await loadRequest(file);
+  let run = body;
+  if (kind === 'sweep') {
+    // The sweep's own fields are checked here with the API's schema; its template by the API.
+    const [{ SweepRequestSchema }, { parseWith }, { ValidationError }] = await Promise.all([
+      import('../lib/sweep/schema.ts'),
+      import('../lib/run/validate.ts'),
+      import('../lib/errors.ts'),
+    ]);
+    try {
+      parseWith(SweepRequestSchema, body);
+    } catch (err) {
+      if (!(err instanceof ValidationError)) throw err;
+      io.stderr.write(
+        `${formatApiError(400, { error: 'ValidationError', message: 'the sweep request is invalid', issues: err.issues })}\n`,
+      );
+      return EXIT.usage;
+    }
+    io.stdout.write('passed  sweep: the sweep fields match the SweepRequest schema\n');
+    run = body.template as Record<string, unknown>;
+  }
+  const res = await client.call('POST', '/v1/runs:validate', { body: run });
+  const checks = (res.body.checks ?? []) as CheckView[];
+  for (const c of checks) io.stdout.write(`${c.status.padEnd(7)} ${c.name}: ${c.message}\n`);
+  io.stdout.write(
+    `${res.body.valid ? 'valid' : 'invalid'}${kind === 'sweep' ? ' (the template, as each trial will run it)' : ''}\n`,
+  );
+  return res.body.valid ? EXIT.ok : EXIT.usage;
+}

@@ -1,0 +1,146 @@
+import type { RunSummary, RunView, SweepView } from '../lib/intake/view-schemas.ts';
+
+/**
+ * What the CLI prints, as pure functions of the API's views (lib/intake/view-schemas.ts): the
+ * watch line, the runs list, the trials table and API errors.
+ */
+
+/** `1h02m`, `3m05s`, `42s`. */
+export function formatDuration(totalSeconds: number): string {
+  const s = Math.max(0, Math.round(totalSeconds));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = s % 60;
+  if (h > 0) return `${h}h${String(m).padStart(2, '0')}m`;
+  if (m > 0) return `${m}m${String(sec).padStart(2, '0')}s`;
+  return `${sec}s`;
+}
+
+/** A metric value with 4 significant digits (strings as they are). */
+export function formatValue(v: number | string): string {
+  if (typeof v === 'string') return v;
+  if (Number.isInteger(v)) return String(v);
+  return Number(v.toPrecision(4)).toString();
+}
+
+/** One line for a run: phase, why it waits or ended, progress %, ETA, latest loss. */
+export function runLine(run: RunView): string {
+  const parts = [run.runId, run.phase];
+  if (run.phase === 'Pending' && run.admission) {
+    const a = run.admission;
+    parts.push(`[${[a.reason ?? a.state, a.message].filter(Boolean).join(': ')}]`);
+  } else if (run.reason) {
+    parts.push(`[${[run.reason, run.message].filter(Boolean).join(': ')}]`);
+  }
+  const p = run.progress;
+  if (p?.percent !== undefined) parts.push(`${formatValue(p.percent)}%`);
+  if (p?.etaSeconds !== undefined && !['Succeeded', 'Failed', 'Cancelled'].includes(run.phase)) {
+    parts.push(`ETA ${formatDuration(p.etaSeconds)}`);
+  }
+  const loss = run.metrics?.loss;
+  if (loss !== undefined) parts.push(`loss ${formatValue(loss)}`);
+  return parts.join('  ');
+}
+
+/** One line for a sweep: phase, trials ended of planned (as %), in flight, the best objective. */
+export function sweepLine(sweep: SweepView): string {
+  const counts = sweep.counts as Record<string, number | undefined>;
+  const ended = ['Succeeded', 'Failed', 'EarlyStopped', 'Cancelled'].reduce(
+    (n, p) => n + (counts[p] ?? 0),
+    0,
+  );
+  const inFlight = ['Pending', 'Running', 'Stopping'].reduce((n, p) => n + (counts[p] ?? 0), 0);
+  const parts = [sweep.sweepId, sweep.phase];
+  if (sweep.reason) parts.push(`[${[sweep.reason, sweep.message].filter(Boolean).join(': ')}]`);
+  const planned = Math.max(1, sweep.plannedTrials);
+  parts.push(`${Math.floor((100 * ended) / planned)}%`, `trials ${ended}/${sweep.plannedTrials} ended`);
+  if (inFlight > 0) parts.push(`${inFlight} in flight`);
+  if (sweep.best) {
+    parts.push(
+      `best ${sweep.objective.metric} ${formatValue(sweep.best.objective)} (trial ${sweep.best.trialIndex})`,
+    );
+  }
+  return parts.join('  ');
+}
+
+/** Cut a line to the terminal's width (a wrapped line cannot be rewritten in place). */
+export function fitWidth(line: string, columns: number | undefined): string {
+  if (!columns || line.length < columns) return line;
+  return `${line.slice(0, Math.max(1, columns - 2))}…`;
+}
+
+/** Rows as aligned columns (the last column is not padded). */
+export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+export function runsTable(runs: readonly RunSummary[]): string {
+  return table(
+    ['RUN', 'PHASE', 'MODEL', 'TEAM', 'PROGRESS', 'CREATED', 'REASON / SWEEP'],
+    runs.map((r) => [
+      r.runId,
+      r.phase,
+      r.modelName,
+      r.team,
+      r.progress?.percent !== undefined ? `${formatValue(r.progress.percent)}%` : '',
+      r.createdAt.replace(/\.\d+Z$/, 'Z'),
+      [r.reason, r.sweepId].filter(Boolean).join(' '),
+    ]),
+  );
+}
+
+type Trial = SweepView['trials'][number];
+
+/** Trials by objective, best first (per the objective's direction); trials without one after, by index. */
+export function sortTrials(trials: readonly Trial[], direction: 'minimize' | 'maximize'): Trial[] {
+  const sign = direction === 'minimize' ? 1 : -1;
+  return [...trials].sort((a, b) => {
+    if (a.objective === undefined || b.objective === undefined) {
+      if (a.objective !== b.objective) return a.objective === undefined ? 1 : -1;
+      return a.index - b.index;
+    }
+    return sign * (a.objective - b.objective) || a.index - b.index;
+  });
+}
+
+/** The sweep command's output: a summary line, then the trials table with the best marked `*`. */
+export function sweepTable(sweep: SweepView): string {
+  const best = sweep.best?.trialIndex;
+  const rows = sortTrials(sweep.trials, sweep.objective.direction).map((t) => [
+    t.index === best ? '*' : '',
+    String(t.index),
+    t.runId,
+    t.phase,
+    t.objective !== undefined ? formatValue(t.objective) : '',
+    Object.entries(t.parameters)
+      .map(([k, v]) => `${k}=${formatValue(v as number | string)}`)
+      .join(' '),
+  ]);
+  const heading = `${sweepLine(sweep)}\nobjective: ${sweep.objective.direction} ${sweep.objective.metric}${
+    sweep.best ? `; best: trial ${sweep.best.trialIndex} (${sweep.best.runId})` : '; no best trial yet'
+  }`;
+  return `${heading}\n\n${table(['', 'TRIAL', 'RUN', 'PHASE', sweep.objective.metric.toUpperCase(), 'PARAMETERS'], rows)}`;
+}
+
+/** An API error body as lines: its message, then each issue as `field: rule` (400), the rule (403). */
+export function formatApiError(status: number, body: unknown): string {
+  const b = (body ?? {}) as {
+    error?: string;
+    message?: string;
+    issues?: Array<{ field?: string; rule?: string }>;
+    rule?: string;
+    phase?: string;
+  };
+  const head = `error: HTTP ${status}${b.error ? ` ${b.error}` : ''}: ${b.message ?? 'no message'}`;
+  const lines = [head];
+  for (const i of b.issues ?? []) lines.push(`  ${i.field || '(request)'}: ${i.rule ?? ''}`);
+  if (b.rule && b.rule !== b.message) lines.push(`  rule: ${b.rule}`);
+  if (b.phase) lines.push(`  phase: ${b.phase}`);
+  return lines.join('\n');
+}
