@@ -45,3 +45,11 @@ export class SweepFinishedError extends TerminalError {
     this.phase = phase;
   }
 }
+
+/**
+ * The request's credentials are not accepted (e.g. a JWT from another issuer than the pinned one);
+ * the API answers 401.
+ */
+export class UnauthenticatedError extends TerminalError {
+  override readonly name = 'UnauthenticatedError' as const;
+}
