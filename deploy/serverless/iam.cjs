@@ -194,6 +194,8 @@ const FUNCTIONS = {
   getRun: { statements: () => [readRuns, existenceChecks] },
   // The record (ownership) and runs/<id>/metric-history.json, which may not exist yet.
   getRunMetrics: { statements: () => [readRuns, existenceChecks] },
+  // The record (ownership, where the job is), then the run's pods and a pod's log from the cluster.
+  getRunLogs: { k8s: true, statements: () => [readRuns, existenceChecks, statements.describeClusters()] },
   listRuns: { statements: () => [readRuns, listPrefixes('runs/*')] },
   cancelRun: {
     k8s: true,

@@ -21,6 +21,7 @@ import {
   InvalidJsonError,
   PayloadTooLargeError,
   RunFinishedError,
+  RunLogsUnavailableError,
   SweepFinishedError,
   UnauthenticatedError,
   UnsupportedMediaTypeError,
@@ -164,6 +165,9 @@ export function errorResponse(err: unknown, requestId: string): ApiResult {
   }
   if (err instanceof RunFinishedError) {
     return respond(409, { error: 'RunFinishedError', message: e.message, phase: err.phase });
+  }
+  if (err instanceof RunLogsUnavailableError) {
+    return respond(409, { error: 'RunLogsUnavailableError', message: e.message, phase: err.phase });
   }
   if (err instanceof SweepFinishedError) {
     return respond(409, { error: 'SweepFinishedError', message: e.message, phase: err.phase });

@@ -53,3 +53,16 @@ export class SweepFinishedError extends TerminalError {
 export class UnauthenticatedError extends TerminalError {
   override readonly name = 'UnauthenticatedError' as const;
 }
+
+/**
+ * A run's logs cannot be read yet or any more: no job or pod for the node, or its container has
+ * not started (or the pods are gone after the run ended); the API answers 409 with the phase.
+ */
+export class RunLogsUnavailableError extends TerminalError {
+  override readonly name = 'RunLogsUnavailableError' as const;
+  readonly phase: RunPhase;
+  constructor(message: string, phase: RunPhase, options?: ErrorOptions) {
+    super(message, options);
+    this.phase = phase;
+  }
+}

@@ -1,6 +1,7 @@
 import { RunRequestSchema } from '../run/schema.ts';
 import { SweepRequestSchema } from '../sweep/schema.ts';
 import * as z from '../zod.ts';
+import { RunLogsQuerySchema } from './logs.ts';
 import { ROUTES, type Route } from './routes.ts';
 import { ListRunsQuerySchema } from './runs.ts';
 import { IDEMPOTENCY_HEADER } from './submit-run.ts';
@@ -11,6 +12,8 @@ import {
   MetricHistorySchema,
   RunFinishedBodySchema,
   RunListSchema,
+  RunLogsSchema,
+  RunLogsUnavailableBodySchema,
   RuntimeListSchema,
   RunViewSchema,
   SubmitResponseSchema,
@@ -92,8 +95,8 @@ const runRequestBody = {
   content: { 'application/json': { schema: ref('RunRequest') } },
 };
 
-function listQueryParameters(): Json[] {
-  return Object.entries(ListRunsQuerySchema.shape).map(([name, schema]) => {
+function queryParameters(shape: Record<string, z.core.$ZodType>): Json[] {
+  return Object.entries(shape).map(([name, schema]) => {
     const { description, ...s } = jsonSchema(schema, 'input');
     return { name, in: 'query', required: false, ...(description ? { description } : {}), schema: s };
   });
@@ -125,7 +128,7 @@ function operation(route: Route): Json {
     case 'listRuns':
       return {
         ...common,
-        parameters: listQueryParameters(),
+        parameters: queryParameters(ListRunsQuerySchema.shape),
         responses: {
           200: json(ref('RunList'), "A page of the caller's runs, ordered by run id"),
           400: ERRORS[400],
@@ -156,6 +159,23 @@ function operation(route: Route): Json {
           400: ERRORS[400],
           403: ERRORS[403],
           404: ERRORS[404],
+          500: ERRORS[500],
+          503: ERRORS[503],
+        },
+      };
+    case 'getRunLogs':
+      return {
+        ...common,
+        parameters: [runIdParameter, ...queryParameters(RunLogsQuerySchema.shape)],
+        responses: {
+          200: json(ref('RunLogs'), "The last lines of the node's trainer container"),
+          400: ERRORS[400],
+          403: ERRORS[403],
+          404: ERRORS[404],
+          409: json(
+            ref('RunLogsUnavailableBody'),
+            'No log to read yet (no job or pod for the node, its container has not started) or any more (the run ended and its pods are gone); `phase` says where the run is',
+          ),
           500: ERRORS[500],
           503: ERRORS[503],
         },
@@ -305,6 +325,8 @@ export function buildOpenApiDocument(opts: { version?: string; serverUrl?: strin
         ValidationErrorBody: jsonSchema(ValidationErrorBodySchema, 'output'),
         ForbiddenBody: jsonSchema(ForbiddenBodySchema, 'output'),
         RunFinishedBody: jsonSchema(RunFinishedBodySchema, 'output'),
+        RunLogs: jsonSchema(RunLogsSchema, 'output'),
+        RunLogsUnavailableBody: jsonSchema(RunLogsUnavailableBodySchema, 'output'),
         ErrorBody: jsonSchema(ErrorBodySchema, 'output'),
       },
     },

@@ -200,6 +200,7 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
   submitRun: [...LOGS, ...RUNS_RW, 's3:ListBucket', 'sqs:SendMessage'],
   getRun: [...LOGS, 's3:GetObject', 's3:ListBucket'],
   getRunMetrics: [...LOGS, 's3:GetObject', 's3:ListBucket'],
+  getRunLogs: [...LOGS, 's3:GetObject', 's3:ListBucket', ...EKS],
   listRuns: [...LOGS, 's3:GetObject', 's3:ListBucket'],
   cancelRun: [
     ...LOGS,

@@ -181,6 +181,20 @@ export function makeCustomObjectsApi(server: string, http: KubeHttp) {
     listPodForAllNamespaces: (p: ListParams, opts?: KubeCallOptions) =>
       call('GET', '/api/v1/pods', listQuery(p), opts) as Promise<KubeList>,
 
+    /** GET /api/v1/namespaces/{ns}/pods/{name}/log: text (CoreV1Api.readNamespacedPodLog). */
+    readNamespacedPodLog: async (
+      p: { name: string; namespace: string; container?: string; tailLines?: number },
+      opts?: KubeCallOptions,
+    ) => {
+      const body = await call(
+        'GET',
+        `/api/v1/namespaces/${seg(p.namespace)}/pods/${seg(p.name)}/log`,
+        { container: p.container, tailLines: p.tailLines },
+        opts,
+      );
+      return typeof body === 'string' ? body : JSON.stringify(body ?? '');
+    },
+
     listCustomObjectForAllNamespaces: (
       p: GroupVersion & { resourcePlural: string } & ListParams,
       opts?: KubeCallOptions,

@@ -493,6 +493,16 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
       })) as K8sObject[];
     },
 
+    async readPodLog(namespace, pod, options, opts) {
+      const c = await api(opts);
+      return kubeCall(`log of pod ${at(namespace, pod)} container ${options.container}`, () =>
+        c.readNamespacedPodLog(
+          { namespace, name: pod, container: options.container, tailLines: options.tailLines },
+          callOptions(opts),
+        ),
+      );
+    },
+
     async listClusterTrainingRuntimes(opts) {
       const c = await api(opts);
       const r = { group: TRAINER_GROUP, version: TRAINER_VERSION, plural: 'clustertrainingruntimes' };
