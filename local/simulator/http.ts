@@ -482,13 +482,15 @@ export class HttpFront {
       }
     }
     const container = logContainer(pod, q.get('container'));
-    let lines: string[] = [];
-    if ((pod.spec as Json | undefined)?.nodeName) {
-      const state = containerLogState(pod, container);
-      if (typeof state === 'object') throw badRequest(state.waiting);
-      lines = this.deps.podLog?.(pod, container, state === 'last') ?? [];
+    if (!(pod.spec as Json | undefined)?.nodeName) {
+      // LogLocation gives no location: the real server answers an empty body without a Content-Type.
+      res.writeHead(200, { 'Content-Length': '0' });
+      res.end();
+      return;
     }
-    const text = logBody(lines, tailLines);
+    const state = containerLogState(pod, container);
+    if (typeof state === 'object') throw badRequest(state.waiting);
+    const text = logBody(this.deps.podLog?.(pod, container, state === 'last') ?? [], tailLines);
     res.writeHead(200, {
       'Content-Type': 'text/plain',
       'Content-Length': String(Buffer.byteLength(text)),
