@@ -48,6 +48,10 @@ const ERRORS = {
     { oneOf: [ref('ValidationErrorBody'), ref('ErrorBody')] },
     'The request breaks the schema (`ValidationError`, one issue per field) or is not JSON (`InvalidJson`)',
   ),
+  401: json(
+    ref('ErrorBody'),
+    'A JWT caller whose token is not from the pinned issuer (`Unauthenticated`; `WWW-Authenticate: Bearer error="invalid_token"`)',
+  ),
   403: json(ref('ForbiddenBody'), "The caller's team may not do this; `rule` names the rule"),
   404: json(
     ref('ErrorBody'),
@@ -287,7 +291,10 @@ function operation(route: Route): Json {
 export function buildOpenApiDocument(opts: { version?: string; serverUrl?: string } = {}): Json {
   const paths: Record<string, Json> = {};
   for (const route of ROUTES) {
-    paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: operation(route) };
+    const op = operation(route);
+    // Every route checks a JWT caller's issuer (lib/intake/jwt.ts): a 401 anywhere.
+    op.responses = { 401: ERRORS[401], ...(op.responses as Json) };
+    paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: op };
   }
   return {
     openapi: '3.1.0',

@@ -187,7 +187,7 @@ export const RunLogsUnavailableBodySchema = z.strictObject({
 export const ErrorBodySchema = z.strictObject({
   error: z.described(
     z.string(),
-    'InvalidJson, UnsupportedMediaType, PayloadTooLarge, NotFoundError, IdempotencyConflictError, ServiceUnavailable, InternalError',
+    'InvalidJson, Unauthenticated, UnsupportedMediaType, PayloadTooLarge, NotFoundError, IdempotencyConflictError, ServiceUnavailable, InternalError',
   ),
   message: z.string(),
   requestId: z.described(z.optional(z.string()), 'Quote it when reporting a 5xx'),

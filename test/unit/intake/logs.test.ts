@@ -89,7 +89,8 @@ describe('logLines', () => {
     ['a\nb\nc\n', 2, ['b', 'c']],
     ['a\r\nb', 10, ['a', 'b']],
     ['a\n\nb\n', 10, ['a', '', 'b']],
-  ])('%j, tail %i → %j', (text, tail, lines) => {
+    [`${'x'.repeat(2005)}\n`, 10, [`${'x'.repeat(2000)} … [5 more characters]`]],
+  ])('%#: tail %i', (text, tail, lines) => {
     expect(logLines(text, tail)).toEqual(lines);
   });
 });
