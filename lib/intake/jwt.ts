@@ -78,6 +78,18 @@ export function jwtClaimsOf(authorizer: unknown): Record<string, unknown> | unde
     : undefined;
 }
 
+/** Who the claims name, from the configured claims only: the principal claim and the group claims. */
+export function identityOf(
+  claims: Record<string, unknown>,
+  names: Pick<JwtConfig, 'principalClaim' | 'groupsClaims'>,
+): Caller {
+  const caller: Caller = { groups: [] };
+  const principal = claims[names.principalClaim];
+  if (typeof principal === 'string' && principal.length > 0) caller.sub = principal;
+  caller.groups = [...new Set(names.groupsClaims.flatMap((name) => claimList(claims[name])))];
+  return caller;
+}
+
 /**
  * The caller of a JWT-authorized request, or why it is refused: UnauthenticatedError (401) when
  * no issuer is pinned or the token's `iss` is another one; ForbiddenError (403) when its scopes do
@@ -105,10 +117,7 @@ export function jwtCaller(claims: Record<string, unknown>, jwt: JwtSettings, acc
       `${access} access needs the scope ${needed}; the token has ${scopes.length ? scopes.join(' ') : 'no scopes'}`,
     );
   }
-  const caller: Caller = { groups: [] };
-  const principal = claims[jwt.principalClaim];
-  if (typeof principal === 'string' && principal.length > 0) caller.sub = principal;
-  caller.groups = [...new Set(jwt.groupsClaims.flatMap((name) => claimList(claims[name])))];
+  const caller = identityOf(claims, jwt);
   if (caller.sub === undefined && caller.groups.length === 0) {
     const groups = jwt.groupsClaims.length ? ` nor a group claim (${jwt.groupsClaims.join(', ')})` : '';
     throw new ForbiddenError(`the token has no ${jwt.principalClaim} claim${groups} to match a team by`);

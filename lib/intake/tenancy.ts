@@ -2,7 +2,7 @@ import { type GantryConfig, JWT_DEFAULTS, type JwtConfig, type TeamConfig } from
 import { ForbiddenError } from '../errors.ts';
 import { parseQuantity } from '../run/limits.ts';
 import type { RunRequest } from '../run/schema.ts';
-import { type Access, claimList, type JwtSettings, jwtCaller, jwtClaimsOf } from './jwt.ts';
+import { type Access, identityOf, type JwtSettings, jwtCaller, jwtClaimsOf } from './jwt.ts';
 
 /**
  * Who is calling and what their team may do. The caller comes from the API Gateway authorizer
@@ -30,14 +30,9 @@ export function callerFromAuthorizer(
   claims: Pick<JwtConfig, 'principalClaim' | 'groupsClaims'> = JWT_DEFAULTS,
 ): Caller {
   const a = (authorizer ?? {}) as { iam?: { userArn?: unknown } };
-  const caller: Caller = { groups: [] };
-  if (typeof a.iam?.userArn === 'string' && a.iam.userArn.length > 0) caller.iamArn = a.iam.userArn;
   const jwt = jwtClaimsOf(authorizer);
-  if (jwt) {
-    const principal = jwt[claims.principalClaim];
-    if (typeof principal === 'string' && principal.length > 0) caller.sub = principal;
-    caller.groups = [...new Set(claims.groupsClaims.flatMap((name) => claimList(jwt[name])))];
-  }
+  const caller: Caller = jwt ? identityOf(jwt, claims) : { groups: [] };
+  if (typeof a.iam?.userArn === 'string' && a.iam.userArn.length > 0) caller.iamArn = a.iam.userArn;
   return caller;
 }
 
