@@ -224,6 +224,39 @@ describe.skipIf(!available)('cluster simulator: container logs of the trainer po
     ]);
   });
 
+  it("numbers a PyTorchJob's nodes master first, and reads its pytorch container", async () => {
+    const runId = newRunId();
+    const spec = aRunSpec({
+      runId,
+      jobName: runId,
+      namespace,
+      request: { target: 'PyTorchJob', numNodes: 3 },
+    });
+    await gw.createJob(buildJob(spec, 'training-operator-v1', 'PyTorchJob'));
+    await sim.settle();
+    await sim.advance(10);
+    const pods = await gw.listPods(`${LABEL.runId}=${runId}`);
+
+    const nodes = [0, 1, 2].map((node) => nodePod('PyTorchJob', runId, pods, node));
+    const firstLines = await Promise.all(
+      nodes.map(
+        async (n) =>
+          (await gw.readPodLog(namespace, n?.pod as string, { container: 'pytorch', tailLines: 1000 })).split(
+            '\n',
+          )[0],
+      ),
+    );
+
+    expect(nodes).toEqual([
+      { pod: `${runId}-master-0`, container: 'pytorch' },
+      { pod: `${runId}-worker-0`, container: 'pytorch' },
+      { pod: `${runId}-worker-1`, container: 'pytorch' },
+    ]);
+    expect(firstLines).toEqual(
+      nodes.map((n, i) => `[rank ${i}/3] starting training on pod ${n?.pod} (image ghcr.io/acme/train:1.0)`),
+    );
+  });
+
   it('answers as the apiserver does: an unknown container is a 400, a missing pod a 404, an unscheduled pod an empty log', async () => {
     const runId = newRunId();
     await gw.createJob(buildJob(aRunSpec({ runId, jobName: runId, namespace }), 'trainer-v2.2'));
