@@ -334,6 +334,8 @@ export function describeClusterGateway(targetName: string, setup: () => Promise<
       expect(managed.map((p) => p.metadata.name).sort()).toEqual(['ours-0', 'ours-1']);
       expect(managed[0]).toMatchObject({ apiVersion: 'v1', kind: 'Pod', status: { phase: 'Pending' } });
       expect(ofRun.map((p) => `${p.metadata.namespace}/${p.metadata.name}`)).toEqual([`${ns}/ours-0`]);
+      // Of the spec, only the containers' names (the logs route picks the trainer's by name).
+      expect((ofRun[0] as K8sObject & { spec?: unknown }).spec).toEqual({ containers: [{ name: 'node' }] });
     });
 
     it("reads a pod's log: an unscheduled pod's is empty, an unknown container is refused, a missing pod is not found", async () => {
