@@ -70,6 +70,7 @@ function callerMatches(caller: Caller, patterns: readonly string[]): boolean {
 export function describeCaller(caller: Caller): string {
   if (caller.iamArn) return caller.iamArn;
   if (caller.sub) return `JWT principal ${caller.sub}`;
+  if (caller.groups.length > 0) return `a JWT caller in groups ${caller.groups.join(', ')}`;
   return 'an anonymous caller';
 }
 

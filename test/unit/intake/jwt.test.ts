@@ -11,7 +11,7 @@ import {
   scopeGrants,
   scopesOf,
 } from '../../../lib/intake/jwt.ts';
-import { authenticate, type Caller, teamsOf } from '../../../lib/intake/tenancy.ts';
+import { authenticate, type Caller, requireTeams, teamsOf } from '../../../lib/intake/tenancy.ts';
 
 const ISSUER = 'https://idp.example.com/realms/acme';
 const JWT: JwtSettings = { ...JWT_DEFAULTS, issuer: ISSUER };
@@ -184,6 +184,19 @@ describe('authenticate', () => {
     ],
   ])('%s', (_name, authorizer, access, expected) => {
     expect(outcome(() => authenticate(authorizer, JWT, access))).toEqual(expected);
+  });
+
+  it('names a caller known only by its groups in a refusal', () => {
+    const config = parseConfig({
+      clusters: [CLUSTER],
+      teams: [{ name: 'vision', principals: ['vision-group'], namespaces: ['v'], imagePrefixes: ['r/'] }],
+    });
+    const caller = authenticate(
+      { jwt: { claims: { iss: ISSUER, scope: 'gantry/read', groups: ['a', 'b'] } } },
+      JWT,
+      'read',
+    );
+    expect(() => requireTeams(caller, config)).toThrow('a JWT caller in groups a, b belongs to no team');
   });
 
   it('a group in a claim that is not configured does not make the caller a team member', () => {
