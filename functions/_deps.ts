@@ -17,7 +17,6 @@ import { makeSqsCheckQueue } from '../lib/adapters/aws/sqs-checks.ts';
 import { makeSqsRunQueue } from '../lib/adapters/aws/sqs-queue.ts';
 import { type ModelOwners, makeModelOwners } from '../lib/artifacts/ownership.ts';
 import type { ArtifactStore, ServingEvents } from '../lib/artifacts/ports.ts';
-import { type GantryConfig, loadConfig, loadRuntimeEnv, type RuntimeEnv } from '../lib/config.ts';
 import { type MetricIngester, makeMetricIngester } from '../lib/metrics/ingest.ts';
 import type {
   CallOptions,
@@ -31,22 +30,11 @@ import type { JobLocation } from '../lib/run/record.ts';
 import { makeRunRecords, type RunRecords } from '../lib/run/records.ts';
 import type { StateTable } from '../lib/state/table.ts';
 import { makeSweeps, type Sweeps } from '../lib/sweep/sweeps.ts';
+import { config, env, once } from './_config.ts';
 import { logLine } from './_log.ts';
 
-function once<T>(make: () => T): () => T {
-  let value: T | undefined;
-  let made = false;
-  return () => {
-    if (!made) {
-      value = make();
-      made = true;
-    }
-    return value as T;
-  };
-}
+export { config, env };
 
-export const env = /* @__PURE__ */ once((): RuntimeEnv => loadRuntimeEnv());
-export const config = /* @__PURE__ */ once((): GantryConfig => loadConfig(env()));
 export const clock: Clock = { now: () => new Date() };
 /** Health after admission (lib/trainjob/pod-health.ts): the same limits in the reconciler and the wait steps. */
 export const podHealth = () => ({

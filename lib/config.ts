@@ -125,6 +125,56 @@ export const TeamConfigSchema = z.strictObject({
   ),
 });
 
+/** A JWT claim name: `sub`, `email`, `cognito:groups`, `https://example.com/roles`… */
+const claimName = z.string().check(z.minLength(1), z.maxLength(256));
+/** An OAuth scope: no whitespace (a token's `scope` claim is space-separated). */
+const scopeName = z
+  .string()
+  .check(z.regex(/^[\x21-\x7e]{1,256}$/, 'must be a non-empty scope name without spaces'));
+
+export const JWT_DEFAULTS = {
+  principalClaim: 'sub',
+  groupsClaims: ['groups', 'cognito:groups'],
+  readScope: 'gantry/read',
+  writeScope: 'gantry/write',
+};
+
+/**
+ * How JWT callers (auth=jwt) are read (lib/intake/jwt.ts): which claim names the principal, which
+ * claims carry groups (both matched against teams' `principals`), the issuer every token must come
+ * from, and the scopes of the read (GET) and write (POST) routes. The write scope grants read too.
+ */
+export const JwtConfigSchema = z
+  .strictObject({
+    /**
+     * The token issuer (`iss`) every JWT caller must have. On AWS the stack's `jwtIssuerUrl` param
+     * (GANTRY_JWT_ISSUER) sets it; if both are given they must be equal.
+     */
+    issuer: z.optional(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' })),
+    principalClaim: z._default(claimName, JWT_DEFAULTS.principalClaim),
+    groupsClaims: z._default(z.array(claimName).check(z.maxLength(10)), JWT_DEFAULTS.groupsClaims),
+    readScope: z._default(scopeName, JWT_DEFAULTS.readScope),
+    writeScope: z._default(scopeName, JWT_DEFAULTS.writeScope),
+  })
+  .check(
+    z.superRefine((j, ctx) => {
+      if (j.readScope === j.writeScope) {
+        ctx.addIssue({ code: 'custom', path: ['writeScope'], message: 'must differ from readScope' });
+      }
+      if (j.groupsClaims.includes(j.principalClaim)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['groupsClaims'],
+          message: `must not include the principalClaim (${j.principalClaim})`,
+        });
+      }
+    }),
+  );
+
+export const AuthConfigSchema = z.strictObject({
+  jwt: z._default(JwtConfigSchema, { ...JWT_DEFAULTS }),
+});
+
 export const GantryConfigSchema = z
   .strictObject({
     clusters: z.array(ClusterConfigSchema).check(z.minLength(1, 'at least one cluster')),
@@ -132,6 +182,8 @@ export const GantryConfigSchema = z
     defaultCluster: z.optional(name),
     /** Retraining on new data (lib/datatrigger/rules.ts): S3 objects under a prefix → runs. */
     dataTriggers: z._default(z.array(DataTriggerRuleSchema), []),
+    /** How API callers are authenticated beyond what API Gateway checks (JWT claims, issuer, scopes). */
+    auth: z._default(AuthConfigSchema, { jwt: { ...JWT_DEFAULTS } }),
   })
   .check(
     z.superRefine((c, ctx) => {
@@ -160,6 +212,7 @@ export const GantryConfigSchema = z
 export type GantryConfig = z.output<typeof GantryConfigSchema>;
 export type TeamConfig = z.output<typeof TeamConfigSchema>;
 export type ClusterConfig = z.output<typeof ClusterConfigSchema>;
+export type JwtConfig = z.output<typeof JwtConfigSchema>;
 
 /** Where the service's AWS resources are, from the Lambda environment (serverless.yml sets it). */
 export const RuntimeEnvSchema = z.object({
@@ -174,6 +227,8 @@ export const RuntimeEnvSchema = z.object({
   /** The data-events queue: S3 notifications in, the data trigger's delayed checks out and in. */
   GANTRY_DATA_EVENTS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
   GANTRY_CONFIG: z.optional(z.string()),
+  /** The JWT issuer API Gateway's authorizer trusts (serverless param jwtIssuerUrl); empty with IAM auth. */
+  GANTRY_JWT_ISSUER: z.optional(z.string()),
   GANTRY_CONFIG_FILE: z.optional(z.string()),
   AWS_REGION: z._default(z.string(), 'us-east-1'),
   /** A job with no waiting task token is an orphan only after this long (covers the gap between steps). */

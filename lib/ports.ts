@@ -60,6 +60,17 @@ export interface ClusterGateway {
    * see what the job's status does not say: image pulls, config errors, crash loops, scheduling.
    */
   listPods(labelSelector: string, opts?: CallOptions): Promise<K8sObject[]>;
+  /**
+   * The last `tailLines` lines of a container's log (the `pods/log` subresource, text). NotFoundError
+   * when the pod is gone; ClusterRejectedError (HTTP 400) when the container has not started or is
+   * not in the pod. An unscheduled pod has an empty log.
+   */
+  readPodLog(
+    namespace: string,
+    pod: string,
+    options: { container: string; tailLines: number },
+    opts?: CallOptions,
+  ): Promise<string>;
   listClusterTrainingRuntimes(opts?: CallOptions): Promise<K8sObject[]>;
   capabilities(opts?: CallOptions): Promise<ClusterCapabilities>;
 }

@@ -8,21 +8,46 @@ import { type LambdaHandler, localContext } from './lambda.ts';
 /**
  * A local stand-in for API Gateway's HTTP API: node:http requests become HTTP API (payload v2)
  * events and go to the same handler exports Lambda runs. LOCAL ONLY: the caller's identity is
- * whatever the `x-gantry-principal` header says (or what `identity` returns) — there is no
- * authentication; on AWS the IAM or JWT authorizer fills `requestContext.authorizer`. The
- * server binds 127.0.0.1 only.
+ * whatever the `x-gantry-principal` header (an IAM principal ARN) or the `x-gantry-jwt-claims`
+ * header (a JSON object of JWT claims, as a JWT authorizer would pass them on) says, or what
+ * `identity` returns — there is no authentication; on AWS the IAM or JWT authorizer fills
+ * `requestContext.authorizer`. The handlers check JWT claims (issuer, scopes) themselves, so
+ * forged claims meet the same checks as on AWS. The server binds 127.0.0.1 only.
  */
 
 /** The identity a local request carries: an IAM principal ARN, or JWT claims. */
 export type LocalIdentity = string | { claims: Record<string, string | string[]> } | undefined;
 
 export const PRINCIPAL_HEADER = 'x-gantry-principal';
+export const JWT_CLAIMS_HEADER = 'x-gantry-jwt-claims';
+
+/** The default local identity: JWT claims from `x-gantry-jwt-claims`, else the principal header. */
+export function headerIdentity(req: IncomingMessage): LocalIdentity {
+  const claims = req.headers[JWT_CLAIMS_HEADER];
+  if (typeof claims === 'string') {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(claims);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return undefined;
+    const out: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(parsed)) {
+      if (typeof v === 'string') out[k] = v;
+      else if (Array.isArray(v)) out[k] = v.map(String);
+      else if (typeof v === 'number' || typeof v === 'boolean') out[k] = String(v);
+    }
+    return { claims: out };
+  }
+  return req.headers[PRINCIPAL_HEADER] as string | undefined;
+}
 
 export interface HttpApiOptions {
   /** Route key (`POST /v1/runs/{id}/cancel`) → handler. */
   routes: Record<string, LambdaHandler>;
   port?: number;
-  /** Who the caller is (default: the `x-gantry-principal` header as an IAM principal ARN). */
+  /** Who the caller is (default: `headerIdentity`, the JWT claims or the principal header). */
   identity?: (req: IncomingMessage) => LocalIdentity;
   /** Bodies above this are refused before a handler sees them, as API Gateway does (10 MB). */
   maxBodyBytes?: number;
@@ -116,8 +141,7 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 
 export async function startHttpApi(opts: HttpApiOptions) {
   const routes = Object.entries(opts.routes).map(([key, handler]) => compile(key, handler));
-  const identity =
-    opts.identity ?? ((req: IncomingMessage) => req.headers[PRINCIPAL_HEADER] as string | undefined);
+  const identity = opts.identity ?? headerIdentity;
   const maxBody = opts.maxBodyBytes ?? 10 * 1024 * 1024;
 
   async function handle(req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {

@@ -8,7 +8,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { startFauxqs } from 'fauxqs';
-import type { GantryConfig } from '../lib/config.ts';
+import { type GantryConfig, JWT_DEFAULTS } from '../lib/config.ts';
 import { DataTriggerRuleSchema } from '../lib/datatrigger/rules.ts';
 import { METRIC_OBJECT_SUFFIX } from '../lib/metrics/channel.ts';
 import { ACCOUNT, functionArn, loadDefinition, REGION, STATE_MACHINE, TASK_FUNCTIONS } from './definition.ts';
@@ -53,6 +53,8 @@ export interface StackOptions {
   /** GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS (default 120). */
   admittedSuspendedGraceSeconds?: number;
   teams?: GantryConfig['teams'];
+  /** How JWT callers are read and checked (`auth.jwt` of the configuration; default: its defaults, no issuer). */
+  jwt?: Partial<GantryConfig['auth']['jwt']>;
   /** Start the queue consumer (default true). */
   consumer?: boolean;
   /** Data-trigger rules (lib/datatrigger/rules.ts); their objects in the local bucket notify the data-events queue. */
@@ -247,6 +249,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       teams: opts.teams ?? [DEMO_TEAM],
       defaultCluster: 'local',
       dataTriggers,
+      auth: { jwt: { ...JWT_DEFAULTS, ...opts.jwt } },
     };
 
     // The handlers are the production modules; they read their environment on first use.

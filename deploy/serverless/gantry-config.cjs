@@ -96,6 +96,27 @@ function clusterArn(eks) {
   };
 }
 
+/**
+ * With auth=jwt the stack pins the issuer (`jwtIssuerUrl`); the config's auth.jwt.issuer, when
+ * given, must be the same one (the functions refuse to serve otherwise).
+ */
+async function jwtChecked(resolveVariable) {
+  const { config, path: rel } = await load(resolveVariable);
+  const jwt = config.auth.jwt;
+  if ((await resolveVariable('param:auth')) === 'jwt') {
+    const issuer = await resolveVariable('param:jwtIssuerUrl');
+    if (typeof issuer !== 'string' || issuer === '') {
+      throw new Error('auth=jwt needs the jwtIssuerUrl param (the issuer every token must come from)');
+    }
+    if (jwt.issuer && jwt.issuer !== issuer) {
+      throw new Error(
+        `the Gantry config ${rel} pins auth.jwt.issuer ${jwt.issuer}, but the jwtIssuerUrl param is ${issuer}`,
+      );
+    }
+  }
+  return jwt;
+}
+
 module.exports = {
   load,
   clusterArn,
@@ -103,4 +124,11 @@ module.exports = {
   path: async ({ resolveVariable }) => (await load(resolveVariable)).path,
   /** Where the file is inside the Lambda bundle (`GANTRY_CONFIG_FILE`). */
   lambdaPath: async ({ resolveVariable }) => `/var/task/${(await load(resolveVariable)).path}`,
+  /** The scopes of the GET routes' JWT authorizer: the read scope, or the write scope (it grants read). */
+  jwtReadScopes: async ({ resolveVariable }) => {
+    const jwt = await jwtChecked(resolveVariable);
+    return [jwt.readScope, jwt.writeScope];
+  },
+  /** The scopes of the POST routes' JWT authorizer: the write scope. */
+  jwtWriteScopes: async ({ resolveVariable }) => [(await jwtChecked(resolveVariable)).writeScope],
 };

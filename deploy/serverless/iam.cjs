@@ -208,6 +208,8 @@ const FUNCTIONS = {
   getRun: { statements: () => [readState('run')] },
   // The record (ownership) and runs/<id>/metric-history.json, which may not exist yet.
   getRunMetrics: { statements: () => [readState('run'), readRuns, existenceChecks] },
+  // The record (ownership, where the job is), then the run's pods and a pod's log from the cluster.
+  getRunLogs: { k8s: true, statements: () => [readState('run'), statements.describeClusters()] },
   listRuns: { statements: () => [queryState('byTeam', 'byPhase', 'byModel', 'bySweep')] },
   cancelRun: {
     k8s: true,

@@ -10,6 +10,7 @@ import type {
   APIGatewayProxyStructuredResultV2,
   Context,
 } from 'aws-lambda';
+import { JWT_DEFAULTS } from '../../lib/config.ts';
 import {
   ForbiddenError,
   IdempotencyConflictError,
@@ -20,11 +21,15 @@ import {
   InvalidJsonError,
   PayloadTooLargeError,
   RunFinishedError,
+  RunLogsUnavailableError,
   SweepFinishedError,
   TeamLimitError,
+  UnauthenticatedError,
   UnsupportedMediaTypeError,
 } from '../../lib/intake/errors.ts';
-import { type Caller, callerFromAuthorizer } from '../../lib/intake/tenancy.ts';
+import { accessOf, type JwtSettings, jwtClaimsOf, jwtSettings } from '../../lib/intake/jwt.ts';
+import { authenticate, type Caller, callerFromAuthorizer } from '../../lib/intake/tenancy.ts';
+import { config, env } from '../_config.ts';
 import { log } from '../_log.ts';
 
 /** An HTTP API (payload v2) event with the IAM or the JWT authorizer. */
@@ -41,8 +46,35 @@ export const MAX_BODY_BYTES = 256 * 1024;
 /** Seconds a client should wait after a 503. */
 export const RETRY_AFTER_SECONDS = 5;
 
+/** The JWT settings in force (configuration + the stack's issuer); a mismatch is a 500, logged. */
+function jwtInForce(): JwtSettings {
+  try {
+    return jwtSettings(config(), env().GANTRY_JWT_ISSUER);
+  } catch (err) {
+    throw new Error('Gantry is misconfigured (environment, GANTRY_CONFIG or GANTRY_JWT_ISSUER)', {
+      cause: err,
+    });
+  }
+}
+
+const callers = new WeakMap<ApiEvent, Caller>();
+
+/**
+ * The authenticated caller (lib/intake/tenancy.ts `authenticate`): a JWT caller is refused
+ * (401/403) unless its issuer is the pinned one and its scopes grant the route's access (GET
+ * read, POST write). `httpApi()` calls it before every handler, so no route skips the check.
+ */
 export function callerOf(event: ApiEvent): Caller {
-  return callerFromAuthorizer(event.requestContext.authorizer);
+  let caller = callers.get(event);
+  if (!caller) {
+    const authorizer = event.requestContext.authorizer;
+    const jwt = jwtClaimsOf(authorizer) ? jwtInForce() : JWT_DEFAULTS;
+    // Unknown method: write, the stricter access.
+    const method = event.requestContext.http?.method ?? event.routeKey?.split(' ')[0] ?? 'POST';
+    caller = authenticate(authorizer, jwt, accessOf(method));
+    callers.set(event, caller);
+  }
+  return caller;
 }
 
 /** A header by its lower-case name (HTTP API v2 lower-cases header names). */
@@ -119,6 +151,13 @@ export function errorResponse(err: unknown, requestId: string): ApiResult {
     return respond(400, { error: 'ValidationError', message: 'the request is invalid', issues: err.issues });
   }
   if (err instanceof InvalidJsonError) return respond(400, { error: 'InvalidJson', message: e.message });
+  if (err instanceof UnauthenticatedError) {
+    return respond(
+      401,
+      { error: 'Unauthenticated', message: e.message },
+      { 'www-authenticate': 'Bearer error="invalid_token"' },
+    );
+  }
   if (err instanceof ForbiddenError)
     return respond(403, { error: 'ForbiddenError', message: e.message, rule: err.rule });
   if (err instanceof NotFoundError) return respond(404, { error: 'NotFoundError', message: e.message });
@@ -127,6 +166,9 @@ export function errorResponse(err: unknown, requestId: string): ApiResult {
   }
   if (err instanceof RunFinishedError) {
     return respond(409, { error: 'RunFinishedError', message: e.message, phase: err.phase });
+  }
+  if (err instanceof RunLogsUnavailableError) {
+    return respond(409, { error: 'RunLogsUnavailableError', message: e.message, phase: err.phase });
   }
   if (err instanceof SweepFinishedError) {
     return respond(409, { error: 'SweepFinishedError', message: e.message, phase: err.phase });
@@ -194,7 +236,7 @@ export function httpApi(): MiddlewareObj<ApiEvent, ApiResult, Error, Context, { 
   }) => {
     const { event, context, response, error } = request;
     const status = response?.statusCode ?? 500;
-    const caller = callerOf(event);
+    const caller = callers.get(event) ?? callerFromAuthorizer(event.requestContext.authorizer);
     const id = runIdOf(event, response);
     const idField = id?.startsWith('swp-') ? 'sweepId' : 'runId';
     log(status >= 500 ? 'error' : 'info', {
@@ -219,6 +261,7 @@ export function httpApi(): MiddlewareObj<ApiEvent, ApiResult, Error, Context, { 
     name: 'httpApi',
     before: (request) => {
       request.internal.startedAt = Date.now();
+      callerOf(request.event);
     },
     after: (request) => finish(request),
     onError: (request) => {

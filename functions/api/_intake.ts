@@ -1,4 +1,5 @@
 import type { GantryConfig } from '../../lib/config.ts';
+import { makeGetRunLogs } from '../../lib/intake/logs.ts';
 import { makeCancelRun, makeGetRun, makeGetRunMetrics, makeListRuns } from '../../lib/intake/runs.ts';
 import { makeListRuntimes } from '../../lib/intake/runtimes.ts';
 import { historyKey, type MetricHistory } from '../../lib/metrics/channel.ts';
@@ -40,3 +41,6 @@ export const cancelRun = /* @__PURE__ */ lazy(() =>
   makeCancelRun({ ...settings(), records: records(), workflow: workflow(), deleteJob }),
 );
 export const listRuntimes = /* @__PURE__ */ lazy(() => makeListRuntimes({ ...settings(), gateway }));
+export const getRunLogs = /* @__PURE__ */ lazy(() =>
+  makeGetRunLogs({ ...settings(), records: records(), gateway }),
+);

@@ -60,3 +60,24 @@ export class TeamLimitError extends TerminalError {
     this.retryAfterSeconds = retryAfterSeconds;
   }
 }
+
+/**
+ * The request's credentials are not accepted (e.g. a JWT from another issuer than the pinned one);
+ * the API answers 401.
+ */
+export class UnauthenticatedError extends TerminalError {
+  override readonly name = 'UnauthenticatedError' as const;
+}
+
+/**
+ * A run's logs cannot be read yet or any more: no job or pod for the node, or its container has
+ * not started (or the pods are gone after the run ended); the API answers 409 with the phase.
+ */
+export class RunLogsUnavailableError extends TerminalError {
+  override readonly name = 'RunLogsUnavailableError' as const;
+  readonly phase: RunPhase;
+  constructor(message: string, phase: RunPhase, options?: ErrorOptions) {
+    super(message, options);
+    this.phase = phase;
+  }
+}

@@ -1,6 +1,7 @@
 import { RunRequestSchema } from '../run/schema.ts';
 import { SweepRequestSchema } from '../sweep/schema.ts';
 import * as z from '../zod.ts';
+import { RunLogsQuerySchema } from './logs.ts';
 import { ROUTES, type Route } from './routes.ts';
 import { ListRunsQuerySchema } from './runs.ts';
 import { IDEMPOTENCY_HEADER } from './submit-run.ts';
@@ -12,6 +13,8 @@ import {
   MetricHistorySchema,
   RunFinishedBodySchema,
   RunListSchema,
+  RunLogsSchema,
+  RunLogsUnavailableBodySchema,
   RuntimeListSchema,
   RunViewSchema,
   SubmitResponseSchema,
@@ -46,6 +49,10 @@ const ERRORS = {
   400: json(
     { oneOf: [ref('ValidationErrorBody'), ref('ErrorBody')] },
     'The request breaks the schema (`ValidationError`, one issue per field) or is not JSON (`InvalidJson`)',
+  ),
+  401: json(
+    ref('ErrorBody'),
+    'A JWT caller whose token is not from the pinned issuer (`Unauthenticated`; `WWW-Authenticate: Bearer error="invalid_token"`)',
   ),
   403: json(ref('ForbiddenBody'), "The caller's team may not do this; `rule` names the rule"),
   404: json(
@@ -101,7 +108,7 @@ const runRequestBody = {
   content: { 'application/json': { schema: ref('RunRequest') } },
 };
 
-function listQueryParameters(shape: Record<string, Parameters<typeof jsonSchema>[0]>): Json[] {
+function queryParameters(shape: Record<string, z.core.$ZodType>): Json[] {
   return Object.entries(shape).map(([name, schema]) => {
     const { description, ...s } = jsonSchema(schema, 'input');
     return { name, in: 'query', required: false, ...(description ? { description } : {}), schema: s };
@@ -135,7 +142,7 @@ function operation(route: Route): Json {
     case 'listRuns':
       return {
         ...common,
-        parameters: listQueryParameters(ListRunsQuerySchema.shape),
+        parameters: queryParameters(ListRunsQuerySchema.shape),
         responses: {
           200: json(ref('RunList'), "A page of one of the caller's teams' runs, newest first"),
           400: ERRORS[400],
@@ -147,7 +154,7 @@ function operation(route: Route): Json {
     case 'listSweeps':
       return {
         ...common,
-        parameters: listQueryParameters(ListSweepsQuerySchema.shape),
+        parameters: queryParameters(ListSweepsQuerySchema.shape),
         responses: {
           200: json(ref('SweepList'), "A page of one of the caller's teams' sweeps, newest first"),
           400: ERRORS[400],
@@ -178,6 +185,23 @@ function operation(route: Route): Json {
           400: ERRORS[400],
           403: ERRORS[403],
           404: ERRORS[404],
+          500: ERRORS[500],
+          503: ERRORS[503],
+        },
+      };
+    case 'getRunLogs':
+      return {
+        ...common,
+        parameters: [runIdParameter, ...queryParameters(RunLogsQuerySchema.shape)],
+        responses: {
+          200: json(ref('RunLogs'), "The last lines of the node's trainer container"),
+          400: ERRORS[400],
+          403: ERRORS[403],
+          404: ERRORS[404],
+          409: json(
+            ref('RunLogsUnavailableBody'),
+            'No log to read yet (no job or pod for the node, its container has not started) or any more (the run ended and its pods are gone); `phase` says where the run is',
+          ),
           500: ERRORS[500],
           503: ERRORS[503],
         },
@@ -289,7 +313,10 @@ function operation(route: Route): Json {
 export function buildOpenApiDocument(opts: { version?: string; serverUrl?: string } = {}): Json {
   const paths: Record<string, Json> = {};
   for (const route of ROUTES) {
-    paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: operation(route) };
+    const op = operation(route);
+    // Every route checks a JWT caller's issuer (lib/intake/jwt.ts): a 401 anywhere.
+    op.responses = { 401: ERRORS[401], ...(op.responses as Json) };
+    paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: op };
   }
   return {
     openapi: '3.1.0',
@@ -328,6 +355,8 @@ export function buildOpenApiDocument(opts: { version?: string; serverUrl?: strin
         ValidationErrorBody: jsonSchema(ValidationErrorBodySchema, 'output'),
         ForbiddenBody: jsonSchema(ForbiddenBodySchema, 'output'),
         RunFinishedBody: jsonSchema(RunFinishedBodySchema, 'output'),
+        RunLogs: jsonSchema(RunLogsSchema, 'output'),
+        RunLogsUnavailableBody: jsonSchema(RunLogsUnavailableBodySchema, 'output'),
         ErrorBody: jsonSchema(ErrorBodySchema, 'output'),
       },
     },

@@ -39,6 +39,13 @@ export const ROUTES = [
     summary: "A run's metric history: every metric its training code reported, as a time series",
   },
   {
+    method: 'GET',
+    path: '/v1/runs/{id}/logs',
+    handler: 'get-run-logs',
+    operationId: 'getRunLogs',
+    summary: "The tail of a node's trainer container log (default node 0, the last 100 lines)",
+  },
+  {
     method: 'POST',
     path: '/v1/runs/{id}/cancel',
     handler: 'cancel-run',

@@ -1,50 +1,51 @@
-import type { GantryConfig, TeamConfig } from '../config.ts';
+import { type GantryConfig, JWT_DEFAULTS, type JwtConfig, type TeamConfig } from '../config.ts';
 import { ForbiddenError } from '../errors.ts';
 import { parseQuantity } from '../run/limits.ts';
 import type { RunRequest } from '../run/schema.ts';
+import { type Access, identityOf, type JwtSettings, jwtCaller, jwtClaimsOf } from './jwt.ts';
 
 /**
  * Who is calling and what their team may do. The caller comes from the API Gateway authorizer
  * (never from the request body); a team's `principals` name IAM principal ARNs (`arn:…`) or JWT
- * `sub` / group values, each exactly or as a prefix with a trailing `*`.
+ * principal / group claim values, each exactly or as a prefix with a trailing `*`.
  */
 
 /** The authenticated caller, as the API Gateway authorizer describes it. */
 export interface Caller {
   /** IAM authorizer: the caller's principal ARN (`requestContext.authorizer.iam.userArn`). */
   iamArn?: string;
-  /** JWT authorizer: the `sub` claim. */
+  /** JWT authorizer: the value of the configured principal claim (`auth.jwt.principalClaim`, default `sub`). */
   sub?: string;
-  /** JWT authorizer: `groups` / `cognito:groups` claims. */
+  /** JWT authorizer: the values of the configured group claims (default `groups`, `cognito:groups`). */
   groups: string[];
 }
 
-/** The caller from an HTTP API v2 `requestContext.authorizer` (IAM or JWT); anything else is anonymous. */
-export function callerFromAuthorizer(authorizer: unknown): Caller {
-  const a = (authorizer ?? {}) as {
-    iam?: { userArn?: unknown };
-    jwt?: { claims?: Record<string, unknown> };
-  };
-  const caller: Caller = { groups: [] };
+/**
+ * The caller from an HTTP API v2 `requestContext.authorizer` (IAM or JWT); anything else is
+ * anonymous. JWT claims are read as named by `claims` but not checked (issuer, scopes): requests
+ * are authorized with `authenticate` (lib/intake/jwt.ts); this is what the request logs show.
+ */
+export function callerFromAuthorizer(
+  authorizer: unknown,
+  claims: Pick<JwtConfig, 'principalClaim' | 'groupsClaims'> = JWT_DEFAULTS,
+): Caller {
+  const a = (authorizer ?? {}) as { iam?: { userArn?: unknown } };
+  const jwt = jwtClaimsOf(authorizer);
+  const caller: Caller = jwt ? identityOf(jwt, claims) : { groups: [] };
   if (typeof a.iam?.userArn === 'string' && a.iam.userArn.length > 0) caller.iamArn = a.iam.userArn;
-  const claims = a.jwt?.claims;
-  if (claims && typeof claims === 'object') {
-    if (typeof claims.sub === 'string' && claims.sub.length > 0) caller.sub = claims.sub;
-    caller.groups = [...claimList(claims.groups), ...claimList(claims['cognito:groups'])];
-  }
   return caller;
 }
 
 /**
- * A list claim. HTTP API JWT authorizers flatten array claims into one string, `[a b c]`;
- * a real array (e.g. from a test event) or a single value are accepted as well.
+ * The caller of a request to a route with this access. IAM callers are as API Gateway's IAM
+ * authorizer described them (their policy authorized the route); a JWT caller must pass
+ * `jwtCaller`'s checks (pinned issuer, the route's scope, the configured claims) — the same on the
+ * embedded default, an IAM stack and a JWT stack.
  */
-function claimList(value: unknown): string[] {
-  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string' && v.length > 0);
-  if (typeof value !== 'string' || value.length === 0) return [];
-  const bracketed = /^\[(.*)\]$/s.exec(value.trim());
-  if (!bracketed) return [value];
-  return (bracketed[1] ?? '').split(/[\s,]+/).filter(Boolean);
+export function authenticate(authorizer: unknown, jwt: JwtSettings, access: Access): Caller {
+  const claims = jwtClaimsOf(authorizer);
+  if (claims) return jwtCaller(claims, jwt, access);
+  return callerFromAuthorizer(authorizer, jwt);
 }
 
 /** A principal pattern matches a value exactly, or as a prefix when it ends with `*`. */
@@ -68,7 +69,8 @@ function callerMatches(caller: Caller, patterns: readonly string[]): boolean {
 /** How the caller is named in messages. */
 export function describeCaller(caller: Caller): string {
   if (caller.iamArn) return caller.iamArn;
-  if (caller.sub) return `sub ${caller.sub}`;
+  if (caller.sub) return `JWT principal ${caller.sub}`;
+  if (caller.groups.length > 0) return `a JWT caller in groups ${caller.groups.join(', ')}`;
   return 'an anonymous caller';
 }
 

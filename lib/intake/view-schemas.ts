@@ -169,10 +169,25 @@ export const RunFinishedBodySchema = z.strictObject({
   message: z.string(),
   phase: PhaseSchema,
 });
+/** `GET /v1/runs/{id}/logs`: the tail of one node's trainer container. */
+export const RunLogsSchema = z.strictObject({
+  runId: z.string(),
+  pod: z.described(z.string(), 'The pod of the node read'),
+  container: z.described(
+    z.string(),
+    "The trainer container read (Trainer v2: `node`; v1 jobs: the kind's, e.g. `pytorch`)",
+  ),
+  lines: z.described(z.array(z.string()), 'The last lines of its log, oldest first'),
+});
+export const RunLogsUnavailableBodySchema = z.strictObject({
+  error: z.literal('RunLogsUnavailableError'),
+  message: z.string(),
+  phase: PhaseSchema,
+});
 export const ErrorBodySchema = z.strictObject({
   error: z.described(
     z.string(),
-    'InvalidJson, UnsupportedMediaType, PayloadTooLarge, NotFoundError, IdempotencyConflictError, TeamLimitError, ServiceUnavailable, InternalError',
+    'InvalidJson, Unauthenticated, UnsupportedMediaType, PayloadTooLarge, NotFoundError, IdempotencyConflictError, TeamLimitError, ServiceUnavailable, InternalError',
   ),
   message: z.string(),
   limit: z.described(

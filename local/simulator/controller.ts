@@ -37,6 +37,7 @@ import {
   type WaitForPodsReady,
   workloadName,
 } from './kueue.ts';
+import { trainingLog } from './logs.ts';
 import {
   finalAccuracy,
   finalLoss,
@@ -71,6 +72,7 @@ import type { TrainerVersion } from './stubs.ts';
 const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 const obj = (v: unknown): Json => (isObj(v) ? v : {});
 const meta = (o: Json): Json => obj(o.metadata);
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
 export const SIM_ANNOTATIONS = {
   /** Simulated seconds of training once the gang runs (default 60). */
@@ -183,6 +185,8 @@ interface SimJob {
   podMessage: string | undefined;
   /** CrashLoopBackOff: sim ms of the next container restart. */
   nextCrashAt: number | undefined;
+  /** Progress (0–1) and cause when the run finished: what its pods' logs end with. */
+  ended?: { progress: number; why: 'Succeeded' | 'Injected' | 'DeadlineExceeded' | 'UploadFailed' };
 }
 
 export interface ControllerStats {
@@ -798,6 +802,74 @@ export class Controllers {
     }
   }
 
+  /**
+   * What the simulated training script in a pod's container has printed (local/simulator/logs.ts):
+   * derived from the run's progress, so the log grows as the run goes; a pod of no simulated job
+   * has printed nothing. `last`: the run before a crash (CrashLoopBackOff).
+   */
+  podLog(pod: Json, container: string, last: boolean): string[] {
+    const owner = arr(meta(pod).ownerReferences).map(obj)[0];
+    const j = owner ? this.jobs.get(String(owner.uid)) : undefined;
+    if (!j) return [];
+    const labels = obj(meta(pod).labels) as Record<string, string>;
+    const pods = this.pods.of(this.owner(j));
+    let rank: number;
+    let worldSize: number;
+    if (j.def.kind === 'TrainJob') {
+      const set = labels['jobset.sigs.k8s.io/replicatedjob-name'];
+      rank = Number(labels['batch.kubernetes.io/job-completion-index'] ?? 0);
+      worldSize = pods.filter(
+        (p) => obj(meta(p).labels)['jobset.sigs.k8s.io/replicatedjob-name'] === set,
+      ).length;
+    } else {
+      const type = String(labels['training.kubeflow.org/replica-type'] ?? '').toLowerCase();
+      const index = Number(labels['training.kubeflow.org/replica-index'] ?? 0);
+      const leads = pods.some((p) =>
+        ['master', 'launcher'].includes(
+          String(obj(meta(p).labels)['training.kubeflow.org/replica-type'] ?? '').toLowerCase(),
+        ),
+      );
+      rank = type === 'worker' && leads ? index + 1 : index;
+      worldSize = pods.length;
+    }
+    const c = arr(obj(pod.spec).containers)
+      .map(obj)
+      .find((x) => x.name === container);
+    const phase = String(obj(pod.status).phase ?? '');
+    const base = {
+      pod: String(meta(pod).name),
+      rank,
+      worldSize: Math.max(worldSize, rank + 1),
+      image: String(c?.image ?? ''),
+      hp: j.hp,
+      accuracy: j.accuracy,
+    };
+    if (last)
+      return trainingLog({
+        ...base,
+        progress: 0,
+        outcome: 'crashed',
+        ...(j.podMessage ? { failMessage: j.podMessage } : {}),
+      });
+    if (phase === 'Succeeded' || phase === 'Failed') {
+      const ok = phase === 'Succeeded';
+      const why = j.ended?.why;
+      const failMessage =
+        why === 'DeadlineExceeded'
+          ? 'stopped: the job exceeded its active deadline'
+          : why === 'UploadFailed'
+            ? `uploading the model failed: ${j.uploadError ?? 'the output could not be written'}`
+            : j.failMessage;
+      return trainingLog({
+        ...base,
+        progress: ok ? 1 : (j.ended?.progress ?? 0),
+        outcome: ok ? 'succeeded' : 'failed',
+        ...(failMessage ? { failMessage } : {}),
+      });
+    }
+    return trainingLog({ ...base, progress: this.progressOf(j), outcome: 'running' });
+  }
+
   private owner(j: SimJob): PodOwner {
     return { def: j.def, ns: j.ns, name: j.name, uid: j.uid };
   }
@@ -999,6 +1071,7 @@ export class Controllers {
     ok: boolean,
     why: 'Succeeded' | 'Injected' | 'DeadlineExceeded' | 'UploadFailed',
   ): void {
+    j.ended = { progress: this.progressOf(j), why };
     j.state = 'finished';
     j.nextProgressAt = undefined;
     j.nextCrashAt = undefined;

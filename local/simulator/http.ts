@@ -12,6 +12,7 @@ import {
   type StatusBody,
   unsupportedMediaType,
 } from './errors.ts';
+import { containerLogState, logBody, logContainer } from './logs.ts';
 import { apiVersionOf, compareVersions, type ResourceDef, storageVersionHash } from './registry.ts';
 import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } from './selectors.ts';
 
@@ -50,6 +51,11 @@ export interface HttpDeps {
   admin(method: string, path: string, body: unknown): Promise<unknown>;
   /** Address for `/api`'s serverAddressByClientCIDRs. */
   address(): string;
+  /**
+   * What a pod's container has printed (the simulated training script), oldest first; `last` asks
+   * for the run before a crash. Without it every container's log is empty.
+   */
+  podLog?(pod: Json, container: string, last: boolean): string[];
 }
 
 interface Route {
@@ -310,6 +316,11 @@ export class HttpFront {
     const api = this.deps.api;
     const q = url.searchParams;
     const { def, version, namespace: ns } = r;
+    if (r.subresource === 'log' && def.group === '' && def.plural === 'pods' && r.name !== undefined) {
+      if (method !== 'GET') throw methodNotAllowed('GET');
+      this.count('get', 'pods/log');
+      return this.podLog(api.get(def, version, ns, r.name), q, res);
+    }
     if (r.subresource !== undefined) {
       const known = r.subresource === 'status' && def.versions.find((v) => v.name === version)?.status;
       // The real server answers an unknown subresource of an object as if the object were missing.
@@ -444,6 +455,47 @@ export class HttpFront {
       default:
         throw methodNotAllowed('GET, PUT, PATCH, DELETE');
     }
+  }
+
+  /**
+   * `pods/log` as the apiserver and the kubelet answer it: the container checked (LogLocation), an
+   * unscheduled pod's log empty, a container that has not started a 400 with the kubelet's words,
+   * `tailLines` the last lines, as text.
+   */
+  private podLog(pod: Json, q: URLSearchParams, res: ServerResponse): void {
+    const name = String((pod.metadata as Json | undefined)?.name ?? '');
+    const tail = q.get('tailLines');
+    let tailLines: number | undefined;
+    if (tail !== null && tail !== '') {
+      if (!/^-?[0-9]+$/.test(tail))
+        throw badRequest(`strconv.ParseInt: parsing ${JSON.stringify(tail)}: invalid syntax`);
+      tailLines = Number(tail);
+      if (tailLines < 0) {
+        throw invalid('', 'PodLogOptions', name, [
+          {
+            type: 'FieldValueInvalid',
+            field: 'tailLines',
+            value: tailLines,
+            detail: 'must be greater than or equal to 0',
+          },
+        ]);
+      }
+    }
+    const container = logContainer(pod, q.get('container'));
+    if (!(pod.spec as Json | undefined)?.nodeName) {
+      // LogLocation gives no location: the real server answers an empty body without a Content-Type.
+      res.writeHead(200, { 'Content-Length': '0' });
+      res.end();
+      return;
+    }
+    const state = containerLogState(pod, container);
+    if (typeof state === 'object') throw badRequest(state.waiting);
+    const text = logBody(this.deps.podLog?.(pod, container, state === 'last') ?? [], tailLines);
+    res.writeHead(200, {
+      'Content-Type': 'text/plain',
+      'Content-Length': String(Buffer.byteLength(text)),
+    });
+    res.end(text);
   }
 
   private async readObject(req: IncomingMessage, def: ResourceDef): Promise<{ value: unknown; raw: string }> {

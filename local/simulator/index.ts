@@ -268,6 +268,7 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     },
     address: () => address,
     admin: async (method, path, body) => adminCall(method, path, body),
+    podLog: (pod, container, last) => controllers.podLog(pod, container, last),
   });
   for (const f of opts.faults ?? []) front.inject(f);
 

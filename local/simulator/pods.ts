@@ -112,6 +112,8 @@ export class Pods {
       for (let i = 0; i < ps.count; i++) {
         const pod = this.podObject(owner, job, ps, i);
         pod.status = this.pendingStatus(pod, scenario, message, nodes, ps);
+        // The scheduler binds every pod of an admitted gang (its pods then have a log to read).
+        if (scenario !== 'Unschedulable') obj(pod.spec).nodeName = `sim-node-${names.length + 1}`;
         try {
           this.api.create(def, 'v1', owner.ns, pod, { system: true });
           names.push(String(meta(pod).name));

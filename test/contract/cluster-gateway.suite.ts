@@ -2,7 +2,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { ClusterRejectedError, ClusterUnavailableError, JobNameConflictError } from '../../lib/errors.ts';
+import {
+  ClusterRejectedError,
+  ClusterUnavailableError,
+  JobNameConflictError,
+  NotFoundError,
+} from '../../lib/errors.ts';
 import type { ClusterCapabilities, ClusterGateway, JobApi } from '../../lib/ports.ts';
 import { newRunId } from '../../lib/run/ids.ts';
 import { buildJob, jobApi } from '../../lib/trainjob/build.ts';
@@ -329,6 +334,34 @@ export function describeClusterGateway(targetName: string, setup: () => Promise<
       expect(managed.map((p) => p.metadata.name).sort()).toEqual(['ours-0', 'ours-1']);
       expect(managed[0]).toMatchObject({ apiVersion: 'v1', kind: 'Pod', status: { phase: 'Pending' } });
       expect(ofRun.map((p) => `${p.metadata.namespace}/${p.metadata.name}`)).toEqual([`${ns}/ours-0`]);
+      // Of the spec, only the containers' names (the logs route picks the trainer's by name).
+      expect((ofRun[0] as K8sObject & { spec?: unknown }).spec).toEqual({ containers: [{ name: 'node' }] });
+    });
+
+    it("reads a pod's log: an unscheduled pod's is empty, an unknown container is refused, a missing pod is not found", async () => {
+      const ns = await t.namespace();
+      await t.createObject({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'trainer', namespace: ns, labels: { [LABEL.managedBy]: 'gantry' } },
+        spec: { automountServiceAccountToken: false, containers: [{ name: 'node', image: 'busybox' }] },
+      } as K8sObject);
+
+      const empty = await gw.readPodLog(ns, 'trainer', { container: 'node', tailLines: 10 });
+      const wrong = await gw
+        .readPodLog(ns, 'trainer', { container: 'sidecar', tailLines: 10 })
+        .catch((e: unknown) => e);
+      const missing = await gw
+        .readPodLog(ns, 'nope', { container: 'node', tailLines: 10 })
+        .catch((e: unknown) => e);
+
+      expect(empty).toBe('');
+      expect(wrong).toBeInstanceOf(ClusterRejectedError);
+      expect((wrong as Error).message).toMatch(
+        /HTTP 400 BadRequest: container sidecar is not valid for pod trainer$/,
+      );
+      expect(missing).toBeInstanceOf(NotFoundError);
+      expect((missing as Error).message).toMatch(/pods "nope" not found/);
     });
 
     it('lists the ClusterTrainingRuntimes', async () => {

@@ -191,6 +191,32 @@ describe.skipIf(!available)('deploy/k8s/rbac.yaml on a real apiserver', () => {
       expect(runtimes).toEqual([]);
     });
 
+    it("may read a pod's log in a team's namespace (pods/log get), not in kube-system", async () => {
+      // Prepare: a pod made by the admin; no node runs it, so its log is empty (LogLocation).
+      const ns = await teamNamespace('rbac-log');
+      const name = `trainer-${Math.random().toString(36).slice(2, 8)}`;
+      const pod = (namespace: string) => ({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace },
+        spec: { automountServiceAccountToken: false, containers: [{ name: 'node', image: 'busybox' }] },
+      });
+      expect((await cp.request('POST', `/api/v1/namespaces/${ns}/pods`, pod(ns))).status).toBe(201);
+      expect(
+        (await cp.request('POST', '/api/v1/namespaces/kube-system/pods', pod('kube-system'))).status,
+      ).toBe(201);
+      const gw = id.gateway();
+      try {
+        // Act + Assess
+        expect(await gw.readPodLog(ns, name, { container: 'node', tailLines: 10 })).toBe('');
+        await expect(
+          gw.readPodLog('kube-system', name, { container: 'node', tailLines: 10 }),
+        ).rejects.toBeInstanceOf(ClusterAccessDeniedError);
+      } finally {
+        await cp.request('DELETE', `/api/v1/namespaces/kube-system/pods/${name}`);
+      }
+    });
+
     it("may create Events in a team's namespace", async () => {
       const ns = await teamNamespace('rbac-ev');
 

@@ -3,15 +3,25 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeKubernetesGateway } from '../../lib/adapters/kubernetes/gateway.ts';
 import { kubeConfigFromYaml } from '../../lib/adapters/kubernetes/kubeconfig.ts';
-import { ClusterRejectedError } from '../../lib/errors.ts';
+import { ClusterRejectedError, NotFoundError } from '../../lib/errors.ts';
+import { newRunId } from '../../lib/run/ids.ts';
 import { buildJob } from '../../lib/trainjob/build.ts';
 import { initializerJobs } from '../../lib/trainjob/initializers.ts';
+import { LABEL } from '../../lib/trainjob/labels.ts';
+import { nodePod } from '../../lib/trainjob/node-pods.ts';
 import type { K8sObject, TrainerShape } from '../../lib/trainjob/types.ts';
 import {
   type ClusterSimulator,
+  SIM_ANNOTATIONS,
   startClusterSimulator,
   type TrainerVersion,
 } from '../../local/simulator/index.ts';
+import {
+  DEFAULT_HYPERPARAMETERS,
+  finalAccuracy,
+  finalLoss,
+  metricsAt,
+} from '../../local/simulator/objective.ts';
 import { aRunSpec } from '../helpers/builders.ts';
 import { type RealControlPlane, realcpBinDir, startRealControlPlane } from '../helpers/realcp.ts';
 import { CRD_ROOT, crdDir, tierAvailable } from '../helpers/tiers.ts';
@@ -136,6 +146,142 @@ for (const release of RELEASES) {
     });
   });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Container logs (pods/log): the simulated training script prints what its progress says.
+
+describe.skipIf(!available)('cluster simulator: container logs of the trainer pods', () => {
+  let sim: ClusterSimulator;
+  let gw: ReturnType<typeof makeKubernetesGateway>;
+  const namespace = 'logs';
+
+  beforeAll(async () => {
+    sim = await startClusterSimulator({
+      trainerVersion: '2.2',
+      speed: 0,
+      crdRoot: CRD_ROOT,
+      defaultDurationSeconds: 100,
+      namespaces: [namespace],
+      log: () => {},
+    });
+    gw = makeKubernetesGateway({ kubeConfig: await kubeConfigFromYaml(sim.kubeconfigYaml()) });
+  });
+
+  afterAll(async () => {
+    await sim?.close();
+  });
+
+  async function nodePods(runId: string) {
+    const pods = await gw.listPods(`${LABEL.runId}=${runId}`);
+    return [0, 1].map((node) => nodePod('TrainJob', runId, pods, node));
+  }
+
+  it("serves each node's trainer log, growing with the run's progress, with the metric channel's values", async () => {
+    // Prepare: a 2-node TrainJob (no queue: it starts at once), its pods pulling images for 5 s.
+    const runId = newRunId();
+    const job = buildJob(
+      aRunSpec({ runId, jobName: runId, namespace, request: { numNodes: 2 } }),
+      'trainer-v2.2',
+    );
+    job.metadata.annotations = { ...job.metadata.annotations, [SIM_ANNOTATIONS.slowStart]: '5' };
+    await gw.createJob(job);
+    await sim.settle();
+    const [node0, node1] = await nodePods(runId);
+    expect(node0?.container).toBe('node');
+    expect(node1?.pod).toMatch(new RegExp(`^${runId}-node-0-1-`));
+    const read = (pod: string, tailLines: number) =>
+      gw
+        .readPodLog(namespace, pod, { container: 'node', tailLines })
+        .then((t) => t.split('\n').filter(Boolean));
+    // Act + Assess: not started yet → the kubelet's 400.
+    const waiting = await read(node0?.pod as string, 10).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(waiting).toBeInstanceOf(ClusterRejectedError);
+    expect(waiting?.message).toMatch(
+      /container "node" in pod "[^"]+" is waiting to start: ContainerCreating/,
+    );
+    // Half way: 2 header lines and 50 steps.
+    await sim.advance(5);
+    await sim.advance(50);
+    const all = await read(node1?.pod as string, 1000);
+    const tail = await read(node1?.pod as string, 3);
+    expect(all[0]).toBe(`[rank 1/2] starting training on pod ${node1?.pod} (image ghcr.io/acme/train:1.0)`);
+    expect(all.length).toBeGreaterThanOrEqual(2 + 50);
+    expect(tail).toEqual(all.slice(-3));
+    const accuracy = finalAccuracy(DEFAULT_HYPERPARAMETERS);
+    const m = metricsAt(0.5, accuracy);
+    expect(all).toContain(
+      `[rank 1/2] epoch 5/10 step 50/100 loss=${m.loss.toFixed(4)} accuracy=${m.accuracy.toFixed(4)}`,
+    );
+    expect((await read(node0?.pod as string, 1000))[0]).toMatch(/^\[rank 0\/2\] starting training/);
+    // Done: the last line says so, with the final metrics.
+    await sim.advance(60);
+    const done = await read(node0?.pod as string, 1);
+    expect(done).toEqual([
+      `[rank 0/2] training finished: loss=${finalLoss(accuracy).toFixed(4)} accuracy=${accuracy.toFixed(4)}`,
+    ]);
+  });
+
+  it("numbers a PyTorchJob's nodes master first, and reads its pytorch container", async () => {
+    const runId = newRunId();
+    const spec = aRunSpec({
+      runId,
+      jobName: runId,
+      namespace,
+      request: { target: 'PyTorchJob', numNodes: 3 },
+    });
+    await gw.createJob(buildJob(spec, 'training-operator-v1', 'PyTorchJob'));
+    await sim.settle();
+    await sim.advance(10);
+    const pods = await gw.listPods(`${LABEL.runId}=${runId}`);
+
+    const nodes = [0, 1, 2].map((node) => nodePod('PyTorchJob', runId, pods, node));
+    const firstLines = await Promise.all(
+      nodes.map(
+        async (n) =>
+          (await gw.readPodLog(namespace, n?.pod as string, { container: 'pytorch', tailLines: 1000 })).split(
+            '\n',
+          )[0],
+      ),
+    );
+
+    expect(nodes).toEqual([
+      { pod: `${runId}-master-0`, container: 'pytorch' },
+      { pod: `${runId}-worker-0`, container: 'pytorch' },
+      { pod: `${runId}-worker-1`, container: 'pytorch' },
+    ]);
+    expect(firstLines).toEqual(
+      nodes.map((n, i) => `[rank ${i}/3] starting training on pod ${n?.pod} (image ghcr.io/acme/train:1.0)`),
+    );
+  });
+
+  it('answers as the apiserver does: an unknown container is a 400, a missing pod a 404, an unscheduled pod an empty log', async () => {
+    const runId = newRunId();
+    await gw.createJob(buildJob(aRunSpec({ runId, jobName: runId, namespace }), 'trainer-v2.2'));
+    await sim.settle();
+    const [node0] = await nodePods(runId);
+    await expect(
+      gw.readPodLog(namespace, node0?.pod as string, { container: 'sidecar', tailLines: 5 }),
+    ).rejects.toThrow(/container sidecar is not valid for pod/);
+    await expect(
+      gw.readPodLog(namespace, 'no-such-pod', { container: 'node', tailLines: 5 }),
+    ).rejects.toBeInstanceOf(NotFoundError);
+    const res = await fetch(`${sim.url}/api/v1/namespaces/${namespace}/pods`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'unscheduled' },
+        spec: { containers: [{ name: 'node', image: 'busybox' }] },
+      }),
+    });
+    expect(res.status).toBe(201);
+    expect(await gw.readPodLog(namespace, 'unscheduled', { container: 'node', tailLines: 5 })).toBe('');
+  });
+});
 
 // ---------------------------------------------------------------------------------------------
 // Side by side with a real kube-apiserver (when the light real control plane is built): the same

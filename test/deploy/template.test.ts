@@ -205,6 +205,7 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
   submitRun: [...LOGS, ...STATE_RW, 's3:GetObject', 's3:ListBucket', 'sqs:SendMessage'],
   getRun: [...LOGS, ...STATE_R],
   getRunMetrics: [...LOGS, ...STATE_R, 's3:GetObject', 's3:ListBucket'],
+  getRunLogs: [...LOGS, ...STATE_R, ...EKS],
   listRuns: [...LOGS, ...STATE_Q],
   cancelRun: [...LOGS, ...STATE_RW, 'states:StopExecution', 'states:DescribeExecution', ...EKS],
   submitSweep: [...LOGS, ...STATE_RW, 's3:GetObject', 's3:ListBucket', 'sqs:SendMessage'],
@@ -616,8 +617,10 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
   it('routes the HTTP API (IAM auth by default) to the handler of each route', () => {
     const routes = Object.values(t.Resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Route');
     expect(routes.map((r) => r.Properties.RouteKey).sort()).toEqual(ROUTES.map(routeKey).sort());
-    for (const r of routes)
+    for (const r of routes) {
       expect(r.Properties.AuthorizationType, String(r.Properties.RouteKey)).toBe('AWS_IAM');
+      expect(r.Properties.AuthorizationScopes, String(r.Properties.RouteKey)).toBeUndefined();
+    }
     for (const route of ROUTES) {
       const fn = fns.get(
         lambdaLogicalId(route.handler.replace(/-(\w)/g, (_m, c: string) => c.toUpperCase())),
@@ -845,6 +848,22 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     const routes = Object.values(v.Resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Route');
     expect(routes).toHaveLength(ROUTES.length);
     for (const r of routes) expect(r.Properties.AuthorizationType).toBe('JWT');
+    // Per-route scopes (the config's auth.jwt defaults): GET reads (write grants read), POST writes.
+    const scopes = Object.fromEntries(
+      routes.map((r) => [r.Properties.RouteKey as string, r.Properties.AuthorizationScopes]),
+    );
+    expect(scopes).toEqual(
+      Object.fromEntries(
+        ROUTES.map((r) => [
+          routeKey(r),
+          r.method === 'GET' ? ['gantry/read', 'gantry/write'] : ['gantry/write'],
+        ]),
+      ),
+    );
+    for (const [, fn] of functionsOf(v)) {
+      const vars = (fn.Properties.Environment as { Variables: Json }).Variables;
+      expect(vars.GANTRY_JWT_ISSUER).toBe('https://issuer.example.com/');
+    }
     const authorizer = Object.values(v.Resources).find((r) => r.Type === 'AWS::ApiGatewayV2::Authorizer');
     expect(authorizer?.Properties.JwtConfiguration).toEqual({
       Audience: ['gantry'],

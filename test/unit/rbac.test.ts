@@ -52,6 +52,17 @@ describe('Kubernetes RBAC (deploy/k8s/rbac.yaml and lib/rbac.ts)', () => {
     );
   });
 
+  it("grants pods' logs read-only, and only through the per-namespace RoleBindings", () => {
+    const logRules = docs
+      .filter((d) => d.kind === 'ClusterRole')
+      .flatMap((d) =>
+        (d.rules ?? []).filter((r) => r.resources.includes('pods/log')).map((r) => [d.metadata.name, r]),
+      );
+    expect(logRules).toEqual([
+      [JOBS_CLUSTER_ROLE, { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] }],
+    ]);
+  });
+
   it('renders one RoleBinding per team namespace of the cluster', () => {
     const config = intakeConfig();
     expect(teamNamespaces(config, 'local')).toEqual(['team-vision', 'vision-research']);

@@ -99,6 +99,7 @@ export function makeCustomObjectsApi(server: string, http: KubeHttp) {
     query: Query,
     opts: KubeCallOptions | undefined,
     body?: { value: unknown; contentType: string },
+    asText = false,
   ): Promise<unknown> {
     const url = new URL(base + path);
     for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
@@ -116,6 +117,8 @@ export function makeCustomObjectsApi(server: string, http: KubeHttp) {
       ...(opts?.signal ? { signal: opts.signal } : {}),
     });
     if (res.status >= 200 && res.status <= 299) {
+      // A log is text whatever the header says: an unscheduled pod's empty log comes with none.
+      if (asText) return res.body.toString('utf8');
       return parseBody(res.body.toString('utf8'), res.headers['content-type']);
     }
     if (res.status === 401) throw new ApiException(res.status, 'Unauthorized', undefined, res.headers);
@@ -180,6 +183,22 @@ export function makeCustomObjectsApi(server: string, http: KubeHttp) {
     /** GET /api/v1/pods: the core API's pods across namespaces (CoreV1Api.listPodForAllNamespaces). */
     listPodForAllNamespaces: (p: ListParams, opts?: KubeCallOptions) =>
       call('GET', '/api/v1/pods', listQuery(p), opts) as Promise<KubeList>,
+
+    /** GET /api/v1/namespaces/{ns}/pods/{name}/log: text (CoreV1Api.readNamespacedPodLog). */
+    readNamespacedPodLog: async (
+      p: { name: string; namespace: string; container?: string; tailLines?: number },
+      opts?: KubeCallOptions,
+    ) => {
+      const body = await call(
+        'GET',
+        `/api/v1/namespaces/${seg(p.namespace)}/pods/${seg(p.name)}/log`,
+        { container: p.container, tailLines: p.tailLines },
+        opts,
+        undefined,
+        true,
+      );
+      return body as string;
+    },
 
     listCustomObjectForAllNamespaces: (
       p: GroupVersion & { resourcePlural: string } & ListParams,

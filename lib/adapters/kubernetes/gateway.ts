@@ -479,18 +479,35 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
         'v1',
         'Pod',
       );
-      // Only what health needs: a pod's spec (and managed fields) would weigh on a 1,000-run tick.
-      return pods.map((p) => ({
-        apiVersion: p.apiVersion,
-        kind: p.kind,
-        metadata: {
-          name: p.metadata.name,
-          namespace: p.metadata.namespace,
-          labels: p.metadata.labels,
-          creationTimestamp: p.metadata.creationTimestamp,
-        },
-        status: (p as { status?: unknown }).status,
-      })) as K8sObject[];
+      // Only what health and the logs route need: a pod's whole spec (and managed fields) would
+      // weigh on a 1,000-run tick; its containers' names are enough to pick the trainer's.
+      return pods.map((p) => {
+        const m = p.metadata as K8sObject['metadata'] & { deletionTimestamp?: string };
+        const containers = (p as { spec?: { containers?: Array<{ name?: string }> } }).spec?.containers;
+        return {
+          apiVersion: p.apiVersion,
+          kind: p.kind,
+          metadata: {
+            name: m.name,
+            namespace: m.namespace,
+            labels: m.labels,
+            creationTimestamp: m.creationTimestamp,
+            ...(m.deletionTimestamp ? { deletionTimestamp: m.deletionTimestamp } : {}),
+          },
+          spec: { containers: (containers ?? []).map((c) => ({ name: c.name })) },
+          status: (p as { status?: unknown }).status,
+        };
+      }) as K8sObject[];
+    },
+
+    async readPodLog(namespace, pod, options, opts) {
+      const c = await api(opts);
+      return kubeCall(`log of pod ${at(namespace, pod)} container ${options.container}`, () =>
+        c.readNamespacedPodLog(
+          { namespace, name: pod, container: options.container, tailLines: options.tailLines },
+          callOptions(opts),
+        ),
+      );
     },
 
     async listClusterTrainingRuntimes(opts) {

@@ -23,6 +23,7 @@ import {
   InvalidJsonError,
   PayloadTooLargeError,
   RunFinishedError,
+  UnauthenticatedError,
   UnsupportedMediaTypeError,
 } from '../../../lib/intake/errors.ts';
 
@@ -71,6 +72,7 @@ describe('errorResponse', () => {
       { error: 'ValidationError', issues: [{ field: 'a', rule: 'r' }] },
     ],
     ['InvalidJson', new InvalidJsonError('bad'), 400, { error: 'InvalidJson', message: 'bad' }],
+    ['Unauthenticated', new UnauthenticatedError('who'), 401, { error: 'Unauthenticated', message: 'who' }],
     ['Forbidden', new ForbiddenError('no'), 403, { error: 'ForbiddenError', rule: 'no' }],
     ['NotFound', new NotFoundError('gone'), 404, { error: 'NotFoundError' }],
     ['conflict', new IdempotencyConflictError('k'), 409, { error: 'IdempotencyConflictError' }],
@@ -184,6 +186,39 @@ describe('httpApi', () => {
       error: 'Error',
       detail: 'boom',
     });
+    vi.unstubAllEnvs();
+  });
+
+  it('checks a JWT caller before the handler runs: pinned issuer (401), the route scope (403)', async () => {
+    // Prepare: the configuration and the stack's issuer, as the Lambda environment gives them.
+    vi.stubEnv('GANTRY_BUCKET', 'bucket');
+    vi.stubEnv('GANTRY_STATE_MACHINE_ARN', 'arn:aws:states:us-east-1:1:stateMachine:m');
+    vi.stubEnv('GANTRY_CONFIG', JSON.stringify({ clusters: [{ name: 'c', kubeconfig: '/dev/null' }] }));
+    vi.stubEnv('GANTRY_JWT_ISSUER', 'https://idp.example.com/');
+    const seen: string[] = [];
+    const handler = middy<ApiEvent, ApiResult>()
+      .use(httpApi())
+      .handler(async (e) => {
+        seen.push(e.routeKey);
+        return respond(200, {});
+      });
+    const jwt = (routeKey: string, claims: Record<string, unknown>) =>
+      event({
+        routeKey,
+        requestContext: {
+          requestId: 'api-2',
+          http: { method: routeKey.split(' ')[0] },
+          authorizer: { jwt: { claims, scopes: null } },
+        },
+      } as unknown as Partial<ApiEvent>);
+    const reader = { iss: 'https://idp.example.com/', sub: 'u', scope: 'gantry/read' };
+    // Act
+    const other = await handler(jwt('GET /v1/runs', { ...reader, iss: 'https://evil/' }), context);
+    const post = await handler(jwt('POST /v1/runs', reader), context);
+    const get = await handler(jwt('GET /v1/runs', reader), context);
+    // Assess
+    expect([other.statusCode, post.statusCode, get.statusCode]).toEqual([401, 403, 200]);
+    expect(seen).toEqual(['GET /v1/runs']);
     vi.unstubAllEnvs();
   });
 });

@@ -91,6 +91,37 @@ describe('the OpenAPI document', () => {
     expect(documented.sort()).toEqual(ROUTES.map((r) => `${r.method} ${r.path}`).sort());
   });
 
+  it("documents a 401 on every route (a JWT caller's token from another issuer)", () => {
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item) as Array<[string, Json]>) {
+        expect(Object.keys(op.responses as Json), `${method} ${path}`).toContain('401');
+      }
+    }
+  });
+
+  it('documents the logs route: its query parameters, 200 shape and 409', () => {
+    const op = (doc.paths['/v1/runs/{id}/logs'] as Json).get as Json;
+    expect((op.parameters as Json[]).map((p) => `${p.in}:${p.name}`)).toEqual([
+      'path:id',
+      'query:node',
+      'query:tailLines',
+    ]);
+    expect(doc.components.schemas.RunLogs).toMatchObject({
+      required: ['runId', 'pod', 'container', 'lines'],
+      additionalProperties: false,
+    });
+    expect(Object.keys(op.responses as Json).sort()).toEqual([
+      '200',
+      '400',
+      '401',
+      '403',
+      '404',
+      '409',
+      '500',
+      '503',
+    ]);
+  });
+
   it('has a handler file for every route, and a route for every handler file', () => {
     const files = readdirSync(resolve(ROOT, 'functions/api'))
       .filter((f) => f.endsWith('.ts') && !f.startsWith('_'))
