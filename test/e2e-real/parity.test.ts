@@ -5,6 +5,7 @@ import type { RunRequestInput } from '../../lib/run/schema.ts';
 import type { RunSpec } from '../../lib/run/spec.ts';
 import { DEMO_QUEUE, type Embedded, startEmbedded } from '../../local/embedded.ts';
 import type { Json } from '../../local/simulator/apiserver.ts';
+import { POD_FAILURE_ANNOTATION } from '../../local/simulator/pods.ts';
 import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
 import {
   type HeavyControlPlane,
@@ -35,9 +36,10 @@ import { tierAvailable } from '../helpers/tiers.ts';
  * names the scenario.
  *
  * Steering is per backend and is not part of what is compared: a run's trainer env carries kwok's
- * knobs (KWOK_RUN_DURATION, KWOK_EXIT_CODE); on the simulator a test-only mutating hook turns them
+ * knobs (KWOK_RUN_DURATION, KWOK_EXIT_CODE, KWOK_IMAGE_PULL); on the simulator a test-only mutating hook turns them
  * into the simulator's scenario annotations when the TrainJob is created (duration × SIM_SPEED, so
- * wall times match; an exit code → fail-at-percent 100, i.e. fail when the run time is over, as kwok).
+ * wall times match; an exit code → fail-at-percent 100, i.e. fail when the run time is over, as kwok;
+ * an image-pull reason → the simulator's pod-failure annotation with that reason).
  * A scenario that did not finish on either backend counts as a difference.
  * Both backends get a `torch-distributed-failfast` runtime (the upstream one with backoffLimit 0).
  * Both run Kueue's effective v0.19.2 default: its v1beta2 configuration defaults `waitForPodsReady`
@@ -141,6 +143,19 @@ const SCENARIOS: Scenario[] = [
           resourcesPerNode: { gpu: 1 },
           env: { [KWOK_ENV.exitCode]: '137', [KWOK_ENV.runDuration]: '2s' },
         }),
+        ctx.ns,
+      );
+      const arn = await ctx.driver.start(run);
+      await ctx.driver.finished(arn, 90_000);
+      await ctx.jobGone(run);
+      return settled(ctx, run.runId);
+    },
+  },
+  {
+    name: 'image pull failure: ImagePullFailed',
+    async run(ctx) {
+      const run = ctx.driver.spec(
+        queued({ resourcesPerNode: { gpu: 2 }, env: { [KWOK_ENV.imagePull]: 'ImagePullBackOff' } }),
         ctx.ns,
       );
       const arn = await ctx.driver.start(run);
@@ -338,6 +353,8 @@ describe.runIf(available)(
             if (duration !== undefined)
               annotations['sim.gantry.dev/duration-seconds'] = String(seconds(duration) * SIM_SPEED);
             if (knob(KWOK_ENV.exitCode) !== undefined) annotations['sim.gantry.dev/fail-at-percent'] = '100';
+            const imagePull = knob(KWOK_ENV.imagePull);
+            if (imagePull !== undefined) annotations[POD_FAILURE_ANNOTATION] = imagePull;
             meta.annotations = annotations;
           },
         });

@@ -24,6 +24,8 @@
  * delay. The trainer container's env steers them (Gantry passes a run's `env` through to it):
  *   KWOK_RUN_DURATION=<go duration>   how long a pod "runs" (default 5s)
  *   KWOK_EXIT_CODE=<n>                the pod fails with that exit code instead of succeeding
+ *   KWOK_IMAGE_PULL=<reason>          the pod never starts: Pending, its containers waiting with that
+ *                                     reason (ImagePullBackOff or ErrImagePull) and the kubelet's message
  *
  * Environment: as the light tier, plus REALCP_HEAVY_BIN_DIR_<COMPONENT> (override one component's
  * bin dir, e.g. REALCP_HEAVY_BIN_DIR_KWOK), REALCP_DEBUG=1 (phases to stderr).
@@ -512,7 +514,11 @@ function ensureKueueMetricsCerts(certs: Certs): void {
 // kwok stages
 
 /** The trainer-container env that steers kwok's pod stages (see the file comment). */
-export const KWOK_ENV = { runDuration: 'KWOK_RUN_DURATION', exitCode: 'KWOK_EXIT_CODE' } as const;
+export const KWOK_ENV = {
+  runDuration: 'KWOK_RUN_DURATION',
+  exitCode: 'KWOK_EXIT_CODE',
+  imagePull: 'KWOK_IMAGE_PULL',
+} as const;
 
 const envValue = (name: string) =>
   `.spec.containers.[] | (.env // []) | .[] | select(.name == "${name}") | .value`;
@@ -556,7 +562,73 @@ conditions:
   type: ContainersReady
 phase: ${phase}
 `;
+  // The kubelet's wording (pkg/kubelet/images/image_manager.go: "Back-off pulling image %q: <the
+  // last pull error>"; the pull error as containerd reports an unknown reference).
+  const imagePull = `{{ $now := Now }}
+{{ $reason := "ImagePullBackOff" }}{{ range .spec.containers }}{{ range .env }}{{ if eq .name "${KWOK_ENV.imagePull}" }}{{ $reason = .value }}{{ end }}{{ end }}{{ end }}
+conditions:
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: PodReadyToStartContainers
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: Initialized
+- lastTransitionTime: {{ $now | Quote }}
+  status: "False"
+  reason: ContainersNotReady
+  message: "containers with unready status: [{{ range $i, $c := .spec.containers }}{{ if $i }} {{ end }}{{ $c.name }}{{ end }}]"
+  type: Ready
+- lastTransitionTime: {{ $now | Quote }}
+  status: "False"
+  reason: ContainersNotReady
+  message: "containers with unready status: [{{ range $i, $c := .spec.containers }}{{ if $i }} {{ end }}{{ $c.name }}{{ end }}]"
+  type: ContainersReady
+containerStatuses:
+{{ range .spec.containers }}
+{{ $pull := printf "failed to pull and unpack image \\"%s\\": failed to resolve reference \\"%s\\": %s not found" .image .image .image }}
+- image: {{ .image | Quote }}
+  name: {{ .name | Quote }}
+  ready: false
+  restartCount: 0
+  started: false
+  state:
+    waiting:
+      reason: {{ $reason | Quote }}
+      message: {{ if eq $reason "ErrImagePull" }}{{ $pull | Quote }}{{ else }}{{ printf "Back-off pulling image \\"%s\\": ErrImagePull: %s" .image $pull | Quote }}{{ end }}
+{{ end }}
+{{ $hostIPs := NodeIPsWith .spec.nodeName }}
+{{ with $hostIPs }}
+hostIP: {{ index . 0 | Quote }}
+{{ end }}
+phase: Pending
+startTime: {{ $now | Quote }}
+`;
   return [
+    {
+      // A pod whose trainer container carries KWOK_IMAGE_PULL never starts: its containers wait with
+      // that reason (ImagePullBackOff, or ErrImagePull) and it stays Pending, as on a node that
+      // cannot pull the image. The upstream pod-ready stage skips such pods (kwokStagesYaml).
+      apiVersion: 'kwok.x-k8s.io/v1alpha1',
+      kind: 'Stage',
+      metadata: { name: 'gantry-pod-image-pull' },
+      spec: {
+        resourceRef: { apiGroup: 'v1', kind: 'Pod' },
+        selector: {
+          matchExpressions: [
+            { key: '.metadata.deletionTimestamp', operator: 'DoesNotExist' },
+            { key: '.status.phase', operator: 'In', values: ['Pending'] },
+            { key: envValue(KWOK_ENV.imagePull), operator: 'Exists' },
+            {
+              key: '.status.containerStatuses.[] | .state.waiting.reason',
+              operator: 'NotIn',
+              values: ['ImagePullBackOff', 'ErrImagePull'],
+            },
+            ownedByJob,
+          ],
+        },
+        next: { statusTemplate: imagePull },
+      },
+    },
     {
       apiVersion: 'kwok.x-k8s.io/v1alpha1',
       kind: 'Stage',
@@ -603,7 +675,19 @@ function kwokStagesYaml(kwokDir: string): string {
     'kustomize/stage/pod/fast/pod-ready.yaml',
     'kustomize/stage/pod/fast/pod-delete.yaml',
   ];
-  const upstream = files.map((f) => readFileSync(join(kwokDir, f), 'utf8').trim());
+  const upstream = files.map((f) => {
+    const text = readFileSync(join(kwokDir, f), 'utf8');
+    if (!f.endsWith('/pod-ready.yaml')) return text.trim();
+    // pod-ready leaves the pods that cannot pull their image to gantry-pod-image-pull.
+    const stage = parseAllDocuments(text)[0]?.toJS() as {
+      spec: { selector: { matchExpressions: unknown[] } };
+    };
+    stage.spec.selector.matchExpressions.push({
+      key: envValue(KWOK_ENV.imagePull),
+      operator: 'DoesNotExist',
+    });
+    return stringifyYaml(stage).trim();
+  });
   return [...upstream, ...podStages().map((s) => stringifyYaml(s).trim())].join('\n---\n');
 }
 
