@@ -5,6 +5,7 @@ import type { RunRequestInput } from '../../lib/run/schema.ts';
 import type { RunSpec } from '../../lib/run/spec.ts';
 import { DEMO_QUEUE, type Embedded, startEmbedded } from '../../local/embedded.ts';
 import type { Json } from '../../local/simulator/apiserver.ts';
+import type { SimulatorOptions } from '../../local/simulator/index.ts';
 import { POD_FAILURE_ANNOTATION } from '../../local/simulator/pods.ts';
 import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
 import {
@@ -12,6 +13,8 @@ import {
   heavyMissing,
   KWOK_ENV,
   startHeavyControlPlane,
+  VERSION_SETS,
+  type VersionSetName,
   versionSet,
 } from '../helpers/realcp-heavy.ts';
 import { runDriver } from '../helpers/runs.ts';
@@ -36,18 +39,36 @@ import { tierAvailable } from '../helpers/tiers.ts';
  * names the scenario.
  *
  * Steering is per backend and is not part of what is compared: a run's trainer env carries kwok's
- * knobs (KWOK_RUN_DURATION, KWOK_EXIT_CODE, KWOK_IMAGE_PULL); on the simulator a test-only mutating hook turns them
- * into the simulator's scenario annotations when the TrainJob is created (duration × SIM_SPEED, so
+ * knobs (KWOK_RUN_DURATION, KWOK_EXIT_CODE, KWOK_IMAGE_PULL); on the simulator a test-only
+ * mutating hook turns them into the simulator's scenario annotations when the TrainJob is created (duration × SIM_SPEED, so
  * wall times match; an exit code → fail-at-percent 100, i.e. fail when the run time is over, as kwok;
  * an image-pull reason → the simulator's pod-failure annotation with that reason).
  * A scenario that did not finish on either backend counts as a difference.
  * Both backends get a `torch-distributed-failfast` runtime (the upstream one with backoffLimit 0).
- * Both run Kueue's effective v0.19.2 default: its v1beta2 configuration defaults `waitForPodsReady`
- * to enabled (apis/config/v1beta2/defaults.go; opt out only with the DisableWaitForPodsReady gate),
- * so the real Kueue writes `PodsReady` (WaitForStart/Started); the simulator is told the same.
+ * The table runs on every installable version set (v2.1, v2.2, v2.3), each against the simulator
+ * set up as that set (simulatorFor). v2.3: Kueue v0.19.2's v1beta2 configuration defaults
+ * `waitForPodsReady` to enabled (apis/config/v1beta2/defaults.go; opt out only with the
+ * DisableWaitForPodsReady gate), so the real Kueue writes `PodsReady` (WaitForStart/Started); the
+ * simulator is told the same.
  */
 
-const SET = 'v2.3' as const;
+/**
+ * The simulator as each set: its Trainer line, its Kueue line (the simulator's 0.19 stands for
+ * Kueue v0.17.1 too: both patch a TrainJob through `runtimePatches`), and `waitForPodsReady` as the
+ * set's Kueue release defaults it in the v1beta2 configuration the heavy tier writes: v0.19.2
+ * enables it (30 min), v0.16.6 and v0.17.1 leave it off (their apis/config/v1beta2/defaults.go only
+ * fill in a section that is given).
+ */
+function simulatorFor(name: VersionSetName): Partial<SimulatorOptions> {
+  switch (name) {
+    case 'v2.1':
+      return { trainerVersion: '2.1', kueueVersion: '0.16', waitForPodsReady: false };
+    case 'v2.2':
+      return { trainerVersion: '2.2', kueueVersion: '0.19', waitForPodsReady: false };
+    case 'v2.3':
+      return { trainerVersion: '2.3', kueueVersion: '0.19', waitForPodsReady: {} };
+  }
+}
 const SPEED = 60;
 /**
  * Simulated seconds per real second on the simulator. 1: the simulator stamps objects
@@ -229,185 +250,189 @@ function seconds(go: string): number {
   return m[2] === 'ms' ? n / 1000 : m[2] === 's' ? n : m[2] === 'm' ? n * 60 : n * 3600;
 }
 
-const set = versionSet(SET);
-const available = tierAvailable(
-  `e2e-real parity (Trainer ${set.trainer} + Kueue ${set.kueue})`,
-  heavyMissing(['kube', 'kwok', ...set.components]),
-);
+for (const name of VERSION_SETS) {
+  const set = versionSet(name);
+  const available = tierAvailable(
+    `e2e-real parity ${name} (Trainer ${set.trainer} + Kueue ${set.kueue})`,
+    heavyMissing(['kube', 'kwok', ...set.components]),
+  );
 
-describe.runIf(available)(
-  `parity: simulator vs real controllers (Trainer ${set.trainer} + Kueue ${set.kueue})`,
-  () => {
-    const observed: Record<Backend, Map<string, Observed>> = { real: new Map(), simulator: new Map() };
+  describe.runIf(available)(
+    `parity ${name}: simulator vs real controllers (Trainer ${set.trainer} + Kueue ${set.kueue})`,
+    () => {
+      const observed: Record<Backend, Map<string, Observed>> = { real: new Map(), simulator: new Map() };
 
-    describe('real controllers', () => {
-      let hc: HeavyControlPlane;
-      let stack: Stack;
-      let ctx: Ctx;
+      describe('real controllers', () => {
+        let hc: HeavyControlPlane;
+        let stack: Stack;
+        let ctx: Ctx;
 
-      beforeAll(async () => {
-        vi.resetModules();
-        hc = await startHeavyControlPlane({
-          set: SET,
-          nodes: 2,
-          gpusPerNode: 8,
-          gpuQuota: 8,
-          workloadPriorityClasses: PRIORITIES,
-        });
-        const ns = await hc.createQueueNamespace('demo');
-        stack = await startStack({
-          cluster: { kubeconfigYaml: hc.kubeconfigYaml() },
-          speed: SPEED,
-          reconcileEveryMs: 300,
-          orphanGraceSeconds: 0,
-          consumer: false,
-          // CreateJob re-checks the run against its team, which must own the namespace.
-          teams: [{ ...DEMO_TEAM, namespaces: [ns], priorityClasses: ['low', 'high'] }],
-        });
-        const driver = runDriver(stack);
-        ctx = {
-          backend: 'real',
-          driver,
-          ns,
-          playTraining: (run) => driver.writeOutput(stack.s3, run),
-          jobGone: (run) =>
-            driver.waitFor(
-              `TrainJob ${run.jobName} to be deleted`,
-              async () => {
-                const r = await hc.request('GET', `${TRAINJOBS}/namespaces/${ns}/trainjobs/${run.jobName}`);
-                return r.status === 404 ? true : undefined;
-              },
-              60_000,
-            ),
-        };
-      }, 300_000);
-
-      afterAll(async () => {
-        await stack?.close();
-        await hc?.stop();
-      });
-
-      for (const s of SCENARIOS) {
-        it(`real: ${s.name}`, async () => {
-          observed.real.set(s.name, observe(await s.run(ctx)));
-        }, 300_000);
-      }
-
-      it('no controller crashed', () => {
-        expect(hc.exited()).toEqual([]);
-      });
-    });
-
-    describe('simulator', () => {
-      let env: Embedded;
-      let ctx: Ctx;
-
-      beforeAll(async () => {
-        vi.resetModules();
-        env = await startEmbedded({
-          simSpeed: SIM_SPEED,
-          sfnSpeed: SPEED,
-          simulator: {
-            queues: [{ ...DEMO_QUEUE, preemption: 'LowerPriority' }],
-            priorityClasses: PRIORITIES,
-            // Kueue v0.19.2's default (see the file comment): enabled, 30 min timeout.
-            waitForPodsReady: {},
-          },
-          stack: {
+        beforeAll(async () => {
+          vi.resetModules();
+          hc = await startHeavyControlPlane({
+            set: name,
+            nodes: 2,
+            gpusPerNode: 8,
+            gpuQuota: 8,
+            workloadPriorityClasses: PRIORITIES,
+          });
+          const ns = await hc.createQueueNamespace('demo');
+          stack = await startStack({
+            cluster: { kubeconfigYaml: hc.kubeconfigYaml() },
+            speed: SPEED,
             reconcileEveryMs: 300,
             orphanGraceSeconds: 0,
             consumer: false,
-            // The preemption scenario names priority classes: the team must be given them.
-            teams: [{ ...DEMO_TEAM, priorityClasses: ['low', 'high'] }],
-          },
-        });
-        // The failfast runtime, as the heavy tier makes it: torch-distributed with backoffLimit 0.
-        const base = `${env.sim.url}${TRAINJOBS}/clustertrainingruntimes`;
-        const upstream = (await (await fetch(`${base}/torch-distributed`)).json()) as {
-          spec: { template: { spec: { replicatedJobs: Array<{ template: { spec: Json } }> } } };
-        };
-        const failfast = structuredClone(upstream.spec);
-        for (const rj of failfast.template.spec.replicatedJobs) rj.template.spec.backoffLimit = 0;
-        const created = await fetch(base, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({
-            apiVersion: 'trainer.kubeflow.org/v1alpha1',
-            kind: 'ClusterTrainingRuntime',
-            metadata: { name: 'torch-distributed-failfast' },
-            spec: failfast,
-          }),
-        });
-        expect(created.status).toBe(201);
-        // kwok's knobs → the simulator's scenario annotations, at TrainJob creation.
-        env.sim.api.addAdmission({
-          mutate(op, def, obj) {
-            if (op !== 'CREATE' || def.kind !== 'TrainJob') return;
-            const trainer = ((obj.spec as Json | undefined)?.trainer ?? {}) as {
-              env?: Array<{ name: string; value?: string }>;
-            };
-            const knob = (name: string) => trainer.env?.find((e) => e.name === name)?.value;
-            const meta = obj.metadata as { annotations?: Record<string, string> };
-            const annotations = { ...(meta.annotations ?? {}) };
-            const duration = knob(KWOK_ENV.runDuration);
-            if (duration !== undefined)
-              annotations['sim.gantry.dev/duration-seconds'] = String(seconds(duration) * SIM_SPEED);
-            if (knob(KWOK_ENV.exitCode) !== undefined) annotations['sim.gantry.dev/fail-at-percent'] = '100';
-            const imagePull = knob(KWOK_ENV.imagePull);
-            if (imagePull !== undefined) annotations[POD_FAILURE_ANNOTATION] = imagePull;
-            meta.annotations = annotations;
-          },
-        });
-        const driver = runDriver(env.stack);
-        ctx = {
-          backend: 'simulator',
-          driver,
-          ns: 'demo',
-          playTraining: async () => undefined,
-          jobGone: (run) =>
-            driver.waitFor(
-              `TrainJob ${run.jobName} to be deleted`,
-              async () => {
-                const r = await fetch(`${env.sim.url}${TRAINJOBS}/namespaces/demo/trainjobs/${run.jobName}`);
-                return r.status === 404 ? true : undefined;
-              },
-              60_000,
-            ),
-        };
-      }, 120_000);
-
-      afterAll(async () => {
-        await env?.close();
-      });
-
-      for (const s of SCENARIOS) {
-        it(`simulator: ${s.name}`, async () => {
-          observed.simulator.set(s.name, observe(await s.run(ctx)));
+            // CreateJob re-checks the run against its team, which must own the namespace.
+            teams: [{ ...DEMO_TEAM, namespaces: [ns], priorityClasses: ['low', 'high'] }],
+          });
+          const driver = runDriver(stack);
+          ctx = {
+            backend: 'real',
+            driver,
+            ns,
+            playTraining: (run) => driver.writeOutput(stack.s3, run),
+            jobGone: (run) =>
+              driver.waitFor(
+                `TrainJob ${run.jobName} to be deleted`,
+                async () => {
+                  const r = await hc.request('GET', `${TRAINJOBS}/namespaces/${ns}/trainjobs/${run.jobName}`);
+                  return r.status === 404 ? true : undefined;
+                },
+                60_000,
+              ),
+          };
         }, 300_000);
-      }
-    });
 
-    describe('parity table', () => {
-      it('every scenario: the same phases, final reason and admission note on both', () => {
-        const table = SCENARIOS.map((s) => ({
-          scenario: s.name,
-          real: observed.real.get(s.name),
-          simulator: observed.simulator.get(s.name),
-        }));
-        console.log(`[e2e-real parity]\n${JSON.stringify(table, null, 2)}`);
-        const differences = table
-          .filter(
-            (row) =>
-              row.real === undefined ||
-              row.simulator === undefined ||
-              JSON.stringify(row.real) !== JSON.stringify(row.simulator),
-          )
-          .map(
-            (row) =>
-              `${row.scenario}: real ${JSON.stringify(row.real)} ≠ simulator ${JSON.stringify(row.simulator)}`,
-          );
-        expect(differences).toEqual([]);
+        afterAll(async () => {
+          await stack?.close();
+          await hc?.stop();
+        });
+
+        for (const s of SCENARIOS) {
+          it(`real: ${s.name}`, async () => {
+            observed.real.set(s.name, observe(await s.run(ctx)));
+          }, 300_000);
+        }
+
+        it('no controller crashed', () => {
+          expect(hc.exited()).toEqual([]);
+        });
       });
-    });
-  },
-);
+
+      describe('simulator', () => {
+        let env: Embedded;
+        let ctx: Ctx;
+
+        beforeAll(async () => {
+          vi.resetModules();
+          env = await startEmbedded({
+            simSpeed: SIM_SPEED,
+            sfnSpeed: SPEED,
+            simulator: {
+              ...simulatorFor(name),
+              queues: [{ ...DEMO_QUEUE, preemption: 'LowerPriority' }],
+              priorityClasses: PRIORITIES,
+            },
+            stack: {
+              reconcileEveryMs: 300,
+              orphanGraceSeconds: 0,
+              consumer: false,
+              // The preemption scenario names priority classes: the team must be given them.
+              teams: [{ ...DEMO_TEAM, priorityClasses: ['low', 'high'] }],
+            },
+          });
+          // The failfast runtime, as the heavy tier makes it: torch-distributed with backoffLimit 0.
+          const base = `${env.sim.url}${TRAINJOBS}/clustertrainingruntimes`;
+          const upstream = (await (await fetch(`${base}/torch-distributed`)).json()) as {
+            spec: { template: { spec: { replicatedJobs: Array<{ template: { spec: Json } }> } } };
+          };
+          const failfast = structuredClone(upstream.spec);
+          for (const rj of failfast.template.spec.replicatedJobs) rj.template.spec.backoffLimit = 0;
+          const created = await fetch(base, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({
+              apiVersion: 'trainer.kubeflow.org/v1alpha1',
+              kind: 'ClusterTrainingRuntime',
+              metadata: { name: 'torch-distributed-failfast' },
+              spec: failfast,
+            }),
+          });
+          expect(created.status).toBe(201);
+          // kwok's knobs → the simulator's scenario annotations, at TrainJob creation.
+          env.sim.api.addAdmission({
+            mutate(op, def, obj) {
+              if (op !== 'CREATE' || def.kind !== 'TrainJob') return;
+              const trainer = ((obj.spec as Json | undefined)?.trainer ?? {}) as {
+                env?: Array<{ name: string; value?: string }>;
+              };
+              const knob = (name: string) => trainer.env?.find((e) => e.name === name)?.value;
+              const meta = obj.metadata as { annotations?: Record<string, string> };
+              const annotations = { ...(meta.annotations ?? {}) };
+              const duration = knob(KWOK_ENV.runDuration);
+              if (duration !== undefined)
+                annotations['sim.gantry.dev/duration-seconds'] = String(seconds(duration) * SIM_SPEED);
+              if (knob(KWOK_ENV.exitCode) !== undefined)
+                annotations['sim.gantry.dev/fail-at-percent'] = '100';
+              const imagePull = knob(KWOK_ENV.imagePull);
+              if (imagePull !== undefined) annotations[POD_FAILURE_ANNOTATION] = imagePull;
+              meta.annotations = annotations;
+            },
+          });
+          const driver = runDriver(env.stack);
+          ctx = {
+            backend: 'simulator',
+            driver,
+            ns: 'demo',
+            playTraining: async () => undefined,
+            jobGone: (run) =>
+              driver.waitFor(
+                `TrainJob ${run.jobName} to be deleted`,
+                async () => {
+                  const r = await fetch(
+                    `${env.sim.url}${TRAINJOBS}/namespaces/demo/trainjobs/${run.jobName}`,
+                  );
+                  return r.status === 404 ? true : undefined;
+                },
+                60_000,
+              ),
+          };
+        }, 120_000);
+
+        afterAll(async () => {
+          await env?.close();
+        });
+
+        for (const s of SCENARIOS) {
+          it(`simulator: ${s.name}`, async () => {
+            observed.simulator.set(s.name, observe(await s.run(ctx)));
+          }, 300_000);
+        }
+      });
+
+      describe('parity table', () => {
+        it('every scenario: the same phases, final reason and admission note on both', () => {
+          const table = SCENARIOS.map((s) => ({
+            scenario: s.name,
+            real: observed.real.get(s.name),
+            simulator: observed.simulator.get(s.name),
+          }));
+          console.log(`[e2e-real parity ${name}]\n${JSON.stringify(table, null, 2)}`);
+          const differences = table
+            .filter(
+              (row) =>
+                row.real === undefined ||
+                row.simulator === undefined ||
+                JSON.stringify(row.real) !== JSON.stringify(row.simulator),
+            )
+            .map(
+              (row) =>
+                `${row.scenario}: real ${JSON.stringify(row.real)} ≠ simulator ${JSON.stringify(row.simulator)}`,
+            );
+          expect(differences).toEqual([]);
+        });
+      });
+    },
+  );
+}
