@@ -753,6 +753,11 @@ function webhookConfigs(
 // finds a tls.crt in /tmp/k8s-webhook-server/serving-certs (it only checks that the file exists).
 
 const TRAINING_OPERATOR = 'training-operator';
+/** Build component of the scheduler-plugins scheduler (Coscheduling) and PodGroup controller. */
+const SCHEDULER_PLUGINS = 'scheduler-plugins';
+const SCHEDULER_PLUGINS_MODULE = 'sigs.k8s.io/scheduler-plugins';
+/** The runtime whose TrainJobs are gang-scheduled by Coscheduling (HeavyOptions.coscheduling). */
+export const GANG_RUNTIME = 'torch-distributed-gang';
 const OPERATOR_NS = 'kubeflow';
 const OPERATOR_VWC = 'validator.training-operator.kubeflow.org';
 
@@ -950,6 +955,14 @@ export interface HeavyOptions {
    * these WorkloadPriorityClasses (name → value) are created. Default: none (Kueue's default, Never).
    */
   workloadPriorityClasses?: Record<string, number>;
+  /**
+   * Gang scheduling by the scheduler-plugins Coscheduling plugin (component `scheduler-plugins`):
+   * its PodGroup/ElasticQuota CRDs are installed, its kube-scheduler replaces the default one with the
+   * module's manifests/coscheduling/scheduler-config.yaml (profile `default-scheduler`, Coscheduling
+   * enabled), its PodGroup controller runs, and a ClusterTrainingRuntime `torch-distributed-gang`
+   * (torch-distributed with `podGroupPolicy.coscheduling`) is created. Default false.
+   */
+  coscheduling?: boolean;
   startTimeoutMs?: number;
 }
 
@@ -1007,11 +1020,13 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
   const set = versionSet(opts.set);
   const withControllers = opts.controllers !== false;
   const withOperator = withControllers && opts.trainingOperator === true;
+  const withGang = withControllers && opts.coscheduling === true;
   const components = [
     'kube',
     'kwok',
     ...(withControllers ? set.components : []),
     ...(withOperator ? [TRAINING_OPERATOR] : []),
+    ...(withGang ? [SCHEDULER_PLUGINS] : []),
   ];
   const missing = heavyMissing(components);
   if (missing.length) throw new Error(`realcp-heavy: missing ${missing.join('; ')}`);
@@ -1027,6 +1042,12 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
     'sigs.k8s.io/kwok',
     pinned(join(TOOLS, 'kwok', 'go.mod'), 'sigs.k8s.io/kwok') ?? '',
   );
+  const pluginsDir = withGang
+    ? moduleDir(
+        SCHEDULER_PLUGINS_MODULE,
+        pinned(join(TOOLS, SCHEDULER_PLUGINS, 'go.mod'), SCHEDULER_PLUGINS_MODULE) ?? '',
+      )
+    : '';
 
   // The CRDs are installed even without controllers (the light tier wants at least one).
   const crdDirs = [
@@ -1034,6 +1055,7 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
     join(trainerDir, 'manifests/base/crds'),
     join(kueueDir, 'config/components/crd/bases'),
     ...(withOperator ? [join(operatorDir(), 'manifests/base/crds')] : []),
+    ...(withGang ? [join(pluginsDir, 'config/crd/bases')] : []),
   ];
   const timings: Record<string, number> = {};
   const mark = (what: string) => {
@@ -1085,7 +1107,7 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
     set,
     clusterQueue: CLUSTER_QUEUE,
     resourceFlavor: FLAVOR,
-    runtimes: ['torch-distributed', 'torch-distributed-failfast'],
+    runtimes: ['torch-distributed', 'torch-distributed-failfast', ...(withGang ? [GANG_RUNTIME] : [])],
     kueueFrameworks: frameworks,
     timings,
     startupMs: Date.now() - started,
@@ -1118,9 +1140,19 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
     const kubeconfig = join(runDir, 'admin.kubeconfig');
     writeFileSync(kubeconfig, cp.kubeconfigYaml(), { mode: 0o600 });
     const certs = makeCerts(runDir);
-    const [kcmPort, schedPort, kwokPort, jsWh, jsHealth, trWh, trHealth, kqWh, kqHealth] = (await freePorts(
-      9,
-    )) as [number, number, number, number, number, number, number, number, number];
+    const [kcmPort, schedPort, kwokPort, jsWh, jsHealth, trWh, trHealth, kqWh, kqHealth, pgHealth] =
+      (await freePorts(10)) as [
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+      ];
 
     // Namespace Kueue runs in (its config `namespace`).
     await must(
@@ -1160,14 +1192,47 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
       runDir,
     );
     procs.push(kcm);
-    // 3. kube-scheduler
-    const sched = spawnLogged(
-      'kube-scheduler',
-      binPath('kube', 'kube-scheduler'),
-      [...kubeAuth, `--secure-port=${schedPort}`, `--cert-dir=${join(runDir, 'scheduler-certs')}`, '--v=1'],
-      runDir,
-    );
-    procs.push(sched);
+    // 3. kube-scheduler (with coscheduling: scheduler-plugins' build of it, from its shipped config,
+    // and its PodGroup controller)
+    if (withGang) {
+      const schedCfg = join(runDir, 'scheduler-plugins-config.yaml');
+      const shipped = parseAllDocuments(
+        readFileSync(join(pluginsDir, 'manifests/coscheduling/scheduler-config.yaml'), 'utf8'),
+      )[0]?.toJS() as { clientConnection: { kubeconfig: string } };
+      shipped.clientConnection.kubeconfig = kubeconfig;
+      writeFileSync(schedCfg, stringifyYaml(shipped));
+      procs.push(
+        spawnLogged(
+          'kube-scheduler',
+          binPath(SCHEDULER_PLUGINS, 'scheduler'),
+          [
+            ...kubeAuth.filter((a) => !a.startsWith('--kubeconfig=') && !a.startsWith('--leader-elect')),
+            `--config=${schedCfg}`,
+            `--secure-port=${schedPort}`,
+            `--cert-dir=${join(runDir, 'scheduler-certs')}`,
+            '--v=1',
+          ],
+          runDir,
+        ),
+      );
+      procs.push(
+        spawnLogged(
+          'podgroup-controller',
+          binPath(SCHEDULER_PLUGINS, 'controller'),
+          ['--metricsAddr=0', `--probeAddr=127.0.0.1:${pgHealth}`, '--enableLeaderElection=false'],
+          runDir,
+          { KUBECONFIG: kubeconfig },
+        ),
+      );
+    } else {
+      const sched = spawnLogged(
+        'kube-scheduler',
+        binPath('kube', 'kube-scheduler'),
+        [...kubeAuth, `--secure-port=${schedPort}`, `--cert-dir=${join(runDir, 'scheduler-certs')}`, '--v=1'],
+        runDir,
+      );
+      procs.push(sched);
+    }
     // 4. kwok
     const stagesFile = join(runDir, 'kwok-stages.yaml');
     writeFileSync(stagesFile, kwokStagesYaml(kwokDir));
@@ -1461,6 +1526,18 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
     failfast.metadata.name = 'torch-distributed-failfast';
     for (const rj of failfast.spec.template.spec.replicatedJobs) rj.template.spec.backoffLimit = 0;
     await applyObject('ClusterTrainingRuntime torch-distributed-failfast', failfast as unknown as Json);
+    if (withGang) {
+      await waitFor(
+        'podgroup-controller /readyz',
+        deadline,
+        healthy(`http://127.0.0.1:${pgHealth}/readyz`),
+        procs,
+      );
+      const gang = structuredClone(runtimeDoc) as { metadata: { name: string }; spec: Json };
+      gang.metadata.name = GANG_RUNTIME;
+      gang.spec.podGroupPolicy = { coscheduling: { scheduleTimeoutSeconds: 60 } };
+      await applyObject(`ClusterTrainingRuntime ${GANG_RUNTIME}`, gang as unknown as Json);
+    }
     mark('fixtures');
 
     return handle();
