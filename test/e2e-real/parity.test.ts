@@ -9,7 +9,9 @@ import type { SimulatorOptions } from '../../local/simulator/index.ts';
 import { POD_FAILURE_ANNOTATION } from '../../local/simulator/pods.ts';
 import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
 import {
+  GANG_RUNTIME,
   type HeavyControlPlane,
+  type HeavyOptions,
   heavyMissing,
   KWOK_ENV,
   startHeavyControlPlane,
@@ -46,7 +48,9 @@ import { tierAvailable } from '../helpers/tiers.ts';
  * A scenario that did not finish on either backend counts as a difference.
  * Both backends get a `torch-distributed-failfast` runtime (the upstream one with backoffLimit 0).
  * The table runs on every installable version set (v2.1, v2.2, v2.3), each against the simulator
- * set up as that set (simulatorFor). v2.3: Kueue v0.19.2's v1beta2 configuration defaults
+ * set up as that set (simulatorFor). A second table (GANG_SCENARIOS, `parity coscheduling`) runs
+ * unqueued runs on the gang runtime against scheduler-plugins Coscheduling (v2.3 set, 2 nodes × 4
+ * GPUs) and against the simulator's `gang: 'coscheduling'` with a capacity of the same 8 GPUs. v2.3: Kueue v0.19.2's v1beta2 configuration defaults
  * `waitForPodsReady` to enabled (apis/config/v1beta2/defaults.go; opt out only with the
  * DisableWaitForPodsReady gate), so the real Kueue writes `PodsReady` (WaitForStart/Started); the
  * simulator is told the same.
@@ -232,6 +236,48 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
+/** Unqueued runs on the gang runtime: the PodGroup alone gates them (Coscheduling). */
+const GANG_SCENARIOS: Scenario[] = [
+  {
+    name: 'gang fits: the PodGroup is admitted, the run succeeds',
+    async run(ctx) {
+      const run = ctx.driver.spec(
+        {
+          runtime: { name: GANG_RUNTIME },
+          numNodes: 2,
+          resourcesPerNode: { gpu: 4 },
+          env: { [KWOK_ENV.runDuration]: '10s' },
+        },
+        ctx.ns,
+      );
+      const arn = await ctx.driver.start(run);
+      await phaseIs(ctx, run.runId, 'Running');
+      await ctx.playTraining(run);
+      await ctx.driver.finished(arn, 150_000);
+      await ctx.jobGone(run);
+      return settled(ctx, run.runId);
+    },
+  },
+  {
+    name: 'gang cannot fit: AdmissionTimeout',
+    async run(ctx) {
+      const run = ctx.driver.spec(
+        {
+          runtime: { name: GANG_RUNTIME },
+          numNodes: 3,
+          resourcesPerNode: { gpu: 4 },
+          admissionDeadlineSeconds: 600,
+        },
+        ctx.ns,
+      );
+      const arn = await ctx.driver.start(run);
+      await ctx.driver.finished(arn, 90_000);
+      await ctx.jobGone(run);
+      return settled(ctx, run.runId);
+    },
+  },
+];
+
 function observe(r: RunRecord): Observed {
   return {
     phases: r.transitions.map((t) => (t.reason ? `${t.phase}/${t.reason}` : t.phase)),
@@ -250,189 +296,225 @@ function seconds(go: string): number {
   return m[2] === 'ms' ? n / 1000 : m[2] === 's' ? n : m[2] === 'm' ? n * 60 : n * 3600;
 }
 
-for (const name of VERSION_SETS) {
-  const set = versionSet(name);
-  const available = tierAvailable(
-    `e2e-real parity ${name} (Trainer ${set.trainer} + Kueue ${set.kueue})`,
-    heavyMissing(['kube', 'kwok', ...set.components]),
-  );
+interface Table {
+  /** Names the table in the test titles and the printed table. */
+  name: string;
+  label: string;
+  components: string[];
+  scenarios: Scenario[];
+  real: HeavyOptions;
+  simulator: Partial<SimulatorOptions>;
+  /** The team's queues (none: its runs go unqueued). */
+  queues: string[];
+}
 
-  describe.runIf(available)(
-    `parity ${name}: simulator vs real controllers (Trainer ${set.trainer} + Kueue ${set.kueue})`,
-    () => {
-      const observed: Record<Backend, Map<string, Observed>> = { real: new Map(), simulator: new Map() };
+/** One parity table: the scenarios on the real controllers, then on the simulator, then compared. */
+function parityTable(t: Table) {
+  const SCENARIOS = t.scenarios;
+  const name = t.name;
+  const available = tierAvailable(`e2e-real parity ${name} (${t.label})`, heavyMissing(t.components));
 
-      describe('real controllers', () => {
-        let hc: HeavyControlPlane;
-        let stack: Stack;
-        let ctx: Ctx;
+  describe.runIf(available)(`parity ${name}: simulator vs real controllers (${t.label})`, () => {
+    const observed: Record<Backend, Map<string, Observed>> = { real: new Map(), simulator: new Map() };
 
-        beforeAll(async () => {
-          vi.resetModules();
-          hc = await startHeavyControlPlane({
-            set: name,
-            nodes: 2,
-            gpusPerNode: 8,
-            gpuQuota: 8,
-            workloadPriorityClasses: PRIORITIES,
-          });
-          const ns = await hc.createQueueNamespace('demo');
-          stack = await startStack({
-            cluster: { kubeconfigYaml: hc.kubeconfigYaml() },
-            speed: SPEED,
+    describe('real controllers', () => {
+      let hc: HeavyControlPlane;
+      let stack: Stack;
+      let ctx: Ctx;
+
+      beforeAll(async () => {
+        vi.resetModules();
+        hc = await startHeavyControlPlane(t.real);
+        const ns = await hc.createQueueNamespace('demo');
+        stack = await startStack({
+          cluster: { kubeconfigYaml: hc.kubeconfigYaml() },
+          speed: SPEED,
+          reconcileEveryMs: 300,
+          orphanGraceSeconds: 0,
+          consumer: false,
+          // CreateJob re-checks the run against its team, which must own the namespace.
+          teams: [{ ...DEMO_TEAM, namespaces: [ns], queues: t.queues, priorityClasses: ['low', 'high'] }],
+        });
+        const driver = runDriver(stack);
+        ctx = {
+          backend: 'real',
+          driver,
+          ns,
+          playTraining: (run) => driver.writeOutput(stack.s3, run),
+          jobGone: (run) =>
+            driver.waitFor(
+              `TrainJob ${run.jobName} to be deleted`,
+              async () => {
+                const r = await hc.request('GET', `${TRAINJOBS}/namespaces/${ns}/trainjobs/${run.jobName}`);
+                return r.status === 404 ? true : undefined;
+              },
+              60_000,
+            ),
+        };
+      }, 300_000);
+
+      afterAll(async () => {
+        await stack?.close();
+        await hc?.stop();
+      });
+
+      for (const s of SCENARIOS) {
+        it(`real: ${s.name}`, async () => {
+          observed.real.set(s.name, observe(await s.run(ctx)));
+        }, 300_000);
+      }
+
+      it('no controller crashed', () => {
+        expect(hc.exited()).toEqual([]);
+      });
+    });
+
+    describe('simulator', () => {
+      let env: Embedded;
+      let ctx: Ctx;
+
+      beforeAll(async () => {
+        vi.resetModules();
+        env = await startEmbedded({
+          simSpeed: SIM_SPEED,
+          sfnSpeed: SPEED,
+          simulator: t.simulator,
+          stack: {
             reconcileEveryMs: 300,
             orphanGraceSeconds: 0,
             consumer: false,
-            // CreateJob re-checks the run against its team, which must own the namespace.
-            teams: [{ ...DEMO_TEAM, namespaces: [ns], priorityClasses: ['low', 'high'] }],
-          });
-          const driver = runDriver(stack);
-          ctx = {
-            backend: 'real',
-            driver,
-            ns,
-            playTraining: (run) => driver.writeOutput(stack.s3, run),
-            jobGone: (run) =>
-              driver.waitFor(
-                `TrainJob ${run.jobName} to be deleted`,
-                async () => {
-                  const r = await hc.request('GET', `${TRAINJOBS}/namespaces/${ns}/trainjobs/${run.jobName}`);
-                  return r.status === 404 ? true : undefined;
-                },
-                60_000,
-              ),
-          };
-        }, 300_000);
-
-        afterAll(async () => {
-          await stack?.close();
-          await hc?.stop();
+            // The preemption scenario names priority classes: the team must be given them.
+            teams: [{ ...DEMO_TEAM, queues: t.queues, priorityClasses: ['low', 'high'] }],
+          },
         });
-
-        for (const s of SCENARIOS) {
-          it(`real: ${s.name}`, async () => {
-            observed.real.set(s.name, observe(await s.run(ctx)));
-          }, 300_000);
-        }
-
-        it('no controller crashed', () => {
-          expect(hc.exited()).toEqual([]);
-        });
-      });
-
-      describe('simulator', () => {
-        let env: Embedded;
-        let ctx: Ctx;
-
-        beforeAll(async () => {
-          vi.resetModules();
-          env = await startEmbedded({
-            simSpeed: SIM_SPEED,
-            sfnSpeed: SPEED,
-            simulator: {
-              ...simulatorFor(name),
-              queues: [{ ...DEMO_QUEUE, preemption: 'LowerPriority' }],
-              priorityClasses: PRIORITIES,
-            },
-            stack: {
-              reconcileEveryMs: 300,
-              orphanGraceSeconds: 0,
-              consumer: false,
-              // The preemption scenario names priority classes: the team must be given them.
-              teams: [{ ...DEMO_TEAM, priorityClasses: ['low', 'high'] }],
-            },
-          });
-          // The failfast runtime, as the heavy tier makes it: torch-distributed with backoffLimit 0.
-          const base = `${env.sim.url}${TRAINJOBS}/clustertrainingruntimes`;
-          const upstream = (await (await fetch(`${base}/torch-distributed`)).json()) as {
-            spec: { template: { spec: { replicatedJobs: Array<{ template: { spec: Json } }> } } };
-          };
-          const failfast = structuredClone(upstream.spec);
-          for (const rj of failfast.template.spec.replicatedJobs) rj.template.spec.backoffLimit = 0;
+        // The runtimes the heavy tier makes: torch-distributed with backoffLimit 0 (failfast) and
+        // with podGroupPolicy.coscheduling (gang).
+        const base = `${env.sim.url}${TRAINJOBS}/clustertrainingruntimes`;
+        const upstream = (await (await fetch(`${base}/torch-distributed`)).json()) as {
+          spec: Json & { template: { spec: { replicatedJobs: Array<{ template: { spec: Json } }> } } };
+        };
+        const failfast = structuredClone(upstream.spec);
+        for (const rj of failfast.template.spec.replicatedJobs) rj.template.spec.backoffLimit = 0;
+        const gang = {
+          ...structuredClone(upstream.spec),
+          podGroupPolicy: { coscheduling: { scheduleTimeoutSeconds: 60 } },
+        };
+        for (const [runtime, spec] of [
+          ['torch-distributed-failfast', failfast],
+          [GANG_RUNTIME, gang],
+        ] as const) {
           const created = await fetch(base, {
             method: 'POST',
             headers: { 'content-type': 'application/json' },
             body: JSON.stringify({
               apiVersion: 'trainer.kubeflow.org/v1alpha1',
               kind: 'ClusterTrainingRuntime',
-              metadata: { name: 'torch-distributed-failfast' },
-              spec: failfast,
+              metadata: { name: runtime },
+              spec,
             }),
           });
           expect(created.status).toBe(201);
-          // kwok's knobs → the simulator's scenario annotations, at TrainJob creation.
-          env.sim.api.addAdmission({
-            mutate(op, def, obj) {
-              if (op !== 'CREATE' || def.kind !== 'TrainJob') return;
-              const trainer = ((obj.spec as Json | undefined)?.trainer ?? {}) as {
-                env?: Array<{ name: string; value?: string }>;
-              };
-              const knob = (name: string) => trainer.env?.find((e) => e.name === name)?.value;
-              const meta = obj.metadata as { annotations?: Record<string, string> };
-              const annotations = { ...(meta.annotations ?? {}) };
-              const duration = knob(KWOK_ENV.runDuration);
-              if (duration !== undefined)
-                annotations['sim.gantry.dev/duration-seconds'] = String(seconds(duration) * SIM_SPEED);
-              if (knob(KWOK_ENV.exitCode) !== undefined)
-                annotations['sim.gantry.dev/fail-at-percent'] = '100';
-              const imagePull = knob(KWOK_ENV.imagePull);
-              if (imagePull !== undefined) annotations[POD_FAILURE_ANNOTATION] = imagePull;
-              meta.annotations = annotations;
-            },
-          });
-          const driver = runDriver(env.stack);
-          ctx = {
-            backend: 'simulator',
-            driver,
-            ns: 'demo',
-            playTraining: async () => undefined,
-            jobGone: (run) =>
-              driver.waitFor(
-                `TrainJob ${run.jobName} to be deleted`,
-                async () => {
-                  const r = await fetch(
-                    `${env.sim.url}${TRAINJOBS}/namespaces/demo/trainjobs/${run.jobName}`,
-                  );
-                  return r.status === 404 ? true : undefined;
-                },
-                60_000,
-              ),
-          };
-        }, 120_000);
-
-        afterAll(async () => {
-          await env?.close();
-        });
-
-        for (const s of SCENARIOS) {
-          it(`simulator: ${s.name}`, async () => {
-            observed.simulator.set(s.name, observe(await s.run(ctx)));
-          }, 300_000);
         }
+        // kwok's knobs → the simulator's scenario annotations, at TrainJob creation.
+        env.sim.api.addAdmission({
+          mutate(op, def, obj) {
+            if (op !== 'CREATE' || def.kind !== 'TrainJob') return;
+            const trainer = ((obj.spec as Json | undefined)?.trainer ?? {}) as {
+              env?: Array<{ name: string; value?: string }>;
+            };
+            const knob = (name: string) => trainer.env?.find((e) => e.name === name)?.value;
+            const meta = obj.metadata as { annotations?: Record<string, string> };
+            const annotations = { ...(meta.annotations ?? {}) };
+            const duration = knob(KWOK_ENV.runDuration);
+            if (duration !== undefined)
+              annotations['sim.gantry.dev/duration-seconds'] = String(seconds(duration) * SIM_SPEED);
+            if (knob(KWOK_ENV.exitCode) !== undefined) annotations['sim.gantry.dev/fail-at-percent'] = '100';
+            const imagePull = knob(KWOK_ENV.imagePull);
+            if (imagePull !== undefined) annotations[POD_FAILURE_ANNOTATION] = imagePull;
+            meta.annotations = annotations;
+          },
+        });
+        const driver = runDriver(env.stack);
+        ctx = {
+          backend: 'simulator',
+          driver,
+          ns: 'demo',
+          playTraining: async () => undefined,
+          jobGone: (run) =>
+            driver.waitFor(
+              `TrainJob ${run.jobName} to be deleted`,
+              async () => {
+                const r = await fetch(`${env.sim.url}${TRAINJOBS}/namespaces/demo/trainjobs/${run.jobName}`);
+                return r.status === 404 ? true : undefined;
+              },
+              60_000,
+            ),
+        };
+      }, 120_000);
+
+      afterAll(async () => {
+        await env?.close();
       });
 
-      describe('parity table', () => {
-        it('every scenario: the same phases, final reason and admission note on both', () => {
-          const table = SCENARIOS.map((s) => ({
-            scenario: s.name,
-            real: observed.real.get(s.name),
-            simulator: observed.simulator.get(s.name),
-          }));
-          console.log(`[e2e-real parity ${name}]\n${JSON.stringify(table, null, 2)}`);
-          const differences = table
-            .filter(
-              (row) =>
-                row.real === undefined ||
-                row.simulator === undefined ||
-                JSON.stringify(row.real) !== JSON.stringify(row.simulator),
-            )
-            .map(
-              (row) =>
-                `${row.scenario}: real ${JSON.stringify(row.real)} ≠ simulator ${JSON.stringify(row.simulator)}`,
-            );
-          expect(differences).toEqual([]);
-        });
+      for (const s of SCENARIOS) {
+        it(`simulator: ${s.name}`, async () => {
+          observed.simulator.set(s.name, observe(await s.run(ctx)));
+        }, 300_000);
+      }
+    });
+
+    describe('parity table', () => {
+      it('every scenario: the same phases, final reason and admission note on both', () => {
+        const table = SCENARIOS.map((s) => ({
+          scenario: s.name,
+          real: observed.real.get(s.name),
+          simulator: observed.simulator.get(s.name),
+        }));
+        console.log(`[e2e-real parity ${name}]\n${JSON.stringify(table, null, 2)}`);
+        const differences = table
+          .filter(
+            (row) =>
+              row.real === undefined ||
+              row.simulator === undefined ||
+              JSON.stringify(row.real) !== JSON.stringify(row.simulator),
+          )
+          .map(
+            (row) =>
+              `${row.scenario}: real ${JSON.stringify(row.real)} ≠ simulator ${JSON.stringify(row.simulator)}`,
+          );
+        expect(differences).toEqual([]);
       });
+    });
+  });
+}
+
+for (const name of VERSION_SETS) {
+  const set = versionSet(name);
+  parityTable({
+    name,
+    label: `Trainer ${set.trainer} + Kueue ${set.kueue}`,
+    components: ['kube', 'kwok', ...set.components],
+    scenarios: SCENARIOS,
+    real: { set: name, nodes: 2, gpusPerNode: 8, gpuQuota: 8, workloadPriorityClasses: PRIORITIES },
+    simulator: {
+      ...simulatorFor(name),
+      queues: [{ ...DEMO_QUEUE, preemption: 'LowerPriority' }],
+      priorityClasses: PRIORITIES,
     },
-  );
+    queues: DEMO_TEAM.queues,
+  });
+}
+
+{
+  const set = versionSet('v2.3');
+  parityTable({
+    name: 'coscheduling',
+    label: `scheduler-plugins Coscheduling + Trainer ${set.trainer}`,
+    components: ['kube', 'kwok', 'scheduler-plugins', ...set.components],
+    scenarios: GANG_SCENARIOS,
+    // 2 nodes × 4 GPUs: the simulator's coscheduling capacity is the same 8 GPUs.
+    real: { set: 'v2.3', nodes: 2, gpusPerNode: 4, coscheduling: true },
+    simulator: { ...simulatorFor('v2.3'), gang: 'coscheduling', capacity: { 'nvidia.com/gpu': 8 } },
+    queues: [],
+  });
 }
