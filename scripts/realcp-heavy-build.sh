@@ -9,6 +9,7 @@
 #   jobset-v0.10.1, jobset-v0.11.1, jobset-v0.12.0              jobset
 #   trainer-v2.1.0, trainer-v2.2.0, trainer-v2.3.0              trainer-controller-manager
 #   kueue-v0.16.6, kueue-v0.19.2                                kueue
+#   scheduler-plugins scheduler, controller                     (scheduler-plugins v0.35.4-devel: Coscheduling + PodGroup controller)
 # (the binaries of each are the `tool` directives of its go.mod). Each controller of a version set is
 # built on the module graph of its own project's go.mod (one wrapper per controller: the wrapper
 # requires only that module, so MVS selects exactly its go.mod's versions), as its release image is;
@@ -36,7 +37,7 @@ CACHE_ROOT="${GANTRY_CACHE:-$HOME/.cache/gantry}/realcp-heavy"
 ALL=(kube kwok controllers-v2.2 training-operator
      jobset-v0.10.1 jobset-v0.11.1 jobset-v0.12.0
      trainer-v2.1.0 trainer-v2.2.0 trainer-v2.3.0
-     kueue-v0.16.6 kueue-v0.19.2)
+     kueue-v0.16.6 kueue-v0.19.2 scheduler-plugins)
 
 pinned() { # pinned <go.mod> <module>
   awk -v m="$2" '($1 == m || ($1 == "require" && $2 == m)) { v = ($1 == "require") ? $3 : $2; print v; exit }' "$1"

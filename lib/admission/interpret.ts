@@ -198,8 +198,10 @@ function interpretCoschedulingPodGroup(pg: Record<string, unknown>): Admission {
     case 'PreScheduling': // older scheduler-plugins: pods enqueued, none placed yet
       return cos('Queued', `the scheduler cannot place ${gang} pods together yet`);
     case 'Scheduling': {
+      // The PodGroup controller writes Scheduling as soon as minMember pods exist, placed or not
+      // (scheduler-plugins pkg/controllers/podgroup_controller.go): a gang that cannot fit stays here.
       const count = minMember === undefined ? '' : ` (${running}/${minMember} running)`;
-      return cos('Queued', `scheduled, waiting for minMember pods to run${count}`);
+      return cos('Queued', `minMember pods exist, waiting for them to be placed and run${count}`);
     }
     case 'Scheduled': // older scheduler-plugins: minMember pods placed and running
     case 'Running':

@@ -769,10 +769,15 @@ export class Controllers {
 
   /**
    * A job that is not suspended but whose PodGroup waits for room: its pods exist and the
-   * coscheduling plugin's PreFilter keeps them unschedulable (`resource gap`).
+   * coscheduling plugin's PreFilter keeps them unschedulable (`resource gap`). The PodGroup goes
+   * `Scheduling` (0 running) as the real PodGroup controller moves it once minMember pods exist,
+   * placed or not (scheduler-plugins pkg/controllers/podgroup_controller.go).
    */
   private gatedPods(j: SimJob, job: Json): void {
-    if (this.pods.of(this.owner(j)).length > 0) return;
+    if (this.pods.of(this.owner(j)).length > 0) {
+      this.podGroupScheduling(j);
+      return;
+    }
     const total: Record<string, number> = {};
     for (const ps of podSetsOf(this.api, j.def, job)) {
       for (const [r, v] of Object.entries(ps.requests)) total[r] = (total[r] ?? 0) + v * ps.count;
@@ -787,6 +792,7 @@ export class Controllers {
       'Unschedulable',
       `0/1 nodes are available: resource gap: map[${gap}].`,
     );
+    this.podGroupScheduling(j);
     if (j.def.kind === 'TrainJob') {
       this.api.mutate(
         j.def,
@@ -2274,6 +2280,13 @@ export class Controllers {
     );
     this.setPodGroupPhase(j, 'Pending');
     this.markDirty();
+  }
+
+  /** A waiting gang's PodGroup, Pending until its pods exist, then Scheduling (see gatedPods). */
+  private podGroupScheduling(j: SimJob): void {
+    const def = this.podGroupDef();
+    const pg = def && j.gate === 'podgroup' ? this.api.peek(def, j.ns, j.name) : undefined;
+    if (pg && obj(pg.status).phase === 'Pending') this.setPodGroupPhase(j, 'Scheduling');
   }
 
   private setPodGroupPhase(

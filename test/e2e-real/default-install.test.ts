@@ -23,7 +23,10 @@ import { tierAvailable } from '../helpers/tiers.ts';
  * controller make the pod, and the real kube-scheduler leaves it `PodScheduled=False Unschedulable`.
  * Gantry lists its pods (they carry its labels through Trainer's runtime patch), shows the
  * scheduler's message while the run is Pending, fails the run `Unschedulable` after the grace and
- * deletes the job, which frees the quota. Trainer v2.3 + Kueue v0.19.2 + JobSet v0.12.0.
+ * deletes the job, which frees the quota. A pod that cannot pull its image (kwok's
+ * gantry-pod-image-pull stage, steered by KWOK_IMAGE_PULL, leaves it Pending with its container
+ * waiting in ImagePullBackOff and the kubelet's message) fails the run `ImagePullFailed` at once.
+ * Trainer v2.3 + Kueue v0.19.2 + JobSet v0.12.0.
  */
 
 const SPEED = 60;
@@ -133,4 +136,69 @@ describe.runIf(available)(`real controllers, default install: ${label}`, () => {
     );
     expect(gone).toBe(true);
   });
+
+  it('a pod that cannot pull its image: the run fails ImagePullFailed with the kubelet’s message and the job is deleted', async () => {
+    // Prepare: kwok keeps the pod Pending with its container waiting in ImagePullBackOff.
+    const run = driver.spec(
+      {
+        queue: 'demo-queue',
+        numNodes: 1,
+        resourcesPerNode: { gpu: 2 },
+        env: { [KWOK_ENV.imagePull]: 'ImagePullBackOff' },
+      },
+      ns,
+    );
+    // Act
+    const arn = await driver.start(run);
+    const pod = await driver.waitFor(
+      'the pod waiting in ImagePullBackOff',
+      async () => {
+        const r = await hc.request<{ items: Array<{ metadata: { name: string }; status?: Json }> }>(
+          'GET',
+          `/api/v1/namespaces/${ns}/pods?labelSelector=${encodeURIComponent(`gantry.dev/run-id=${run.runId}`)}`,
+        );
+        return r.body?.items?.find(
+          (p) =>
+            (
+              p.status?.containerStatuses as Array<{ state?: { waiting?: { reason?: string } } }> | undefined
+            )?.[0]?.state?.waiting?.reason === 'ImagePullBackOff',
+        );
+      },
+      60_000,
+    );
+    const ended = await driver.finished(arn, 120_000);
+    // Assess: the pod is as the kubelet leaves it, and the run fails as on the simulator.
+    expect(pod.status).toMatchObject({
+      phase: 'Pending',
+      containerStatuses: [
+        {
+          ready: false,
+          state: {
+            waiting: {
+              reason: 'ImagePullBackOff',
+              message: expect.stringMatching(/^Back-off pulling image "/),
+            },
+          },
+        },
+      ],
+    });
+    expect(ended.status).toBe('FAILED');
+    const record = await driver.record(run.runId);
+    expect(record).toMatchObject({ phase: 'Failed', reason: 'ImagePullFailed' });
+    expect(record.message).toMatch(
+      new RegExp(`^pod ${pod.metadata.name}: ImagePullBackOff: Back-off pulling image ".+": ErrImagePull: `),
+    );
+    expect(record.transitions.map((t) => t.phase)).not.toContain('Running');
+    const gone = await driver.waitFor(
+      'the job to be deleted',
+      async () => {
+        const r = await hc.request('GET', `${TRAINJOBS}/namespaces/${ns}/trainjobs/${run.jobName}`);
+        return r.status === 404 ? true : undefined;
+      },
+      60_000,
+    );
+    expect(gone).toBe(true);
+  });
 });
+
+type Json = Record<string, unknown>;

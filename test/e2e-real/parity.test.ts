@@ -5,12 +5,18 @@ import type { RunRequestInput } from '../../lib/run/schema.ts';
 import type { RunSpec } from '../../lib/run/spec.ts';
 import { DEMO_QUEUE, type Embedded, startEmbedded } from '../../local/embedded.ts';
 import type { Json } from '../../local/simulator/apiserver.ts';
+import type { SimulatorOptions } from '../../local/simulator/index.ts';
+import { POD_FAILURE_ANNOTATION } from '../../local/simulator/pods.ts';
 import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
 import {
+  GANG_RUNTIME,
   type HeavyControlPlane,
+  type HeavyOptions,
   heavyMissing,
   KWOK_ENV,
   startHeavyControlPlane,
+  VERSION_SETS,
+  type VersionSetName,
   versionSet,
 } from '../helpers/realcp-heavy.ts';
 import { runDriver } from '../helpers/runs.ts';
@@ -35,17 +41,38 @@ import { tierAvailable } from '../helpers/tiers.ts';
  * names the scenario.
  *
  * Steering is per backend and is not part of what is compared: a run's trainer env carries kwok's
- * knobs (KWOK_RUN_DURATION, KWOK_EXIT_CODE); on the simulator a test-only mutating hook turns them
- * into the simulator's scenario annotations when the TrainJob is created (duration × SIM_SPEED, so
- * wall times match; an exit code → fail-at-percent 100, i.e. fail when the run time is over, as kwok).
+ * knobs (KWOK_RUN_DURATION, KWOK_EXIT_CODE, KWOK_IMAGE_PULL); on the simulator a test-only
+ * mutating hook turns them into the simulator's scenario annotations when the TrainJob is created (duration × SIM_SPEED, so
+ * wall times match; an exit code → fail-at-percent 100, i.e. fail when the run time is over, as kwok;
+ * an image-pull reason → the simulator's pod-failure annotation with that reason).
  * A scenario that did not finish on either backend counts as a difference.
  * Both backends get a `torch-distributed-failfast` runtime (the upstream one with backoffLimit 0).
- * Both run Kueue's effective v0.19.2 default: its v1beta2 configuration defaults `waitForPodsReady`
- * to enabled (apis/config/v1beta2/defaults.go; opt out only with the DisableWaitForPodsReady gate),
- * so the real Kueue writes `PodsReady` (WaitForStart/Started); the simulator is told the same.
+ * The table runs on every installable version set (v2.1, v2.2, v2.3), each against the simulator
+ * set up as that set (simulatorFor). A second table (GANG_SCENARIOS, `parity coscheduling`) runs
+ * unqueued runs on the gang runtime against scheduler-plugins Coscheduling (v2.3 set, 2 nodes × 4
+ * GPUs) and against the simulator's `gang: 'coscheduling'` with a capacity of the same 8 GPUs. v2.3: Kueue v0.19.2's v1beta2 configuration defaults
+ * `waitForPodsReady` to enabled (apis/config/v1beta2/defaults.go; opt out only with the
+ * DisableWaitForPodsReady gate), so the real Kueue writes `PodsReady` (WaitForStart/Started); the
+ * simulator is told the same.
  */
 
-const SET = 'v2.3' as const;
+/**
+ * The simulator as each set: its Trainer line, its Kueue line (the simulator's 0.19 stands for
+ * Kueue v0.17.1 too: both patch a TrainJob through `runtimePatches`), and `waitForPodsReady` as the
+ * set's Kueue release defaults it in the v1beta2 configuration the heavy tier writes: v0.19.2
+ * enables it (30 min), v0.16.6 and v0.17.1 leave it off (their apis/config/v1beta2/defaults.go only
+ * fill in a section that is given).
+ */
+function simulatorFor(name: VersionSetName): Partial<SimulatorOptions> {
+  switch (name) {
+    case 'v2.1':
+      return { trainerVersion: '2.1', kueueVersion: '0.16', waitForPodsReady: false };
+    case 'v2.2':
+      return { trainerVersion: '2.2', kueueVersion: '0.19', waitForPodsReady: false };
+    case 'v2.3':
+      return { trainerVersion: '2.3', kueueVersion: '0.19', waitForPodsReady: {} };
+  }
+}
 const SPEED = 60;
 /**
  * Simulated seconds per real second on the simulator. 1: the simulator stamps objects
@@ -150,6 +177,19 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: 'image pull failure: ImagePullFailed',
+    async run(ctx) {
+      const run = ctx.driver.spec(
+        queued({ resourcesPerNode: { gpu: 2 }, env: { [KWOK_ENV.imagePull]: 'ImagePullBackOff' } }),
+        ctx.ns,
+      );
+      const arn = await ctx.driver.start(run);
+      await ctx.driver.finished(arn, 90_000);
+      await ctx.jobGone(run);
+      return settled(ctx, run.runId);
+    },
+  },
+  {
     name: 'cancel while running',
     async run(ctx) {
       const run = ctx.driver.spec(
@@ -196,6 +236,48 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
+/** Unqueued runs on the gang runtime: the PodGroup alone gates them (Coscheduling). */
+const GANG_SCENARIOS: Scenario[] = [
+  {
+    name: 'gang fits: the PodGroup is admitted, the run succeeds',
+    async run(ctx) {
+      const run = ctx.driver.spec(
+        {
+          runtime: { name: GANG_RUNTIME },
+          numNodes: 2,
+          resourcesPerNode: { gpu: 4 },
+          env: { [KWOK_ENV.runDuration]: '10s' },
+        },
+        ctx.ns,
+      );
+      const arn = await ctx.driver.start(run);
+      await phaseIs(ctx, run.runId, 'Running');
+      await ctx.playTraining(run);
+      await ctx.driver.finished(arn, 150_000);
+      await ctx.jobGone(run);
+      return settled(ctx, run.runId);
+    },
+  },
+  {
+    name: 'gang cannot fit: AdmissionTimeout',
+    async run(ctx) {
+      const run = ctx.driver.spec(
+        {
+          runtime: { name: GANG_RUNTIME },
+          numNodes: 3,
+          resourcesPerNode: { gpu: 4 },
+          admissionDeadlineSeconds: 600,
+        },
+        ctx.ns,
+      );
+      const arn = await ctx.driver.start(run);
+      await ctx.driver.finished(arn, 90_000);
+      await ctx.jobGone(run);
+      return settled(ctx, run.runId);
+    },
+  },
+];
+
 function observe(r: RunRecord): Observed {
   return {
     phases: r.transitions.map((t) => (t.reason ? `${t.phase}/${t.reason}` : t.phase)),
@@ -214,15 +296,25 @@ function seconds(go: string): number {
   return m[2] === 'ms' ? n / 1000 : m[2] === 's' ? n : m[2] === 'm' ? n * 60 : n * 3600;
 }
 
-const set = versionSet(SET);
-const available = tierAvailable(
-  `e2e-real parity (Trainer ${set.trainer} + Kueue ${set.kueue})`,
-  heavyMissing(['kube', 'kwok', ...set.components]),
-);
+interface Table {
+  /** Names the table in the test titles and the printed table. */
+  name: string;
+  label: string;
+  components: string[];
+  scenarios: Scenario[];
+  real: HeavyOptions;
+  simulator: Partial<SimulatorOptions>;
+  /** The team's queues (none: its runs go unqueued). */
+  queues: string[];
+}
 
-describe.runIf(available)(
-  `parity: simulator vs real controllers (Trainer ${set.trainer} + Kueue ${set.kueue})`,
-  () => {
+/** One parity table: the scenarios on the real controllers, then on the simulator, then compared. */
+function parityTable(t: Table) {
+  const SCENARIOS = t.scenarios;
+  const name = t.name;
+  const available = tierAvailable(`e2e-real parity ${name} (${t.label})`, heavyMissing(t.components));
+
+  describe.runIf(available)(`parity ${name}: simulator vs real controllers (${t.label})`, () => {
     const observed: Record<Backend, Map<string, Observed>> = { real: new Map(), simulator: new Map() };
 
     describe('real controllers', () => {
@@ -232,13 +324,7 @@ describe.runIf(available)(
 
       beforeAll(async () => {
         vi.resetModules();
-        hc = await startHeavyControlPlane({
-          set: SET,
-          nodes: 2,
-          gpusPerNode: 8,
-          gpuQuota: 8,
-          workloadPriorityClasses: PRIORITIES,
-        });
+        hc = await startHeavyControlPlane(t.real);
         const ns = await hc.createQueueNamespace('demo');
         stack = await startStack({
           cluster: { kubeconfigYaml: hc.kubeconfigYaml() },
@@ -247,7 +333,7 @@ describe.runIf(available)(
           orphanGraceSeconds: 0,
           consumer: false,
           // CreateJob re-checks the run against its team, which must own the namespace.
-          teams: [{ ...DEMO_TEAM, namespaces: [ns], priorityClasses: ['low', 'high'] }],
+          teams: [{ ...DEMO_TEAM, namespaces: [ns], queues: t.queues, priorityClasses: ['low', 'high'] }],
         });
         const driver = runDriver(stack);
         ctx = {
@@ -292,38 +378,43 @@ describe.runIf(available)(
         env = await startEmbedded({
           simSpeed: SIM_SPEED,
           sfnSpeed: SPEED,
-          simulator: {
-            queues: [{ ...DEMO_QUEUE, preemption: 'LowerPriority' }],
-            priorityClasses: PRIORITIES,
-            // Kueue v0.19.2's default (see the file comment): enabled, 30 min timeout.
-            waitForPodsReady: {},
-          },
+          simulator: t.simulator,
           stack: {
             reconcileEveryMs: 300,
             orphanGraceSeconds: 0,
             consumer: false,
             // The preemption scenario names priority classes: the team must be given them.
-            teams: [{ ...DEMO_TEAM, priorityClasses: ['low', 'high'] }],
+            teams: [{ ...DEMO_TEAM, queues: t.queues, priorityClasses: ['low', 'high'] }],
           },
         });
-        // The failfast runtime, as the heavy tier makes it: torch-distributed with backoffLimit 0.
+        // The runtimes the heavy tier makes: torch-distributed with backoffLimit 0 (failfast) and
+        // with podGroupPolicy.coscheduling (gang).
         const base = `${env.sim.url}${TRAINJOBS}/clustertrainingruntimes`;
         const upstream = (await (await fetch(`${base}/torch-distributed`)).json()) as {
-          spec: { template: { spec: { replicatedJobs: Array<{ template: { spec: Json } }> } } };
+          spec: Json & { template: { spec: { replicatedJobs: Array<{ template: { spec: Json } }> } } };
         };
         const failfast = structuredClone(upstream.spec);
         for (const rj of failfast.template.spec.replicatedJobs) rj.template.spec.backoffLimit = 0;
-        const created = await fetch(base, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({
-            apiVersion: 'trainer.kubeflow.org/v1alpha1',
-            kind: 'ClusterTrainingRuntime',
-            metadata: { name: 'torch-distributed-failfast' },
-            spec: failfast,
-          }),
-        });
-        expect(created.status).toBe(201);
+        const gang = {
+          ...structuredClone(upstream.spec),
+          podGroupPolicy: { coscheduling: { scheduleTimeoutSeconds: 60 } },
+        };
+        for (const [runtime, spec] of [
+          ['torch-distributed-failfast', failfast],
+          [GANG_RUNTIME, gang],
+        ] as const) {
+          const created = await fetch(base, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({
+              apiVersion: 'trainer.kubeflow.org/v1alpha1',
+              kind: 'ClusterTrainingRuntime',
+              metadata: { name: runtime },
+              spec,
+            }),
+          });
+          expect(created.status).toBe(201);
+        }
         // kwok's knobs → the simulator's scenario annotations, at TrainJob creation.
         env.sim.api.addAdmission({
           mutate(op, def, obj) {
@@ -338,6 +429,8 @@ describe.runIf(available)(
             if (duration !== undefined)
               annotations['sim.gantry.dev/duration-seconds'] = String(seconds(duration) * SIM_SPEED);
             if (knob(KWOK_ENV.exitCode) !== undefined) annotations['sim.gantry.dev/fail-at-percent'] = '100';
+            const imagePull = knob(KWOK_ENV.imagePull);
+            if (imagePull !== undefined) annotations[POD_FAILURE_ANNOTATION] = imagePull;
             meta.annotations = annotations;
           },
         });
@@ -377,7 +470,7 @@ describe.runIf(available)(
           real: observed.real.get(s.name),
           simulator: observed.simulator.get(s.name),
         }));
-        console.log(`[e2e-real parity]\n${JSON.stringify(table, null, 2)}`);
+        console.log(`[e2e-real parity ${name}]\n${JSON.stringify(table, null, 2)}`);
         const differences = table
           .filter(
             (row) =>
@@ -392,5 +485,36 @@ describe.runIf(available)(
         expect(differences).toEqual([]);
       });
     });
-  },
-);
+  });
+}
+
+for (const name of VERSION_SETS) {
+  const set = versionSet(name);
+  parityTable({
+    name,
+    label: `Trainer ${set.trainer} + Kueue ${set.kueue}`,
+    components: ['kube', 'kwok', ...set.components],
+    scenarios: SCENARIOS,
+    real: { set: name, nodes: 2, gpusPerNode: 8, gpuQuota: 8, workloadPriorityClasses: PRIORITIES },
+    simulator: {
+      ...simulatorFor(name),
+      queues: [{ ...DEMO_QUEUE, preemption: 'LowerPriority' }],
+      priorityClasses: PRIORITIES,
+    },
+    queues: DEMO_TEAM.queues,
+  });
+}
+
+{
+  const set = versionSet('v2.3');
+  parityTable({
+    name: 'coscheduling',
+    label: `scheduler-plugins Coscheduling + Trainer ${set.trainer}`,
+    components: ['kube', 'kwok', 'scheduler-plugins', ...set.components],
+    scenarios: GANG_SCENARIOS,
+    // 2 nodes × 4 GPUs: the simulator's coscheduling capacity is the same 8 GPUs.
+    real: { set: 'v2.3', nodes: 2, gpusPerNode: 4, coscheduling: true },
+    simulator: { ...simulatorFor('v2.3'), gang: 'coscheduling', capacity: { 'nvidia.com/gpu': 8 } },
+    queues: [],
+  });
+}

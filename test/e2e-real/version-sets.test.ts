@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   goModRequires,
@@ -45,6 +46,16 @@ describe.runIf(tierAvailable('e2e-real (version sets)', goMissing()))('version s
     },
     120_000,
   );
+
+  it('scheduler-plugins (Coscheduling) is built on its own go.mod, which pins the control plane’s Kubernetes', () => {
+    const module = 'sigs.k8s.io/scheduler-plugins';
+    expect(graphContradictions('scheduler-plugins', module)).toEqual([]);
+    const kube = /^\s*k8s\.io\/kubernetes (v\S+)/m.exec(
+      readFileSync(new URL('../../tools/realcp-heavy/kube/go.mod', import.meta.url), 'utf8'),
+    )?.[1];
+    expect(kube).toBe('v1.35.4');
+    expect(goModRequires(module, 'v0.35.4-devel').get('k8s.io/kubernetes')).toBe(kube);
+  }, 120_000);
 
   it('the check sees a shared graph: Trainer v2.2.0 in controllers-v2.2 (MVS raised to Kueue v0.17.1’s versions)', () => {
     const raised = graphContradictions('controllers-v2.2', TRAINER_MODULE);

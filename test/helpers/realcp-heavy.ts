@@ -24,6 +24,8 @@
  * delay. The trainer container's env steers them (Gantry passes a run's `env` through to it):
  *   KWOK_RUN_DURATION=<go duration>   how long a pod "runs" (default 5s)
  *   KWOK_EXIT_CODE=<n>                the pod fails with that exit code instead of succeeding
+ *   KWOK_IMAGE_PULL=<reason>          the pod never starts: Pending, its containers waiting with that
+ *                                     reason (ImagePullBackOff or ErrImagePull) and the kubelet's message
  *
  * Environment: as the light tier, plus REALCP_HEAVY_BIN_DIR_<COMPONENT> (override one component's
  * bin dir, e.g. REALCP_HEAVY_BIN_DIR_KWOK), REALCP_DEBUG=1 (phases to stderr).
@@ -512,7 +514,11 @@ function ensureKueueMetricsCerts(certs: Certs): void {
 // kwok stages
 
 /** The trainer-container env that steers kwok's pod stages (see the file comment). */
-export const KWOK_ENV = { runDuration: 'KWOK_RUN_DURATION', exitCode: 'KWOK_EXIT_CODE' } as const;
+export const KWOK_ENV = {
+  runDuration: 'KWOK_RUN_DURATION',
+  exitCode: 'KWOK_EXIT_CODE',
+  imagePull: 'KWOK_IMAGE_PULL',
+} as const;
 
 const envValue = (name: string) =>
   `.spec.containers.[] | (.env // []) | .[] | select(.name == "${name}") | .value`;
@@ -556,7 +562,73 @@ conditions:
   type: ContainersReady
 phase: ${phase}
 `;
+  // The kubelet's wording (pkg/kubelet/images/image_manager.go: "Back-off pulling image %q: <the
+  // last pull error>"; the pull error as containerd reports an unknown reference).
+  const imagePull = `{{ $now := Now }}
+{{ $reason := "ImagePullBackOff" }}{{ range .spec.containers }}{{ range .env }}{{ if eq .name "${KWOK_ENV.imagePull}" }}{{ $reason = .value }}{{ end }}{{ end }}{{ end }}
+conditions:
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: PodReadyToStartContainers
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: Initialized
+- lastTransitionTime: {{ $now | Quote }}
+  status: "False"
+  reason: ContainersNotReady
+  message: "containers with unready status: [{{ range $i, $c := .spec.containers }}{{ if $i }} {{ end }}{{ $c.name }}{{ end }}]"
+  type: Ready
+- lastTransitionTime: {{ $now | Quote }}
+  status: "False"
+  reason: ContainersNotReady
+  message: "containers with unready status: [{{ range $i, $c := .spec.containers }}{{ if $i }} {{ end }}{{ $c.name }}{{ end }}]"
+  type: ContainersReady
+containerStatuses:
+{{ range .spec.containers }}
+{{ $pull := printf "failed to pull and unpack image \\"%s\\": failed to resolve reference \\"%s\\": %s not found" .image .image .image }}
+- image: {{ .image | Quote }}
+  name: {{ .name | Quote }}
+  ready: false
+  restartCount: 0
+  started: false
+  state:
+    waiting:
+      reason: {{ $reason | Quote }}
+      message: {{ if eq $reason "ErrImagePull" }}{{ $pull | Quote }}{{ else }}{{ printf "Back-off pulling image \\"%s\\": ErrImagePull: %s" .image $pull | Quote }}{{ end }}
+{{ end }}
+{{ $hostIPs := NodeIPsWith .spec.nodeName }}
+{{ with $hostIPs }}
+hostIP: {{ index . 0 | Quote }}
+{{ end }}
+phase: Pending
+startTime: {{ $now | Quote }}
+`;
   return [
+    {
+      // A pod whose trainer container carries KWOK_IMAGE_PULL never starts: its containers wait with
+      // that reason (ImagePullBackOff, or ErrImagePull) and it stays Pending, as on a node that
+      // cannot pull the image. The upstream pod-ready stage skips such pods (kwokStagesYaml).
+      apiVersion: 'kwok.x-k8s.io/v1alpha1',
+      kind: 'Stage',
+      metadata: { name: 'gantry-pod-image-pull' },
+      spec: {
+        resourceRef: { apiGroup: 'v1', kind: 'Pod' },
+        selector: {
+          matchExpressions: [
+            { key: '.metadata.deletionTimestamp', operator: 'DoesNotExist' },
+            { key: '.status.phase', operator: 'In', values: ['Pending'] },
+            { key: envValue(KWOK_ENV.imagePull), operator: 'Exists' },
+            {
+              key: '.status.containerStatuses.[] | .state.waiting.reason',
+              operator: 'NotIn',
+              values: ['ImagePullBackOff', 'ErrImagePull'],
+            },
+            ownedByJob,
+          ],
+        },
+        next: { statusTemplate: imagePull },
+      },
+    },
     {
       apiVersion: 'kwok.x-k8s.io/v1alpha1',
       kind: 'Stage',
@@ -603,7 +675,19 @@ function kwokStagesYaml(kwokDir: string): string {
     'kustomize/stage/pod/fast/pod-ready.yaml',
     'kustomize/stage/pod/fast/pod-delete.yaml',
   ];
-  const upstream = files.map((f) => readFileSync(join(kwokDir, f), 'utf8').trim());
+  const upstream = files.map((f) => {
+    const text = readFileSync(join(kwokDir, f), 'utf8');
+    if (!f.endsWith('/pod-ready.yaml')) return text.trim();
+    // pod-ready leaves the pods that cannot pull their image to gantry-pod-image-pull.
+    const stage = parseAllDocuments(text)[0]?.toJS() as {
+      spec: { selector: { matchExpressions: unknown[] } };
+    };
+    stage.spec.selector.matchExpressions.push({
+      key: envValue(KWOK_ENV.imagePull),
+      operator: 'DoesNotExist',
+    });
+    return stringifyYaml(stage).trim();
+  });
   return [...upstream, ...podStages().map((s) => stringifyYaml(s).trim())].join('\n---\n');
 }
 
@@ -669,6 +753,11 @@ function webhookConfigs(
 // finds a tls.crt in /tmp/k8s-webhook-server/serving-certs (it only checks that the file exists).
 
 const TRAINING_OPERATOR = 'training-operator';
+/** Build component of the scheduler-plugins scheduler (Coscheduling) and PodGroup controller. */
+const SCHEDULER_PLUGINS = 'scheduler-plugins';
+const SCHEDULER_PLUGINS_MODULE = 'sigs.k8s.io/scheduler-plugins';
+/** The runtime whose TrainJobs are gang-scheduled by Coscheduling (HeavyOptions.coscheduling). */
+export const GANG_RUNTIME = 'torch-distributed-gang';
 const OPERATOR_NS = 'kubeflow';
 const OPERATOR_VWC = 'validator.training-operator.kubeflow.org';
 
@@ -866,6 +955,14 @@ export interface HeavyOptions {
    * these WorkloadPriorityClasses (name → value) are created. Default: none (Kueue's default, Never).
    */
   workloadPriorityClasses?: Record<string, number>;
+  /**
+   * Gang scheduling by the scheduler-plugins Coscheduling plugin (component `scheduler-plugins`):
+   * its PodGroup/ElasticQuota CRDs are installed, its kube-scheduler replaces the default one with the
+   * module's manifests/coscheduling/scheduler-config.yaml (profile `default-scheduler`, Coscheduling
+   * enabled), its PodGroup controller runs, and a ClusterTrainingRuntime `torch-distributed-gang`
+   * (torch-distributed with `podGroupPolicy.coscheduling`) is created. Default false.
+   */
+  coscheduling?: boolean;
   startTimeoutMs?: number;
 }
 
@@ -923,11 +1020,13 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
   const set = versionSet(opts.set);
   const withControllers = opts.controllers !== false;
   const withOperator = withControllers && opts.trainingOperator === true;
+  const withGang = withControllers && opts.coscheduling === true;
   const components = [
     'kube',
     'kwok',
     ...(withControllers ? set.components : []),
     ...(withOperator ? [TRAINING_OPERATOR] : []),
+    ...(withGang ? [SCHEDULER_PLUGINS] : []),
   ];
   const missing = heavyMissing(components);
   if (missing.length) throw new Error(`realcp-heavy: missing ${missing.join('; ')}`);
@@ -943,6 +1042,12 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
     'sigs.k8s.io/kwok',
     pinned(join(TOOLS, 'kwok', 'go.mod'), 'sigs.k8s.io/kwok') ?? '',
   );
+  const pluginsDir = withGang
+    ? moduleDir(
+        SCHEDULER_PLUGINS_MODULE,
+        pinned(join(TOOLS, SCHEDULER_PLUGINS, 'go.mod'), SCHEDULER_PLUGINS_MODULE) ?? '',
+      )
+    : '';
 
   // The CRDs are installed even without controllers (the light tier wants at least one).
   const crdDirs = [
@@ -950,6 +1055,7 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
     join(trainerDir, 'manifests/base/crds'),
     join(kueueDir, 'config/components/crd/bases'),
     ...(withOperator ? [join(operatorDir(), 'manifests/base/crds')] : []),
+    ...(withGang ? [join(pluginsDir, 'config/crd/bases')] : []),
   ];
   const timings: Record<string, number> = {};
   const mark = (what: string) => {
@@ -1001,7 +1107,7 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
     set,
     clusterQueue: CLUSTER_QUEUE,
     resourceFlavor: FLAVOR,
-    runtimes: ['torch-distributed', 'torch-distributed-failfast'],
+    runtimes: ['torch-distributed', 'torch-distributed-failfast', ...(withGang ? [GANG_RUNTIME] : [])],
     kueueFrameworks: frameworks,
     timings,
     startupMs: Date.now() - started,
@@ -1034,9 +1140,19 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
     const kubeconfig = join(runDir, 'admin.kubeconfig');
     writeFileSync(kubeconfig, cp.kubeconfigYaml(), { mode: 0o600 });
     const certs = makeCerts(runDir);
-    const [kcmPort, schedPort, kwokPort, jsWh, jsHealth, trWh, trHealth, kqWh, kqHealth] = (await freePorts(
-      9,
-    )) as [number, number, number, number, number, number, number, number, number];
+    const [kcmPort, schedPort, kwokPort, jsWh, jsHealth, trWh, trHealth, kqWh, kqHealth, pgHealth] =
+      (await freePorts(10)) as [
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+      ];
 
     // Namespace Kueue runs in (its config `namespace`).
     await must(
@@ -1076,14 +1192,47 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
       runDir,
     );
     procs.push(kcm);
-    // 3. kube-scheduler
-    const sched = spawnLogged(
-      'kube-scheduler',
-      binPath('kube', 'kube-scheduler'),
-      [...kubeAuth, `--secure-port=${schedPort}`, `--cert-dir=${join(runDir, 'scheduler-certs')}`, '--v=1'],
-      runDir,
-    );
-    procs.push(sched);
+    // 3. kube-scheduler (with coscheduling: scheduler-plugins' build of it, from its shipped config,
+    // and its PodGroup controller)
+    if (withGang) {
+      const schedCfg = join(runDir, 'scheduler-plugins-config.yaml');
+      const shipped = parseAllDocuments(
+        readFileSync(join(pluginsDir, 'manifests/coscheduling/scheduler-config.yaml'), 'utf8'),
+      )[0]?.toJS() as { clientConnection: { kubeconfig: string } };
+      shipped.clientConnection.kubeconfig = kubeconfig;
+      writeFileSync(schedCfg, stringifyYaml(shipped));
+      procs.push(
+        spawnLogged(
+          'kube-scheduler',
+          binPath(SCHEDULER_PLUGINS, 'scheduler'),
+          [
+            ...kubeAuth.filter((a) => !a.startsWith('--kubeconfig=') && !a.startsWith('--leader-elect')),
+            `--config=${schedCfg}`,
+            `--secure-port=${schedPort}`,
+            `--cert-dir=${join(runDir, 'scheduler-certs')}`,
+            '--v=1',
+          ],
+          runDir,
+        ),
+      );
+      procs.push(
+        spawnLogged(
+          'podgroup-controller',
+          binPath(SCHEDULER_PLUGINS, 'controller'),
+          ['--metricsAddr=0', `--probeAddr=127.0.0.1:${pgHealth}`, '--enableLeaderElection=false'],
+          runDir,
+          { KUBECONFIG: kubeconfig },
+        ),
+      );
+    } else {
+      const sched = spawnLogged(
+        'kube-scheduler',
+        binPath('kube', 'kube-scheduler'),
+        [...kubeAuth, `--secure-port=${schedPort}`, `--cert-dir=${join(runDir, 'scheduler-certs')}`, '--v=1'],
+        runDir,
+      );
+      procs.push(sched);
+    }
     // 4. kwok
     const stagesFile = join(runDir, 'kwok-stages.yaml');
     writeFileSync(stagesFile, kwokStagesYaml(kwokDir));
@@ -1377,6 +1526,18 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
     failfast.metadata.name = 'torch-distributed-failfast';
     for (const rj of failfast.spec.template.spec.replicatedJobs) rj.template.spec.backoffLimit = 0;
     await applyObject('ClusterTrainingRuntime torch-distributed-failfast', failfast as unknown as Json);
+    if (withGang) {
+      await waitFor(
+        'podgroup-controller /readyz',
+        deadline,
+        healthy(`http://127.0.0.1:${pgHealth}/readyz`),
+        procs,
+      );
+      const gang = structuredClone(runtimeDoc) as { metadata: { name: string }; spec: Json };
+      gang.metadata.name = GANG_RUNTIME;
+      gang.spec.podGroupPolicy = { coscheduling: { scheduleTimeoutSeconds: 60 } };
+      await applyObject(`ClusterTrainingRuntime ${GANG_RUNTIME}`, gang as unknown as Json);
+    }
     mark('fixtures');
 
     return handle();

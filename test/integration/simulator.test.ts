@@ -1016,7 +1016,8 @@ describe('cluster simulator: coscheduling PodGroups instead of Kueue', () => {
         scheduleTimeoutSeconds: 60,
       });
       expect((await pg('pg-1')).status).toMatchObject({ phase: 'Running', running: 2 });
-      expect((await pg('pg-2')).status).toMatchObject({ phase: 'Pending', running: 0 });
+      // Its pods exist (unschedulable): the real PodGroup controller's Scheduling, 0 running.
+      expect((await pg('pg-2')).status).toMatchObject({ phase: 'Scheduling', running: 0 });
       expect((await h.get(ns, 'pg-2')).status?.jobsStatus).toEqual([
         { name: 'node', active: 1, ready: 0, succeeded: 0, failed: 0, suspended: 0 },
       ]);

@@ -524,7 +524,11 @@ describe('interpretAdmission — coscheduling PodGroup', () => {
     [
       'Scheduling',
       3,
-      cos('Queued', 'Scheduling', 'scheduled, waiting for minMember pods to run (3/8 running)'),
+      cos(
+        'Queued',
+        'Scheduling',
+        'minMember pods exist, waiting for them to be placed and run (3/8 running)',
+      ),
     ],
     ['Scheduled', 8, cos('Admitted', 'Scheduled')],
     ['Running', 8, cos('Admitted', 'Running')],
@@ -549,7 +553,7 @@ describe('interpretAdmission — coscheduling PodGroup', () => {
 
     // Act / Assess
     expect(interpretAdmission(gate)).toEqual(
-      cos('Queued', 'Scheduling', 'scheduled, waiting for minMember pods to run'),
+      cos('Queued', 'Scheduling', 'minMember pods exist, waiting for them to be placed and run'),
     );
   });
 

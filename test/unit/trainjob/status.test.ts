@@ -336,7 +336,7 @@ describe('toRunPhase — TrainJob with a gate', () => {
       {
         phase: 'Pending',
         reason: 'Scheduling',
-        message: 'scheduled, waiting for minMember pods to run (2/8 running)',
+        message: 'minMember pods exist, waiting for them to be placed and run (2/8 running)',
       },
     ],
     ['unsuspended + PodGroup Running', unsuspended(shape), pgRunning, { phase: 'Running' }],
