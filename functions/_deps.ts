@@ -81,14 +81,13 @@ export const store = /* @__PURE__ */ once(
 );
 /** The state table (runs, sweeps, data-trigger state) on DynamoDB. */
 export const table = /* @__PURE__ */ once((): StateTable => {
+  const tableName = env().GANTRY_STATE_TABLE;
+  if (!tableName) throw new Error('GANTRY_STATE_TABLE is not set');
   const client = new DynamoDBClient({
     region: env().AWS_REGION,
     ...(env().GANTRY_DYNAMODB_ENDPOINT ? { endpoint: env().GANTRY_DYNAMODB_ENDPOINT } : {}),
   });
-  return makeDynamoStateTable({
-    client: DynamoDBDocumentClient.from(client),
-    tableName: env().GANTRY_STATE_TABLE,
-  });
+  return makeDynamoStateTable({ client: DynamoDBDocumentClient.from(client), tableName });
 });
 export const records = /* @__PURE__ */ once((): RunRecords => makeRunRecords({ table: table(), clock }));
 /** Who owns which model name (models/<model>/owner.json). */

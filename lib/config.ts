@@ -218,7 +218,7 @@ export type JwtConfig = z.output<typeof JwtConfigSchema>;
 export const RuntimeEnvSchema = z.object({
   GANTRY_BUCKET: z.string().check(z.minLength(3)),
   /** The state table (runs, sweeps, data-trigger state): DynamoDB, serverless.yml StateTable. */
-  GANTRY_STATE_TABLE: z.string().check(z.minLength(3)),
+  GANTRY_STATE_TABLE: z.optional(z.string().check(z.minLength(3))),
   GANTRY_STATE_MACHINE_ARN: z.string().check(z.startsWith('arn:')),
   GANTRY_RUNS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
   GANTRY_SERVING_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),

@@ -54,6 +54,9 @@ const config = (kubeconfig: string) =>
         imagePrefixes: ['ghcr.io/acme/', 'registry.example.com/vision'],
         maxNodes: 8,
         maxGpusPerRun: 16,
+        // No consumer runs here, so accepted runs stay in flight: caps high enough for the fuzzing.
+        maxRunsInFlight: 100_000,
+        maxGpusInFlight: 1_000_000,
       },
       {
         name: 'nlp',
