@@ -19,7 +19,8 @@ import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs
 import { cpus, loadavg } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { S3Client } from '@aws-sdk/client-s3';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { DEMO_QUEUE, type Embedded, startEmbedded } from '../local/embedded.ts';
 import { PRINCIPAL_HEADER } from '../local/http-api.ts';
 import { DEMO_TEAM } from '../local/stack.ts';
@@ -115,7 +116,10 @@ interface CaseResult {
 // ---------------------------------------------------------------------------------------------
 // One case, in this process.
 
-/** S3 requests by command, and the conditional writes of sweep and run records, counted at the SDK. */
+/**
+ * S3 requests by command, and the conditional writes of sweep and run records (items of the state
+ * table, lib/state/table.ts), counted at the SDKs.
+ */
 function countS3() {
   const counts: CaseResult['s3'] = {
     total: 0,
@@ -149,6 +153,35 @@ function countS3() {
       if (name === 'PutObject' && (status === 412 || status === 409)) {
         if (sweepRecord) counts.recordConflicts++;
         if (runRecord) counts.runRecordConflicts++;
+      }
+      throw err;
+    }
+  };
+  // The state table: sweep and run items (`sweep#…`, `run#…`), their reads and conditional writes.
+  const docProto = DynamoDBDocumentClient.prototype as unknown as {
+    send: (cmd: unknown, ...rest: unknown[]) => Promise<unknown>;
+  };
+  const docSend = docProto.send;
+  docProto.send = async function (this: unknown, cmd: unknown, ...rest: unknown[]) {
+    const c = cmd as {
+      constructor: { name: string };
+      input?: { Key?: { pk?: string }; Item?: { pk?: string } };
+      benchOwn?: boolean;
+    };
+    if (c.benchOwn) return docSend.call(this, cmd, ...rest);
+    const name = c.constructor.name.replace(/Command$/, '');
+    const key = String(c.input?.Key?.pk ?? c.input?.Item?.pk ?? '');
+    const sweepItem = key.startsWith('sweep#');
+    const runItem = key.startsWith('run#');
+    if (sweepItem && name === 'Get') counts.recordGets++;
+    if (name === 'Put' && sweepItem) counts.recordPuts++;
+    if (name === 'Put' && runItem) counts.runRecordPuts++;
+    try {
+      return await docSend.call(this, cmd, ...rest);
+    } catch (err) {
+      if (name === 'Put' && (err as { name?: string }).name === 'ConditionalCheckFailedException') {
+        if (sweepItem) counts.recordConflicts++;
+        if (runItem) counts.runRecordConflicts++;
       }
       throw err;
     }
@@ -285,10 +318,14 @@ async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<Ca
       let peakInFlightRecord = 0;
       let peakWaitingRecord = 0;
       for (;;) {
-        const get = new GetObjectCommand({ Bucket: env.stack.bucket, Key: `sweeps/${sweepId}/record.json` });
+        const get = new GetCommand({
+          TableName: env.stack.stateTable.name,
+          Key: { pk: `sweep#${sweepId}` },
+          ConsistentRead: true,
+        });
         (get as unknown as { benchOwn: boolean }).benchOwn = true;
-        const out = await env.stack.s3.send(get);
-        const text = (await out.Body?.transformToString()) ?? '';
+        const out = await env.stack.stateTable.client.send(get);
+        const text = String(out.Item?.body ?? '{"phase":"Running","trials":[]}');
         const record = JSON.parse(text) as {
           phase: string;
           reason?: string;
@@ -463,7 +500,7 @@ function report(results: Record<string, CaseResult>, loadBefore: number, loadAft
 - ${r.timedOut ? `**Timed out** after ${f(r.wallMs / 1000)} s with ${doneOf(r)} of ${r.trials} trials ended (the record still ${s?.phase}); the last execution closed at ${f(r.lastCloseMs / 1000)} s.` : `Last trial's execution closed at ${f(r.lastCloseMs / 1000)} s; the sweep record was final at ${f(r.wallMs / 1000)} s (publishing the best, the reconciler's end of the sweep).`}
 - Overhead per trial against the baseline's: **${ratio(name, (x) => x.overheadPerTrialS)}×**; trials per second against plain runs per second: **${ratio(name, (x) => x.trialsPerS)}×**.
 - Peak concurrent trials as the simulator saw them: ${r.peakUnfinished} unfinished jobs (≤ parallelTrials ${r.parallel}: ${r.peakUnfinished <= r.parallel ? 'yes' : '**no**'}), ${r.peakRunning} running (quota ${QUOTA}); as the sweep record showed them: ${s?.peakInFlightRecord} in flight, at most ${s?.peakWaitingRecord} waiting for quota.
-- Sweep record: ${s ? f(s.recordBytes / 1024, 0) : '?'} KiB at the end (${s ? f(s.recordBytes / Math.max(1, doneOf(r)), 0) : '?'} B per ended trial); ${puts} conditional writes attempted, ${r.s3.recordConflicts} lost (412/409, then re-read and re-decided) = ${f(puts ? (100 * r.s3.recordConflicts) / puts : 0, 1)} %; ${r.s3.recordGets} reads by Gantry. Writes per ended trial: ${f(puts / Math.max(1, doneOf(r)), 2)}; bytes written to the record: ~${s ? f((puts * s.recordBytes) / 2 / 2 ** 20, 1) : '?'} MiB (writes × half the final size).
+- Sweep record: ${s ? f(s.recordBytes / 1024, 0) : '?'} KiB at the end (${s ? f(s.recordBytes / Math.max(1, doneOf(r)), 0) : '?'} B per ended trial); ${puts} conditional writes attempted, ${r.s3.recordConflicts} lost (ConditionalCheckFailed, then re-read and re-decided) = ${f(puts ? (100 * r.s3.recordConflicts) / puts : 0, 1)} %; ${r.s3.recordGets} reads by Gantry. Writes per ended trial: ${f(puts / Math.max(1, doneOf(r)), 2)}; bytes written to the record: ~${s ? f((puts * s.recordBytes) / 2 / 2 ** 20, 1) : '?'} MiB (writes × half the final size).
 - S3 requests per ended trial: ${f(r.s3.total / Math.max(1, doneOf(r)), 1)} (baseline: ${results.baseline ? f(results.baseline.s3.total / Math.max(1, doneOf(results.baseline)), 1) : 'n/a'} per run). By command: ${Object.entries(
         r.s3.byCommand,
       )
