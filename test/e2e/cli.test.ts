@@ -297,7 +297,8 @@ describe('the gantry CLI against npm run dev', () => {
 
   beforeAll(async () => {
     home = await mkdtemp(join(tmpdir(), 'gantry-cli-dev-'));
-    dev = spawn(process.execPath, [join(import.meta.dirname, '..', '..', 'local', 'dev.ts')], {
+    // --ephemeral: the test's runs stay in memory, nothing is written under the repository.
+    dev = spawn(process.execPath, [join(import.meta.dirname, '..', '..', 'local', 'dev.ts'), '--ephemeral'], {
       // Port 0: an ephemeral port on 127.0.0.1, printed in the how-to.
       env: { ...process.env, GANTRY_PORT: '0', GANTRY_LOG_LEVEL: 'warn', GANTRY_SIM_SPEED: '1200' },
       stdio: ['ignore', 'pipe', 'pipe'],
