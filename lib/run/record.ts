@@ -16,7 +16,7 @@ export interface RunProgress {
   updatedAt?: string;
 }
 
-/** The run as the API reports it: `runs/<id>/record.json`, written with conditional writes. */
+/** The run as the API reports it: a `run#<id>` item of the state table, written with conditional writes. */
 export interface RunRecord {
   runId: string;
   phase: RunPhase;

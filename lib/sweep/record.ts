@@ -6,7 +6,7 @@ import { type Assignment, gridSize } from './space.ts';
 import type { SweepPlacement } from './trials.ts';
 
 /**
- * The sweep record (`sweeps/<id>/record.json`) and the pure decision of what a sweep does next.
+ * The sweep record (a `sweep#<id>` item of the state table) and the pure decision of what a sweep does next.
  * The record is a cache of what the trials' run records say plus the sweep's own decisions;
  * `step()` recomputes everything from the run records it is shown, so two concurrent advancers
  * reach the same decision and the loser of the conditional write simply finds nothing to do.
