@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunRecord } from '../../lib/run/record.ts';
 import type { RunRequestInput } from '../../lib/run/schema.ts';
 import type { RunSpec } from '../../lib/run/spec.ts';
-import { DEMO_QUEUE, type Embedded, startEmbedded } from '../../local/embedded.ts';
+import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import type { Json } from '../../local/simulator/apiserver.ts';
 import type { SimulatorOptions } from '../../local/simulator/index.ts';
 import { POD_FAILURE_ANNOTATION } from '../../local/simulator/pods.ts';
@@ -15,9 +15,7 @@ import {
   heavyMissing,
   KWOK_ENV,
   startHeavyControlPlane,
-  VERSION_SETS,
   type VersionSetName,
-  versionSet,
 } from '../helpers/realcp-heavy.ts';
 import { runDriver } from '../helpers/runs.ts';
 import { tierAvailable } from '../helpers/tiers.ts';
