@@ -31,4 +31,15 @@ else
   "$BOTO3_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "boto3==${BOTO3_VERSION}"
   echo "boto3 ${BOTO3_VERSION} installed in $BOTO3_VENV"
 fi
+# Chromium from Debian's packages (e2e tier: the dashboard's browser test drives it with playwright-core).
+if [ -x /usr/bin/chromium ]; then
+  echo "chromium: $(/usr/bin/chromium --version 2>/dev/null || echo installed)"
+elif command -v apt-get >/dev/null; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  echo "chromium installed: $(/usr/bin/chromium --version)"
+else
+  echo "chromium is required for the dashboard's browser test (Debian package 'chromium')" >&2; exit 1
+fi
 bash scripts/realcp-heavy-build.sh  # heavy tier (KCM, scheduler, kwok, JobSet, Trainer, Kueue) from the Go module proxy, cached outside the repo
