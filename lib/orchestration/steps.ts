@@ -25,6 +25,7 @@ import type { RunRecords } from '../run/records.ts';
 import type { RunSpec, TrialRef } from '../run/spec.ts';
 import { buildJob, jobApi } from '../trainjob/build.ts';
 import { chooseShape } from '../trainjob/capabilities.ts';
+import { type GangGate, runtimeGangGate } from '../trainjob/gang.ts';
 import { type InitializerJobs, initializerJobs } from '../trainjob/initializers.ts';
 import { KUEUE_DEFAULT_MANAGED_KINDS, requireQueueable } from '../trainjob/kueue-kinds.ts';
 import { ANNOTATION, LABEL } from '../trainjob/labels.ts';
@@ -118,6 +119,7 @@ export function makeSteps(deps: StepDeps) {
     // The runtime's initializer jobs decide where datasetUri / modelUri go (initializer or env);
     // v1 jobs have none, and a namespaced TrainingRuntime is not read (undefined: as requested).
     let initializers: InitializerJobs | undefined;
+    let gang: GangGate | undefined;
     // Never suspend-and-queue a kind Kueue will not admit (`auto` may have fallen back to a v1 kind).
     requireQueueable(
       {
@@ -136,6 +138,7 @@ export function makeSteps(deps: StepDeps) {
         );
       }
       initializers = initializerJobs(runtime, shape);
+      gang = runtimeGangGate(runtime);
     }
     const now = clock.now();
     const admissionDeadlineAt = new Date(
@@ -146,6 +149,7 @@ export function makeSteps(deps: StepDeps) {
       ...job.metadata.annotations,
       [ANNOTATION.admissionDeadline]: admissionDeadlineAt,
       [ANNOTATION.runDeadlineSeconds]: String(run.request.runDeadlineSeconds),
+      ...(gang ? { [ANNOTATION.gangGate]: gang } : {}),
     };
     const { job: created } = await gateway.createJob(job, opts);
     const api = jobApi(shape, kind);

@@ -34,6 +34,8 @@ export const ANNOTATION = {
   admissionDeadline: 'gantry.dev/admission-deadline',
   /** The run deadline in seconds; the run's clock starts when the job is admitted. */
   runDeadlineSeconds: 'gantry.dev/run-deadline-seconds',
+  /** The PodGroup kind the job's runtime gangs it with (`coscheduling` / `volcano`); see trainjob/gang.ts. */
+  gangGate: 'gantry.dev/gang-gate',
 } as const;
 
 /** Env the job's training container receives (documented in README for training-code authors). */

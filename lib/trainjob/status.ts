@@ -13,6 +13,7 @@ import {
   readConditions,
 } from '../admission/interpret.ts';
 import type { FailureReason } from '../run/phases.ts';
+import { expectedGangGate } from './gang.ts';
 import { type K8sObject, LEGACY_GROUP, TRAINER_GROUP } from './types.ts';
 
 /**
@@ -128,6 +129,16 @@ function trainJobView(job: Record<string, unknown>, admission: Admission): JobVi
   // says nothing) the job counts as admitted and running — Suspended=False/Resumed, jobsStatus
   // active/ready and "no conditions at all" all lead here. A gate that says it is still waiting wins
   // (e.g. a PodGroup Pending while the job is not suspended: the pods exist but cannot be placed).
+  // A job whose runtime gangs it waits for its PodGroup: until Trainer has created it, it is not admitted.
+  const gang = expectedGangGate(job);
+  if (gang !== undefined && admission.source === 'none') {
+    const waiting: Admission = {
+      state: 'Queued',
+      source: gang,
+      message: `the ${gang} PodGroup of the job does not exist yet`,
+    };
+    return { ...pendingView(waiting, {}), ...extras };
+  }
   return { ...unsuspendedView(admission, undefined), ...extras };
 }
 

@@ -925,3 +925,46 @@ describe('isAdmitted', () => {
     expect(result).toBe(expected);
   });
 });
+
+describe('toRunPhase — a job its runtime gangs, before Trainer has created the PodGroup', () => {
+  const ganged = (gate: string | undefined) => {
+    const job = trainJob({ suspend: false });
+    if (gate !== undefined) job.metadata.annotations = { 'gantry.dev/gang-gate': gate };
+    return job;
+  };
+
+  it.each<[string, string | undefined, K8sObject | undefined, Pick<JobView, 'phase' | 'message'>]>([
+    [
+      'coscheduling, no PodGroup yet → Pending',
+      'coscheduling',
+      undefined,
+      { phase: 'Pending', message: 'the coscheduling PodGroup of the job does not exist yet' },
+    ],
+    [
+      'volcano, no PodGroup yet → Pending',
+      'volcano',
+      undefined,
+      { phase: 'Pending', message: 'the volcano PodGroup of the job does not exist yet' },
+    ],
+    [
+      'coscheduling, PodGroup Running → Running',
+      'coscheduling',
+      coschedulingPodGroup({ phase: 'Running', running: 8 }),
+      { phase: 'Running' },
+    ],
+    [
+      'no gang runtime, no gate → Running (unqueued, unsuspended)',
+      undefined,
+      undefined,
+      { phase: 'Running' },
+    ],
+    ['an unknown gate value is ignored → Running', 'kai', undefined, { phase: 'Running' }],
+  ])('%s', (_, gate, podGroup, want) => {
+    // Act
+    const result = toRunPhase(ganged(gate), podGroup);
+
+    // Assess
+    expect({ phase: result.phase, ...(result.message ? { message: result.message } : {}) }).toEqual(want);
+    expect(isAdmitted(result)).toBe(want.phase === 'Running');
+  });
+});
