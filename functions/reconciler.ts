@@ -84,6 +84,9 @@ function build() {
         clock,
         orphanGraceSeconds: env().GANTRY_ORPHAN_GRACE_SECONDS,
         admittedSuspendedGraceSeconds: env().GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS,
+        ...(env().GANTRY_HEARTBEAT_EVERY_SECONDS !== undefined
+          ? { heartbeatEverySeconds: env().GANTRY_HEARTBEAT_EVERY_SECONDS }
+          : {}),
         podHealth: podHealth(),
         sweeps: { advanceActive: (opts) => sweeps().advanceActive(sweepCapabilities(), opts) },
         log: (line) => logLine({ service: 'gantry-reconciler', ...line }),

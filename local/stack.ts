@@ -11,6 +11,7 @@ import { startFauxqs } from 'fauxqs';
 import { type GantryConfig, JWT_DEFAULTS } from '../lib/config.ts';
 import { DataTriggerRuleSchema } from '../lib/datatrigger/rules.ts';
 import { METRIC_OBJECT_SUFFIX } from '../lib/metrics/channel.ts';
+import { HEARTBEAT_EVERY_SECONDS } from '../lib/orchestration/reconcile.ts';
 import { ACCOUNT, functionArn, loadDefinition, REGION, STATE_MACHINE, TASK_FUNCTIONS } from './definition.ts';
 import { invokeLocal, type LambdaHandler } from './lambda.ts';
 import { onLoopback } from './loopback.ts';
@@ -290,6 +291,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       GANTRY_SFN_ENDPOINT: sfnServer.url,
       GANTRY_CONFIG: JSON.stringify(config),
       GANTRY_ORPHAN_GRACE_SECONDS: String(opts.orphanGraceSeconds ?? 300),
+      // The local state machine runs its timers `speed` times faster (HeartbeatSeconds included):
+      // the reconciler's heartbeat pacing follows, in wall-clock seconds.
+      GANTRY_HEARTBEAT_EVERY_SECONDS: String(HEARTBEAT_EVERY_SECONDS / (opts.speed ?? 1)),
       ...(opts.admittedSuspendedGraceSeconds !== undefined
         ? { GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS: String(opts.admittedSuspendedGraceSeconds) }
         : {}),

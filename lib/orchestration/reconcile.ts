@@ -38,6 +38,13 @@ export interface ReconcilerDeps {
   admittedSuspendedGraceSeconds?: number;
   /** Unschedulable grace and crash-loop restart limit for health after admission (pod-health.ts). */
   podHealth?: Partial<PodHealthOptions>;
+  /**
+   * Seconds between two heartbeats of one waiting token (default HEARTBEAT_EVERY_SECONDS: half the
+   * state machine's `HeartbeatSeconds` of 600). A token is heartbeated when this reconciler has not
+   * heartbeated it for a spread share of that (between half and all of it, fixed per token), so the
+   * calls of many runs do not all fall on one tick.
+   */
+  heartbeatEverySeconds?: number;
   /** Advances every active sweep after the jobs (releases, early stopping, publishing the best). */
   sweeps?: { advanceActive(opts?: CallOptions): Promise<{ sweeps: number; errors: number }> };
   log?: (line: Record<string, unknown>) => void;
@@ -54,6 +61,9 @@ export interface TickReport {
   sweeps: number;
   errors: number;
 }
+
+/** Half the `HeartbeatSeconds` (600) of the state machine's two waits: a missed tick or two still keeps them alive. */
+export const HEARTBEAT_EVERY_SECONDS = 300;
 
 const TOKEN_KEYS: Array<[Stage, string]> = [
   ['admission', ANNOTATION.admissionToken],
@@ -78,6 +88,17 @@ export function makeReconciler(deps: ReconcilerDeps) {
    * cold start writes each record once more, which changes nothing.
    */
   const recorded = new Map<string, string>();
+  /**
+   * When this reconciler last heartbeated each waiting token (ms). Only ever set after a heartbeat
+   * was delivered, so it can make a token's heartbeat late by at most one interval, never skip it:
+   * a cold start (an empty map) heartbeats every token once, then only those that are due.
+   */
+  const beaten = new Map<string, number>();
+  const heartbeatEveryMs = (deps.heartbeatEverySeconds ?? HEARTBEAT_EVERY_SECONDS) * 1000;
+  const heartbeatDue = (token: string, nowMs: number): boolean => {
+    const last = beaten.get(token);
+    return last === undefined || nowMs - last >= heartbeatEveryMs * spread(token);
+  };
 
   async function tick(opts?: CallOptions): Promise<TickReport> {
     const report: TickReport = {
@@ -95,6 +116,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
     // job pass (many jobs, a slow cluster) must not starve the sweeps, nor they it.
     const sweeping = advanceSweeps(report, opts);
     const live = new Set<string>();
+    const waitingTokens = new Set<string>();
     for (const cluster of deps.clusters()) {
       let apis: JobApi[];
       let gates: K8sObject[];
@@ -133,6 +155,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
               ? undefined
               : podHealth(podsOfRun.get(runId) ?? [], deps.clock.now(), healthOptions),
             report,
+            waitingTokens,
             opts,
           );
         } catch (err) {
@@ -147,6 +170,8 @@ export function makeReconciler(deps: ReconcilerDeps) {
       });
     }
     for (const runId of recorded.keys()) if (!live.has(runId)) recorded.delete(runId);
+    if (report.errors === 0)
+      for (const token of beaten.keys()) if (!waitingTokens.has(token)) beaten.delete(token);
     await sweeping;
     return report;
   }
@@ -196,6 +221,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
     gate: K8sObject | undefined,
     health: PodHealth | undefined,
     report: TickReport,
+    waitingTokens: Set<string>,
     opts?: CallOptions,
   ) {
     const now = deps.clock.now();
@@ -211,6 +237,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
       const token = annotations[key];
       if (!token) continue;
       waiting = true;
+      waitingTokens.add(token);
       const decision =
         missing ??
         decide(stage, view, {
@@ -231,10 +258,16 @@ export function makeReconciler(deps: ReconcilerDeps) {
         delivered = await deps.workflow.sendTaskFailure(token, decision.error, failureCause(decision), opts);
         report.failed++;
       } else {
+        // Still waiting: nothing to answer, and a heartbeat only when this token's is due.
+        if (!heartbeatDue(token, now.getTime())) continue;
         delivered = await deps.workflow.sendTaskHeartbeat(token, opts);
         report.heartbeats++;
-        if (delivered) continue;
+        if (delivered) {
+          beaten.set(token, now.getTime());
+          continue;
+        }
       }
+      beaten.delete(token);
       // Answered now, or stale: either way nobody waits on this token any more.
       await gateway.annotateJob(
         api,
@@ -342,4 +375,11 @@ async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<v
     }
   });
   await Promise.all(workers);
+}
+
+/** A fixed share in [0.5, 1) per token (FNV-1a of the token): spreads heartbeats over ticks. */
+function spread(token: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < token.length; i++) h = Math.imul(h ^ token.charCodeAt(i), 0x01000193);
+  return 0.5 + (h >>> 0) / 2 ** 33;
 }

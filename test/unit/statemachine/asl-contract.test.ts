@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { errorClasses, RetryableError, TerminalError } from '../../../lib/errors.ts';
+import { HEARTBEAT_EVERY_SECONDS } from '../../../lib/orchestration/reconcile.ts';
 import { ASL_PATH, loadDefinition, TASK_FUNCTIONS } from '../../../local/definition.ts';
 import { ROOT } from '../../helpers/tiers.ts';
 
@@ -78,7 +79,8 @@ describe('statemachines/training-run.asl.json', () => {
       const s = asl.States[name] as State & { TimeoutSecondsPath?: string; HeartbeatSeconds?: number };
       expect(s.Resource).toBe('arn:aws:states:::lambda:invoke.waitForTaskToken');
       expect(s.TimeoutSecondsPath).toMatch(/^\$\.job\./);
-      expect(s.HeartbeatSeconds).toBeGreaterThan(0);
+      // The reconciler heartbeats each waiting token at most every HEARTBEAT_EVERY_SECONDS: half of this.
+      expect(s.HeartbeatSeconds).toBe(2 * HEARTBEAT_EVERY_SECONDS);
       expect(JSON.stringify(s.Parameters)).toContain('$$.Task.Token');
     }
   });

@@ -1,0 +1,127 @@
+import { describe, expect, it } from 'vitest';
+import { HEARTBEAT_EVERY_SECONDS, makeReconciler } from '../../../lib/orchestration/reconcile.ts';
+import type { ClusterGateway, JobApi, WorkflowEngine } from '../../../lib/ports.ts';
+import type { RunRecords } from '../../../lib/run/records.ts';
+import { ANNOTATION, LABEL } from '../../../lib/trainjob/labels.ts';
+import type { K8sObject } from '../../../lib/trainjob/types.ts';
+
+/**
+ * Heartbeat pacing: 1,000 jobs each waiting for admission (suspended, Kueue has not admitted them),
+ * ticks every 60 s. Object-literal fakes for the cluster and Step Functions: what is under test is
+ * which SendTaskHeartbeat calls the reconciler makes, tick by tick.
+ */
+const API = {
+  group: 'trainer.kubeflow.org',
+  version: 'v1alpha1',
+  plural: 'trainjobs',
+  kind: 'TrainJob',
+} as JobApi;
+const N = 1000;
+const T0 = Date.parse('2026-01-02T00:00:00Z');
+
+function waitingJob(i: number): K8sObject {
+  const runId = `run-${String(i).padStart(20, '0')}`;
+  return {
+    apiVersion: 'trainer.kubeflow.org/v1alpha1',
+    kind: 'TrainJob',
+    metadata: {
+      name: runId,
+      namespace: 'team-a',
+      uid: `u${i}`,
+      creationTimestamp: '2026-01-01T00:00:00Z',
+      labels: { [LABEL.runId]: runId },
+      annotations: { [ANNOTATION.admissionToken]: `token-${i}` },
+    },
+    spec: { suspend: true },
+    status: { conditions: [{ type: 'Suspended', status: 'True', reason: 'Suspended' }] },
+  };
+}
+
+function setup(opts: { expired?: Set<string> } = {}) {
+  const jobs = Array.from({ length: N }, (_, i) => waitingJob(i));
+  let now = T0;
+  const beats: string[] = [];
+  const unused = () => Promise.reject(new Error('not expected'));
+  const gateway = {
+    listAdmissionGates: async () => [],
+    listPods: async () => [],
+    listManagedJobs: async () => jobs,
+    // Clears the annotation as the apiserver would (a null value in a merge patch deletes the key).
+    annotateJob: async (_api: JobApi, _ns: string, name: string, patch: Record<string, string | null>) => {
+      const annotations = jobs.find((j) => j.metadata.name === name)?.metadata.annotations ?? {};
+      for (const [k, v] of Object.entries(patch)) {
+        if (v === null) delete annotations[k];
+        else annotations[k] = v;
+      }
+    },
+  } as unknown as ClusterGateway;
+  const workflow = {
+    status: async () => 'RUNNING',
+    sendTaskSuccess: unused,
+    sendTaskFailure: unused,
+    sendTaskHeartbeat: async (token: string) => {
+      beats.push(token);
+      return !opts.expired?.has(token);
+    },
+  } as unknown as WorkflowEngine;
+  const records = { get: async () => undefined, update: unused, create: unused } as unknown as RunRecords;
+  const reconciler = makeReconciler({
+    clusters: () => [{ name: 'c', gateway, jobApis: async () => [API] }],
+    workflow,
+    records,
+    clock: { now: () => new Date(now) },
+  });
+  return {
+    beats,
+    /** One tick at `seconds` after T0; the tokens it heartbeated. */
+    async tickAt(seconds: number) {
+      now = T0 + seconds * 1000;
+      const from = beats.length;
+      const report = await reconciler.tick();
+      expect(report.errors).toBe(0);
+      return beats.slice(from);
+    },
+  };
+}
+
+describe('reconciler: heartbeats paced per token', () => {
+  it('a cold tick heartbeats every waiting token; then each token about every half to whole interval, never later', async () => {
+    // Prepare
+    const r = setup();
+    const last = new Map<string, number>();
+    const perTick: number[] = [];
+
+    // Act: 30 minutes of ticks, a minute apart
+    for (let t = 0; t <= 1800; t += 60) {
+      const beaten = await r.tickAt(t);
+      perTick.push(beaten.length);
+      for (const token of beaten) last.set(token, t);
+      // Assess (each tick): no token waits longer than the interval (+ one tick) for a heartbeat
+      for (const [token, at] of last) expect(t - at, token).toBeLessThanOrEqual(HEARTBEAT_EVERY_SECONDS);
+    }
+
+    // Assess
+    expect(perTick[0]).toBe(N);
+    expect(perTick[1]).toBe(0); // 60 s later nothing is due
+    const steady = perTick.slice(6); // after the first interval the calls spread over ticks
+    const total = steady.reduce((a, b) => a + b, 0);
+    // On average N heartbeats per ~225 s (the spread's mean, 0.75 × 300 s), i.e. ≈ N/3.75 per 60 s tick
+    expect(total / steady.length).toBeLessThan(N / 3);
+    expect(Math.max(...steady)).toBeLessThan(N); // never all at once again
+    expect(last.size).toBe(N);
+  });
+
+  it('a token whose execution is gone is cleared from the job on its heartbeat and never heartbeated again', async () => {
+    // Prepare
+    const r = setup({ expired: new Set(['token-7']) });
+
+    // Act
+    const first = await r.tickAt(0);
+    const later = [await r.tickAt(300), await r.tickAt(600), await r.tickAt(900)].flat();
+
+    // Assess
+    expect(first).toContain('token-7');
+    expect(later).not.toContain('token-7');
+    expect(later.length).toBeGreaterThan(N - 1); // the other 999 were heartbeated again
+  });
+});
