@@ -69,6 +69,14 @@ const writeState = (...kinds) => ({
   Resource: [TABLE_ARN],
   Condition: itemKinds(kinds),
 });
+/** Batched reads (BatchGetItem, 100 keys a request): the reconciler reads the records a tick changes. */
+const batchReadState = (...kinds) => ({
+  Sid: 'StateBatchRead',
+  Effect: 'Allow',
+  Action: ['dynamodb:BatchGetItem'],
+  Resource: [TABLE_ARN],
+  Condition: itemKinds(kinds),
+});
 const queryState = (...indexes) => ({
   Sid: 'StateQuery',
   Effect: 'Allow',
@@ -303,6 +311,7 @@ const FUNCTIONS = {
       // Sweeps: advance every active sweep (the sparse `active` index) — release, stop trials
       // (early stopping, end, cancel), publish the best trial's model and hand it to serving.
       writeState('run', 'sweep'),
+      batchReadState('run'),
       queryState('active'),
       readWriteRuns,
       existenceChecks,

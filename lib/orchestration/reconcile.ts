@@ -65,6 +65,13 @@ export interface TickReport {
 /** Half the `HeartbeatSeconds` (600) of the state machine's two waits: a missed tick or two still keeps them alive. */
 export const HEARTBEAT_EVERY_SECONDS = 300;
 
+/** A record change the tick will write (after its job pass, batched). */
+interface PendingRecord {
+  runId: string;
+  change: RecordChange;
+  digest: string;
+}
+
 const TOKEN_KEYS: Array<[Stage, string]> = [
   ['admission', ANNOTATION.admissionToken],
   ['completion', ANNOTATION.completionToken],
@@ -84,7 +91,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
   const log = deps.log ?? (() => undefined);
   /**
    * What was last written to each run's record, while this reconciler lives (a warm Lambda
-   * keeps it between ticks). Only an optimisation: an unchanged job costs no S3 call, and a
+   * keeps it between ticks). Only an optimisation: an unchanged job costs no store call, and a
    * cold start writes each record once more, which changes nothing.
    */
   const recorded = new Map<string, string>();
@@ -139,6 +146,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
       const gateByOwner = indexByOwner(gates);
       const podsOfRun = pods === undefined ? undefined : podsByRun(pods);
       const work = apis.flatMap((api, i) => (jobLists[i] ?? []).map((job) => ({ api, job })));
+      const toRecord: PendingRecord[] = [];
       report.jobs += work.length;
       for (const { job } of work) live.add(job.metadata.labels?.[LABEL.runId] ?? '');
       await mapLimit(work, 32, async ({ api, job }) => {
@@ -156,6 +164,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
               : podHealth(podsOfRun.get(runId) ?? [], deps.clock.now(), healthOptions),
             report,
             waitingTokens,
+            toRecord,
             opts,
           );
         } catch (err) {
@@ -168,6 +177,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
           });
         }
       });
+      await writeRecords(toRecord, report, opts);
     }
     for (const runId of recorded.keys()) if (!live.has(runId)) recorded.delete(runId);
     if (report.errors === 0)
@@ -222,6 +232,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
     health: PodHealth | undefined,
     report: TickReport,
     waitingTokens: Set<string>,
+    toRecord: PendingRecord[],
     opts?: CallOptions,
   ) {
     const now = deps.clock.now();
@@ -278,17 +289,23 @@ export function makeReconciler(deps: ReconcilerDeps) {
       );
       if (!delivered) log({ level: 'INFO', msg: 'cleared a stale task token', runId, stage });
     }
-    if (runId) await recordProgress(runId, view, health, report, opts);
+    if (runId) {
+      const progress = progressChange(runId, view, health);
+      if (progress) toRecord.push(progress);
+    }
     if (!waiting && runId) await removeIfOrphan(gateway, api, job, runId, now, report, opts);
   }
 
-  async function recordProgress(
+  /**
+   * What the run's record should learn from this tick (phase Running, a preemption, the admission
+   * or pod note, progress, metrics), or undefined when nothing new: unchanged since this
+   * reconciler last wrote it (`recorded`), so a steady tick costs the store nothing.
+   */
+  function progressChange(
     runId: string,
     view: JobView,
     health: PodHealth | undefined,
-    report: TickReport,
-    opts?: CallOptions,
-  ) {
+  ): PendingRecord | undefined {
     const change: RecordChange = { ...preemption(view) };
     if (view.phase === 'Running') change.phase = 'Running';
     const problem = health?.problem;
@@ -309,14 +326,42 @@ export function makeReconciler(deps: ReconcilerDeps) {
     }
     if (view.progress) change.progress = view.progress;
     if (view.metrics) change.metrics = view.metrics;
-    if (Object.keys(change).length === 0) return;
+    if (Object.keys(change).length === 0) return undefined;
     const digest = JSON.stringify(change);
-    if (recorded.get(runId) === digest) return;
-    const before = await deps.records.get(runId, opts);
-    if (!before) return;
-    const after = await deps.records.update(runId, change, opts);
-    if (after.updatedAt !== before.updatedAt) report.recordsUpdated++;
-    recorded.set(runId, digest);
+    if (recorded.get(runId) === digest) return undefined;
+    return { runId, change, digest };
+  }
+
+  /**
+   * Write what changed into the run records: one batched read for all of them (100 per request,
+   * so a cold tick reads ⌈changes/100⌉ times, not once per run), then a conditional write only
+   * for records the change really changes.
+   */
+  async function writeRecords(pending: PendingRecord[], report: TickReport, opts?: CallOptions) {
+    if (pending.length === 0) return;
+    let reads: Awaited<ReturnType<RunRecords['getMany']>>;
+    try {
+      reads = await deps.records.getMany(
+        pending.map((p) => p.runId),
+        opts,
+      );
+    } catch (err) {
+      report.errors++;
+      log({ level: 'ERROR', msg: 'run records not read', runs: pending.length, error: String(err) });
+      return;
+    }
+    await mapLimit(pending, 16, async ({ runId, change, digest }) => {
+      const read = reads.get(runId);
+      if (!read) return; // a job without a record (made outside Gantry's intake): nothing to write
+      try {
+        const { changed } = await deps.records.updateFrom(read, change, opts);
+        if (changed) report.recordsUpdated++;
+        recorded.set(runId, digest);
+      } catch (err) {
+        report.errors++;
+        log({ level: 'ERROR', msg: 'run record not written', runId, error: String(err) });
+      }
+    });
   }
 
   async function removeIfOrphan(

@@ -1,6 +1,6 @@
 import { ConcurrentUpdateError, NotFoundError } from '../errors.ts';
 import type { CallOptions, Clock } from '../ports.ts';
-import { byCreation, type IndexEntries, type StateTable } from '../state/table.ts';
+import { byCreation, type IndexEntries, type StateTable, type StoredItem } from '../state/table.ts';
 import { applyChange, type RecordChange, type RunRecord } from './record.ts';
 
 export const runItemKey = (runId: string) => `run#${runId}`;
@@ -66,7 +66,39 @@ export function makeRunRecords(deps: { table: StateTable; clock: Clock }) {
     }
   }
 
-  return { get, create, update };
+  /** The records of many runs, in batched reads (100 per request); runs without a record are absent. */
+  async function getMany(runIds: readonly string[], opts?: CallOptions) {
+    const items = await table.getMany<RunRecord>(runIds.map(runItemKey), opts);
+    const out = new Map<string, StoredItem<RunRecord>>();
+    for (const id of runIds) {
+      const item = items.get(runItemKey(id));
+      if (item) out.set(id, item);
+    }
+    return out;
+  }
+
+  /**
+   * `update` starting from a record already read (getMany): no read when the change changes
+   * nothing, one conditional write when it does; a lost race falls back to `update`.
+   */
+  async function updateFrom(
+    read: StoredItem<RunRecord>,
+    change: RecordChange,
+    opts?: CallOptions,
+  ): Promise<{ record: RunRecord; changed: boolean }> {
+    const runId = read.value.runId;
+    const next = applyChange(read.value, change, clock.now());
+    if (!next) return { record: read.value, changed: false };
+    try {
+      await table.put(runItemKey(runId), next, runIndexes(next), { ifVersion: read.version }, opts);
+      return { record: next, changed: true };
+    } catch (err) {
+      if (!(err instanceof ConcurrentUpdateError)) throw err;
+      return { record: await update(runId, change, opts), changed: true };
+    }
+  }
+
+  return { get, getMany, create, update, updateFrom };
 }
 
 export type RunRecords = ReturnType<typeof makeRunRecords>;

@@ -59,6 +59,11 @@ export interface QueryResult<T> {
 export interface StateTable {
   get<T>(key: string, opts?: CallOptions): Promise<StoredItem<T> | undefined>;
   /**
+   * Strongly consistent reads of many items, in requests of up to 100 keys (DynamoDB
+   * BatchGetItem); keys without an item are absent from the result.
+   */
+  getMany<T>(keys: readonly string[], opts?: CallOptions): Promise<Map<string, StoredItem<T>>>;
+  /**
    * Write the document and its index entries. `ifAbsent`: create only; `ifVersion`: update only
    * that version. Throws ConcurrentUpdateError when the condition does not hold.
    */

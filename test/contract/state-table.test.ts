@@ -68,6 +68,27 @@ describe.each(targets)('state table: %s', (_name, make) => {
     expect(await table.get(key)).toBeUndefined();
   });
 
+  it('reads many items in one call, past the 100-key batch, with their versions; missing keys are absent', async () => {
+    const table = make();
+    const keys = Array.from({ length: 230 }, (_, i) => unique(`many-${i}`));
+    const versions = await Promise.all(keys.map((k, i) => table.put(k, { i }, {}, { ifAbsent: true })));
+    const updated = await table.put(
+      keys[5] as string,
+      { i: 5, again: true },
+      {},
+      { ifVersion: versions[5]?.version as string },
+    );
+    const missing = unique('missing');
+
+    const found = await table.getMany<{ i: number }>([...keys, missing, keys[0] as string]);
+
+    expect(found.size).toBe(230);
+    expect(found.has(missing)).toBe(false);
+    expect(found.get(keys[229] as string)).toEqual({ value: { i: 229 }, version: versions[229]?.version });
+    expect(found.get(keys[5] as string)).toEqual({ value: { i: 5, again: true }, version: updated.version });
+    expect(await table.getMany([])).toEqual(new Map());
+  });
+
   it('of two writers holding the same version exactly one wins', async () => {
     const table = make();
     const key = unique('race');

@@ -267,6 +267,7 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
     'states:DescribeExecution',
     'states:StopExecution',
     ...STATE_RW,
+    'dynamodb:BatchGetItem',
     ...STATE_Q,
     ...RUNS_RW,
     's3:AbortMultipartUpload',

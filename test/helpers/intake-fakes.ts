@@ -168,6 +168,14 @@ export function memoryTable(): StateTable & { items: Map<string, StoredRow> } {
       const row = items.get(key);
       return row ? { value: JSON.parse(row.body) as T, version: String(row.version) } : undefined;
     },
+    async getMany<T>(keys: readonly string[]) {
+      const found = new Map<string, { value: T; version: string }>();
+      for (const key of keys) {
+        const row = items.get(key);
+        if (row) found.set(key, { value: JSON.parse(row.body) as T, version: String(row.version) });
+      }
+      return found;
+    },
     async put(key, value, indexes, cond) {
       const current = items.get(key);
       if (cond.ifAbsent && current) throw new ConcurrentUpdateError(`${key} exists`);

@@ -63,6 +63,7 @@ async function cluster(sim: ClusterSimulator, kinds: ClusterConfig['kueueManaged
   } as unknown as WorkflowEngine;
   const records = {
     get: async () => undefined,
+    getMany: async () => new Map(),
     update: async () => ({ phase: 'Pending' }),
   } as unknown as RunRecords;
   let now = new Date();

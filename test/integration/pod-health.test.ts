@@ -196,10 +196,12 @@ describe('Gantry: health after admission through the reconciler', () => {
     } as unknown as WorkflowEngine;
     let n = 0;
     const records = {
-      get: async (runId: string) => ({ runId, updatedAt: 'a' }) as RunRecord,
-      update: async (runId: string, change: RecordChange) => {
+      getMany: async (ids: string[]) =>
+        new Map(ids.map((runId) => [runId, { value: { runId, updatedAt: 'a' } as RunRecord, version: '1' }])),
+      updateFrom: async (read: { value: RunRecord }, change: RecordChange) => {
+        const { runId } = read.value;
         changes.set(runId, [...(changes.get(runId) ?? []), change]);
-        return { runId, updatedAt: String(n++) } as RunRecord;
+        return { record: { runId, updatedAt: String(n++) } as RunRecord, changed: true };
       },
     } as unknown as RunRecords;
     let pods = 0;

@@ -1,4 +1,6 @@
 import {
+  BatchGetCommand,
+  type BatchGetCommandOutput,
   DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
@@ -7,7 +9,7 @@ import {
   type QueryCommandInput,
   type QueryCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
-import { ValidationError } from '../../errors.ts';
+import { AwsUnavailableError, ValidationError } from '../../errors.ts';
 import type { CallOptions } from '../../ports.ts';
 import { INDEXES, type IndexName, type StateTable } from '../../state/table.ts';
 import { translateAwsError } from './errors.ts';
@@ -35,6 +37,45 @@ export function makeDynamoStateTable(deps: {
       } catch (err) {
         throw translateAwsError(err, `get ${key} from ${TableName}`);
       }
+    },
+
+    async getMany<T>(keys: readonly string[], opts?: CallOptions) {
+      const found = new Map<string, { value: T; version: string }>();
+      const unique = [...new Set(keys)];
+      for (let i = 0; i < unique.length; i += BATCH_GET_MAX) {
+        let pending: Array<Record<string, unknown>> = unique
+          .slice(i, i + BATCH_GET_MAX)
+          .map((pk) => ({ pk }));
+        // BatchGetItem may return part of a batch under load (UnprocessedKeys): ask again for the rest.
+        for (let attempt = 1; pending.length > 0; attempt++) {
+          let out: BatchGetCommandOutput;
+          try {
+            out = await client.send(
+              new BatchGetCommand({
+                RequestItems: { [TableName]: { Keys: pending, ConsistentRead: true } },
+              }),
+              sendOpts(opts),
+            );
+          } catch (err) {
+            throw translateAwsError(err, `batch get ${pending.length} items from ${TableName}`);
+          }
+          for (const item of out.Responses?.[TableName] ?? []) {
+            found.set(String(item.pk), {
+              value: JSON.parse(String(item.body)) as T,
+              version: String(item.ver),
+            });
+          }
+          pending = out.UnprocessedKeys?.[TableName]?.Keys ?? [];
+          if (pending.length === 0) break;
+          if (attempt >= BATCH_GET_ATTEMPTS) {
+            throw new AwsUnavailableError(
+              `batch get from ${TableName}: ${pending.length} keys still unprocessed after ${attempt} attempts`,
+            );
+          }
+          await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+        }
+      }
+      return found;
     },
 
     async put(key, value, indexes, cond, opts) {
@@ -109,6 +150,10 @@ export function makeDynamoStateTable(deps: {
     },
   };
 }
+
+/** DynamoDB's BatchGetItem limit: 100 keys per request. */
+const BATCH_GET_MAX = 100;
+const BATCH_GET_ATTEMPTS = 5;
 
 function encodeCursor(key: Record<string, unknown>): string {
   return Buffer.from(JSON.stringify(key)).toString('base64url');

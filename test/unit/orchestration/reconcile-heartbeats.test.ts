@@ -64,7 +64,12 @@ function setup(opts: { expired?: Set<string> } = {}) {
       return !opts.expired?.has(token);
     },
   } as unknown as WorkflowEngine;
-  const records = { get: async () => undefined, update: unused, create: unused } as unknown as RunRecords;
+  const records = {
+    get: async () => undefined,
+    getMany: async () => new Map(),
+    update: unused,
+    create: unused,
+  } as unknown as RunRecords;
   const reconciler = makeReconciler({
     clusters: () => [{ name: 'c', gateway, jobApis: async () => [API] }],
     workflow,

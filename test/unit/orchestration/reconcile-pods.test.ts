@@ -75,10 +75,11 @@ function setup(listPods: ClusterGateway['listPods']) {
   } as unknown as WorkflowEngine;
   const changes: RecordChange[] = [];
   const records = {
-    get: async () => ({ runId: RUN_ID, updatedAt: 'a' }),
-    update: async (_id: string, change: RecordChange) => {
+    getMany: async (ids: string[]) =>
+      new Map(ids.map((id) => [id, { value: { runId: id, updatedAt: 'a' }, version: '1' }])),
+    updateFrom: async (_read: unknown, change: RecordChange) => {
       changes.push(change);
-      return { runId: RUN_ID, updatedAt: 'b' };
+      return { record: { runId: RUN_ID, updatedAt: 'b' }, changed: true };
     },
   } as unknown as RunRecords;
   const reconciler = makeReconciler({

@@ -49,6 +49,7 @@ function setup(update: RunRecords['update']) {
   } as unknown as WorkflowEngine;
   const records = {
     get: async () => undefined,
+    getMany: async () => new Map(),
     create: unused,
     update: async (...args: Parameters<RunRecords['update']>) => {
       calls.push(`update ${JSON.stringify(args[1])}`);
@@ -140,10 +141,11 @@ describe('reconciler: Kueue preemption and a stalled admission', () => {
       },
     } as unknown as WorkflowEngine;
     const records = {
-      get: async () => ({ updatedAt: 'a' }),
-      update: async (_id: string, change: unknown) => {
+      getMany: async (ids: string[]) =>
+        new Map(ids.map((id) => [id, { value: { updatedAt: 'a' }, version: '1' }])),
+      updateFrom: async (_read: unknown, change: unknown) => {
         calls.push(`update ${JSON.stringify(change)}`);
-        return { updatedAt: 'b' };
+        return { record: { updatedAt: 'b' }, changed: true };
       },
     } as unknown as RunRecords;
     const reconciler = makeReconciler({
