@@ -434,12 +434,16 @@ async function runPage(id) {
       charts.replaceChildren(
         ...(names.length ? [] : [h('p', { className: 'muted' }, 'No metrics reported yet.')]),
       );
-      names.forEach((name, i) => {
+      // Every box in the grid first, then the charts: each takes its box's width.
+      const drawn = names.map((name) => {
         const { points, xLabel } = metricPoints(metrics.value.series[name]);
         const box = h('figure', { className: 'chart', id: `chart-${name}` });
         charts.append(
           h('div', { className: 'chart-wrap' }, h('h3', {}, `${name} (${points.length} points)`), box),
         );
+        return { name, box, points, xLabel };
+      });
+      drawn.forEach(({ name, box, points, xLabel }, i) => {
         lineChart(box, name, points, {
           xLabel,
           label: name,
@@ -448,7 +452,12 @@ async function runPage(id) {
       });
     } else charts.replaceChildren(errorBox(metrics.reason));
     const pre = shell.logs.querySelector('pre');
-    if (logs.status === 'fulfilled') pre.textContent = logs.value.lines.join('\n') || '(empty)';
+    pre.classList.toggle('note', logs.status !== 'fulfilled');
+    if (logs.status === 'fulfilled') {
+      const follow = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+      pre.textContent = logs.value.lines.join('\n') || '(empty)';
+      if (follow) pre.scrollTop = pre.scrollHeight;
+    }
     // 409: no pod yet, or the run ended and its pods went with its job — the API says which.
     else if (logs.reason.status === 409) pre.textContent = logs.reason.message.replace(/^HTTP 409 \w+: /, '');
     else pre.replaceChildren(errorBox(logs.reason));
@@ -722,6 +731,7 @@ async function sweepPage(id) {
       scored.map((t) => ({ x: t.index, y: t.objective })).sort((a, b) => a.x - b.x),
       {
         scatter: true,
+        integerX: true,
         xLabel: 'trial',
         label: s.objective.metric,
         highlight: bestIndex,

@@ -11,6 +11,11 @@ function sizeOf(el) {
   return { width: Math.max(280, el.clientWidth || 560), height: 220 };
 }
 
+function padded(min, max) {
+  const pad = max > min ? (max - min) * 0.05 : 1;
+  return [min - pad, max + pad];
+}
+
 function record(el, name, xs, ys) {
   el.dataset.points = String(xs.length);
   el.dataset.chart = name;
@@ -63,8 +68,17 @@ export function lineChart(el, name, points, opts = {}) {
   return new uPlot(
     {
       ...sizeOf(el),
-      scales: { x: { time: opts.time === true } },
-      axes: [{ label: opts.xLabel }, { label: opts.label ?? name, size: 60 }],
+      scales: {
+        x: {
+          time: opts.time === true,
+          // Scatter points keep off the plot's edges: 5 % of the span (or ±1) either side.
+          ...(opts.scatter ? { range: (_u, min, max) => padded(min, max) } : {}),
+        },
+      },
+      axes: [
+        { label: opts.xLabel, ...(opts.integerX ? { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500] } : {}) },
+        { label: opts.label ?? name, size: 60 },
+      ],
       legend: { show: true },
       cursor: { drag: { x: true, y: false } },
       series,
