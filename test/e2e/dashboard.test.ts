@@ -17,7 +17,7 @@ import { ROOT, tierAvailable } from '../helpers/tiers.ts';
  */
 
 const CHROMIUM = process.env.GANTRY_CHROMIUM ?? '/usr/bin/chromium';
-const SCREENSHOTS = join(ROOT, 'test-results', 'screenshots');
+const SCREENSHOTS = process.env.GANTRY_SCREENSHOT_DIR ?? join(ROOT, 'test-results', 'screenshots');
 const PRINCIPAL = DEMO_TEAM.principals[0] as string;
 const available = tierAvailable('e2e dashboard (headless browser)', existsSync(CHROMIUM) ? [] : [CHROMIUM]);
 
