@@ -89,7 +89,11 @@ class ApiError extends Error {
 
 async function api(path, params = {}) {
   const query = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== ''));
-  const res = await fetch(`v1/${path}${query.size ? `?${query}` : ''}`, { headers: authHeaders() });
+  const res = await fetch(`v1/${path}${query.size ? `?${query}` : ''}`, {
+    headers: authHeaders(),
+    // A request that hangs must not stop the page's polling.
+    signal: AbortSignal.timeout(20_000),
+  });
   const text = await res.text();
   let body;
   try {
@@ -137,7 +141,19 @@ function fmtDuration(ms) {
 }
 
 function errorBox(err) {
-  return h('div', { className: 'error', role: 'alert' }, err instanceof Error ? err.message : String(err));
+  const who = err?.status === 401 || err?.status === 403;
+  return h(
+    'div',
+    { className: 'error', role: 'alert' },
+    h('div', {}, err instanceof Error ? err.message : String(err)),
+    who
+      ? h(
+          'small',
+          { className: 'hint' },
+          'Check who the page calls the API as: the Identity menu, top right.',
+        )
+      : '',
+  );
 }
 
 function progressBar(progress, phase) {

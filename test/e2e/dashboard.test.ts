@@ -19,6 +19,8 @@ import { ROOT, tierAvailable } from '../helpers/tiers.ts';
 const CHROMIUM = process.env.GANTRY_CHROMIUM ?? '/usr/bin/chromium';
 const SCREENSHOTS = process.env.GANTRY_SCREENSHOT_DIR ?? join(ROOT, 'test-results', 'screenshots');
 const PRINCIPAL = DEMO_TEAM.principals[0] as string;
+/** How long a check waits for the page to show something (it polls the API every 2 s). */
+const PAGE = { timeout: 10_000 };
 const available = tierAvailable('e2e dashboard (headless browser)', existsSync(CHROMIUM) ? [] : [CHROMIUM]);
 
 const template = {
@@ -140,9 +142,9 @@ describe.runIf(available)('the dashboard in headless Chromium', () => {
       (b) => b.phase === 'Running' && (b.progress?.percent ?? 0) >= 20,
     );
     await page.goto(`${env.api.url}/#/runs/${runId}`);
-    await expect.poll(() => page.locator('h1 .badge').textContent()).toBe('Running');
+    await expect.poll(() => page.locator('h1 .badge').textContent(), PAGE).toBe('Running');
     await expect
-      .poll(() => page.locator('#logs').textContent())
+      .poll(() => page.locator('#logs').textContent(), PAGE)
       .toMatch(/epoch \d+\/\d+ step \d+\/\d+ loss=/);
     const percent = Number(await page.locator('.progress').first().getAttribute('data-percent'));
     expect(percent).toBeGreaterThanOrEqual(20);
@@ -182,7 +184,8 @@ describe.runIf(available)('the dashboard in headless Chromium', () => {
     expect(await chart.locator('canvas').count()).toBe(1);
     expect(await page.locator('#chart-accuracy canvas').count()).toBe(1);
     // Timeline: every transition, in order; the run's manifest (the request as accepted).
-    await expect.poll(() => page.locator('h1 .badge').textContent()).toBe('Succeeded');
+    // The page polls every 2 s: it sees the end within a poll or two.
+    await expect.poll(() => page.locator('h1 .badge').textContent(), PAGE).toBe('Succeeded');
     const phases = await page.locator('#timeline .transitions li .badge').allTextContents();
     expect(phases).toEqual(run.transitions.map((t: Body) => t.phase));
     expect(JSON.parse((await page.locator('#manifest').textContent()) ?? '')).toEqual(run.request);
@@ -215,7 +218,9 @@ describe.runIf(available)('the dashboard in headless Chromium', () => {
 
   it("shows the API's error, not a blank page: an unknown run (404), a principal of no team (403)", async () => {
     await page.goto(`${env.api.url}/#/runs/run-aaaaaaaaaaaaaaaaaaaa`);
-    await expect.poll(() => page.locator('.error').textContent()).toMatch(/^HTTP 404 NotFoundError: /);
+    await expect
+      .poll(() => page.locator('.error div').textContent(), PAGE)
+      .toMatch(/^HTTP 404 NotFoundError: /);
     await page.evaluate(() =>
       localStorage.setItem(
         'gantry.auth',
@@ -224,7 +229,10 @@ describe.runIf(available)('the dashboard in headless Chromium', () => {
     );
     await page.goto(`${env.api.url}/#/runs/${runId}`);
     await page.reload();
-    await expect.poll(() => page.locator('.error').textContent()).toMatch(/^HTTP 403 /);
+    await expect
+      .poll(() => page.locator('.error div').textContent(), PAGE)
+      .toMatch(/^HTTP 403 ForbiddenError: .*belongs to no team/);
+    expect(await page.locator('.error .hint').textContent()).toMatch(/Identity menu/);
     await page.screenshot({ path: join(SCREENSHOTS, 'error.png'), fullPage: true });
   });
 });
