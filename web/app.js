@@ -202,6 +202,8 @@ async function runsPage(params) {
     phase: params.get('phase') ?? '',
     model: params.get('model') ?? '',
     sweepId: params.get('sweepId') ?? '',
+    // Page size (the API's limit, 1–100); the links to the next and previous pages keep it.
+    limit: params.get('limit') ?? '',
   };
   const tokens = (params.get('pages') ?? '').split('.').filter(Boolean);
   const form = h(
@@ -230,7 +232,7 @@ async function runsPage(params) {
   const results = h('div');
   view().replaceChildren(h('h1', {}, 'Runs'), form, results);
   await poll(async () => {
-    const page = await api('runs', { ...filters, limit: 20, nextToken: tokens.at(-1) });
+    const page = await api('runs', { ...filters, limit: filters.limit || 20, nextToken: tokens.at(-1) });
     const rows = page.runs.map((r) =>
       h(
         'tr',
@@ -269,7 +271,7 @@ async function runsPage(params) {
       h(
         'nav',
         { className: 'pager' },
-        tokens.length ? h('a', { href: pageLink(tokens.slice(0, -1)) }, '← Newer') : '',
+        tokens.length ? h('a', { href: pageLink(tokens.slice(0, -1)), id: 'prev-page' }, '← Newer') : '',
         page.nextToken
           ? h('a', { href: pageLink([...tokens, page.nextToken]), id: 'next-page' }, 'Older →')
           : '',
