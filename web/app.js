@@ -611,13 +611,15 @@ async function sweepPage(id) {
       const pts = scored
         .map((t) => ({ x: num.of(t.parameters[chosen]), y: t.objective, best: t.index === bestIndex }))
         .sort((a, b) => a.x - b.x);
+      const xs = pts.map((p) => p.x);
       lineChart(scatter, 'parameter', pts, {
         scatter: true,
-        xLabel: chosen + (num.labels ? ` (${num.labels.join(', ')})` : ''),
+        xLabel: chosen,
         label: s.objective.metric,
-        highlight: pts.find((p) => p.best)?.x,
         highlightLabel: 'best trial',
-        xValue: num.labels ? (_u, v) => num.labels[v] ?? v : undefined,
+        xLabels: num.labels,
+        // Positive values spanning a decade or more (a learning rate): a log axis.
+        logX: !num.labels && xs.length > 1 && xs[0] > 0 && xs.at(-1) / xs[0] >= 10,
       });
     };
 
@@ -746,13 +748,14 @@ async function sweepPage(id) {
     lineChart(
       perTrial,
       'objective',
-      scored.map((t) => ({ x: t.index, y: t.objective })).sort((a, b) => a.x - b.x),
+      scored
+        .map((t) => ({ x: t.index, y: t.objective, best: t.index === bestIndex }))
+        .sort((a, b) => a.x - b.x),
       {
         scatter: true,
         integerX: true,
         xLabel: 'trial',
         label: s.objective.metric,
-        highlight: bestIndex,
         highlightLabel: 'best trial',
       },
     );

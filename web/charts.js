@@ -11,26 +11,34 @@ function sizeOf(el) {
   return { width: Math.max(280, el.clientWidth || 560), height: 220 };
 }
 
-function padded(min, max) {
+function padded(min, max, log) {
+  if (log) return [min / 1.5, max * 1.5];
   const pad = max > min ? (max - min) * 0.05 : 1;
   return [min - pad, max + pad];
 }
 
-function record(el, name, xs, ys) {
-  el.dataset.points = String(xs.length);
+function record(el, name, points) {
+  el.dataset.points = String(points.length);
   el.dataset.chart = name;
-  window.gantryCharts[name] = { x: [...xs], y: [...ys] };
+  const best = points.filter((p) => p.best).map((p) => p.x);
+  window.gantryCharts[name] = {
+    x: points.map((p) => p.x),
+    y: points.map((p) => p.y),
+    ...(best.length ? { best } : {}),
+  };
 }
 
 /**
- * A line chart of one series: `points` are `{ x, y }`, x ascending. `highlight` (an x value)
- * draws that point larger (the best trial).
+ * A line chart (or, with `scatter`, points only) of one series: `points` are `{ x, y, best? }`,
+ * x ascending; points with `best` are drawn larger (the best trial). Options: xLabel, label,
+ * color, integerX (whole-number ticks), xLabels (category names for x = 0, 1, …), logX.
  */
 export function lineChart(el, name, points, opts = {}) {
+  const labels = opts.xLabels;
   el.replaceChildren();
   const xs = points.map((p) => p.x);
   const ys = points.map((p) => p.y);
-  record(el, name, xs, ys);
+  record(el, name, points);
   if (points.length === 0) {
     el.append(
       Object.assign(document.createElement('p'), { className: 'muted', textContent: 'No points yet.' }),
@@ -39,7 +47,7 @@ export function lineChart(el, name, points, opts = {}) {
   }
   const color = opts.color ?? COLORS[0];
   const series = [
-    { label: opts.xLabel ?? 'x', value: opts.xValue },
+    { label: opts.xLabel ?? 'x', ...(labels ? { value: (_u, v) => labels[v] ?? v } : {}) },
     {
       label: opts.label ?? name,
       stroke: opts.scatter ? undefined : color,
@@ -55,15 +63,15 @@ export function lineChart(el, name, points, opts = {}) {
     },
   ];
   const data = [xs, ys];
-  if (opts.highlight !== undefined) {
-    // A second series with the one highlighted point (the others null).
+  if (points.some((p) => p.best)) {
+    // A second series with the highlighted points (`best: true`; the others null).
     series.push({
       label: opts.highlightLabel ?? 'best',
       stroke: '#f59e0b',
       paths: () => null,
       points: { show: true, size: 16, width: 3, fill: '#fde68a', stroke: '#b45309' },
     });
-    data.push(xs.map((x, i) => (x === opts.highlight ? ys[i] : null)));
+    data.push(points.map((p) => (p.best ? p.y : null)));
   }
   return new uPlot(
     {
@@ -72,11 +80,17 @@ export function lineChart(el, name, points, opts = {}) {
         x: {
           time: opts.time === true,
           // Scatter points keep off the plot's edges: 5 % of the span (or ±1) either side.
-          ...(opts.scatter ? { range: (_u, min, max) => padded(min, max) } : {}),
+          ...(opts.scatter ? { range: (_u, min, max) => padded(min, max, opts.logX) } : {}),
+          ...(opts.logX ? { distr: 3, log: 10 } : {}),
         },
       },
       axes: [
-        { label: opts.xLabel, ...(opts.integerX ? { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500] } : {}) },
+        {
+          label: opts.xLabel,
+          ...(opts.integerX || labels ? { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500] } : {}),
+          // Categories: their names at their positions 0, 1, …
+          ...(labels ? { values: (_u, splits) => splits.map((v) => labels[v] ?? '') } : {}),
+        },
         { label: opts.label ?? name, size: 60 },
       ],
       legend: { show: true },

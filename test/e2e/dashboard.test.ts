@@ -77,7 +77,10 @@ describe.runIf(available)('the dashboard in headless Chromium', () => {
       '/v1/sweeps',
       {
         template,
-        parameters: [{ name: 'lr', type: 'continuous', min: 0.0001, max: 0.1, scale: 'log' }],
+        parameters: [
+          { name: 'lr', type: 'continuous', min: 0.0001, max: 0.1, scale: 'log' },
+          { name: 'optimizer', type: 'categorical', values: ['sgd', 'adam'] },
+        ],
         objective: { metric: 'accuracy', direction: 'maximize' },
         algorithm: { name: 'random', seed: 7 },
         maxTrials: 3,
@@ -228,9 +231,33 @@ describe.runIf(available)('the dashboard in headless Chromium', () => {
     expect(await page.locator('#trials tbody tr').first().getAttribute('data-run-id')).toBe(sweep.best.runId);
     // Objective per trial and parameter vs objective: one point per scored trial.
     await page.locator('#chart-objective canvas').waitFor();
-    expect(Number(await page.locator('#chart-objective').getAttribute('data-points'))).toBe(3);
-    expect(Number(await page.locator('#chart-parameter').getAttribute('data-points'))).toBe(3);
+    type Drawn = { x: number[]; y: number[]; best?: number[] };
+    const drawn = (name: string) => page.evaluate(`window.gantryCharts.${name}`) as Promise<Drawn>;
+    const trials = sweep.trials as Body[];
+    expect(await drawn('objective')).toEqual({
+      x: [0, 1, 2],
+      y: [0, 1, 2].map((i) => trials.find((t) => t.index === i)?.objective),
+      best: [sweep.best.trialIndex],
+    });
+    // Parameter vs objective: lr first (the parameters by name), the best trial's point marked.
+    const byLr = [...trials].sort((a, b) => a.parameters.lr - b.parameters.lr);
+    expect(await drawn('parameter')).toEqual({
+      x: byLr.map((t) => t.parameters.lr),
+      y: byLr.map((t) => t.objective),
+      best: [sweep.best.parameters.lr],
+    });
     await page.screenshot({ path: join(SCREENSHOTS, 'sweep.png'), fullPage: true });
+    // A categorical parameter: its values by their sorted order (adam 0, sgd 1).
+    await page.locator('#parameter').selectOption('optimizer');
+    await expect
+      .poll(async () => (await drawn('parameter')).best, PAGE)
+      .toEqual([sweep.best.parameters.optimizer === 'adam' ? 0 : 1]);
+    const optimizer = await drawn('parameter');
+    expect(optimizer.x).toEqual(
+      trials.map((t) => (t.parameters.optimizer === 'adam' ? 0 : 1)).sort((a: number, b: number) => a - b),
+    );
+    expect(Number(await page.locator('#chart-parameter').getAttribute('data-points'))).toBe(3);
+    await page.screenshot({ path: join(SCREENSHOTS, 'sweep-categorical.png'), fullPage: true });
     await page.goto(`${env.api.url}/#/sweeps`);
     await page.locator(`#sweeps tr[data-sweep-id="${sweepId}"]`).waitFor();
     await page.screenshot({ path: join(SCREENSHOTS, 'sweeps.png'), fullPage: true });
