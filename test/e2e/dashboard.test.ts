@@ -181,6 +181,33 @@ describe.runIf(available)('the dashboard in headless Chromium', () => {
       .toBeGreaterThan(percent);
   });
 
+  it("shows a waiting run's admission state and reason as Kueue gives it (quota taken by the others)", async () => {
+    // 8 GPUs, the whole of demo-queue's quota, while the run and the sweep's trials hold 4.
+    const inFlight = (await call('GET', `/v1/sweeps/${sweepId}`)).body.counts.Running ?? 0;
+    expect(inFlight, 'the sweep must still hold quota for this test').toBeGreaterThan(0);
+    const big = await call(
+      'POST',
+      '/v1/runs',
+      { ...template, modelName: 'dash-big', numNodes: 2, resourcesPerNode: { gpu: 4 } },
+      { 'Idempotency-Key': 'dash-big' },
+    );
+    expect(big.status, JSON.stringify(big.body)).toBe(202);
+    const pending = await until(
+      'the big run to wait for quota',
+      async () => (await call('GET', `/v1/runs/${big.body.runId}`)).body,
+      (b) => b.phase === 'Pending' && typeof b.admission?.reason === 'string',
+    );
+    await page.goto(`${env.api.url}/#/runs/${big.body.runId}`);
+    await expect
+      .poll(() => page.locator('#admission strong').textContent(), PAGE)
+      .toBe(pending.admission.state);
+    const shown = (await page.locator('#admission').textContent()) ?? '';
+    expect(shown).toContain(pending.admission.reason);
+    if (pending.admission.message) expect(shown).toContain(pending.admission.message);
+    await page.screenshot({ path: join(SCREENSHOTS, 'run-pending.png'), fullPage: true });
+    await page.goto(`${env.api.url}/#/runs/${runId}`);
+  });
+
   it("draws the run's loss curve from its metric history (≥ 10 points), with timeline and manifest", async () => {
     // Still on the run's page, which has followed the run to its end.
     const run = await until(
