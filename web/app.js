@@ -140,12 +140,13 @@ function fmtDuration(ms) {
   return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
 }
 
-function errorBox(err) {
+function errorBox(err, retrying = false) {
   const who = err?.status === 401 || err?.status === 403;
   return h(
     'div',
     { className: 'error', role: 'alert' },
     h('div', {}, err instanceof Error ? err.message : String(err)),
+    retrying ? h('small', { className: 'hint' }, 'Trying again every few seconds.') : '',
     who
       ? h(
           'small',
@@ -177,8 +178,9 @@ let timer;
 let generation = 0;
 
 /**
- * Run `load` now and every POLL_MS while it returns true, until the page changes. An error of the
- * API is shown in `target` (default: the whole view) and stops the polling.
+ * Run `load` now and every POLL_MS while it returns true, until the page changes. An error is
+ * shown in `target` (default: the whole view); the API's refusals (4xx) stop the polling, while a
+ * network error or a 5xx is tried again (the page recovers when the API does).
  */
 function poll(load, target) {
   const mine = ++generation;
@@ -188,7 +190,9 @@ function poll(load, target) {
     try {
       again = await load();
     } catch (err) {
-      if (mine === generation) (target ?? view()).replaceChildren(errorBox(err));
+      const status = err?.status;
+      again = status === undefined || status >= 500 || status === 429;
+      if (mine === generation) (target ?? view()).replaceChildren(errorBox(err, again));
     }
     if (again && mine === generation) timer = setTimeout(tick, POLL_MS);
   };
@@ -365,17 +369,16 @@ async function runPage(id) {
       h('pre', { className: 'manifest', id: 'manifest' }),
     ),
   };
-  let first = true;
   // After the run ends its last metric reports may still be on their way: a few more polls, until
   // the history stops growing.
   let lastLines = -1;
   let afterEnd = 0;
   await poll(async () => {
     const run = await api(`runs/${encodeURIComponent(id)}`);
-    if (first) {
+    // The first answer (or the first after an error replaced the page) lays the page out.
+    if (!shell.head.isConnected) {
       view().replaceChildren(...Object.values(shell));
       shell.manifest.querySelector('pre').textContent = JSON.stringify(run.request, null, 2);
-      first = false;
     }
     shell.head.replaceChildren(
       h('h1', {}, 'Run ', h('code', {}, run.runId), ' ', badge(run.phase)),
@@ -585,8 +588,13 @@ function numericParam(trials, name) {
 
 async function sweepPage(id) {
   let chosen;
+  let shown;
   await poll(async () => {
     const s = await api(`sweeps/${encodeURIComponent(id)}`);
+    // Unchanged since the last poll: leave the page (and an open parameter menu) as it is.
+    const json = JSON.stringify(s);
+    if (json === shown && view().querySelector('#trials')) return !TERMINAL.has(s.phase);
+    shown = json;
     const trials = byObjective(s.trials, s.objective.direction);
     const bestIndex = s.best?.trialIndex;
     const paramNames = [...new Set(s.trials.flatMap((t) => Object.keys(t.parameters)))].sort();

@@ -290,11 +290,28 @@ describe.runIf(available)('the dashboard in headless Chromium', () => {
     await page.screenshot({ path: join(SCREENSHOTS, 'sweeps.png'), fullPage: true });
   });
 
-  it("shows the API's error, not a blank page: an unknown run (404), a principal of no team (403)", async () => {
+  it("shows the API's error, not a blank page: an unknown run (404), a 503 (then recovers), a principal of no team (403)", async () => {
     await page.goto(`${env.api.url}/#/runs/run-aaaaaaaaaaaaaaaaaaaa`);
     await expect
       .poll(() => page.locator('.error div').textContent(), PAGE)
       .toMatch(/^HTTP 404 NotFoundError: /);
+    // A 503 is shown, then tried again: the page recovers once the API answers.
+    let failures = 1;
+    await page.route('**/v1/sweeps/*', (route) =>
+      failures-- > 0
+        ? route.fulfill({
+            status: 503,
+            contentType: 'application/json',
+            body: JSON.stringify({ error: 'ServiceUnavailable', message: 'try again later' }),
+          })
+        : route.continue(),
+    );
+    await page.goto(`${env.api.url}/#/sweeps/${sweepId}`);
+    await expect
+      .poll(() => page.locator('.error').textContent(), PAGE)
+      .toBe('HTTP 503 ServiceUnavailable: try again laterTrying again every few seconds.');
+    await page.locator('#trials tr.best').waitFor();
+    await page.unrouteAll();
     await page.evaluate(() =>
       localStorage.setItem(
         'gantry.auth',
