@@ -96,6 +96,7 @@ function printHowTo(url: string, stack: Stack) {
 Gantry is running on this machine (Ctrl-C stops it).
 
   HTTP API            ${url}   (local identity header: ${PRINCIPAL_HEADER}: ${PRINCIPAL})
+  Dashboard           ${url}/   (runs, sweeps, loss curves; README "Dashboard")
   State               ${stateDir ? `${stateDir} (runs, sweeps, models and queued messages survive a restart; --ephemeral keeps nothing)` : 'in memory (--ephemeral): nothing survives a stop'}
   Step Functions API  ${stack.endpoints.sfn}
   S3 / SQS (fauxqs)   ${stack.endpoints.s3} / ${stack.endpoints.sqs}   bucket ${stack.bucket}

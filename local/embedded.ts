@@ -1,5 +1,5 @@
 import { S3Client } from '@aws-sdk/client-s3';
-import { apiRoutes, startHttpApi } from './http-api.ts';
+import { apiRoutes, dashboardRoutes, startHttpApi } from './http-api.ts';
 import { type ClusterSimulator, type SimulatorOptions, startClusterSimulator } from './simulator/index.ts';
 import { type ClusterTarget, DEMO_TEAM, type Stack, type StackOptions, startStack } from './stack.ts';
 
@@ -69,7 +69,8 @@ export async function startEmbedded(opts: EmbeddedOptions = {}): Promise<Embedde
   });
   let api: Embedded['api'];
   try {
-    api = await startHttpApi({ routes: apiRoutes(), port: opts.port ?? 0 });
+    // The API and, at /, the dashboard (README, Dashboard).
+    api = await startHttpApi({ routes: { ...apiRoutes(), ...dashboardRoutes() }, port: opts.port ?? 0 });
   } catch (err) {
     await stack.close();
     throw err;

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { ROUTES, routeKey } from '../lib/intake/routes.ts';
+import { DASHBOARD_ROUTES } from '../lib/web/assets.ts';
 import { type LambdaHandler, localContext } from './lambda.ts';
 
 /**
@@ -69,6 +70,19 @@ export function apiRoutes(): Record<string, LambdaHandler> {
       return [routeKey(route), handler];
     }),
   );
+}
+
+/**
+ * The dashboard's routes (`GET /`, `GET /ui/{proxy+}`) → functions/web/dashboard.ts, the handler
+ * JWT stacks deploy. Its files need no identity; the page's API calls carry one.
+ */
+export function dashboardRoutes(): Record<string, LambdaHandler> {
+  let loaded: Promise<LambdaHandler> | undefined;
+  const handler: LambdaHandler = async (event, context) => {
+    loaded ??= import('../functions/web/dashboard.ts').then((m: { handler: LambdaHandler }) => m.handler);
+    return (await loaded)(event, context);
+  };
+  return Object.fromEntries(DASHBOARD_ROUTES.map((key) => [key, handler]));
 }
 
 interface CompiledRoute {

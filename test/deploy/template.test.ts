@@ -16,6 +16,7 @@ import { inflateRawSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RuntimeEnvSchema } from '../../lib/config.ts';
 import { ROUTES, routeKey } from '../../lib/intake/routes.ts';
+import { DASHBOARD_ASSETS, DASHBOARD_ROUTES } from '../../lib/web/assets.ts';
 import { TASK_FUNCTIONS as LOCAL_TASK_FUNCTIONS } from '../../local/definition.ts';
 import { stateTableDefinition } from '../../local/state-table.ts';
 import { ROOT, tierAvailable } from '../helpers/tiers.ts';
@@ -38,7 +39,15 @@ const gantryConfig = require('../../deploy/serverless/gantry-config.cjs') as {
 
 const OUT = join(ROOT, '.serverless');
 const TEMPLATE = 'cloudformation-template-update-stack.json';
-const INPUTS = ['serverless.yml', 'package.json', 'deploy/serverless', 'statemachines', 'functions', 'lib'];
+const INPUTS = [
+  'serverless.yml',
+  'package.json',
+  'deploy/serverless',
+  'statemachines',
+  'functions',
+  'lib',
+  'web',
+];
 
 const missingTools = [
   'node_modules/.bin/serverless',
@@ -222,6 +231,7 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
   listRuntimes: [...LOGS, ...EKS],
   validateRun: [...LOGS, 's3:GetObject', 's3:ListBucket', ...EKS],
   openapi: [...LOGS],
+  dashboard: [...LOGS],
   runsConsumer: [
     ...LOGS,
     ...STATE_RW,
@@ -333,7 +343,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it('packages one function per API route, the consumer, the ASL tasks and the reconciler — nothing else', () => {
+  it('packages one function per API route, the dashboard, the consumer, the ASL tasks and the reconciler — nothing else', () => {
     const keys = [...fns.keys()].sort();
     expect(keys).toEqual(Object.keys(EXPECTED_ACTIONS).map(lambdaLogicalId).sort());
   });
@@ -439,7 +449,10 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
       const code = bundleCode(main, key, fn);
       // lib/zod.ts: Gantry's schemas are zod/mini (≈ 190 KB of classic zod less at every cold start).
       expect(CLASSIC_ZOD_MARKER.test(code), `${key} bundles classic zod`).toBe(false);
-      expect(code.includes('Invalid input: expected'), `${key} lacks zod's English locale`).toBe(true);
+      // The dashboard serves files and parses nothing: no zod at all.
+      expect(code.includes('Invalid input: expected'), `${key} and zod's English locale`).toBe(
+        key !== 'dashboard',
+      );
       // esbuild writes non-ASCII characters as escapes.
       expect(/Ung(ü|\\xFC)ltige Eingabe/.test(code), `${key} bundles zod's German locale`).toBe(false);
     }
@@ -628,6 +641,31 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
       );
       expect(fn?.Properties.Handler, route.path).toBe(`functions/api/${route.handler}.handler`);
       expect(Number(fn?.Properties.Timeout), route.path).toBeLessThanOrEqual(29);
+    }
+  });
+
+  it('routes the dashboard on JWT stacks only, without an authorizer, to a package that ships its files', () => {
+    const keys = (tpl: Template) =>
+      Object.values(tpl.Resources)
+        .filter((r) => r.Type === 'AWS::ApiGatewayV2::Route')
+        .map((r) => String(r.Properties.RouteKey));
+    // IAM stacks: a browser cannot sign requests, so the page is not routed (the function is idle).
+    expect(keys(t).filter((k) => (DASHBOARD_ROUTES as readonly string[]).includes(k))).toEqual([]);
+    for (const r of Object.values(v.Resources)) {
+      if (r.Type !== 'AWS::ApiGatewayV2::Route') continue;
+      if (!(DASHBOARD_ROUTES as readonly unknown[]).includes(r.Properties.RouteKey)) continue;
+      expect(JSON.stringify(r.Properties.Target), String(r.Properties.RouteKey)).toContain(
+        'HttpApiIntegrationDashboard',
+      );
+    }
+    expect(fns.get('DashboardLambdaFunction')?.Properties.Handler).toBe('functions/web/dashboard.handler');
+    for (const dir of [main, variant]) {
+      const zip = readZip(join(dir, 'dashboard.zip'));
+      for (const { file } of Object.values(DASHBOARD_ASSETS)) {
+        expect(zip.get(file)?.toString('utf8'), `${dir}: dashboard.zip ships ${file}`).toBe(
+          readFileSync(join(ROOT, file), 'utf8'),
+        );
+      }
     }
   });
 
@@ -846,7 +884,14 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
       const actions = actionsOf(roleOf(v, fn).statements);
       expect(actions.includes('ec2:CreateNetworkInterface'), id).toBe(inVpc);
     }
-    const routes = Object.values(v.Resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Route');
+    const all = Object.values(v.Resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Route');
+    // The dashboard's routes (JWT stacks only) need no token: its files hold no data.
+    const dashboard = all.filter((r) =>
+      (DASHBOARD_ROUTES as readonly unknown[]).includes(r.Properties.RouteKey),
+    );
+    expect(dashboard.map((r) => r.Properties.RouteKey).sort()).toEqual([...DASHBOARD_ROUTES].sort());
+    for (const r of dashboard) expect(r.Properties.AuthorizationType ?? 'NONE').toBe('NONE');
+    const routes = all.filter((r) => !dashboard.includes(r));
     expect(routes).toHaveLength(ROUTES.length);
     for (const r of routes) expect(r.Properties.AuthorizationType).toBe('JWT');
     // Per-route scopes (the config's auth.jwt defaults): GET reads (write grants read), POST writes.
