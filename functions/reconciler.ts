@@ -1,5 +1,6 @@
 import middy from '@middy/core';
 import { makeModelPublisher } from '../lib/artifacts/publish.ts';
+import { runPasses } from '../lib/orchestration/passes.ts';
 import { makeReconciler } from '../lib/orchestration/reconcile.ts';
 import type { JobApi } from '../lib/ports.ts';
 import { makeBestPublisher } from '../lib/sweep/publish-best.ts';
@@ -96,13 +97,42 @@ function build() {
 
 let ready: Promise<ReturnType<typeof makeReconciler>> | undefined;
 
-/** Scheduled (every minute): one reconciler tick over every configured cluster. */
+/**
+ * Scheduled (every minute): reconciler passes over every configured cluster. With
+ * GANTRY_RECONCILE_PASS_SECONDS set (serverless.yml: 10), one invocation runs a pass every that
+ * many seconds while the next pass still fits in its time (room for twice the last pass's length),
+ * so a job's admission or completion is answered within that period rather than up to a minute
+ * late; each pass costs the clusters' LISTs and only what changed (heartbeats are paced per token,
+ * records written only when they change). Unset or 0: one pass (the embedded default ticks itself).
+ */
 export const handler = middy({ timeoutEarlyInMillis: 2000 }).handler(
-  async (_event: unknown, _context, { signal }) => {
+  async (_event: unknown, context, { signal }) => {
     ready ??= build();
-    const report = await (await ready).tick({ signal });
-    const { jobs: _jobs, ...changes } = report;
-    if (Object.values(changes).some((n) => n > 0)) log('info', { msg: 'reconciler tick', ...report });
-    return report;
+    const reconciler = await ready;
+    return runPasses({
+      tick: () => reconciler.tick({ signal }),
+      everyMs: (env().GANTRY_RECONCILE_PASS_SECONDS ?? 0) * 1000,
+      remainingMs: () => context.getRemainingTimeInMillis(),
+      now: () => Date.now(),
+      sleep: (ms) => sleep(ms, signal),
+      aborted: () => signal.aborted,
+      onPass: (pass, report) => {
+        const { jobs: _jobs, ...changes } = report;
+        if (Object.values(changes).some((n) => n > 0))
+          log('info', { msg: 'reconciler tick', pass, ...report });
+      },
+    });
   },
 );
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -233,6 +233,8 @@ export const RuntimeEnvSchema = z.object({
   AWS_REGION: z._default(z.string(), 'us-east-1'),
   /** A job with no waiting task token is an orphan only after this long (covers the gap between steps). */
   GANTRY_ORPHAN_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 300),
+  /** The reconciler's passes within one scheduled invocation are this many seconds apart (0/unset: one pass). */
+  GANTRY_RECONCILE_PASS_SECONDS: z.optional(z.coerce.number().check(z.gte(0))),
   /** The reconciler heartbeats a waiting task token at most this often (default: half the ASL's HeartbeatSeconds). */
   GANTRY_HEARTBEAT_EVERY_SECONDS: z.optional(z.coerce.number().check(z.gt(0))),
   /** A job still suspended this long after Kueue admitted it fails the run (AdmissionStalled; Kueue/Trainer mismatch). */

@@ -40,9 +40,8 @@ export interface ReconcilerDeps {
   podHealth?: Partial<PodHealthOptions>;
   /**
    * Seconds between two heartbeats of one waiting token (default HEARTBEAT_EVERY_SECONDS: half the
-   * state machine's `HeartbeatSeconds` of 600). A token is heartbeated when this reconciler has not
-   * heartbeated it for a spread share of that (between half and all of it, fixed per token), so the
-   * calls of many runs do not all fall on one tick.
+   * state machine's `HeartbeatSeconds` of 600). Each token is heartbeated once per interval, at a
+   * phase of its own, so the calls of many runs spread evenly over the ticks.
    */
   heartbeatEverySeconds?: number;
   /** Advances every active sweep after the jobs (releases, early stopping, publishing the best). */
@@ -102,9 +101,15 @@ export function makeReconciler(deps: ReconcilerDeps) {
    */
   const beaten = new Map<string, number>();
   const heartbeatEveryMs = (deps.heartbeatEverySeconds ?? HEARTBEAT_EVERY_SECONDS) * 1000;
+  // Each token has its own phase in the heartbeat interval (a hash of the token) and is due once
+  // per interval, at the first tick past its phase: N waiting tokens cost about N × tick/interval
+  // heartbeats a tick, spread evenly, and two heartbeats of a token are at most an interval and a
+  // tick apart.
+  const windowOf = (token: string, ms: number) =>
+    Math.floor((ms + heartbeatEveryMs * share(token)) / heartbeatEveryMs);
   const heartbeatDue = (token: string, nowMs: number): boolean => {
     const last = beaten.get(token);
-    return last === undefined || nowMs - last >= heartbeatEveryMs * spread(token);
+    return last === undefined || windowOf(token, nowMs) > windowOf(token, last);
   };
 
   async function tick(opts?: CallOptions): Promise<TickReport> {
@@ -124,61 +129,64 @@ export function makeReconciler(deps: ReconcilerDeps) {
     const sweeping = advanceSweeps(report, opts);
     const live = new Set<string>();
     const waitingTokens = new Set<string>();
-    for (const cluster of deps.clusters()) {
-      let apis: JobApi[];
-      let gates: K8sObject[];
-      let pods: K8sObject[] | undefined;
-      let jobLists: K8sObject[][];
-      try {
-        apis = await cluster.jobApis();
-        [gates, pods, ...jobLists] = await Promise.all([
-          cluster.gateway.listAdmissionGates(opts),
-          listPods(cluster.name, cluster.gateway, opts),
-          ...apis.map((api) => cluster.gateway.listManagedJobs(api, opts)),
-        ]);
-      } catch (err) {
-        // One unreachable cluster must not stop the others; its runs are looked at next tick
-        // (and the state machine's heartbeat fallback covers a long outage).
-        report.errors++;
-        log({ level: 'ERROR', msg: 'cluster unreachable', cluster: cluster.name, error: String(err) });
-        continue;
-      }
-      const gateByOwner = indexByOwner(gates);
-      const podsOfRun = pods === undefined ? undefined : podsByRun(pods);
-      const work = apis.flatMap((api, i) => (jobLists[i] ?? []).map((job) => ({ api, job })));
-      const toRecord: PendingRecord[] = [];
-      report.jobs += work.length;
-      for (const { job } of work) live.add(job.metadata.labels?.[LABEL.runId] ?? '');
-      await mapLimit(work, 32, async ({ api, job }) => {
+    // Clusters in parallel: a slow or unreachable cluster does not delay the others' answers.
+    await Promise.all(
+      deps.clusters().map(async (cluster) => {
+        let apis: JobApi[];
+        let gates: K8sObject[];
+        let pods: K8sObject[] | undefined;
+        let jobLists: K8sObject[][];
         try {
-          const runId = job.metadata.labels?.[LABEL.runId] ?? '';
-          await reconcileJob(
-            cluster.name,
-            cluster.kueueWorkloadGraceSeconds,
-            cluster.gateway,
-            api,
-            job,
-            gateByOwner.get(job.metadata.uid ?? ''),
-            podsOfRun === undefined
-              ? undefined
-              : podHealth(podsOfRun.get(runId) ?? [], deps.clock.now(), healthOptions),
-            report,
-            waitingTokens,
-            toRecord,
-            opts,
-          );
+          apis = await cluster.jobApis();
+          [gates, pods, ...jobLists] = await Promise.all([
+            cluster.gateway.listAdmissionGates(opts),
+            listPods(cluster.name, cluster.gateway, opts),
+            ...apis.map((api) => cluster.gateway.listManagedJobs(api, opts)),
+          ]);
         } catch (err) {
+          // One unreachable cluster must not stop the others; its runs are looked at next tick
+          // (and the state machine's heartbeat fallback covers a long outage).
           report.errors++;
-          log({
-            level: 'ERROR',
-            msg: 'reconcile failed',
-            runId: job.metadata.labels?.[LABEL.runId],
-            error: String(err),
-          });
+          log({ level: 'ERROR', msg: 'cluster unreachable', cluster: cluster.name, error: String(err) });
+          return;
         }
-      });
-      await writeRecords(toRecord, report, opts);
-    }
+        const gateByOwner = indexByOwner(gates);
+        const podsOfRun = pods === undefined ? undefined : podsByRun(pods);
+        const work = apis.flatMap((api, i) => (jobLists[i] ?? []).map((job) => ({ api, job })));
+        const toRecord: PendingRecord[] = [];
+        report.jobs += work.length;
+        for (const { job } of work) live.add(job.metadata.labels?.[LABEL.runId] ?? '');
+        await mapLimit(work, 32, async ({ api, job }) => {
+          try {
+            const runId = job.metadata.labels?.[LABEL.runId] ?? '';
+            await reconcileJob(
+              cluster.name,
+              cluster.kueueWorkloadGraceSeconds,
+              cluster.gateway,
+              api,
+              job,
+              gateByOwner.get(job.metadata.uid ?? ''),
+              podsOfRun === undefined
+                ? undefined
+                : podHealth(podsOfRun.get(runId) ?? [], deps.clock.now(), healthOptions),
+              report,
+              waitingTokens,
+              toRecord,
+              opts,
+            );
+          } catch (err) {
+            report.errors++;
+            log({
+              level: 'ERROR',
+              msg: 'reconcile failed',
+              runId: job.metadata.labels?.[LABEL.runId],
+              error: String(err),
+            });
+          }
+        });
+        await writeRecords(toRecord, report, opts);
+      }),
+    );
     for (const runId of recorded.keys()) if (!live.has(runId)) recorded.delete(runId);
     if (report.errors === 0)
       for (const token of beaten.keys()) if (!waitingTokens.has(token)) beaten.delete(token);
@@ -422,9 +430,9 @@ async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<v
   await Promise.all(workers);
 }
 
-/** A fixed share in [0.5, 1) per token (FNV-1a of the token): spreads heartbeats over ticks. */
-function spread(token: string): number {
+/** A fixed share in [0, 1) per token (FNV-1a of the token): its phase in the heartbeat interval. */
+function share(token: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < token.length; i++) h = Math.imul(h ^ token.charCodeAt(i), 0x01000193);
-  return 0.5 + (h >>> 0) / 2 ** 33;
+  return (h >>> 0) / 2 ** 32;
 }

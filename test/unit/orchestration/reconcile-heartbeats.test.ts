@@ -90,7 +90,7 @@ function setup(opts: { expired?: Set<string> } = {}) {
 }
 
 describe('reconciler: heartbeats paced per token', () => {
-  it('a cold tick heartbeats every waiting token; then each token about every half to whole interval, never later', async () => {
+  it('a cold tick heartbeats every waiting token; then about N/5 per 60 s tick, each token at most 360 s apart', async () => {
     // Prepare
     const r = setup();
     const last = new Map<string, number>();
@@ -101,18 +101,18 @@ describe('reconciler: heartbeats paced per token', () => {
       const beaten = await r.tickAt(t);
       perTick.push(beaten.length);
       for (const token of beaten) last.set(token, t);
-      // Assess (each tick): no token waits longer than the interval (+ one tick) for a heartbeat
-      for (const [token, at] of last) expect(t - at, token).toBeLessThanOrEqual(HEARTBEAT_EVERY_SECONDS);
+      // Assess (each tick): no token waits longer than an interval and a tick for a heartbeat
+      for (const [token, at] of last) expect(t - at, token).toBeLessThanOrEqual(HEARTBEAT_EVERY_SECONDS + 60);
     }
 
     // Assess
     expect(perTick[0]).toBe(N);
-    expect(perTick[1]).toBe(0); // 60 s later nothing is due
-    const steady = perTick.slice(6); // after the first interval the calls spread over ticks
-    const total = steady.reduce((a, b) => a + b, 0);
-    // On average N heartbeats per ~225 s (the spread's mean, 0.75 × 300 s), i.e. ≈ N/3.75 per 60 s tick
-    expect(total / steady.length).toBeLessThan(N / 3);
-    expect(Math.max(...steady)).toBeLessThan(N); // never all at once again
+    const steady = perTick.slice(1);
+    const mean = steady.reduce((a, b) => a + b, 0) / steady.length;
+    // One heartbeat per token per 300 s interval: N × 60/300 = N/5 a tick on average, evenly spread
+    expect(mean).toBeGreaterThan(N / 5 - 20);
+    expect(mean).toBeLessThan(N / 5 + 20);
+    expect(Math.max(...steady)).toBeLessThan(1.5 * (N / 5));
     expect(last.size).toBe(N);
   });
 

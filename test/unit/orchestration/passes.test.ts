@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { runPasses } from '../../../lib/orchestration/passes.ts';
+import type { TickReport } from '../../../lib/orchestration/reconcile.ts';
+
+/** The reconciler's passes within one invocation, on a fake clock (each pass takes `passMs`). */
+function play(opts: { everyMs: number; timeoutMs: number; passMs: number; abortAtMs?: number }) {
+  let now = 0;
+  const starts: number[] = [];
+  const report = (answered: number): TickReport => ({
+    jobs: 100,
+    answered,
+    failed: 0,
+    heartbeats: 20,
+    orphansDeleted: 0,
+    cancelled: 0,
+    recordsUpdated: 1,
+    sweeps: 0,
+    errors: 0,
+  });
+  return runPasses({
+    tick: async () => {
+      starts.push(now);
+      now += opts.passMs;
+      return report(starts.length);
+    },
+    everyMs: opts.everyMs,
+    remainingMs: () => opts.timeoutMs - now,
+    now: () => now,
+    sleep: async (ms) => {
+      now += ms;
+    },
+    aborted: () => opts.abortAtMs !== undefined && now >= opts.abortAtMs,
+  }).then((total) => ({ total, starts }));
+}
+
+describe('reconciler passes within one invocation', () => {
+  it.each([
+    // everyMs, timeout, pass → pass start times
+    [10_000, 55_000, 500, [0, 10_000, 20_000, 30_000, 40_000]], // the 6th would start at 50 s: no room
+    [10_000, 55_000, 8_000, [0, 10_000, 20_000, 30_000]], // slow passes (8 s) leave room for fewer
+    [0, 55_000, 500, [0]], // not configured: one pass
+    [10_000, 55_000, 60_000, [0]], // a pass longer than the invocation: never a second one
+  ])('every %i ms, timeout %i ms, passes of %i ms → starts %j', async (everyMs, timeoutMs, passMs, want) => {
+    // Act
+    const { starts, total } = await play({ everyMs, timeoutMs, passMs });
+
+    // Assess
+    expect(starts).toEqual(want);
+    expect(total.passes).toBe(want.length);
+    // Sums of the counts; jobs is the largest pass's
+    expect(total.jobs).toBe(100);
+    expect(total.heartbeats).toBe(20 * want.length);
+    expect(total.answered).toBe((want.length * (want.length + 1)) / 2);
+  });
+
+  it('stops after the pass during which the invocation was aborted', async () => {
+    // Act
+    const { starts } = await play({ everyMs: 10_000, timeoutMs: 55_000, passMs: 500, abortAtMs: 15_000 });
+
+    // Assess
+    expect(starts).toEqual([0, 10_000]);
+  });
+});
