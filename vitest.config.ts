@@ -5,10 +5,13 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     reporters: ['default'],
+    // A closing summary of the tiers that were skipped, and why (test/helpers/tier-summary.ts).
+    globalSetup: ['test/helpers/tier-summary.ts'],
     projects: [
       {
         test: {
           name: 'unit',
+          setupFiles: ['test/helpers/test-logs.ts'],
           include: ['test/unit/**/*.test.ts'],
           testTimeout: 20_000,
         },
@@ -16,6 +19,7 @@ export default defineConfig({
       {
         test: {
           name: 'contract',
+          setupFiles: ['test/helpers/test-logs.ts'],
           include: ['test/contract/**/*.test.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
@@ -25,6 +29,7 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
+          setupFiles: ['test/helpers/test-logs.ts'],
           include: ['test/integration/**/*.test.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
@@ -34,6 +39,7 @@ export default defineConfig({
         test: {
           // serverless package (osls) offline + cfn-lint on the template; deploy/k8s on a real apiserver.
           name: 'deploy',
+          setupFiles: ['test/helpers/test-logs.ts'],
           include: ['test/deploy/**/*.test.ts'],
           testTimeout: 120_000,
           hookTimeout: 300_000,
@@ -43,6 +49,7 @@ export default defineConfig({
       {
         test: {
           name: 'e2e',
+          setupFiles: ['test/helpers/test-logs.ts'],
           include: ['test/e2e/**/*.test.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
@@ -54,6 +61,7 @@ export default defineConfig({
           // Real controllers (KCM, scheduler, kwok, JobSet, Trainer, Kueue) built from the Go module proxy
           // by scripts/realcp-heavy-build.sh; one fake GPU cluster per Trainer/Kueue version set.
           name: 'e2e-real',
+          setupFiles: ['test/helpers/test-logs.ts'],
           include: ['test/e2e-real/**/*.test.ts'],
           testTimeout: 240_000,
           hookTimeout: 400_000,

@@ -283,7 +283,7 @@ const lines: string[] = [
   'with the simulator process). N runs each wait on a task token stored on their TrainJob (Kueue admits',
   '64 one-GPU jobs, the rest stay queued); records in the state table (DynamoDB adapter on dynalite).',
   'Step Functions is a counting stand-in (calls counted, not sent). Ticks a minute apart on an injected',
-  `clock; heartbeats are paced at ${HEARTBEAT_EVERY_SECONDS} s per token, spread per token over [0.5, 1) of that.`,
+  `clock; heartbeats are paced once per ${HEARTBEAT_EVERY_SECONDS} s per token, each at a phase of its own.`,
   '',
 ];
 for (const r of results) {

@@ -1,9 +1,14 @@
 const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as const;
-let threshold: number | undefined;
+let threshold: number = LEVELS.info;
+let thresholdOf: string | undefined;
 
-/** One JSON log line (CloudWatch parses it); `GANTRY_LOG_LEVEL` (default info) filters, read once. */
+/** One JSON log line (CloudWatch parses it); `GANTRY_LOG_LEVEL` (default info) filters. */
 export function log(level: Exclude<keyof typeof LEVELS, 'silent'>, fields: Record<string, unknown>): void {
-  threshold ??= LEVELS[(process.env.GANTRY_LOG_LEVEL ?? 'info') as keyof typeof LEVELS] ?? LEVELS.info;
+  const setting = process.env.GANTRY_LOG_LEVEL ?? 'info';
+  if (setting !== thresholdOf) {
+    thresholdOf = setting;
+    threshold = LEVELS[setting as keyof typeof LEVELS] ?? LEVELS.info;
+  }
   if (LEVELS[level] < threshold) return;
   console.log(JSON.stringify({ level: level.toUpperCase(), time: new Date().toISOString(), ...fields }));
 }

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { appendFileSync, existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -18,6 +18,9 @@ export function tierAvailable(tier: string, missing: string[]): boolean {
   if (missing.length === 0) return true;
   const line = `TIER SKIPPED: ${tier} — missing ${missing.join(', ')}`;
   if (requireAll) throw new Error(`${line} (GANTRY_REQUIRE_ALL_TIERS=1 forbids skipping)`);
+  // For the closing summary of `npm test` (tier-summary.ts).
+  const report = process.env.GANTRY_TIER_REPORT;
+  if (report) appendFileSync(report, `${tier}: missing ${missing.join(', ')}\n`);
   console.warn(`\n\u001b[33m${'!'.repeat(8)} ${line}\u001b[0m\n`);
   return false;
 }

@@ -78,6 +78,8 @@ describe('data triggers on the local stack', { timeout: 120_000 }, () => {
   const logs: Array<Record<string, unknown>> = [];
 
   beforeAll(async () => {
+    // This test reads the services' log lines, which `npm test` turns off by default.
+    vi.stubEnv('GANTRY_LOG_LEVEL', 'info');
     const write = console.log;
     vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => {
       const text = String(args[0]);
