@@ -80,10 +80,14 @@ export const WebhookConfigSchema = z
     name,
     url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
     /** The environment variable holding the signing secret (locally, or set by your deploy). */
-    secretEnv: z.optional(z.string().check(z.regex(/^[A-Z_][A-Z0-9_]{0,127}$/, 'must be an environment variable name'))),
+    secretEnv: z.optional(
+      z.string().check(z.regex(/^[A-Z_][A-Z0-9_]{0,127}$/, 'must be an environment variable name')),
+    ),
     /** An SSM parameter (SecureString) holding the signing secret, e.g. `/gantry/webhooks/vision`. */
     secretParameter: z.optional(
-      z.string().check(z.regex(/^\/[A-Za-z0-9_.\-/]{1,1010}$/, 'must be an SSM parameter name starting with /')),
+      z
+        .string()
+        .check(z.regex(/^\/[A-Za-z0-9_.\-/]{1,1010}$/, 'must be an SSM parameter name starting with /')),
     ),
   })
   .check(
@@ -132,12 +136,10 @@ export const TeamConfigSchema = z.strictObject({
   ),
   /** Where the team's runs' lifecycle events are POSTed (HMAC-signed, retried, dead-lettered). */
   webhooks: z.optional(
-    z
-      .array(WebhookConfigSchema)
-      .check(
-        z.maxLength(10),
-        z.refine((ws) => new Set(ws.map((w) => w.name)).size === ws.length, 'webhook names must be unique'),
-      ),
+    z.array(WebhookConfigSchema).check(
+      z.maxLength(10),
+      z.refine((ws) => new Set(ws.map((w) => w.name)).size === ws.length, 'webhook names must be unique'),
+    ),
   ),
   /**
    * Where the team's runs may write (`output.uri`) besides their own run prefix in Gantry's bucket:

@@ -31,7 +31,9 @@ export function startEventsFeed(opts: {
   async function load(): Promise<Map<string, Seen>> {
     if (!opts.cursorFile) return new Map();
     try {
-      return new Map(Object.entries(JSON.parse(await readFile(opts.cursorFile, 'utf8')) as Record<string, Seen>));
+      return new Map(
+        Object.entries(JSON.parse(await readFile(opts.cursorFile, 'utf8')) as Record<string, Seen>),
+      );
     } catch {
       return new Map();
     }

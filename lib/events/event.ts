@@ -115,12 +115,17 @@ export function publishedEvent(record: RunRecord): LifecycleEvent | undefined {
   const artifacts = record.artifacts;
   if (artifacts?.version === undefined) return undefined;
   const n = record.transitions.length - 1;
-  return envelope(`${record.runId}:published:${artifacts.version}`, 'gantry.run.published', record.updatedAt, {
-    ...base(record),
-    phase: record.phase,
-    seq: n,
-    artifacts,
-  });
+  return envelope(
+    `${record.runId}:published:${artifacts.version}`,
+    'gantry.run.published',
+    record.updatedAt,
+    {
+      ...base(record),
+      phase: record.phase,
+      seq: n,
+      artifacts,
+    },
+  );
 }
 
 const AFTER_PUBLISHING: readonly RunPhase[] = ['Succeeded', 'Failed', 'Cancelled'];

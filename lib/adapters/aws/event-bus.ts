@@ -1,6 +1,6 @@
 import { AwsUnavailableError } from '../../errors.ts';
-import { EVENT_SOURCE } from '../../events/event.ts';
 import type { EventBus } from '../../events/deliver.ts';
+import { EVENT_SOURCE } from '../../events/event.ts';
 import type { CallOptions } from '../../ports.ts';
 import { translateAwsError } from './errors.ts';
 import type { PutEvents } from './serving-events.ts';

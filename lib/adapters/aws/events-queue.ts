@@ -1,7 +1,7 @@
 import { ChangeMessageVisibilityCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { AwsUnavailableError } from '../../errors.ts';
-import type { EventMessage, EventQueue } from '../../events/outbox.ts';
 import type { RetryQueue } from '../../events/deliver.ts';
+import type { EventMessage, EventQueue } from '../../events/outbox.ts';
 import type { CallOptions } from '../../ports.ts';
 import { asciiJson } from './ascii-json.ts';
 import { translateAwsError } from './errors.ts';
