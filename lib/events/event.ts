@@ -34,7 +34,7 @@ export interface LifecycleEvent {
   type: EventType;
   /** The run id. */
   subject: string;
-  /** When the change happened (the record's transition time; for `published`, when it was recorded). */
+  /** When the change happened (the record's transition time; for `published`, when Publishing began). */
   time: string;
   datacontenttype: 'application/json';
   data: LifecycleEventData;
@@ -110,22 +110,23 @@ export function phaseEvent(record: RunRecord, n: number): LifecycleEvent {
   });
 }
 
-/** The `published` event, when the record names a published model version. */
+/**
+ * The `published` event, when the record names a published model version. A record is frozen once
+ * final, so a model is recorded only while the run is Publishing: the event belongs to that phase
+ * change (its `seq` and `time`), which keeps it the same however late it is built.
+ */
 export function publishedEvent(record: RunRecord): LifecycleEvent | undefined {
   const artifacts = record.artifacts;
   if (artifacts?.version === undefined) return undefined;
-  const n = record.transitions.length - 1;
-  return envelope(
-    `${record.runId}:published:${artifacts.version}`,
-    'gantry.run.published',
-    record.updatedAt,
-    {
-      ...base(record),
-      phase: record.phase,
-      seq: n,
-      artifacts,
-    },
-  );
+  let n = record.transitions.length - 1;
+  while (n > 0 && record.transitions[n]?.phase !== 'Publishing') n--;
+  const t = record.transitions[n] ?? { phase: record.phase, at: record.updatedAt };
+  return envelope(`${record.runId}:published:${artifacts.version}`, 'gantry.run.published', t.at, {
+    ...base(record),
+    phase: t.phase,
+    seq: n,
+    artifacts,
+  });
 }
 
 const AFTER_PUBLISHING: readonly RunPhase[] = ['Succeeded', 'Failed', 'Cancelled'];
