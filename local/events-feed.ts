@@ -20,6 +20,7 @@ export function startEventsFeed(opts: {
   tableName: string;
   emit: (after: RunRecord, seen: EventWatermark) => Promise<unknown>;
   cursorFile?: string;
+  /** Pass interval (default 250 ms); 0 = no loop, the caller ticks. */
   everyMs?: number;
   onError?: (err: unknown) => void;
 }) {
@@ -90,8 +91,9 @@ export function startEventsFeed(opts: {
     return changed;
   }
 
+  // everyMs 0: no loop, the caller ticks (tests).
   const loop = (async () => {
-    while (!stopped) {
+    while (!stopped && opts.everyMs !== 0) {
       await tick().catch((err) => opts.onError?.(err));
       await new Promise<void>((r) => {
         wake = r;
