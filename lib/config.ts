@@ -263,8 +263,8 @@ export const RuntimeEnvSchema = z.object({
   GANTRY_DATA_EVENTS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
   /** The lifecycle events queue (FIFO): the change stream's outbox in, deliveries out (lib/events). */
   GANTRY_EVENTS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
-  /** The EventBridge bus lifecycle events are put on; unset = no EventBridge delivery. */
-  GANTRY_EVENT_BUS_NAME: z.optional(z.string().check(z.minLength(1))),
+  /** The EventBridge bus lifecycle events are put on; unset or empty = no EventBridge delivery. */
+  GANTRY_EVENT_BUS_NAME: z.optional(z.string()),
   /** Delivery retries: the first wait and the cap of the exponential backoff (lib/events/backoff.ts). */
   GANTRY_EVENTS_RETRY_BASE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 5),
   GANTRY_EVENTS_RETRY_MAX_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(43200)), 900),
