@@ -60,7 +60,10 @@ describe('parseCommandLine', () => {
   });
 
   it.each<[string[], RegExp]>([
-    [['deploy'], /^unknown command "deploy"; one of submit, watch, logs, events, ls, cancel, sweep, validate$/],
+    [
+      ['deploy'],
+      /^unknown command "deploy"; one of submit, watch, logs, events, ls, cancel, sweep, validate$/,
+    ],
     [['submit'], /^gantry submit takes FILE \(got 0 arguments\)$/],
     [['submit', 'a.yaml', 'b.yaml'], /takes FILE \(got 2 arguments\)/],
     [['ls', 'extra'], /^gantry ls takes no arguments/],
