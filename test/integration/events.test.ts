@@ -13,6 +13,7 @@ import {
   TIMESTAMP_HEADER,
   verifySignature,
 } from '../../lib/events/signature.ts';
+import { RunEventsSchema } from '../../lib/intake/view-schemas.ts';
 import type { RunRecord } from '../../lib/run/record.ts';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import { DEMO_TEAM } from '../../local/stack.ts';
@@ -213,6 +214,8 @@ describe('lifecycle events to webhooks', { timeout: 120_000 }, () => {
       events: LifecycleEvent[];
     };
     expect(listed.events).toEqual(got.map((r) => r.event));
+    // …and they are what the OpenAPI document says (RunEvents: strict objects, no extra fields).
+    expect(RunEventsSchema.safeParse(listed).error).toBeUndefined();
     // The flaky receiver answered 500 to its first three requests, all the first event (the
     // group waits for it), then got everything in the same order.
     expect(flaky.attempts.slice(0, 4)).toEqual([`${runId}:0`, `${runId}:0`, `${runId}:0`, `${runId}:0`]);
