@@ -47,6 +47,12 @@ export const COMMANDS = {
     },
     summary: "Print the tail of a node's trainer container log (-f: keep printing new lines)",
   },
+  events: {
+    args: ['ID'],
+    options: { follow: { type: 'boolean', short: 'f' }, json: { type: 'boolean' }, ...WATCH },
+    summary:
+      "Print a run's lifecycle events (-f: keep printing them until it ends; --json: one envelope a line)",
+  },
   ls: {
     args: [],
     options: { phase: { type: 'string' }, model: { type: 'string' }, limit: { type: 'string' } },
@@ -75,6 +81,8 @@ export interface ParsedCommand {
   endpoint?: string;
   watch: boolean;
   follow: boolean;
+  /** events: print each event's JSON envelope instead of a line. */
+  json: boolean;
   idempotencyKey?: string;
   /** Seconds between polls. */
   intervalSeconds: number;
@@ -185,6 +193,7 @@ export function parseCommandLine(argv: readonly string[]): Parsed {
     args: Object.fromEntries(spec.args.map((name, i) => [name, parsed.positionals[i] as string])),
     watch: values.watch === true,
     follow: values.follow === true,
+    json: values.json === true,
     intervalSeconds: seconds(str('interval')),
   };
   const set = <K extends keyof ParsedCommand>(key: K, value: ParsedCommand[K] | undefined) => {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { LifecycleEvent } from '../lib/events/event.ts';
 import type { RunSummary, RunView, SweepView } from '../lib/intake/view-schemas.ts';
 import { RUN_ID, SWEEP_ID } from '../lib/run/ids.ts';
 import { type ParsedCommand, UsageError } from './args.ts';
@@ -6,7 +7,7 @@ import { ApiError, type Client, UnreachableError } from './client.ts';
 import { EXIT, exitCodeForPhase, isTerminalPhase } from './exit-codes.ts';
 import { loadRequest } from './files.ts';
 import { nextLines, type TailState } from './logs.ts';
-import { fitWidth, formatApiError, runLine, runsTable, sweepLine, sweepTable } from './render.ts';
+import { eventLine, fitWidth, formatApiError, runLine, runsTable, sweepLine, sweepTable } from './render.ts';
 
 /** The commands: each takes the parsed command line, a client and the terminal, returns the exit code. */
 
@@ -104,6 +105,32 @@ export async function submit(client: Client, io: Io, cmd: ParsedCommand): Promis
   );
   if (!cmd.watch) return EXIT.ok;
   return watch(client, io, id, cmd.intervalSeconds);
+}
+
+/**
+ * `gantry events ID [-f]`: the run's lifecycle events (GET /v1/runs/{id}/events), the same
+ * envelopes and ids its webhooks and EventBridge get. With -f, new events are printed as they
+ * appear, until the run's final event; the exit code is then the run's outcome.
+ */
+export async function events(client: Client, io: Io, cmd: ParsedCommand): Promise<number> {
+  const id = cmd.args.ID as string;
+  if (idKind(id) !== 'run') throw new UsageError('events takes a run id (each trial of a sweep is a run)');
+  const intervalMs = cmd.intervalSeconds * 1000;
+  const printed = new Set<string>();
+  for (;;) {
+    const res = await poll(io, intervalMs, () => client.call('GET', `/v1/runs/${id}/events`));
+    const list = (res.body as { events?: LifecycleEvent[] }).events ?? [];
+    for (const event of list) {
+      if (printed.has(event.id)) continue;
+      printed.add(event.id);
+      io.stdout.write(`${cmd.json ? JSON.stringify(event) : eventLine(event)}\n`);
+    }
+    const last = list.at(-1);
+    const phase = last?.type === 'gantry.run.published' ? undefined : last?.data.phase;
+    if (!cmd.follow) return EXIT.ok;
+    if (phase !== undefined && isTerminalPhase(phase)) return exitCodeForPhase(phase);
+    await io.sleep(intervalMs);
+  }
 }
 
 export async function logs(client: Client, io: Io, cmd: ParsedCommand): Promise<number> {

@@ -38,6 +38,8 @@ export async function main(
         return await commands.watch(client, io, id, parsed.intervalSeconds);
       case 'logs':
         return await commands.logs(client, io, parsed);
+      case 'events':
+        return await commands.events(client, io, parsed);
       case 'ls':
         return await commands.ls(client, io, parsed);
       case 'cancel':

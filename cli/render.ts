@@ -1,3 +1,4 @@
+import type { LifecycleEvent } from '../lib/events/event.ts';
 import type { RunSummary, RunView, SweepView } from '../lib/intake/view-schemas.ts';
 
 /**
@@ -143,4 +144,20 @@ export function formatApiError(status: number, body: unknown): string {
   if (b.rule && b.rule !== b.message) lines.push(`  rule: ${b.rule}`);
   if (b.phase) lines.push(`  phase: ${b.phase}`);
   return lines.join('\n');
+}
+
+/** One lifecycle event as a line: time, type, then why (reason, admission, message) and where the model went. */
+export function eventLine(event: LifecycleEvent): string {
+  const d = event.data;
+  const why = [
+    d.reason,
+    d.admission
+      ? `admission: ${[d.admission.state, d.admission.reason].filter(Boolean).join('/')}`
+      : undefined,
+    d.message,
+    d.artifacts?.modelUri
+      ? `model ${d.artifacts.modelUri}${d.artifacts.version ? ` v${d.artifacts.version}` : ''}`
+      : undefined,
+  ].filter(Boolean);
+  return [event.time, event.type.replace(/^gantry\.run\./, '').padEnd(10), ...why].join('  ').trimEnd();
 }

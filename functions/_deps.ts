@@ -4,19 +4,28 @@
  * loaded (dynamic import) only by the functions and code paths that talk to a cluster.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { SSMClient } from '@aws-sdk/client-ssm';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { makeDynamoStateTable } from '../lib/adapters/aws/dynamodb-table.ts';
+import { makeEventBridgeBus } from '../lib/adapters/aws/event-bus.ts';
+import { makeSqsEventQueue } from '../lib/adapters/aws/events-queue.ts';
 import { makeS3ArtifactStore } from '../lib/adapters/aws/s3-artifacts.ts';
 import { makeS3ObjectStore, makeS3TextReader } from '../lib/adapters/aws/s3-store.ts';
 import { makeSqsServingEvents } from '../lib/adapters/aws/serving-events.ts';
 import { makeSfnWorkflow } from '../lib/adapters/aws/sfn.ts';
 import { makeSqsCheckQueue } from '../lib/adapters/aws/sqs-checks.ts';
 import { makeSqsRunQueue } from '../lib/adapters/aws/sqs-queue.ts';
+import { makeWebhookSecrets } from '../lib/adapters/aws/webhook-secrets.ts';
+import { makeJsonlSink } from '../lib/adapters/jsonl-sink.ts';
+import { makeFetchPost } from '../lib/adapters/webhook-post.ts';
 import { type ModelOwners, makeModelOwners } from '../lib/artifacts/ownership.ts';
 import type { ArtifactStore, ServingEvents } from '../lib/artifacts/ports.ts';
+import { type EventDelivery, makeEventDelivery } from '../lib/events/deliver.ts';
+import { type EventOutbox, makeEventOutbox } from '../lib/events/outbox.ts';
 import { type MetricIngester, makeMetricIngester } from '../lib/metrics/ingest.ts';
 import type {
   CallOptions,
@@ -171,3 +180,50 @@ export const metricIngester = /* @__PURE__ */ once(
       log: logLine,
     }),
 );
+
+/** The lifecycle events queue (GANTRY_EVENTS_QUEUE_URL, FIFO): outbox in, deliveries out. */
+export const eventQueue = /* @__PURE__ */ once(() => {
+  const queueUrl = env().GANTRY_EVENTS_QUEUE_URL;
+  if (!queueUrl) throw new Error('GANTRY_EVENTS_QUEUE_URL is not set');
+  return makeSqsEventQueue({ sqs: sqs(), queueUrl });
+});
+
+/** Where this deployment delivers lifecycle events besides the teams' webhooks. */
+const eventTargets = () => ({
+  eventBridge: Boolean(env().GANTRY_EVENT_BUS_NAME),
+  sink: Boolean(env().GANTRY_EVENTS_SINK_FILE),
+});
+
+/** The outbox (lib/events/outbox.ts): run record changes → deliveries on the events queue. */
+export const eventOutbox = /* @__PURE__ */ once(
+  (): EventOutbox => makeEventOutbox({ queue: eventQueue(), config: config(), where: eventTargets() }),
+);
+
+/** The events queue's consumer (lib/events/deliver.ts): EventBridge, webhooks, the local sink. */
+export const eventDelivery = /* @__PURE__ */ once((): EventDelivery => {
+  const busName = env().GANTRY_EVENT_BUS_NAME;
+  const sinkFile = env().GANTRY_EVENTS_SINK_FILE;
+  const ssm = once(() => new SSMClient({ region: env().AWS_REGION }));
+  const eventBridge = once(() => new EventBridgeClient({ region: env().AWS_REGION }));
+  return makeEventDelivery({
+    config: config(),
+    post: makeFetchPost(),
+    secret: makeWebhookSecrets({ env: process.env, ssm, clock }),
+    retry: eventQueue(),
+    clock,
+    backoff: {
+      baseSeconds: env().GANTRY_EVENTS_RETRY_BASE_SECONDS,
+      maxSeconds: env().GANTRY_EVENTS_RETRY_MAX_SECONDS,
+    },
+    ...(busName
+      ? {
+          bus: makeEventBridgeBus({
+            eventBusName: busName,
+            putEvents: (input, o) => eventBridge().send(new PutEventsCommand(input), o),
+          }),
+        }
+      : {}),
+    ...(sinkFile ? { sink: makeJsonlSink(sinkFile) } : {}),
+    log: logLine,
+  });
+});

@@ -70,6 +70,33 @@ export const ClusterConfigSchema = z
     ),
   );
 
+/**
+ * A team's webhook (lib/events): every lifecycle event of the team's runs is POSTed to `url`,
+ * signed with the secret named here (never the secret itself: an environment variable of the
+ * events function, or an SSM SecureString parameter).
+ */
+export const WebhookConfigSchema = z
+  .strictObject({
+    name,
+    url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+    /** The environment variable holding the signing secret (locally, or set by your deploy). */
+    secretEnv: z.optional(
+      z.string().check(z.regex(/^[A-Z_][A-Z0-9_]{0,127}$/, 'must be an environment variable name')),
+    ),
+    /** An SSM parameter (SecureString) holding the signing secret, e.g. `/gantry/webhooks/vision`. */
+    secretParameter: z.optional(
+      z
+        .string()
+        .check(z.regex(/^\/[A-Za-z0-9_.\-/]{1,1010}$/, 'must be an SSM parameter name starting with /')),
+    ),
+  })
+  .check(
+    z.refine(
+      (w) => Boolean(w.secretEnv) !== Boolean(w.secretParameter),
+      'give exactly one of secretEnv or secretParameter',
+    ),
+  );
+
 export const TeamConfigSchema = z.strictObject({
   name,
   /** Who belongs to the team: IAM principal ARNs (a trailing * matches a prefix) or JWT `sub`/group values. */
@@ -106,6 +133,13 @@ export const TeamConfigSchema = z.strictObject({
       ),
     ),
     [],
+  ),
+  /** Where the team's runs' lifecycle events are POSTed (HMAC-signed, retried, dead-lettered). */
+  webhooks: z.optional(
+    z.array(WebhookConfigSchema).check(
+      z.maxLength(10),
+      z.refine((ws) => new Set(ws.map((w) => w.name)).size === ws.length, 'webhook names must be unique'),
+    ),
   ),
   /**
    * Where the team's runs may write (`output.uri`) besides their own run prefix in Gantry's bucket:
@@ -213,6 +247,7 @@ export type GantryConfig = z.output<typeof GantryConfigSchema>;
 export type TeamConfig = z.output<typeof TeamConfigSchema>;
 export type ClusterConfig = z.output<typeof ClusterConfigSchema>;
 export type JwtConfig = z.output<typeof JwtConfigSchema>;
+export type WebhookConfig = z.output<typeof WebhookConfigSchema>;
 
 /** Where the service's AWS resources are, from the Lambda environment (serverless.yml sets it). */
 export const RuntimeEnvSchema = z.object({
@@ -226,6 +261,15 @@ export const RuntimeEnvSchema = z.object({
   GANTRY_RUNS_DLQ_URL: z.optional(z.string().check(z.startsWith('http'))),
   /** The data-events queue: S3 notifications in, the data trigger's delayed checks out and in. */
   GANTRY_DATA_EVENTS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
+  /** The lifecycle events queue (FIFO): the change stream's outbox in, deliveries out (lib/events). */
+  GANTRY_EVENTS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
+  /** The EventBridge bus lifecycle events are put on; unset or empty = no EventBridge delivery. */
+  GANTRY_EVENT_BUS_NAME: z.optional(z.string()),
+  /** Delivery retries: the first wait and the cap of the exponential backoff (lib/events/backoff.ts). */
+  GANTRY_EVENTS_RETRY_BASE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 5),
+  GANTRY_EVENTS_RETRY_MAX_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(43200)), 900),
+  /** Locally: a JSON-lines file every lifecycle event is appended to (the embedded default's sink). */
+  GANTRY_EVENTS_SINK_FILE: z.optional(z.string().check(z.minLength(1))),
   GANTRY_CONFIG: z.optional(z.string()),
   /** The JWT issuer API Gateway's authorizer trusts (serverless param jwtIssuerUrl); empty with IAM auth. */
   GANTRY_JWT_ISSUER: z.optional(z.string()),

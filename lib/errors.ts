@@ -186,6 +186,15 @@ export class ConcurrentUpdateError extends RetryableError {
   override readonly name = 'ConcurrentUpdateError' as const;
 }
 
+/**
+ * A lifecycle event was not delivered (a webhook answered non-2xx or could not be reached, no
+ * event bus here). Never seen by the state machine: the events queue retries it with backoff and
+ * then dead-letters it (lib/events/deliver.ts).
+ */
+export class EventDeliveryError extends RetryableError {
+  override readonly name = 'EventDeliveryError' as const;
+}
+
 /** Every error class the state machine may name, for the ASL contract test. */
 export const errorClasses = {
   ValidationError,

@@ -109,6 +109,8 @@ Follow it:
   curl -s ${url}/v1/runs/<runId> -H '${PRINCIPAL_HEADER}: ${PRINCIPAL}'
 Its metric history (every metric its training code reported, as a time series):
   curl -s ${url}/v1/runs/<runId>/metrics -H '${PRINCIPAL_HEADER}: ${PRINCIPAL}'
+Its lifecycle events (also ${stack.eventsSinkFile ? `appended to ${stack.eventsSinkFile}` : "posted to the teams' webhooks"}):
+  gantry events <runId> -f     (or: curl -s ${url}/v1/runs/<runId>/events -H '${PRINCIPAL_HEADER}: ${PRINCIPAL}')
 The last lines its trainer printed (node 0; ?node=1 for the next):
   curl -s '${url}/v1/runs/<runId>/logs?tailLines=20' -H '${PRINCIPAL_HEADER}: ${PRINCIPAL}'
 Or with the CLI (README.md, section CLI):

@@ -13,6 +13,7 @@ import { DataTriggerRuleSchema } from '../lib/datatrigger/rules.ts';
 import { METRIC_OBJECT_SUFFIX } from '../lib/metrics/channel.ts';
 import { HEARTBEAT_EVERY_SECONDS } from '../lib/orchestration/reconcile.ts';
 import { ACCOUNT, functionArn, loadDefinition, REGION, STATE_MACHINE, TASK_FUNCTIONS } from './definition.ts';
+import { startEventsFeed } from './events-feed.ts';
 import { invokeLocal, type LambdaHandler } from './lambda.ts';
 import { onLoopback } from './loopback.ts';
 import { startConditionalS3Proxy } from './s3/conditional-proxy.ts';
@@ -65,6 +66,20 @@ export interface StackOptions {
    * (`<dir>/fauxqs`, SQLite). Without it everything lives in memory and ends with the stack.
    */
   stateDir?: string;
+  /**
+   * Lifecycle events (lib/events): the feed that plays the table's stream, the events queue and
+   * its consumer. `sinkFile` defaults to `<stateDir>/events.jsonl` (none without a state dir);
+   * `maxReceiveCount` is the queue's redrive (default 10); the backoff defaults to 1 s doubling to
+   * 30 s (AWS: 5 s to 900 s).
+   */
+  events?: {
+    enabled?: boolean;
+    sinkFile?: string;
+    maxReceiveCount?: number;
+    retryBaseSeconds?: number;
+    retryMaxSeconds?: number;
+    feedEveryMs?: number;
+  };
 }
 
 export interface Stack {
@@ -81,6 +96,12 @@ export interface Stack {
   /** The metrics queue (S3 notifications for metric objects, consumed by functions/intake/metrics.ts) and its DLQ. */
   metricsQueueUrl: string;
   metricsDlqUrl: string;
+  /** The lifecycle events queue (FIFO) and its DLQ; the local sink file, when there is one. */
+  eventsQueueUrl: string;
+  eventsDlqUrl: string;
+  eventsSinkFile?: string;
+  /** Run one pass of the local change feed now (the loop runs them on its own too). */
+  feedEvents(): Promise<number>;
   sfn: LocalStepFunctions;
   /** The state table (runs, sweeps, data-trigger state) on the local DynamoDB-compatible server. */
   stateTable: { name: string; client: DynamoDBDocumentClient };
@@ -221,6 +242,29 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       )
     ).QueueUrl as string;
     const metricsQueueArn = `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-metrics`;
+    const eventsDlqUrl = (
+      await sqs.send(
+        new CreateQueueCommand({ QueueName: 'gantry-events-dlq.fifo', Attributes: { FifoQueue: 'true' } }),
+      )
+    ).QueueUrl as string;
+    const eventsQueueUrl = (
+      await sqs.send(
+        new CreateQueueCommand({
+          QueueName: 'gantry-events.fifo',
+          Attributes: {
+            FifoQueue: 'true',
+            VisibilityTimeout: '30',
+            RedrivePolicy: JSON.stringify({
+              deadLetterTargetArn: `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-events-dlq.fifo`,
+              maxReceiveCount: opts.events?.maxReceiveCount ?? 10,
+            }),
+          },
+        }),
+      )
+    ).QueueUrl as string;
+    const eventsQueueArn = `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-events.fifo`;
+    const eventsSinkFile =
+      opts.events?.sinkFile ?? (opts.stateDir ? join(opts.stateDir, 'events.jsonl') : undefined);
     sendMetricEvent = async (body) => {
       await sqs.send(new SendMessageCommand({ QueueUrl: metricsQueueUrl, MessageBody: body }));
     };
@@ -286,6 +330,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       GANTRY_RUNS_QUEUE_URL: queueUrl,
       GANTRY_RUNS_DLQ_URL: dlqUrl,
       GANTRY_DATA_EVENTS_QUEUE_URL: dataEventsQueueUrl,
+      GANTRY_EVENTS_QUEUE_URL: eventsQueueUrl,
+      GANTRY_EVENTS_RETRY_BASE_SECONDS: String(opts.events?.retryBaseSeconds ?? 1),
+      GANTRY_EVENTS_RETRY_MAX_SECONDS: String(opts.events?.retryMaxSeconds ?? 30),
+      ...(eventsSinkFile ? { GANTRY_EVENTS_SINK_FILE: eventsSinkFile } : {}),
       GANTRY_S3_ENDPOINT: proxy.url,
       GANTRY_SQS_ENDPOINT: sqsEndpoint,
       GANTRY_SFN_ENDPOINT: sfnServer.url,
@@ -312,6 +360,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       const mod = (await import('../functions/intake/data.ts')) as { handler: LambdaHandler };
       return mod.handler(event, context);
     };
+    const eventsHandler = async (event: never, context: Parameters<LambdaHandler>[1]) => {
+      const mod = (await import('../functions/events/deliver.ts')) as { handler: LambdaHandler };
+      return mod.handler(event, context);
+    };
+    const eventsOn = opts.events?.enabled !== false;
+    let eventsPoller: ReturnType<typeof startSqsPoller> | undefined;
     let poller: ReturnType<typeof startSqsPoller> | undefined;
     let dataPoller: ReturnType<typeof startSqsPoller> | undefined;
     let metricsPoller: ReturnType<typeof startSqsPoller> | undefined;
@@ -333,15 +387,38 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         concurrency: 2,
         functionName: 'gantry-metrics-intake',
       });
+      if (eventsOn) {
+        eventsPoller ??= startSqsPoller({
+          sqs,
+          queueUrl: eventsQueueUrl,
+          queueArn: eventsQueueArn,
+          handler: eventsHandler,
+          concurrency: 2,
+          functionName: 'gantry-events',
+        });
+      }
     };
     const stopConsumer = async () => {
-      await Promise.all([poller?.stop(), dataPoller?.stop(), metricsPoller?.stop()]);
+      await Promise.all([poller?.stop(), dataPoller?.stop(), metricsPoller?.stop(), eventsPoller?.stop()]);
+      eventsPoller = undefined;
       poller = undefined;
       dataPoller = undefined;
       metricsPoller = undefined;
     };
     if (opts.consumer !== false) startConsumer();
     closers.push(stopConsumer);
+
+    // DynamoDB Streams' stand-in: run record changes → the outbox → the events queue.
+    const { eventOutbox } = await import('../functions/_deps.ts');
+    const feed = startEventsFeed({
+      client: state.client,
+      tableName: state.tableName,
+      emit: (after, seen) => (eventsOn ? eventOutbox().emit(after, seen) : Promise.resolve(0)),
+      ...(opts.stateDir ? { cursorFile: join(opts.stateDir, 'events-feed.json') } : {}),
+      everyMs: opts.events?.feedEveryMs ?? 250,
+      onError: (err) => console.error('events feed pass failed:', err),
+    });
+    closers.push(() => feed.stop());
 
     const reconcilerHandler = ((await import('../functions/reconciler.ts')) as { handler: LambdaHandler })
       .handler;
@@ -370,6 +447,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       dataEvents,
       metricsQueueUrl,
       metricsDlqUrl,
+      eventsQueueUrl,
+      eventsDlqUrl,
+      ...(eventsSinkFile ? { eventsSinkFile } : {}),
+      feedEvents: () => feed.tick(),
       sfn,
       stateTable: { name: state.tableName, client: state.client },
       endpoints: { s3: proxy.url, sqs: sqsEndpoint, sfn: sfnServer.url, dynamodb: state.endpoint },

@@ -29,6 +29,8 @@ const SERVING_QUEUE_ARN = { 'Fn::GetAtt': ['ServingQueue', 'Arn'] };
 const DATA_EVENTS_QUEUE_ARN = { 'Fn::GetAtt': ['DataEventsQueue', 'Arn'] };
 const METRICS_QUEUE_ARN = { 'Fn::GetAtt': ['MetricsQueue', 'Arn'] };
 const TABLE_ARN = { 'Fn::GetAtt': ['StateTable', 'Arn'] };
+const TABLE_STREAM_ARN = { 'Fn::GetAtt': ['StateTable', 'StreamArn'] };
+const EVENTS_QUEUE_ARN = { 'Fn::GetAtt': ['EventsQueue', 'Arn'] };
 
 /** serverless's logical id for a function key: `createJob` → `CreateJobLambdaFunction`. */
 const lambdaLogicalId = (key) =>
@@ -107,7 +109,7 @@ const existenceChecks = {
 const stateMachineArn = (name) => join('arn:', P, ':states:', R, ':', A, `:stateMachine:${name}`);
 const executionsArn = (name) => join('arn:', P, ':states:', R, ':', A, `:execution:${name}:*`);
 
-const ctx = {}; // filled by build(): stateMachineName, clusterArns
+const ctx = {}; // filled by build(): stateMachineName, clusterArns, eventBusName, webhookParameters
 
 const statements = {
   startExecution: () => ({
@@ -191,6 +193,58 @@ const statements = {
     ],
     Resource: [METRICS_QUEUE_ARN],
   }),
+  /** The state table's stream, read by the lifecycle events outbox (its event source mapping). */
+  readStateStream: () => ({
+    Sid: 'ReadStateStream',
+    Effect: 'Allow',
+    Action: [
+      'dynamodb:DescribeStream',
+      'dynamodb:GetRecords',
+      'dynamodb:GetShardIterator',
+      'dynamodb:ListStreams',
+    ],
+    Resource: [TABLE_STREAM_ARN],
+  }),
+  enqueueEvents: () => ({
+    Sid: 'EnqueueLifecycleEvents',
+    Effect: 'Allow',
+    Action: ['sqs:SendMessage'],
+    Resource: [EVENTS_QUEUE_ARN],
+  }),
+  /** Deliveries in; a failed one's visibility is its backoff (lib/events/deliver.ts). */
+  consumeEvents: () => ({
+    Sid: 'ConsumeLifecycleEvents',
+    Effect: 'Allow',
+    Action: [
+      'sqs:ReceiveMessage',
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:ChangeMessageVisibility',
+    ],
+    Resource: [EVENTS_QUEUE_ARN],
+  }),
+  /** Only the configured bus (param eventBusName); none when it is empty. */
+  putEvents: () =>
+    ctx.eventBusName
+      ? {
+          Sid: 'PutLifecycleEvents',
+          Effect: 'Allow',
+          Action: ['events:PutEvents'],
+          Resource: [join('arn:', P, ':events:', R, ':', A, `:event-bus/${ctx.eventBusName}`)],
+        }
+      : undefined,
+  /** The webhooks' SSM secrets named in the configuration (secretParameter), and only those. */
+  readWebhookSecrets: () =>
+    ctx.webhookParameters.length > 0
+      ? {
+          Sid: 'ReadWebhookSecrets',
+          Effect: 'Allow',
+          Action: ['ssm:GetParameter'],
+          Resource: ctx.webhookParameters.map((name) =>
+            join('arn:', P, ':ssm:', R, ':', A, `:parameter${name}`),
+          ),
+        }
+      : undefined,
   describeClusters: () =>
     ctx.clusterArns.length > 0
       ? {
@@ -216,6 +270,8 @@ const FUNCTIONS = {
   getRun: { statements: () => [readState('run')] },
   // The record (ownership) and runs/<id>/metric-history.json, which may not exist yet.
   getRunMetrics: { statements: () => [readState('run'), readRuns, existenceChecks] },
+  // The record (ownership); the events are built from it (lib/events/event.ts).
+  getRunEvents: { statements: () => [readState('run')] },
   // The record (ownership, where the job is), then the run's pods and a pod's log from the cluster.
   getRunLogs: { k8s: true, statements: () => [readState('run'), statements.describeClusters()] },
   listRuns: { statements: () => [queryState('byTeam', 'byPhase', 'byModel', 'bySweep')] },
@@ -277,6 +333,11 @@ const FUNCTIONS = {
   // run record (a history that does not exist yet needs the existence checks to read as missing).
   metricsIntake: {
     statements: () => [statements.consumeMetrics(), writeState('run'), readWriteRuns, existenceChecks],
+  },
+  // lifecycle events: the table's stream → the events queue; the queue → EventBridge and webhooks
+  eventsOutbox: { statements: () => [statements.readStateStream(), statements.enqueueEvents()] },
+  eventsDelivery: {
+    statements: () => [statements.consumeEvents(), statements.putEvents(), statements.readWebhookSecrets()],
   },
   // the state machine's tasks
   createJob: { k8s: true, statements: () => [writeState('run'), statements.describeClusters()] },
@@ -514,6 +575,10 @@ async function build({ resolveVariable, resolveConfigurationProperty }) {
   ctx.clusterArns = config.clusters
     .filter((c) => c.eks && !(c.eks.endpoint && c.eks.caData))
     .map((c) => clusterArn(c.eks));
+  ctx.eventBusName = String((await resolveVariable('param:eventBusName')) ?? '');
+  ctx.webhookParameters = [
+    ...new Set(config.teams.flatMap((t) => (t.webhooks ?? []).map((w) => w.secretParameter).filter(Boolean))),
+  ];
   const withVpc = Boolean(await vpcConfig(resolveVariable));
 
   const functions = (await resolveConfigurationProperty(['functions'])) ?? {};

@@ -1,6 +1,12 @@
 import type { GantryConfig } from '../../lib/config.ts';
 import { makeGetRunLogs } from '../../lib/intake/logs.ts';
-import { makeCancelRun, makeGetRun, makeGetRunMetrics, makeListRuns } from '../../lib/intake/runs.ts';
+import {
+  makeCancelRun,
+  makeGetRun,
+  makeGetRunEvents,
+  makeGetRunMetrics,
+  makeListRuns,
+} from '../../lib/intake/runs.ts';
 import { makeListRuntimes } from '../../lib/intake/runtimes.ts';
 import { historyKey, type MetricHistory } from '../../lib/metrics/channel.ts';
 import { config, deleteJob, env, gateway, records, store, table, workflow } from '../_deps.ts';
@@ -29,6 +35,9 @@ export function lazy<T>(make: () => T): () => T {
 }
 
 export const getRun = /* @__PURE__ */ lazy(() => makeGetRun({ ...settings(), records: records() }));
+export const getRunEvents = /* @__PURE__ */ lazy(() =>
+  makeGetRunEvents({ ...settings(), records: records() }),
+);
 export const getRunMetrics = /* @__PURE__ */ lazy(() =>
   makeGetRunMetrics({
     ...settings(),

@@ -11,6 +11,7 @@ import {
   ErrorBodySchema,
   ForbiddenBodySchema,
   MetricHistorySchema,
+  RunEventsSchema,
   RunFinishedBodySchema,
   RunListSchema,
   RunLogsSchema,
@@ -189,6 +190,19 @@ function operation(route: Route): Json {
           503: ERRORS[503],
         },
       };
+    case 'getRunEvents':
+      return {
+        ...common,
+        parameters: [runIdParameter],
+        responses: {
+          200: json(ref('RunEvents'), "The run's lifecycle events, oldest first"),
+          400: ERRORS[400],
+          403: ERRORS[403],
+          404: ERRORS[404],
+          500: ERRORS[500],
+          503: ERRORS[503],
+        },
+      };
     case 'getRunLogs':
       return {
         ...common,
@@ -349,6 +363,7 @@ export function buildOpenApiDocument(opts: { version?: string; serverUrl?: strin
         RunView: jsonSchema(RunViewSchema, 'output'),
         RunList: jsonSchema(RunListSchema, 'output'),
         MetricHistory: jsonSchema(MetricHistorySchema, 'output'),
+        RunEvents: jsonSchema(RunEventsSchema, 'output'),
         CancelResponse: jsonSchema(CancelResponseSchema, 'output'),
         RuntimeList: jsonSchema(RuntimeListSchema, 'output'),
         ValidateResponse: jsonSchema(ValidateResponseSchema, 'output'),

@@ -40,6 +40,13 @@ export const ROUTES = [
   },
   {
     method: 'GET',
+    path: '/v1/runs/{id}/events',
+    handler: 'get-run-events',
+    operationId: 'getRunEvents',
+    summary: "A run's lifecycle events so far (the same envelopes and ids webhooks and EventBridge get)",
+  },
+  {
+    method: 'GET',
     path: '/v1/runs/{id}/logs',
     handler: 'get-run-logs',
     operationId: 'getRunLogs',

@@ -1,5 +1,6 @@
 import type { GantryConfig } from '../config.ts';
 import { NotFoundError } from '../errors.ts';
+import { runEvents } from '../events/event.ts';
 import type { MetricHistory } from '../metrics/channel.ts';
 import type { CallOptions, WorkflowEngine } from '../ports.ts';
 import { RUN_ID, SWEEP_ID } from '../run/ids.ts';
@@ -45,6 +46,14 @@ async function ownRecord(
 export function makeGetRun(deps: { records: RunRecords; config: GantryConfig }) {
   return (input: { caller: Caller; runId: unknown }, opts?: CallOptions): Promise<RunRecord> =>
     ownRecord(deps.records, deps.config, input.caller, input.runId, opts);
+}
+
+/** The run's lifecycle events (lib/events), built from its record: the ids and envelopes delivered. */
+export function makeGetRunEvents(deps: { records: RunRecords; config: GantryConfig }) {
+  return async (input: { caller: Caller; runId: unknown }, opts?: CallOptions) => {
+    const record = await ownRecord(deps.records, deps.config, input.caller, input.runId, opts);
+    return { runId: record.runId, events: runEvents(record) };
+  };
 }
 
 /** The run's metric history (lib/metrics/channel.ts), for the caller's teams' runs only. */

@@ -1,3 +1,4 @@
+import { EVENT_TYPES } from '../events/event.ts';
 import { FAILURE_REASONS, PHASES } from '../run/phases.ts';
 import { RunRequestSchema } from '../run/schema.ts';
 import { SWEEP_PHASES, TRIAL_PHASES } from '../sweep/record.ts';
@@ -82,6 +83,49 @@ export const RunViewSchema = z.extend(RunSummarySchema, {
     z.strictObject({ phase: PhaseSchema, at: z.string(), reason: z.optional(z.string()) }),
   ),
   request: z.described(RunRequestSchema, 'The request as accepted (defaults filled in)'),
+});
+
+/** A lifecycle event (lib/events/event.ts): a CloudEvents 1.0 envelope, as webhooks and EventBridge get it. */
+export const LifecycleEventSchema = z.strictObject({
+  specversion: z.literal('1.0'),
+  id: z.described(
+    z.string(),
+    '`<runId>:<n>` for the n-th phase change, `<runId>:published:<version>`; stable across redeliveries',
+  ),
+  source: z.literal('gantry'),
+  type: z.described(z.enum(EVENT_TYPES), 'What happened; also the EventBridge detail-type'),
+  subject: z.described(z.string(), 'The run id'),
+  time: z.described(z.string(), 'When the phase changed (ISO 8601)'),
+  datacontenttype: z.literal('application/json'),
+  data: z.strictObject({
+    runId: z.string(),
+    team: z.string(),
+    phase: PhaseSchema,
+    previousPhase: z.optional(PhaseSchema),
+    seq: z.described(z.number(), "Index of the phase change in the run's transitions"),
+    reason: z.described(z.optional(z.string()), 'Failure reason, Preempted, Cancelled, …'),
+    message: z.optional(z.string()),
+    admission: z.optional(
+      z.strictObject({ state: z.string(), reason: z.optional(z.string()), message: z.optional(z.string()) }),
+    ),
+    modelName: z.optional(z.string()),
+    sweepId: z.optional(z.string()),
+    trialIndex: z.optional(z.number()),
+    artifacts: z.optional(
+      z.strictObject({
+        outputUri: z.string(),
+        modelUri: z.optional(z.string()),
+        version: z.optional(z.string()),
+        files: z.optional(z.number()),
+        bytes: z.optional(z.number()),
+      }),
+    ),
+  }),
+});
+
+export const RunEventsSchema = z.strictObject({
+  runId: z.string(),
+  events: z.described(z.array(LifecycleEventSchema), "The run's lifecycle events so far, oldest first"),
 });
 
 export const MetricHistorySchema = z.strictObject({

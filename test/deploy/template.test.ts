@@ -214,6 +214,7 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
   submitRun: [...LOGS, ...STATE_RW, 's3:GetObject', 's3:ListBucket', 'sqs:SendMessage'],
   getRun: [...LOGS, ...STATE_R],
   getRunMetrics: [...LOGS, ...STATE_R, 's3:GetObject', 's3:ListBucket'],
+  getRunEvents: [...LOGS, ...STATE_R],
   getRunLogs: [...LOGS, ...STATE_R, ...EKS],
   listRuns: [...LOGS, ...STATE_Q],
   cancelRun: [...LOGS, ...STATE_RW, 'states:StopExecution', 'states:DescribeExecution', ...EKS],
@@ -262,6 +263,23 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
     'sqs:DeleteMessage',
     'sqs:GetQueueAttributes',
     'sqs:ChangeMessageVisibility',
+  ],
+  eventsOutbox: [
+    ...LOGS,
+    'dynamodb:DescribeStream',
+    'dynamodb:GetRecords',
+    'dynamodb:GetShardIterator',
+    'dynamodb:ListStreams',
+    'sqs:SendMessage',
+  ],
+  // The dev config names no SSM webhook secrets: no ssm:GetParameter.
+  eventsDelivery: [
+    ...LOGS,
+    'sqs:ReceiveMessage',
+    'sqs:DeleteMessage',
+    'sqs:GetQueueAttributes',
+    'sqs:ChangeMessageVisibility',
+    'events:PutEvents',
   ],
   createJob: [...LOGS, ...STATE_RW, ...EKS],
   awaitJob: [...LOGS, ...EKS, ...ANSWER],
@@ -603,7 +621,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
               );
             if (r.includes(':states:')) expect(r, id).toContain(':gantry-dev-training-run');
             if (list(s.Action).some((a) => a.startsWith('dynamodb:')))
-              expect(r, `${id} ${s.Sid}`).toMatch(/^<StateTable\.Arn>(\/index\/\w+)?$/);
+              expect(r, `${id} ${s.Sid}`).toMatch(/^<StateTable\.(Arn>(\/index\/\w+)?|StreamArn>)$/);
             if (r.includes(':eks:')) expect(r, id).toMatch(/:cluster\/[\w-]+$/);
           }
         }

@@ -282,7 +282,7 @@ describe('HTTP API on the local stand-ins', () => {
   });
 
   describe('get and list', () => {
-    it('gets a run, and 404s an unknown one and another team’s alike (get, metrics, cancel)', async () => {
+    it('gets a run, and 404s an unknown one and another team’s alike (get, metrics, events, cancel)', async () => {
       const { body } = await call({
         body: valid({ team: 'nlp', image: 'ghcr.io/acme/nlp/x:1' }),
         principal: NLP,
@@ -292,10 +292,19 @@ describe('HTTP API on the local stand-ins', () => {
       expect(own.status).toBe(200);
       expect(own.body).toMatchObject({ runId, phase: 'Accepted', team: 'nlp', namespace: 'team-nlp' });
       expect(own.body).not.toHaveProperty('fingerprint');
+      const events = await call({ method: 'GET', path: `/v1/runs/${runId}/events`, principal: NLP });
+      expect(events.status).toBe(200);
+      expect(events.body).toMatchObject({
+        runId,
+        events: [
+          { id: `${runId}:0`, type: 'gantry.run.accepted', data: { team: 'nlp', phase: 'Accepted', seq: 0 } },
+        ],
+      });
       const unknownId = 'run-zzzzzzzzzzzzzzzzzzzz';
       for (const [method, suffix] of [
         ['GET', ''],
         ['GET', '/metrics'],
+        ['GET', '/events'],
         ['POST', '/cancel'],
       ] as const) {
         const foreign = await call({ method, path: `/v1/runs/${runId}${suffix}` });

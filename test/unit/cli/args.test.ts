@@ -34,6 +34,8 @@ describe('parseCommandLine', () => {
       { command: 'logs', follow: true, node: 1, tail: 50 },
     ],
     [['logs', RUN], { follow: false }],
+    [['events', RUN, '-f', '--json'], { command: 'events', args: { ID: RUN }, follow: true, json: true }],
+    [['events', RUN], { follow: false, json: false }],
     [
       ['ls', '--phase', 'Running', '--model', 'bert'],
       { command: 'ls', args: {}, phase: 'Running', model: 'bert' },
@@ -58,7 +60,10 @@ describe('parseCommandLine', () => {
   });
 
   it.each<[string[], RegExp]>([
-    [['deploy'], /^unknown command "deploy"; one of submit, watch, logs, ls, cancel, sweep, validate$/],
+    [
+      ['deploy'],
+      /^unknown command "deploy"; one of submit, watch, logs, events, ls, cancel, sweep, validate$/,
+    ],
     [['submit'], /^gantry submit takes FILE \(got 0 arguments\)$/],
     [['submit', 'a.yaml', 'b.yaml'], /takes FILE \(got 2 arguments\)/],
     [['ls', 'extra'], /^gantry ls takes no arguments/],

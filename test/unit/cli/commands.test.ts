@@ -314,3 +314,74 @@ describe('submit, cancel', () => {
     expect(() => commands.idKind(id)).toThrow(/is not a run id \(run-…\) or a sweep id \(swp-…\)$/);
   });
 });
+
+describe('events', () => {
+  const ev = (n: number, type: string, data: Record<string, unknown> = {}) => ({
+    specversion: '1.0',
+    id: `${RUN}:${n}`,
+    source: 'gantry',
+    type: `gantry.run.${type}`,
+    subject: RUN,
+    time: `2026-12-01T10:00:0${n}.000Z`,
+    datacontenttype: 'application/json',
+    data: { runId: RUN, team: 'vision', seq: n, phase: type[0]?.toUpperCase() + type.slice(1), ...data },
+  });
+  const path = `GET /v1/runs/${RUN}/events`;
+
+  it.each([
+    ['Succeeded', EXIT.ok],
+    ['Failed', EXIT.failed],
+    ['Cancelled', EXIT.otherEnd],
+  ])('-f prints each event once, as it appears, until the run’s %s event (exit %i)', async (end, code) => {
+    const final = ev(
+      2,
+      end.toLowerCase(),
+      end === 'Failed' ? { reason: 'TrainingFailed', message: 'exit 1' } : {},
+    );
+    const { client } = scripted({
+      [path]: [
+        { runId: RUN, events: [ev(0, 'accepted')] },
+        {
+          runId: RUN,
+          events: [
+            ev(0, 'accepted'),
+            ev(1, 'pending', { admission: { state: 'Pending', reason: 'Pending' } }),
+          ],
+        },
+        { runId: RUN, events: [ev(0, 'accepted'), ev(1, 'pending'), final] },
+      ],
+    });
+    const t = terminal();
+    await expect(
+      commands.events(client, t.io, cmd(['events', RUN, '-f', '--interval', '0.1'])),
+    ).resolves.toBe(code);
+    const lines = t.out().trimEnd().split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toBe('2026-12-01T10:00:00.000Z  accepted');
+    expect(lines[1]).toBe('2026-12-01T10:00:01.000Z  pending     admission: Pending/Pending');
+    expect(lines[2]).toMatch(new RegExp(`^2026-12-01T10:00:02.000Z  ${end.toLowerCase()}`));
+    if (end === 'Failed') expect(lines[2]).toContain('TrainingFailed  exit 1');
+    expect(t.slept()).toBe(200);
+  });
+
+  it('without -f reads once; --json prints the envelopes', async () => {
+    const { client, calls } = scripted({
+      [path]: [{ runId: RUN, events: [ev(0, 'accepted'), ev(1, 'pending')] }],
+    });
+    const t = terminal();
+    await expect(commands.events(client, t.io, cmd(['events', RUN, '--json']))).resolves.toBe(EXIT.ok);
+    expect(calls).toHaveLength(1);
+    expect(
+      t
+        .out()
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l).id),
+    ).toEqual([`${RUN}:0`, `${RUN}:1`]);
+  });
+
+  it('refuses a sweep id', async () => {
+    const { client } = scripted({});
+    await expect(commands.events(client, terminal().io, cmd(['events', SWEEP]))).rejects.toThrow(/run id/);
+  });
+});
