@@ -730,7 +730,10 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     const enqueuers = Object.keys(EXPECTED_ACTIONS)
       .filter(
         (k) =>
-          k !== 'notifyServing' && k !== 'runsConsumer' && EXPECTED_ACTIONS[k]?.includes('sqs:SendMessage'),
+          // notifyServing sends to the serving queue, the events functions to the events queue,
+          // the runs consumer only dead-letters.
+          !['notifyServing', 'runsConsumer', 'eventsOutbox', 'eventsDelivery'].includes(k) &&
+          EXPECTED_ACTIONS[k]?.includes('sqs:SendMessage'),
       )
       .map((k) => ({ 'Fn::GetAtt': [`${k[0]?.toUpperCase()}${k.slice(1)}Role`, 'Arn'] }));
     const deny = statements.find((s) => s.Effect === 'Deny');
