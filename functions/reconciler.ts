@@ -1,5 +1,6 @@
 import middy from '@middy/core';
 import { makeModelPublisher } from '../lib/artifacts/publish.ts';
+import { tokenBucket } from '../lib/orchestration/pacing.ts';
 import { runPasses } from '../lib/orchestration/passes.ts';
 import { makeReconciler } from '../lib/orchestration/reconcile.ts';
 import type { JobApi } from '../lib/ports.ts';
@@ -85,6 +86,18 @@ function build() {
         clock,
         orphanGraceSeconds: env().GANTRY_ORPHAN_GRACE_SECONDS,
         admittedSuspendedGraceSeconds: env().GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS,
+        // Inside Step Functions' API quotas (lib/orchestration/pacing.ts); the embedded default
+        // sets no quota of its own, but the same pacing runs there.
+        pacing: {
+          answers: tokenBucket({
+            capacity: env().GANTRY_SFN_ANSWERS_BURST,
+            perSecond: env().GANTRY_SFN_ANSWERS_PER_SECOND,
+          }),
+          describe: tokenBucket({
+            capacity: env().GANTRY_SFN_DESCRIBE_BURST,
+            perSecond: env().GANTRY_SFN_DESCRIBE_PER_SECOND,
+          }),
+        },
         ...(env().GANTRY_HEARTBEAT_EVERY_SECONDS !== undefined
           ? { heartbeatEverySeconds: env().GANTRY_HEARTBEAT_EVERY_SECONDS }
           : {}),

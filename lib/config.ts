@@ -279,6 +279,15 @@ export const RuntimeEnvSchema = z.object({
   GANTRY_ORPHAN_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 300),
   /** The reconciler's passes within one scheduled invocation are this many seconds apart (0/unset: one pass). */
   GANTRY_RECONCILE_PASS_SECONDS: z.optional(z.coerce.number().check(z.gte(0))),
+  /**
+   * The reconciler's Step Functions calls: SendTask* at most this many a second after a burst of
+   * GANTRY_SFN_ANSWERS_BURST, DescribeExecution likewise (about half of Step Functions' quotas in
+   * the smaller regions: SendTask* 1,500 burst / 300 per s, DescribeExecution 250 / 10 per s).
+   */
+  GANTRY_SFN_ANSWERS_PER_SECOND: z._default(z.coerce.number().check(z.gt(0)), 150),
+  GANTRY_SFN_ANSWERS_BURST: z._default(z.coerce.number().check(z.int(), z.gte(1)), 750),
+  GANTRY_SFN_DESCRIBE_PER_SECOND: z._default(z.coerce.number().check(z.gt(0)), 5),
+  GANTRY_SFN_DESCRIBE_BURST: z._default(z.coerce.number().check(z.int(), z.gte(1)), 120),
   /** The reconciler heartbeats a waiting task token at most this often (default: half the ASL's HeartbeatSeconds). */
   GANTRY_HEARTBEAT_EVERY_SECONDS: z.optional(z.coerce.number().check(z.gt(0))),
   /** A job still suspended this long after Kueue admitted it fails the run (AdmissionStalled; Kueue/Trainer mismatch). */

@@ -1,4 +1,4 @@
-import { ClusterAccessDeniedError, NotFoundError } from '../errors.ts';
+import { AwsUnavailableError, ClusterAccessDeniedError, NotFoundError } from '../errors.ts';
 import type { CallOptions, Clock, ClusterGateway, JobApi, WorkflowEngine } from '../ports.ts';
 import { PREEMPTED } from '../run/phases.ts';
 import type { RecordChange } from '../run/record.ts';
@@ -16,6 +16,7 @@ import { type JobView, toRunPhase } from '../trainjob/status.ts';
 import type { K8sObject } from '../trainjob/types.ts';
 import { decide, decideMissingWorkload, failureCause, type Stage } from './decide.ts';
 import { refFromJob } from './job-ref.ts';
+import { type Pacer, UNPACED } from './pacing.ts';
 
 export interface ReconcilerDeps {
   /** The configured clusters, each with its gateway and the job APIs Gantry creates there. */
@@ -44,6 +45,11 @@ export interface ReconcilerDeps {
    * phase of its own, so the calls of many runs spread evenly over the ticks.
    */
   heartbeatEverySeconds?: number;
+  /**
+   * Paces the Step Functions calls (lib/orchestration/pacing.ts): `answers` the SendTask* calls,
+   * `describe` DescribeExecution. Default: unpaced (the embedded default has no quotas).
+   */
+  pacing?: { answers?: Pacer; describe?: Pacer };
   /** Advances every active sweep after the jobs (releases, early stopping, publishing the best). */
   sweeps?: { advanceActive(opts?: CallOptions): Promise<{ sweeps: number; errors: number }> };
   log?: (line: Record<string, unknown>) => void;
@@ -100,6 +106,8 @@ export function makeReconciler(deps: ReconcilerDeps) {
    * a cold start (an empty map) heartbeats every token once, then only those that are due.
    */
   const beaten = new Map<string, number>();
+  const answers = deps.pacing?.answers ?? UNPACED;
+  const describe = deps.pacing?.describe ?? UNPACED;
   const heartbeatEveryMs = (deps.heartbeatEverySeconds ?? HEARTBEAT_EVERY_SECONDS) * 1000;
   // Each token has its own phase in the heartbeat interval (a hash of the token) and is due once
   // per interval, at the first tick past its phase: N waiting tokens cost about N × tick/interval
@@ -129,6 +137,9 @@ export function makeReconciler(deps: ReconcilerDeps) {
     const sweeping = advanceSweeps(report, opts);
     const live = new Set<string>();
     const waitingTokens = new Set<string>();
+    // Set when Step Functions throttles a heartbeat: the rest of this tick's heartbeats wait for the
+    // next tick (they stay due); answers still go out.
+    const throttle = { heartbeats: false };
     // Clusters in parallel: a slow or unreachable cluster does not delay the others' answers.
     await Promise.all(
       deps.clusters().map(async (cluster) => {
@@ -172,6 +183,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
               report,
               waitingTokens,
               toRecord,
+              throttle,
               opts,
             );
           } catch (err) {
@@ -241,6 +253,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
     report: TickReport,
     waitingTokens: Set<string>,
     toRecord: PendingRecord[],
+    throttle: { heartbeats: boolean },
     opts?: CallOptions,
   ) {
     const now = deps.clock.now();
@@ -267,6 +280,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
         });
       let delivered: boolean;
       if (decision.kind === 'succeed') {
+        await answers.take();
         delivered = await deps.workflow.sendTaskSuccess(
           token,
           refFromJob(cluster, api, job, view, now),
@@ -274,12 +288,25 @@ export function makeReconciler(deps: ReconcilerDeps) {
         );
         report.answered++;
       } else if (decision.kind === 'fail') {
+        await answers.take();
         delivered = await deps.workflow.sendTaskFailure(token, decision.error, failureCause(decision), opts);
         report.failed++;
       } else {
         // Still waiting: nothing to answer, and a heartbeat only when this token's is due.
-        if (!heartbeatDue(token, now.getTime())) continue;
-        delivered = await deps.workflow.sendTaskHeartbeat(token, opts);
+        if (throttle.heartbeats || !heartbeatDue(token, now.getTime())) continue;
+        await answers.take();
+        try {
+          delivered = await deps.workflow.sendTaskHeartbeat(token, opts);
+        } catch (err) {
+          if (!(err instanceof AwsUnavailableError)) throw err;
+          // Throttled (or Step Functions unavailable): back off until the next tick.
+          if (!throttle.heartbeats) {
+            report.errors++;
+            log({ level: 'WARN', msg: 'heartbeats paused until the next tick', error: String(err) });
+          }
+          throttle.heartbeats = true;
+          continue;
+        }
         report.heartbeats++;
         if (delivered) {
           beaten.set(token, now.getTime());
@@ -383,6 +410,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
   ) {
     const created = Date.parse(job.metadata.creationTimestamp ?? '');
     if (Number.isFinite(created) && now.getTime() - created < graceMs) return;
+    await describe.take();
     const status = await deps.workflow.status(runId, opts);
     if (status === 'RUNNING') return;
     if (status === 'ABORTED') {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { AwsUnavailableError } from '../../../lib/errors.ts';
 import { HEARTBEAT_EVERY_SECONDS, makeReconciler } from '../../../lib/orchestration/reconcile.ts';
 import type { ClusterGateway, JobApi, WorkflowEngine } from '../../../lib/ports.ts';
 import type { RunRecords } from '../../../lib/run/records.ts';
@@ -37,7 +38,7 @@ function waitingJob(i: number): K8sObject {
   };
 }
 
-function setup(opts: { expired?: Set<string> } = {}) {
+function setup(opts: { expired?: Set<string>; throttleAt?: number } = {}) {
   const jobs = Array.from({ length: N }, (_, i) => waitingJob(i));
   let now = T0;
   const beats: string[] = [];
@@ -60,6 +61,10 @@ function setup(opts: { expired?: Set<string> } = {}) {
     sendTaskSuccess: unused,
     sendTaskFailure: unused,
     sendTaskHeartbeat: async (token: string) => {
+      if (opts.throttleAt !== undefined && beats.length === opts.throttleAt) {
+        opts.throttleAt = undefined; // throttled once
+        throw new AwsUnavailableError('send task heartbeat: ThrottlingException (may pass)');
+      }
       beats.push(token);
       return !opts.expired?.has(token);
     },
@@ -79,11 +84,11 @@ function setup(opts: { expired?: Set<string> } = {}) {
   return {
     beats,
     /** One tick at `seconds` after T0; the tokens it heartbeated. */
-    async tickAt(seconds: number) {
+    async tickAt(seconds: number, errors = 0) {
       now = T0 + seconds * 1000;
       const from = beats.length;
       const report = await reconciler.tick();
-      expect(report.errors).toBe(0);
+      expect(report.errors).toBe(errors);
       return beats.slice(from);
     },
   };
@@ -128,5 +133,21 @@ describe('reconciler: heartbeats paced per token', () => {
     expect(first).toContain('token-7');
     expect(later).not.toContain('token-7');
     expect(later.length).toBeGreaterThan(N - 1); // the other 999 were heartbeated again
+  });
+
+  it('throttled: the rest of the tick heartbeats nothing, the next tick sends the ones still due', async () => {
+    // Prepare: Step Functions throttles the 101st heartbeat of the cold tick
+    const r = setup({ throttleAt: 100 });
+
+    // Act
+    const cold = await r.tickAt(0, 1);
+    const next = await r.tickAt(10);
+
+    // Assess
+    // 100 before the throttle, plus those already in flight (the reconciler runs 32 jobs at a time)
+    expect(cold.length).toBeGreaterThanOrEqual(100);
+    expect(cold.length).toBeLessThan(100 + 32);
+    expect(next).toHaveLength(N - cold.length);
+    expect(new Set([...cold, ...next]).size).toBe(N);
   });
 });
