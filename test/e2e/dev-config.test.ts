@@ -289,3 +289,30 @@ describe('npm run dev --kubeconfig: a cluster it did not start', () => {
     }
   }, 120_000);
 });
+
+describe("README's npm run demo transcript", () => {
+  it('is what npm run demo prints, line for line but for ids, numbers and progress lines', async () => {
+    const readme = readFileSync(resolve(ROOT, 'README.md'), 'utf8');
+    const block = (
+      /What it prints[^\n]*\n\n```\n([\s\S]*?)```/.exec(readme) as RegExpExecArray
+    )[1] as string;
+    // Ids, numbers and spacing vary from run to run; which progress lines appear depends on timing.
+    const normal = (text: string) =>
+      text
+        .split('\n')
+        .filter((l) => l.trim() !== '' && !/^\s+(phase |…)/.test(l))
+        .map((l) =>
+          l
+            .replace(/run-[a-z2-7]{20}/g, 'RUN')
+            .replace(/\d+(\.\d+)?/g, 'N')
+            .replace(/\s+/g, ' ')
+            .trim(),
+        );
+    const demo = startDev(['--demo']);
+    expect(await demo.exited).toBe(0);
+    const printed = normal(demo.out.stdout);
+    const documented = normal(block);
+    expect(documented.length).toBeGreaterThan(8);
+    expect(printed).toEqual(documented);
+  }, 120_000);
+});
