@@ -56,7 +56,9 @@ export function followServingQueue(opts: {
           }
           if (opts.file) await appendFile(opts.file, `${JSON.stringify(event)}\n`);
           opts.onEvent(event, servingLine(event));
-          await opts.sqs.send(new DeleteMessageCommand({ QueueUrl: opts.queueUrl, ReceiptHandle: m.ReceiptHandle }));
+          await opts.sqs.send(
+            new DeleteMessageCommand({ QueueUrl: opts.queueUrl, ReceiptHandle: m.ReceiptHandle }),
+          );
         }
       } catch (err) {
         if (!running) break;

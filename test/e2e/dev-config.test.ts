@@ -293,9 +293,7 @@ describe('npm run dev --kubeconfig: a cluster it did not start', () => {
 describe("README's npm run demo transcript", () => {
   it('is what npm run demo prints, line for line but for ids, numbers and progress lines', async () => {
     const readme = readFileSync(resolve(ROOT, 'README.md'), 'utf8');
-    const block = (
-      /What it prints[^\n]*\n\n```\n([\s\S]*?)```/.exec(readme) as RegExpExecArray
-    )[1] as string;
+    const block = (/What it prints[^\n]*\n\n```\n([\s\S]*?)```/.exec(readme) as RegExpExecArray)[1] as string;
     // Ids, numbers and spacing vary from run to run; which progress lines appear depends on timing.
     const normal = (text: string) =>
       text
