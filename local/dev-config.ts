@@ -9,6 +9,7 @@ import { parseWith } from '../lib/run/validate.ts';
 import * as z from '../lib/zod.ts';
 import type { EmbeddedOptions } from './embedded.ts';
 import { DEMO_QUEUE } from './embedded.ts';
+import { JWT_CLAIMS_HEADER, PRINCIPAL_HEADER } from './http-api.ts';
 import { DEMO_TEAM } from './stack.ts';
 
 /**
@@ -283,5 +284,33 @@ export function embeddedOptions(
       ...(plan.jwt ? { jwt: plan.jwt } : {}),
       ...(plan.others.length > 0 ? { otherClusters: plan.others } : {}),
     },
+  };
+}
+
+/**
+ * The header a member of the team calls the local API with: its IAM principal (the first `arn:`
+ * pattern, a trailing `*` filled in), else JWT claims naming its first principal, with the
+ * configured issuer and write scope — without an issuer JWT callers are refused (401), which the
+ * note says.
+ */
+export function identityHeaderOf(
+  team: TeamConfig,
+  jwt: Partial<z.output<typeof JwtConfigSchema>> = {},
+): { header: string; note?: string } {
+  const fill = (p: string) => (p.endsWith('*') ? `${p.slice(0, -1)}me` : p);
+  const arn = team.principals.find((p) => p.startsWith('arn:'));
+  if (arn) return { header: `${PRINCIPAL_HEADER}: ${fill(arn)}` };
+  const claims = {
+    ...(jwt.issuer ? { iss: jwt.issuer } : {}),
+    [jwt.principalClaim ?? 'sub']: fill(team.principals[0] as string),
+    scope: jwt.writeScope ?? 'gantry/write',
+  };
+  return {
+    header: `${JWT_CLAIMS_HEADER}: ${JSON.stringify(claims)}`,
+    ...(jwt.issuer
+      ? {}
+      : {
+          note: `team ${team.name} has no IAM principal, and JWT callers need jwt.issuer in the configuration`,
+        }),
   };
 }

@@ -13,9 +13,16 @@ import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { makeSqsRunQueue } from '../lib/adapters/aws/sqs-queue.ts';
 import type { TeamConfig } from '../lib/config.ts';
 import { ValidationError } from '../lib/errors.ts';
-import { type DevConfig, type DevPlan, embeddedOptions, loadDevConfig, planDev } from './dev-config.ts';
+import {
+  type DevConfig,
+  type DevPlan,
+  embeddedOptions,
+  identityHeaderOf,
+  loadDevConfig,
+  planDev,
+} from './dev-config.ts';
 import { startEmbedded } from './embedded.ts';
-import { apiRoutes, JWT_CLAIMS_HEADER, PRINCIPAL_HEADER, startHttpApi } from './http-api.ts';
+import { apiRoutes, PRINCIPAL_HEADER, startHttpApi } from './http-api.ts';
 import { recoverAfterRestart } from './restart.ts';
 import { followServingQueue, type ServingEventBody, servingLine } from './serving.ts';
 import { DEMO_TEAM, type Stack, startStack } from './stack.ts';
@@ -163,12 +170,10 @@ async function startOnCluster(
   };
 }
 
-/** How a team's member calls the local API: an IAM principal header, else JWT claims naming it. */
+/** How a team's member calls the local API (the header, and why it would be refused if it would). */
 function identityHeader(team: TeamConfig): string {
-  const arn = team.principals.find((p) => p.startsWith('arn:') && !p.endsWith('*'));
-  if (arn) return `${PRINCIPAL_HEADER}: ${arn}`;
-  const sub = (team.principals[0] as string).replace(/\*$/, 'me');
-  return `${JWT_CLAIMS_HEADER}: {"sub":"${sub}","scope":"gantry/write"}`;
+  const { header, note } = identityHeaderOf(team, plan.jwt);
+  return note ? `${header}   (${note})` : header;
 }
 
 function printHowTo(url: string, stack: Stack, servingFile: string | undefined) {
@@ -188,7 +193,7 @@ function printHowTo(url: string, stack: Stack, servingFile: string | undefined) 
     resourcesPerNode: { gpu: 2 },
     ...(team.queues[0] ? { queue: team.queues[0] } : {}),
   });
-  const who = identityHeader(team);
+  const who = identityHeaderOf(team, plan.jwt).header;
   const teams = plan.teams.map(
     (t) =>
       `${t.name.padEnd(12)} ${identityHeader(t)}   namespaces ${t.namespaces.join(', ')}` +
@@ -219,7 +224,7 @@ function printHowTo(url: string, stack: Stack, servingFile: string | undefined) 
   console.log(`
 Gantry is running on this machine (Ctrl-C stops it).
 
-  HTTP API            ${url}   (local identity header: ${who})
+  HTTP API            ${url}   (local identity header: ${identityHeader(team)})
   State               ${stateDir ? `${stateDir} (runs, sweeps, models and queued messages survive a restart; --ephemeral keeps nothing)` : 'in memory (--ephemeral): nothing survives a stop'}
   Step Functions API  ${stack.endpoints.sfn}
   S3 / SQS (fauxqs)   ${stack.endpoints.s3} / ${stack.endpoints.sqs}   bucket ${stack.bucket}

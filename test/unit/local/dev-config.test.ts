@@ -3,7 +3,13 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../lib/errors.ts';
-import { embeddedOptions, loadDevConfig, parseDevConfig, planDev } from '../../../local/dev-config.ts';
+import {
+  embeddedOptions,
+  identityHeaderOf,
+  loadDevConfig,
+  parseDevConfig,
+  planDev,
+} from '../../../local/dev-config.ts';
 import { DEMO_QUEUE } from '../../../local/embedded.ts';
 import { DEMO_TEAM } from '../../../local/stack.ts';
 import { ROOT } from '../../helpers/tiers.ts';
@@ -160,5 +166,44 @@ describe('the dev configuration file', () => {
     writeFileSync(join(dir, 'broken.yaml'), 'teams: [ {\n');
     expect(() => loadDevConfig(join(dir, 'broken.yaml'))).toThrow(/broken\.yaml is not YAML or JSON/);
     expect(() => loadDevConfig(join(dir, 'missing.yaml'))).toThrow(/cannot read .*missing\.yaml/);
+  });
+});
+
+describe("the how-to's identity header", () => {
+  const base = { ...DEMO_TEAM, name: 'jwt-only', principals: ['alice@example.com'] };
+
+  it.each([
+    [
+      'an IAM principal',
+      { ...DEMO_TEAM },
+      {},
+      'x-gantry-principal: arn:aws:iam::000000000000:user/demo',
+      false,
+    ],
+    [
+      'an IAM prefix pattern, filled in',
+      { ...base, principals: ['arn:aws:iam::1:role/vision-*'] },
+      {},
+      'x-gantry-principal: arn:aws:iam::1:role/vision-me',
+      false,
+    ],
+    [
+      'JWT only, with an issuer: the claims the checks want',
+      base,
+      { issuer: 'https://id.example.com', principalClaim: 'email', writeScope: 'api://gantry/write' },
+      'x-gantry-jwt-claims: {"iss":"https://id.example.com","email":"alice@example.com","scope":"api://gantry/write"}',
+      false,
+    ],
+    [
+      'JWT only, without an issuer: a note that it is refused',
+      base,
+      {},
+      'x-gantry-jwt-claims: {"sub":"alice@example.com","scope":"gantry/write"}',
+      true,
+    ],
+  ])('%s', (_, team, jwt, header, noted) => {
+    const got = identityHeaderOf(team, jwt);
+    expect(got.header).toBe(header);
+    expect(got.note !== undefined).toBe(noted);
   });
 });
