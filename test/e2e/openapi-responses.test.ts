@@ -236,6 +236,8 @@ describe('every response validates against the served OpenAPI document', () => {
     await call('GET /v1/runs/{id}/logs', `/v1/runs/${runningId}/logs?node=-1`, 400);
     const unknown = 'run-aaaaaaaaaaaaaaaaaaaa';
     await call('GET /v1/runs/{id}', `/v1/runs/${unknown}`, 404);
+    await call('GET /v1/runs/{id}', '/v1/runs/not-a-run-id', 400);
+    await call('GET /v1/runs/{id}/metrics', '/v1/runs/not-a-run-id/metrics', 400);
     await call('GET /v1/runs/{id}/metrics', `/v1/runs/${unknown}/metrics`, 404);
     await call('GET /v1/runs/{id}/logs', `/v1/runs/${unknown}/logs`, 404);
     await call('GET /v1/runs/{id}', `/v1/runs/${runningId}`, 404, {
@@ -293,6 +295,9 @@ describe('every response validates against the served OpenAPI document', () => {
     await call('POST /v1/sweeps', '/v1/sweeps', 403, { body: sweep(), principal: STRANGER });
     await call('GET /v1/sweeps/{id}', `/v1/sweeps/${sweepId}`, 200);
     await call('GET /v1/sweeps/{id}', '/v1/sweeps/swp-aaaaaaaaaaaaaaaaaaaa', 404);
+    await call('GET /v1/sweeps/{id}', '/v1/sweeps/not-a-sweep', 400);
+    await call('POST /v1/sweeps/{id}/cancel', '/v1/sweeps/not-a-sweep/cancel', 400);
+    await call('POST /v1/runs/{id}/cancel', '/v1/runs/not-a-run-id/cancel', 400);
     const list = await call('GET /v1/sweeps', '/v1/sweeps?limit=10', 200);
     expect(list.body.sweeps.map((s: Body) => s.sweepId)).toContain(sweepId);
     await call('GET /v1/sweeps', '/v1/sweeps?limit=0', 400);
@@ -338,5 +343,13 @@ describe('every response validates against the served OpenAPI document', () => {
         ).toBe(true);
     }
     expect(seen.size).toBeGreaterThanOrEqual(40);
+    // The schemas are strict enough to catch a wrong answer: another error's name, a missing field.
+    const notFound = validatorFor('GET /v1/runs/{id}', 404);
+    expect(notFound({ error: 'NotFoundError', message: 'no run' })).toBe(true);
+    expect(notFound({ error: 'InternalError', message: 'no run' })).toBe(false);
+    expect(validatorFor('POST /v1/runs/{id}/cancel', 409)({ error: 'RunFinishedError', message: 'x' })).toBe(
+      false,
+    );
+    expect(validatorFor('POST /v1/runs', 202)({ runId: 'run-x', phase: 'Accepted' })).toBe(false);
   });
 });
