@@ -7,6 +7,7 @@
  * `npm run demo` — the same, then submits a training run through the HTTP API, follows it with a
  *                  live progress line until it ends, and prints where the model and its output are.
  */
+import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
@@ -82,6 +83,7 @@ async function main() {
     : await startEmbedded(embeddedOptions(plan, { simSpeed: speed, sfnSpeed, port, stack: stackOptions }));
   // The local serving stage: each hand-off event is printed (and kept in the state directory).
   const servingFile = stateDir ? join(stateDir, 'serving-events.jsonl') : undefined;
+  if (stateDir) mkdirSync(stateDir, { recursive: true });
   const handOffs: ServingEventBody[] = [];
   const serving =
     stack.servingQueueUrl && !flags['keep-serving-messages']
