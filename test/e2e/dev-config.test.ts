@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
@@ -10,8 +10,9 @@ import { embeddedOptions, loadDevConfig, planDev } from '../../local/dev-config.
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import { type ClusterSimulator, startClusterSimulator } from '../../local/simulator/index.ts';
 import { apiClient, type Body } from '../helpers/api-client.ts';
+import { type RealControlPlane, realcpBinDir, startRealControlPlane } from '../helpers/realcp.ts';
 import { tableOf } from '../helpers/state.ts';
-import { ROOT } from '../helpers/tiers.ts';
+import { CRD_ROOT, crdDir, ROOT, tierAvailable } from '../helpers/tiers.ts';
 
 /**
  * `npm run dev -- --config examples/dev-config.yaml`: the example's two teams each run a job on
@@ -314,3 +315,77 @@ describe("README's npm run demo transcript", () => {
     expect(printed).toEqual(documented);
   }, 120_000);
 });
+
+const realcpDirs = ['trainer-v2.2.1', 'kueue-v0.19.2', 'jobset-v0.11.1'].map(crdDir);
+const realcpMissing = [
+  ...(existsSync(join(realcpBinDir(), 'kube-apiserver')) && existsSync(join(realcpBinDir(), 'etcd'))
+    ? []
+    : ['kube-apiserver/etcd binaries (npm run realcp:build)']),
+  ...(realcpDirs.every(Boolean) ? [] : [`CRDs under ${CRD_ROOT}`]),
+];
+
+describe.runIf(tierAvailable('e2e (npm run dev --kubeconfig on a real apiserver)', realcpMissing))(
+  'npm run dev --kubeconfig on a real kube-apiserver (light real control plane, no controllers)',
+  () => {
+    let cp: RealControlPlane;
+    let dir: string;
+    let ns: string;
+
+    beforeAll(async () => {
+      cp = await startRealControlPlane({ crdDirs: realcpDirs as string[] });
+      await cp.applyManifests([resolve(CRD_ROOT, 'trainer-v2.2.1/runtimes/torch_distributed.yaml')]);
+      ns = await cp.createNamespace('vision');
+      dir = mkdtempSync(join(tmpdir(), 'gantry-dev-realcp-'));
+      writeFileSync(join(dir, 'kubeconfig'), cp.kubeconfigYaml());
+      writeFileSync(
+        join(dir, 'dev.yaml'),
+        `teams:\n  - { name: vision, principals: ["${VISION}"], namespaces: [${ns}], imagePrefixes: [registry.local/vision/] }\n`,
+      );
+    }, 180_000);
+
+    afterAll(async () => {
+      await cp?.stop();
+    });
+
+    it('creates the TrainJob in that apiserver and deletes it there when the run is cancelled', async () => {
+      const dev = startDev([
+        '--config',
+        join(dir, 'dev.yaml'),
+        '--kubeconfig',
+        join(dir, 'kubeconfig'),
+        '--ephemeral',
+      ]);
+      try {
+        await until(
+          'the how-to',
+          async () => (dev.out.stdout.includes('Submit a run:') ? true : undefined),
+          60_000,
+        );
+        expect(dev.out.stdout).toContain('(a real cluster; no simulator)');
+        const call = apiClient(() => urlOf(dev.out.stdout), VISION);
+        // No queue: nothing here would admit it (no Kueue controller runs).
+        const submitted = await call(
+          'POST',
+          '/v1/runs',
+          request('vision', { namespace: ns, queue: undefined }),
+        );
+        expect(submitted.status).toBe(202);
+        const path = `/apis/trainer.kubeflow.org/v1alpha1/namespaces/${ns}/trainjobs`;
+        const job = await until('the TrainJob in the real apiserver', async () => {
+          const r = await cp.request<{
+            items: Array<{ metadata: { name: string; labels?: Record<string, string> } }>;
+          }>('GET', path);
+          return r.body.items?.[0];
+        });
+        expect(job.metadata.name).toBe(submitted.body.runId);
+        expect((await call('POST', `/v1/runs/${submitted.body.runId}/cancel`)).status).toBe(202);
+        await until('the TrainJob to be gone', async () => {
+          const r = await cp.request('GET', `${path}/${job.metadata.name}`);
+          return r.status === 404 ? true : undefined;
+        });
+      } finally {
+        expect(await stopDev(dev)).toBe(130);
+      }
+    }, 180_000);
+  },
+);
