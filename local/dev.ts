@@ -1,17 +1,32 @@
 /**
  * `npm run dev`  — the whole of Gantry on this machine (see local/stack.ts), with the cluster
  *                  simulator as the EKS stand-in; prints how to call it and runs until Ctrl-C.
+ *                  `--config FILE` loads teams, clusters and data-trigger rules (local/dev-config.ts,
+ *                  examples/dev-config.yaml); `--kubeconfig FILE` drives that cluster instead of the
+ *                  simulator. The serving hand-off queue's events are printed as they come.
  * `npm run demo` — the same, then submits a training run through the HTTP API, follows it with a
  *                  live progress line until it ends, and prints where the model and its output are.
  */
-import { resolve } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { makeSqsRunQueue } from '../lib/adapters/aws/sqs-queue.ts';
+import type { TeamConfig } from '../lib/config.ts';
+import { ValidationError } from '../lib/errors.ts';
+import {
+  type DevConfig,
+  type DevPlan,
+  embeddedOptions,
+  identityHeaderOf,
+  loadDevConfig,
+  planDev,
+} from './dev-config.ts';
 import { startEmbedded } from './embedded.ts';
-import { PRINCIPAL_HEADER } from './http-api.ts';
+import { apiRoutes, PRINCIPAL_HEADER, startHttpApi } from './http-api.ts';
 import { recoverAfterRestart } from './restart.ts';
-import { DEMO_TEAM, type Stack } from './stack.ts';
+import { followServingQueue, type ServingEventBody, servingLine } from './serving.ts';
+import { DEMO_TEAM, type Stack, startStack } from './stack.ts';
 import { tableOfStack } from './state-table.ts';
 
 const PRINCIPAL = DEMO_TEAM.principals[0] as string;
@@ -20,10 +35,28 @@ const { values: flags } = parseArgs({
     demo: { type: 'boolean', default: false },
     ephemeral: { type: 'boolean', default: false },
     'state-dir': { type: 'string' },
+    config: { type: 'string' },
+    kubeconfig: { type: 'string' },
+    'keep-serving-messages': { type: 'boolean', default: false },
   },
   strict: true,
 });
 const demo = flags.demo === true;
+if (demo && (flags.config || flags.kubeconfig)) {
+  console.error('--demo runs the demo team on the simulator: it takes neither --config nor --kubeconfig');
+  process.exit(2);
+}
+let devConfig: DevConfig = { dataTriggers: [] };
+let plan: DevPlan;
+try {
+  if (flags.config) devConfig = loadDevConfig(flags.config);
+  plan = planDev(devConfig, flags.kubeconfig ? { kubeconfig: resolve(flags.kubeconfig) } : {});
+} catch (err) {
+  if (!(err instanceof ValidationError)) throw err;
+  console.error(`Invalid configuration${flags.config ? ` in ${flags.config}` : ''}:`);
+  for (const i of err.issues) console.error(`  ${i.field || '(file)'}: ${i.rule}`);
+  process.exit(2);
+}
 /**
  * Where `npm run dev` keeps its state (the state table, S3 objects, queued messages) across
  * restarts; `--ephemeral` keeps everything in memory. The demo always starts clean.
@@ -34,21 +67,40 @@ const stateDir =
     : resolve(flags['state-dir'] ?? process.env.GANTRY_STATE_DIR ?? '.gantry/state');
 const port = Number(process.env.GANTRY_PORT ?? (demo ? 0 : 8080));
 // Simulated seconds per real second: an hour of "training" passes in a few seconds.
-const speed = Number(process.env.GANTRY_SIM_SPEED ?? 600);
+const speed = Number(process.env.GANTRY_SIM_SPEED ?? devConfig.speed?.simulator ?? 600);
 // The state machine's deadlines and heartbeats run 60× faster: an hour's admission deadline is a minute.
-const sfnSpeed = Number(process.env.GANTRY_SFN_SPEED ?? 60);
+const sfnSpeed = Number(process.env.GANTRY_SFN_SPEED ?? devConfig.speed?.stepFunctions ?? 60);
+/** Simulated seconds a job trains (the simulator's default duration). */
+const trainSeconds = plan.defaultDurationSeconds ?? 1800;
 
 async function main() {
   // The demo shows its own progress line; the services' JSON logs would drown it (WARN and up still show).
   if (demo) process.env.GANTRY_LOG_LEVEL ??= 'warn';
-  const { stack, api, close } = await startEmbedded({
-    simSpeed: speed,
-    sfnSpeed,
-    port,
-    // The queue consumer starts after the restart check, so a run it starts is never taken for a lost one.
-    stack: { consumer: false, ...(stateDir ? { stateDir } : {}) },
-  });
-  const stop = close;
+  // The queue consumer starts after the restart check, so a run it starts is never taken for a lost one.
+  const stackOptions = { consumer: false, ...(stateDir ? { stateDir } : {}) };
+  const { stack, api, close } = plan.primaryKubeconfig
+    ? await startOnCluster(plan, plan.primaryKubeconfig, stackOptions)
+    : await startEmbedded(embeddedOptions(plan, { simSpeed: speed, sfnSpeed, port, stack: stackOptions }));
+  // The local serving stage: each hand-off event is printed (and kept in the state directory).
+  const servingFile = stateDir ? join(stateDir, 'serving-events.jsonl') : undefined;
+  if (stateDir) mkdirSync(stateDir, { recursive: true });
+  const handOffs: ServingEventBody[] = [];
+  const serving =
+    stack.servingQueueUrl && !flags['keep-serving-messages']
+      ? followServingQueue({
+          sqs: stack.sqs,
+          queueUrl: stack.servingQueueUrl,
+          ...(servingFile ? { file: servingFile } : {}),
+          onEvent: (event, line) => {
+            handOffs.push(event);
+            if (!demo) console.log(`Serving hand-off: ${line}`);
+          },
+        })
+      : undefined;
+  const stop = async () => {
+    await serving?.stop();
+    await close();
+  };
   if (stateDir) {
     const { requeued, failed } = await recoverAfterRestart({
       table: tableOfStack(stack),
@@ -68,55 +120,158 @@ async function main() {
   process.once('SIGTERM', () => void stop().then(() => process.exit(143)));
 
   if (!demo) {
-    printHowTo(api.url, stack);
+    printHowTo(api.url, stack, servingFile);
     return;
   }
   let ok = false;
   try {
-    ok = await runDemo(api.url, stack);
+    ok = await runDemo(api.url, stack, handOffs);
   } finally {
     await stop();
   }
   process.exit(ok ? 0 : 1);
 }
 
-function printHowTo(url: string, stack: Stack) {
+/** The stack on a real cluster (`--kubeconfig`, or a configured cluster with a kubeconfig): no simulator. */
+async function startOnCluster(
+  p: DevPlan,
+  kubeconfigYaml: string,
+  stackOptions: { consumer: boolean; stateDir?: string },
+) {
+  const stack = await startStack({
+    speed: sfnSpeed,
+    reconcileEveryMs: 250,
+    orphanGraceSeconds: 30,
+    ...stackOptions,
+    teams: p.teams,
+    dataTriggers: p.dataTriggers,
+    ...(p.jwt ? { jwt: p.jwt } : {}),
+    ...(p.others.length > 0 ? { otherClusters: p.others } : {}),
+    cluster: {
+      name: p.primary.name,
+      kubeconfigYaml,
+      legacyKinds: p.primary.legacyKinds,
+      kueueManagedKinds: p.primary.kueueManagedKinds,
+      kueueWorkloadGraceSeconds: p.primary.kueueWorkloadGraceSeconds,
+    },
+  });
+  let api: Awaited<ReturnType<typeof startHttpApi>>;
+  try {
+    api = await startHttpApi({ routes: apiRoutes(), port });
+  } catch (err) {
+    await stack.close();
+    throw err;
+  }
+  return {
+    stack,
+    api,
+    close: async () => {
+      await api.close();
+      await stack.close();
+    },
+  };
+}
+
+/** How a team's member calls the local API (the header, and why it would be refused if it would). */
+function identityHeader(team: TeamConfig): string {
+  const { header, note } = identityHeaderOf(team, plan.jwt);
+  return note ? `${header}   (${note})` : header;
+}
+
+function printHowTo(url: string, stack: Stack, servingFile: string | undefined) {
+  const team = plan.teams[0] as TeamConfig;
+  const prefix =
+    team.imagePrefixes.find((p) => p.startsWith('registry.local/')) ?? (team.imagePrefixes[0] as string);
+  const image =
+    team === DEMO_TEAM ? 'registry.local/vision/train:1.0' : `${prefix.replace(/\/?$/, '/')}train:1.0`;
   const body = JSON.stringify({
     modelName: 'resnet50',
-    team: 'demo',
-    namespace: 'demo',
+    team: team.name,
+    namespace: team.namespaces[0],
     runtime: { name: 'torch-distributed' },
-    image: 'registry.local/vision/train:1.0',
+    image,
     args: ['--lr=0.003', '--batch-size=64'],
     numNodes: 2,
     resourcesPerNode: { gpu: 2 },
-    queue: 'demo-queue',
+    ...(team.queues[0] ? { queue: team.queues[0] } : {}),
   });
+  const who = identityHeaderOf(team, plan.jwt).header;
+  const teams = plan.teams.map(
+    (t) =>
+      `${t.name.padEnd(12)} ${identityHeader(t)}   namespaces ${t.namespaces.join(', ')}` +
+      `${t.queues.length ? `   queues ${t.queues.join(', ')}` : ''}   ≤ ${t.maxRunsInFlight} runs / ${t.maxGpusInFlight} GPUs in flight`,
+  );
+  const minutes = (trainSeconds / 60).toFixed(0);
+  const cluster = plan.primaryKubeconfig
+    ? `${plan.primary.name}: the cluster of ${flags.kubeconfig ?? plan.primary.kubeconfig} (a real cluster; no simulator)`
+    : `${plan.primary.name}: the cluster simulator; a job trains ${minutes} simulated minutes ≈ ${speed > 0 ? (trainSeconds / speed).toFixed(1) : '∞'} s, queues ${plan.queues
+        .map(
+          (q) =>
+            `${q.name} (${Object.entries(q.quota)
+              .map(([k, v]) => `${k} ${v}`)
+              .join(', ')})`,
+        )
+        .join('; ')}`;
+  const rules = plan.dataTriggers.map(
+    (r) =>
+      `${r.name}: s3://${r.bucket ?? stack.bucket}/${r.prefix}…${r.marker ? ` (a partition starts a run when its ${r.marker} lands)` : ` (after ${r.quietPeriodSeconds} s without new objects)`} → team ${r.team}, model ${String(r.run.modelName)}`,
+  );
+  const serving = stack.servingQueueUrl
+    ? `${stack.servingQueueUrl}   ${
+        flags['keep-serving-messages']
+          ? '(left for your consumer: --keep-serving-messages)'
+          : `(each event is printed here${servingFile ? ` and appended to ${servingFile}` : ''})`
+      }`
+    : 'none';
   console.log(`
 Gantry is running on this machine (Ctrl-C stops it).
 
-  HTTP API            ${url}   (local identity header: ${PRINCIPAL_HEADER}: ${PRINCIPAL})
+  HTTP API            ${url}   (local identity header: ${identityHeader(team)})
   Dashboard           ${url}/   (runs, sweeps, loss curves; README "Dashboard")
   State               ${stateDir ? `${stateDir} (runs, sweeps, models and queued messages survive a restart; --ephemeral keeps nothing)` : 'in memory (--ephemeral): nothing survives a stop'}
   Step Functions API  ${stack.endpoints.sfn}
   S3 / SQS (fauxqs)   ${stack.endpoints.s3} / ${stack.endpoints.sqs}   bucket ${stack.bucket}
+  Serving hand-off    ${serving}
+  Teams               ${teams.join('\n                      ')}
+  Cluster             ${cluster}${plan.others.map((c) => `\n                      ${c.name}: the cluster of ${c.kubeconfig}`).join('')}
+  Data triggers       ${rules.length ? rules.join('\n                      ') : 'none (--config FILE adds some: examples/dev-config.yaml)'}
+
+${
+  plan.dataTriggers.length
+    ? `Trigger a data rule: put a partition's objects, then its marker, in the local bucket (any S3 client; any credentials):
+  export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1
+${plan.dataTriggers
+  .slice(0, 1)
+  .map((r) => {
+    const dir = `s3://${r.bucket ?? stack.bucket}/${r.prefix}${r.partitionDepth ? 'dt=2026-01-02/' : ''}`;
+    return `  aws --endpoint-url ${stack.endpoints.s3} s3 cp part-0${r.suffix ?? '.csv'} ${dir}part-0${r.suffix ?? '.csv'}${
+      r.marker ? `\n  aws --endpoint-url ${stack.endpoints.s3} s3 cp /dev/null ${dir}${r.marker}` : ''
+    }`;
+  })
+  .join('\n')}
+
+`
+    : ''
+}Speed: GANTRY_SIM_SPEED=${speed} (simulated seconds per real second in the simulator), GANTRY_SFN_SPEED=${sfnSpeed}
+  (the state machine's deadlines and heartbeats run that much faster). To follow a run by hand, slow it down:
+  GANTRY_SIM_SPEED=30 npm run dev   (a ${minutes}-minute job then takes ${(trainSeconds / 30).toFixed(0)} s)
 
 Submit a run:
   curl -s -X POST ${url}/v1/runs -H 'content-type: application/json' \\
-    -H '${PRINCIPAL_HEADER}: ${PRINCIPAL}' -H 'Idempotency-Key: my-first-run' \\
+    -H '${who}' -H 'Idempotency-Key: my-first-run' \\
     -d '${body}'
 Follow it:
-  curl -s ${url}/v1/runs/<runId> -H '${PRINCIPAL_HEADER}: ${PRINCIPAL}'
+  curl -s ${url}/v1/runs/<runId> -H '${who}'
 Its metric history (every metric its training code reported, as a time series):
-  curl -s ${url}/v1/runs/<runId>/metrics -H '${PRINCIPAL_HEADER}: ${PRINCIPAL}'
+  curl -s ${url}/v1/runs/<runId>/metrics -H '${who}'
 Its lifecycle events (also ${stack.eventsSinkFile ? `appended to ${stack.eventsSinkFile}` : "posted to the teams' webhooks"}):
-  gantry events <runId> -f     (or: curl -s ${url}/v1/runs/<runId>/events -H '${PRINCIPAL_HEADER}: ${PRINCIPAL}')
+  gantry events <runId> -f     (or: curl -s ${url}/v1/runs/<runId>/events -H '${who}')
 The last lines its trainer printed (node 0; ?node=1 for the next):
-  curl -s '${url}/v1/runs/<runId>/logs?tailLines=20' -H '${PRINCIPAL_HEADER}: ${PRINCIPAL}'
+  curl -s '${url}/v1/runs/<runId>/logs?tailLines=20' -H '${who}'
 Or with the CLI (README.md, section CLI):
   npm run gantry -- submit request.yaml --watch --endpoint ${url}
 List runtimes, the API description:
-  curl -s ${url}/v1/runtimes -H '${PRINCIPAL_HEADER}: ${PRINCIPAL}'
+  curl -s ${url}/v1/runtimes -H '${who}'
   curl -s ${url}/v1/openapi.json
 `);
 }
@@ -141,7 +296,7 @@ async function call(
   return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
 
-async function runDemo(url: string, stack: Stack): Promise<boolean> {
+async function runDemo(url: string, stack: Stack, handOffs: ServingEventBody[]): Promise<boolean> {
   const request = {
     modelName: 'resnet50',
     team: 'demo',
@@ -210,6 +365,14 @@ async function runDemo(url: string, stack: Stack): Promise<boolean> {
     for (const o of listed.Contents ?? []) console.log(`  ${o.Key}  ${o.Size} bytes`);
     console.log(`Manifest: ${artifacts.modelUri.replace(/\/?$/, '/')}manifest.json`);
     console.log(`Training output: ${artifacts.outputUri}`);
+  }
+  // The serving hand-off (NotifyServing's event on the gantry-serving queue) arrives within a second.
+  const until2 = Date.now() + 3000;
+  while (!handOffs.some((e) => e.runId === runId) && Date.now() < until2) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  for (const e of handOffs.filter((h) => h.runId === runId)) {
+    console.log(`Serving hand-off (SQS gantry-serving): ${servingLine(e)}`);
   }
   if (run.phase !== 'Succeeded') {
     // Show the state machine's path, which says where the run went wrong.

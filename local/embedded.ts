@@ -24,7 +24,7 @@ export interface EmbeddedOptions {
   simulator?: Partial<SimulatorOptions>;
   stack?: Partial<Omit<StackOptions, 'cluster'>>;
   /** What Gantry's configuration says about the simulated cluster's Kueue (default: its default install). */
-  cluster?: Pick<ClusterTarget, 'kueueManagedKinds' | 'kueueWorkloadGraceSeconds'>;
+  cluster?: Pick<ClusterTarget, 'name' | 'legacyKinds' | 'kueueManagedKinds' | 'kueueWorkloadGraceSeconds'>;
 }
 
 export const DEMO_QUEUE = {

@@ -32,6 +32,8 @@ import { startStepFunctionsServer } from './stepfunctions/server.ts';
  */
 
 export interface ClusterTarget {
+  /** The cluster's name in the configuration (default `local`); the default cluster. */
+  name?: string;
   /** A kubeconfig the gateway uses; the stack does not own the cluster. */
   kubeconfigYaml: string;
   /** Training Operator v1 kinds the reconciler should list there. */
@@ -59,6 +61,13 @@ export interface StackOptions {
   jwt?: Partial<GantryConfig['auth']['jwt']>;
   /** Start the queue consumer (default true). */
   consumer?: boolean;
+  /** More clusters (kubeconfig ones) after the stack's own, for teams that name them (`cluster`). */
+  otherClusters?: GantryConfig['clusters'];
+  /**
+   * Create the serving hand-off queue `gantry-serving` and point NotifyServing at it
+   * (GANTRY_SERVING_QUEUE_URL), as serverless.yml's ServingQueue (default true).
+   */
+  servingQueue?: boolean;
   /** Data-trigger rules (lib/datatrigger/rules.ts); their objects in the local bucket notify the data-events queue. */
   dataTriggers?: Array<Record<string, unknown>>;
   /**
@@ -102,6 +111,8 @@ export interface Stack {
   eventsSinkFile?: string;
   /** Run one pass of the local change feed now (the loop runs them on its own too). */
   feedEvents(): Promise<number>;
+  /** The serving hand-off queue (one message per published model or finished run), unless `servingQueue: false`. */
+  servingQueueUrl?: string;
   sfn: LocalStepFunctions;
   /** The state table (runs, sweeps, data-trigger state) on the local DynamoDB-compatible server. */
   stateTable: { name: string; client: DynamoDBDocumentClient };
@@ -265,6 +276,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const eventsQueueArn = `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-events.fifo`;
     const eventsSinkFile =
       opts.events?.sinkFile ?? (opts.stateDir ? join(opts.stateDir, 'events.jsonl') : undefined);
+    const servingQueueUrl =
+      opts.servingQueue === false
+        ? undefined
+        : ((await sqs.send(new CreateQueueCommand({ QueueName: 'gantry-serving' }))).QueueUrl as string);
     sendMetricEvent = async (body) => {
       await sqs.send(new SendMessageCommand({ QueueUrl: metricsQueueUrl, MessageBody: body }));
     };
@@ -281,18 +296,20 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       target = opts.cluster;
     }
 
+    const clusterName = target.name ?? 'local';
     const config: GantryConfig = {
       clusters: [
         {
-          name: 'local',
+          name: clusterName,
           kubeconfig: target.kubeconfigYaml,
           legacyKinds: target.legacyKinds ?? [],
           kueueManagedKinds: target.kueueManagedKinds ?? ['TrainJob'],
           kueueWorkloadGraceSeconds: target.kueueWorkloadGraceSeconds ?? 120,
         },
+        ...(opts.otherClusters ?? []),
       ],
       teams: opts.teams ?? [DEMO_TEAM],
-      defaultCluster: 'local',
+      defaultCluster: clusterName,
       dataTriggers,
       auth: { jwt: { ...JWT_DEFAULTS, ...opts.jwt } },
     };
@@ -334,6 +351,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       GANTRY_EVENTS_RETRY_BASE_SECONDS: String(opts.events?.retryBaseSeconds ?? 1),
       GANTRY_EVENTS_RETRY_MAX_SECONDS: String(opts.events?.retryMaxSeconds ?? 30),
       ...(eventsSinkFile ? { GANTRY_EVENTS_SINK_FILE: eventsSinkFile } : {}),
+      ...(servingQueueUrl ? { GANTRY_SERVING_QUEUE_URL: servingQueueUrl } : {}),
       GANTRY_S3_ENDPOINT: proxy.url,
       GANTRY_SQS_ENDPOINT: sqsEndpoint,
       GANTRY_SFN_ENDPOINT: sfnServer.url,
@@ -457,6 +475,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       eventsDlqUrl,
       ...(eventsSinkFile ? { eventsSinkFile } : {}),
       feedEvents: () => feed.tick(),
+      ...(servingQueueUrl ? { servingQueueUrl } : {}),
       sfn,
       stateTable: { name: state.tableName, client: state.client },
       endpoints: { s3: proxy.url, sqs: sqsEndpoint, sfn: sfnServer.url, dynamodb: state.endpoint },

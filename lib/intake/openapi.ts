@@ -19,6 +19,7 @@ import {
   RuntimeListSchema,
   RunViewSchema,
   SubmitResponseSchema,
+  SweepFinishedBodySchema,
   SweepListSchema,
   SweepViewSchema,
   ValidateResponseSchema,
@@ -46,33 +47,42 @@ const json = (schema: Json, description: string, headers?: Json) => ({
   content: { 'application/json': { schema } },
 });
 
+/** An ErrorBody whose `error` is this name: what the handlers send for that status (functions/api/_http.ts). */
+const errorOf = (name: string) => ({
+  allOf: [ref('ErrorBody'), { properties: { error: { const: name } } }],
+});
+
 const ERRORS = {
   400: json(
-    { oneOf: [ref('ValidationErrorBody'), ref('ErrorBody')] },
+    { oneOf: [ref('ValidationErrorBody'), errorOf('InvalidJson')] },
     'The request breaks the schema (`ValidationError`, one issue per field) or is not JSON (`InvalidJson`)',
   ),
   401: json(
-    ref('ErrorBody'),
+    errorOf('Unauthenticated'),
     'A JWT caller whose token is not from the pinned issuer (`Unauthenticated`; `WWW-Authenticate: Bearer error="invalid_token"`)',
   ),
   403: json(ref('ForbiddenBody'), "The caller's team may not do this; `rule` names the rule"),
   404: json(
-    ref('ErrorBody'),
+    errorOf('NotFoundError'),
     "No such run or sweep, or another team's (`NotFoundError`; the two answers are the same)",
   ),
-  413: json(ref('ErrorBody'), 'The body is larger than 256 KiB (`PayloadTooLarge`)'),
+  413: json(errorOf('PayloadTooLarge'), 'The body is larger than 256 KiB (`PayloadTooLarge`)'),
   429: json(
-    ref('ErrorBody'),
+    errorOf('TeamLimitError'),
     "The team's runs or GPUs in flight are at its cap (`TeamLimitError`, `limit` names which); nothing was recorded",
     {
       'Retry-After': { description: 'Seconds to wait before submitting again', schema: { type: 'integer' } },
     },
   ),
-  415: json(ref('ErrorBody'), 'The body is not application/json (`UnsupportedMediaType`)'),
-  500: json(ref('ErrorBody'), 'Internal error; the body carries a request id and no details'),
-  503: json(ref('ErrorBody'), 'AWS or the cluster is unavailable; retry after `Retry-After` seconds', {
-    'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
-  }),
+  415: json(errorOf('UnsupportedMediaType'), 'The body is not application/json (`UnsupportedMediaType`)'),
+  500: json(errorOf('InternalError'), 'Internal error; the body carries a request id and no details'),
+  503: json(
+    errorOf('ServiceUnavailable'),
+    'AWS or the cluster is unavailable; retry after `Retry-After` seconds',
+    {
+      'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
+    },
+  ),
 } as const;
 
 const runLocation = {
@@ -130,7 +140,7 @@ function operation(route: Route): Json {
           400: ERRORS[400],
           403: ERRORS[403],
           409: json(
-            ref('ErrorBody'),
+            errorOf('IdempotencyConflictError'),
             'The idempotency key was used with another body (`IdempotencyConflictError`)',
           ),
           413: ERRORS[413],
@@ -263,7 +273,7 @@ function operation(route: Route): Json {
           400: ERRORS[400],
           403: ERRORS[403],
           409: json(
-            ref('ErrorBody'),
+            errorOf('IdempotencyConflictError'),
             'The idempotency key was used with another body (`IdempotencyConflictError`)',
           ),
           413: ERRORS[413],
@@ -297,7 +307,7 @@ function operation(route: Route): Json {
           400: ERRORS[400],
           403: ERRORS[403],
           404: ERRORS[404],
-          409: json(ref('ErrorBody'), 'The sweep already ended (`SweepFinishedError`, with its phase)'),
+          409: json(ref('SweepFinishedBody'), 'The sweep already ended; `phase` says how'),
           500: ERRORS[500],
           503: ERRORS[503],
         },
@@ -370,6 +380,7 @@ export function buildOpenApiDocument(opts: { version?: string; serverUrl?: strin
         ValidationErrorBody: jsonSchema(ValidationErrorBodySchema, 'output'),
         ForbiddenBody: jsonSchema(ForbiddenBodySchema, 'output'),
         RunFinishedBody: jsonSchema(RunFinishedBodySchema, 'output'),
+        SweepFinishedBody: jsonSchema(SweepFinishedBodySchema, 'output'),
         RunLogs: jsonSchema(RunLogsSchema, 'output'),
         RunLogsUnavailableBody: jsonSchema(RunLogsUnavailableBodySchema, 'output'),
         ErrorBody: jsonSchema(ErrorBodySchema, 'output'),

@@ -213,6 +213,12 @@ export const RunFinishedBodySchema = z.strictObject({
   message: z.string(),
   phase: PhaseSchema,
 });
+/** `POST /v1/sweeps/{id}/cancel` on a sweep that already ended. */
+export const SweepFinishedBodySchema = z.strictObject({
+  error: z.literal('SweepFinishedError'),
+  message: z.string(),
+  phase: z.described(z.enum(SWEEP_PHASES), 'How the sweep ended'),
+});
 /** `GET /v1/runs/{id}/logs`: the tail of one node's trainer container. */
 export const RunLogsSchema = z.strictObject({
   runId: z.string(),
@@ -268,7 +274,10 @@ export const SweepViewSchema = z.strictObject({
   maxFailedTrials: z.number(),
   earlyStopping: z.optional(z.record(z.string(), Value)),
   publish: z.enum(['best', 'all', 'none']),
-  counts: z.described(z.record(z.enum(TRIAL_PHASES), z.number()), 'Trials per phase'),
+  counts: z.described(
+    z.partialRecord(z.enum(TRIAL_PHASES), z.number()),
+    'Trials per phase; a phase no trial is in is left out',
+  ),
   best: z.optional(
     z.strictObject({
       trialIndex: z.number(),

@@ -97,30 +97,39 @@ const stringList = (what: string, maxItems: number) =>
 
 export const ResourcesSchema = z.described(
   z.strictObject({
-    cpu: z
-      .optional(quantity)
-      .check(
-        z.refine(
-          (q) => q === undefined || toNumber(q) <= LIMITS.maxCpuPerNode,
-          `must be at most ${LIMITS.maxCpuPerNode} cores`,
-        ),
-      ),
-    memory: z
-      .optional(quantity)
-      .check(
-        z.refine(
-          (q) => q === undefined || toNumber(q) <= LIMITS.maxMemoryPerNodeBytes,
-          'must be at most 16Ti per node',
-        ),
-      ),
-    gpu: z.optional(
+    cpu: z.described(
       z
-        .number()
+        .optional(quantity)
         .check(
-          z.int('must be a whole number of GPUs'),
-          z.gte(0, 'must not be negative'),
-          z.lte(LIMITS.maxGpuPerNode, `must be at most ${LIMITS.maxGpuPerNode} per node`),
+          z.refine(
+            (q) => q === undefined || toNumber(q) <= LIMITS.maxCpuPerNode,
+            `must be at most ${LIMITS.maxCpuPerNode} cores`,
+          ),
         ),
+      "CPU cores per node: a Kubernetes quantity ('8', '500m') or a number",
+    ),
+    memory: z.described(
+      z
+        .optional(quantity)
+        .check(
+          z.refine(
+            (q) => q === undefined || toNumber(q) <= LIMITS.maxMemoryPerNodeBytes,
+            'must be at most 16Ti per node',
+          ),
+        ),
+      "Memory per node: a Kubernetes quantity ('32Gi') or a number of bytes",
+    ),
+    gpu: z.described(
+      z.optional(
+        z
+          .number()
+          .check(
+            z.int('must be a whole number of GPUs'),
+            z.gte(0, 'must not be negative'),
+            z.lte(LIMITS.maxGpuPerNode, `must be at most ${LIMITS.maxGpuPerNode} per node`),
+          ),
+      ),
+      'NVIDIA GPUs per node (nvidia.com/gpu)',
     ),
   }),
   'Resources for each node (CPU cores, memory bytes, nvidia.com/gpu)',
@@ -131,15 +140,18 @@ function toNumber(q: string | number): number {
 }
 
 export const OutputSchema = z.strictObject({
-  uri: z.string().check(
-    z.maxLength(LIMITS.uriLength, `must be at most ${LIMITS.uriLength} characters`),
-    z.regex(/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/.*$/, 'must be an s3://bucket/prefix/ URI'),
-    z.refine((u) => !u.slice(5).split('/').slice(1).includes('..'), "must not contain '..' path segments"),
-    z.refine((u) => !u.slice(5).includes('//'), "must not contain empty path segments ('//')"),
-    z.refine(
-      (u) => ![...u].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f || c === '\\'),
-      'must not contain control characters or backslashes',
+  uri: z.described(
+    z.string().check(
+      z.maxLength(LIMITS.uriLength, `must be at most ${LIMITS.uriLength} characters`),
+      z.regex(/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/.*$/, 'must be an s3://bucket/prefix/ URI'),
+      z.refine((u) => !u.slice(5).split('/').slice(1).includes('..'), "must not contain '..' path segments"),
+      z.refine((u) => !u.slice(5).includes('//'), "must not contain empty path segments ('//')"),
+      z.refine(
+        (u) => ![...u].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f || c === '\\'),
+        'must not contain control characters or backslashes',
+      ),
     ),
+    "An s3://bucket/prefix/ URI in the run's own prefix or one of the team's outputPrefixes",
   ),
 });
 
@@ -151,77 +163,110 @@ export const RunRequestSchema = z
       z.optional(dnsLabel('namespace', LIMITS.namespace)),
       "Kubernetes namespace for the job; defaults to the team's first namespace",
     ),
-    runtime: z.strictObject({
-      name: z
+    runtime: z.described(
+      z.strictObject({
+        name: z.described(
+          z
+            .string()
+            .check(
+              z.minLength(1, 'runtime.name must not be empty'),
+              z.maxLength(
+                LIMITS.runtimeName,
+                `runtime.name must be at most ${LIMITS.runtimeName} characters`,
+              ),
+              z.regex(RFC1123_SUBDOMAIN, 'runtime.name must be a DNS subdomain (lowercase, digits, - and .)'),
+            ),
+          'Runtime name, e.g. torch-distributed (GET /v1/runtimes lists them)',
+        ),
+        kind: z.described(
+          z._default(z.enum(['ClusterTrainingRuntime', 'TrainingRuntime']), DEFAULTS.runtimeKind),
+          "ClusterTrainingRuntime (default, cluster-wide) or TrainingRuntime (in the run's namespace)",
+        ),
+      }),
+      'The Trainer runtime the job is built from',
+    ),
+    image: z.described(
+      z
         .string()
         .check(
-          z.minLength(1, 'runtime.name must not be empty'),
-          z.maxLength(LIMITS.runtimeName, `runtime.name must be at most ${LIMITS.runtimeName} characters`),
-          z.regex(RFC1123_SUBDOMAIN, 'runtime.name must be a DNS subdomain (lowercase, digits, - and .)'),
+          z.minLength(1, 'image must not be empty'),
+          z.maxLength(LIMITS.image, `image must be at most ${LIMITS.image} characters`),
+          z.regex(IMAGE_REF, 'image must be a container image reference such as registry/repo/name:tag'),
         ),
-      kind: z._default(z.enum(['ClusterTrainingRuntime', 'TrainingRuntime']), DEFAULTS.runtimeKind),
-    }),
-    image: z
-      .string()
-      .check(
-        z.minLength(1, 'image must not be empty'),
-        z.maxLength(LIMITS.image, `image must be at most ${LIMITS.image} characters`),
-        z.regex(IMAGE_REF, 'image must be a container image reference such as registry/repo/name:tag'),
-      ),
-    command: z.optional(stringList('command', LIMITS.commandItems)),
-    args: z.optional(stringList('args', LIMITS.argItems)),
-    env: z.optional(
-      z
-        .record(
-          z.string().check(
-            z.maxLength(256, 'env names must be at most 256 characters'),
-            z.regex(ENV_NAME, 'env names must be letters, digits and _, not starting with a digit'),
-            z.refine((n) => n !== '__proto__', 'env name __proto__ is not allowed'),
+      "Container image of the trainer, under one of the team's imagePrefixes",
+    ),
+    command: z.described(
+      z.optional(stringList('command', LIMITS.commandItems)),
+      "Overrides the runtime's trainer command",
+    ),
+    args: z.described(z.optional(stringList('args', LIMITS.argItems)), 'Arguments to the trainer command'),
+    env: z.described(
+      z.optional(
+        z
+          .record(
+            z.string().check(
+              z.maxLength(256, 'env names must be at most 256 characters'),
+              z.regex(ENV_NAME, 'env names must be letters, digits and _, not starting with a digit'),
+              z.refine((n) => n !== '__proto__', 'env name __proto__ is not allowed'),
+              z.refine(
+                (n) => !n.startsWith(RESERVED_ENV_PREFIX),
+                `env names starting with ${RESERVED_ENV_PREFIX} are reserved`,
+              ),
+            ),
+            z.string().check(
+              z.maxLength(
+                LIMITS.envValueLength,
+                `env values must be at most ${LIMITS.envValueLength} characters`,
+              ),
+              z.refine((s) => !s.includes('\u0000'), 'env values must not contain NUL characters'),
+            ),
+          )
+          .check(
             z.refine(
-              (n) => !n.startsWith(RESERVED_ENV_PREFIX),
-              `env names starting with ${RESERVED_ENV_PREFIX} are reserved`,
+              (e) => Object.keys(e).length <= LIMITS.envEntries,
+              `at most ${LIMITS.envEntries} env entries`,
             ),
           ),
-          z.string().check(
-            z.maxLength(
-              LIMITS.envValueLength,
-              `env values must be at most ${LIMITS.envValueLength} characters`,
-            ),
-            z.refine((s) => !s.includes('\u0000'), 'env values must not contain NUL characters'),
-          ),
-        )
-        .check(
-          z.refine(
-            (e) => Object.keys(e).length <= LIMITS.envEntries,
-            `at most ${LIMITS.envEntries} env entries`,
-          ),
-        ),
+      ),
+      'Environment variables of the trainer container (names starting with GANTRY_ are reserved)',
     ),
-    numNodes: z._default(
-      z
-        .number()
-        .check(
-          z.int('numNodes must be a whole number'),
-          z.gte(1, 'numNodes must be at least 1'),
-          z.lte(LIMITS.maxNodes, `numNodes must be at most ${LIMITS.maxNodes}`),
-        ),
-      DEFAULTS.numNodes,
-    ),
-    resourcesPerNode: z.optional(ResourcesSchema),
-    numProcPerNode: z.optional(
-      z.union([
+    numNodes: z.described(
+      z._default(
         z
           .number()
           .check(
-            z.int('numProcPerNode must be a whole number'),
-            z.gte(1, 'numProcPerNode must be at least 1'),
-            z.lte(LIMITS.maxProcPerNode, `numProcPerNode must be at most ${LIMITS.maxProcPerNode}`),
+            z.int('numNodes must be a whole number'),
+            z.gte(1, 'numNodes must be at least 1'),
+            z.lte(LIMITS.maxNodes, `numNodes must be at most ${LIMITS.maxNodes}`),
           ),
-        z.literal('auto'),
-      ]),
+        DEFAULTS.numNodes,
+      ),
+      'Nodes (pods) the job runs on (default 1)',
     ),
-    datasetUri: z.optional(storageUri),
-    modelUri: z.optional(storageUri),
+    resourcesPerNode: z.optional(ResourcesSchema),
+    numProcPerNode: z.described(
+      z.optional(
+        z.union([
+          z
+            .number()
+            .check(
+              z.int('numProcPerNode must be a whole number'),
+              z.gte(1, 'numProcPerNode must be at least 1'),
+              z.lte(LIMITS.maxProcPerNode, `numProcPerNode must be at most ${LIMITS.maxProcPerNode}`),
+            ),
+          z.literal('auto'),
+        ]),
+      ),
+      'Processes per node (e.g. one per GPU), or auto',
+    ),
+    datasetUri: z.described(
+      z.optional(storageUri),
+      "Dataset for the runtime's dataset initializer: s3://, gs:// or hf://",
+    ),
+    modelUri: z.described(
+      z.optional(storageUri),
+      "Base model for the runtime's model initializer: s3://, gs:// or hf://",
+    ),
     queue: z.described(z.optional(dnsLabel('queue', 63)), 'Kueue LocalQueue name'),
     priorityClass: z.described(
       z.optional(
@@ -240,50 +285,59 @@ export const RunRequestSchema = z
       'Where training writes its output; defaults to the run prefix',
     ),
     producesArtifacts: z.described(z._default(z.boolean(), true), 'false when the run publishes no model'),
-    admissionDeadlineSeconds: z._default(
-      z
-        .number()
-        .check(
-          z.int(),
-          z.gte(
-            LIMITS.minDeadlineSeconds,
-            `admissionDeadlineSeconds must be at least ${LIMITS.minDeadlineSeconds}`,
-          ),
-          z.lte(
-            LIMITS.maxAdmissionDeadlineSeconds,
-            `admissionDeadlineSeconds must be at most ${LIMITS.maxAdmissionDeadlineSeconds} (7 days)`,
-          ),
-        ),
-      DEFAULTS.admissionDeadlineSeconds,
-    ),
-    runDeadlineSeconds: z._default(
-      z
-        .number()
-        .check(
-          z.int(),
-          z.gte(
-            LIMITS.minDeadlineSeconds,
-            `runDeadlineSeconds must be at least ${LIMITS.minDeadlineSeconds}`,
-          ),
-          z.lte(
-            LIMITS.maxRunDeadlineSeconds,
-            `runDeadlineSeconds must be at most ${LIMITS.maxRunDeadlineSeconds} (30 days)`,
-          ),
-        ),
-      DEFAULTS.runDeadlineSeconds,
-    ),
-    labels: z.optional(
-      z
-        .record(
-          labelKey,
-          z
-            .string()
-            .check(
-              z.maxLength(63, 'label values are at most 63 characters'),
-              z.regex(LABEL_VALUE, 'must be a Kubernetes label value'),
+    admissionDeadlineSeconds: z.described(
+      z._default(
+        z
+          .number()
+          .check(
+            z.int(),
+            z.gte(
+              LIMITS.minDeadlineSeconds,
+              `admissionDeadlineSeconds must be at least ${LIMITS.minDeadlineSeconds}`,
             ),
-        )
-        .check(z.refine((l) => Object.keys(l).length <= LIMITS.labels, `at most ${LIMITS.labels} labels`)),
+            z.lte(
+              LIMITS.maxAdmissionDeadlineSeconds,
+              `admissionDeadlineSeconds must be at most ${LIMITS.maxAdmissionDeadlineSeconds} (7 days)`,
+            ),
+          ),
+        DEFAULTS.admissionDeadlineSeconds,
+      ),
+      'Seconds the job may wait for admission (quota, gang) before the run fails AdmissionTimeout (default 3600)',
+    ),
+    runDeadlineSeconds: z.described(
+      z._default(
+        z
+          .number()
+          .check(
+            z.int(),
+            z.gte(
+              LIMITS.minDeadlineSeconds,
+              `runDeadlineSeconds must be at least ${LIMITS.minDeadlineSeconds}`,
+            ),
+            z.lte(
+              LIMITS.maxRunDeadlineSeconds,
+              `runDeadlineSeconds must be at most ${LIMITS.maxRunDeadlineSeconds} (30 days)`,
+            ),
+          ),
+        DEFAULTS.runDeadlineSeconds,
+      ),
+      'Seconds the job may run once admitted before the run fails DeadlineExceeded (default 86400)',
+    ),
+    labels: z.described(
+      z.optional(
+        z
+          .record(
+            labelKey,
+            z
+              .string()
+              .check(
+                z.maxLength(63, 'label values are at most 63 characters'),
+                z.regex(LABEL_VALUE, 'must be a Kubernetes label value'),
+              ),
+          )
+          .check(z.refine((l) => Object.keys(l).length <= LIMITS.labels, `at most ${LIMITS.labels} labels`)),
+      ),
+      'Kubernetes labels added to the job (reserved prefixes are refused)',
     ),
     hyperparameters: z.described(
       z.optional(
@@ -311,19 +365,25 @@ export const RunRequestSchema = z
       ),
       'Recorded in the run and the published manifest',
     ),
-    idempotencyKey: z.optional(
-      z
-        .string()
-        .check(
-          z.minLength(1),
-          z.maxLength(
-            LIMITS.idempotencyKeyLength,
-            `idempotencyKey must be at most ${LIMITS.idempotencyKeyLength} characters`,
+    idempotencyKey: z.described(
+      z.optional(
+        z
+          .string()
+          .check(
+            z.minLength(1),
+            z.maxLength(
+              LIMITS.idempotencyKeyLength,
+              `idempotencyKey must be at most ${LIMITS.idempotencyKeyLength} characters`,
+            ),
+            z.regex(/^[\x21-\x7e]+$/, 'idempotencyKey must be printable ASCII without spaces'),
           ),
-          z.regex(/^[\x21-\x7e]+$/, 'idempotencyKey must be printable ASCII without spaces'),
-        ),
+      ),
+      'Idempotency key (printable ASCII, ≤ 128); the Idempotency-Key header, when given, must equal it',
     ),
-    target: z._default(z.enum(TARGETS), DEFAULTS.target),
+    target: z.described(
+      z._default(z.enum(TARGETS), DEFAULTS.target),
+      'Which job API: auto (default: TrainJob when the cluster serves Trainer v2) or a Training Operator v1 kind',
+    ),
   })
   .check(
     z.superRefine((r, ctx) => {

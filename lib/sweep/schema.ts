@@ -41,25 +41,34 @@ const Injection = z.strictObject({
 });
 
 const common = {
-  name: z
-    .string()
-    .check(
-      z.minLength(1, 'must not be empty'),
-      z.maxLength(64, 'must be at most 64 characters'),
-      z.regex(
-        PARAMETER_NAME,
-        'must be an identifier (letters, digits, _, . and -, not starting with a digit)',
+  name: z.described(
+    z
+      .string()
+      .check(
+        z.minLength(1, 'must not be empty'),
+        z.maxLength(64, 'must be at most 64 characters'),
+        z.regex(
+          PARAMETER_NAME,
+          'must be an identifier (letters, digits, _, . and -, not starting with a digit)',
+        ),
       ),
-    ),
-  inject: z.optional(Injection),
+    "The parameter's name (an identifier); becomes --<name>=<value> unless inject says otherwise",
+  ),
+  inject: z.described(
+    z.optional(Injection),
+    'How the value reaches the trial (default: a --<name>=<value> argument)',
+  ),
 };
 
 const ContinuousSchema = z.strictObject({
   ...common,
-  type: z.literal('continuous'),
-  min: finite('min'),
-  max: finite('max'),
-  scale: z._default(z.enum(['linear', 'log']), 'linear'),
+  type: z.described(z.literal('continuous'), 'continuous: a real number between min and max'),
+  min: z.described(finite('min'), 'Lowest value (included)'),
+  max: z.described(finite('max'), 'Highest value (included)'),
+  scale: z.described(
+    z._default(z.enum(['linear', 'log']), 'linear'),
+    'linear (default) or log (min must be > 0)',
+  ),
   gridPoints: z.described(
     z.optional(
       z
@@ -76,35 +85,45 @@ const ContinuousSchema = z.strictObject({
 
 const IntegerSchema = z.strictObject({
   ...common,
-  type: z.literal('integer'),
-  min: z.number().check(z.int('min must be a whole number')),
-  max: z.number().check(z.int('max must be a whole number')),
-  step: z._default(
-    z.number().check(z.int('step must be a whole number'), z.gte(1, 'step must be at least 1')),
-    1,
+  type: z.described(z.literal('integer'), 'integer: a whole number between min and max, in steps of step'),
+  min: z.described(z.number().check(z.int('min must be a whole number')), 'Lowest value (included)'),
+  max: z.described(
+    z.number().check(z.int('max must be a whole number')),
+    'Highest value (included when on a step)',
+  ),
+  step: z.described(
+    z._default(
+      z.number().check(z.int('step must be a whole number'), z.gte(1, 'step must be at least 1')),
+      1,
+    ),
+    'Distance between values (default 1)',
   ),
 });
 
 const DiscreteSchema = z.strictObject({
   ...common,
-  type: z.literal('discrete'),
-  values: z.array(finite('each value')).check(
-    z.minLength(1, 'values must not be empty'),
-    z.maxLength(SWEEP_LIMITS.values, `at most ${SWEEP_LIMITS.values} values`),
-    z.refine((v) => new Set(v).size === v.length, 'values must be distinct'),
+  type: z.described(z.literal('discrete'), 'discrete: one of the listed numbers'),
+  values: z.described(
+    z.array(finite('each value')).check(
+      z.minLength(1, 'values must not be empty'),
+      z.maxLength(SWEEP_LIMITS.values, `at most ${SWEEP_LIMITS.values} values`),
+      z.refine((v) => new Set(v).size === v.length, 'values must be distinct'),
+    ),
+    'The numbers to choose from (distinct)',
   ),
 });
 
 const CategoricalSchema = z.strictObject({
   ...common,
-  type: z.literal('categorical'),
-  values: z
-    .array(z.string().check(z.minLength(1, 'values must not be empty strings'), z.maxLength(256)))
-    .check(
+  type: z.described(z.literal('categorical'), 'categorical: one of the listed strings'),
+  values: z.described(
+    z.array(z.string().check(z.minLength(1, 'values must not be empty strings'), z.maxLength(256))).check(
       z.minLength(1, 'values must not be empty'),
       z.maxLength(SWEEP_LIMITS.values, `at most ${SWEEP_LIMITS.values} values`),
       z.refine((v) => new Set(v).size === v.length, 'values must be distinct'),
     ),
+    'The strings to choose from (distinct)',
+  ),
 });
 
 export const ParameterSchema = z.discriminatedUnion(
@@ -124,7 +143,10 @@ export const ObjectiveSchema = z.strictObject({
       ),
     'The metric the jobs report (Trainer status metrics, or metrics.json)',
   ),
-  direction: z.enum(['minimize', 'maximize'], { error: 'direction must be minimize or maximize' }),
+  direction: z.described(
+    z.enum(['minimize', 'maximize'], { error: 'direction must be minimize or maximize' }),
+    'minimize or maximize the metric',
+  ),
   goal: z.described(z.optional(finite('goal')), 'The sweep ends early once a trial reaches it'),
 });
 
@@ -139,11 +161,19 @@ const seed = z
 export const AlgorithmSchema = z.discriminatedUnion(
   'name',
   [
-    z.strictObject({ name: z.literal('grid') }),
-    z.strictObject({ name: z.literal('random'), seed: z.optional(seed) }),
     z.strictObject({
-      name: z.literal('tpe'),
-      seed: z.optional(seed),
+      name: z.described(z.literal('grid'), "grid: every combination of the parameters' values, in order"),
+    }),
+    z.strictObject({
+      name: z.described(z.literal('random'), 'random: values drawn at random'),
+      seed: z.described(z.optional(seed), 'Seed of the draws, for a repeatable sweep'),
+    }),
+    z.strictObject({
+      name: z.described(
+        z.literal('tpe'),
+        'tpe: Tree-structured Parzen Estimator (random first, then guided by the objectives seen)',
+      ),
+      seed: z.described(z.optional(seed), 'Seed of the draws, for a repeatable sweep'),
       startupTrials: z.described(
         z.optional(z.number().check(z.int(), z.gte(1, 'startupTrials must be at least 1'), z.lte(1000))),
         'Random trials before TPE takes over (default max(2, min(10, maxTrials / 5)))',
@@ -154,40 +184,55 @@ export const AlgorithmSchema = z.discriminatedUnion(
 );
 
 export const EarlyStoppingSchema = z.strictObject({
-  rule: z.literal('median', { error: "rule must be 'median' (the median stopping rule)" }),
-  minTrialsCompleted: z._default(
-    z.number().check(z.int(), z.gte(1, 'minTrialsCompleted must be at least 1')),
-    SWEEP_DEFAULTS.earlyStopping.minTrialsCompleted,
+  rule: z.described(
+    z.literal('median', { error: "rule must be 'median' (the median stopping rule)" }),
+    'median: stop a trial whose objective is worse than the median of completed trials at the same progress',
   ),
-  startAtPercent: z._default(
-    z
-      .number()
-      .check(
-        z.gte(0, 'startAtPercent must be between 0 and 100'),
-        z.lte(100, 'startAtPercent must be between 0 and 100'),
-      ),
-    SWEEP_DEFAULTS.earlyStopping.startAtPercent,
+  minTrialsCompleted: z.described(
+    z._default(
+      z.number().check(z.int(), z.gte(1, 'minTrialsCompleted must be at least 1')),
+      SWEEP_DEFAULTS.earlyStopping.minTrialsCompleted,
+    ),
+    'Completed trials needed before any trial is stopped early',
+  ),
+  startAtPercent: z.described(
+    z._default(
+      z
+        .number()
+        .check(
+          z.gte(0, 'startAtPercent must be between 0 and 100'),
+          z.lte(100, 'startAtPercent must be between 0 and 100'),
+        ),
+      SWEEP_DEFAULTS.earlyStopping.startAtPercent,
+    ),
+    'Progress (percent) before which no trial is stopped early',
   ),
 });
 
 const SweepRequestObject = z
   .strictObject({
     template: z.described(RunRequestSchema, 'The run every trial starts from'),
-    parameters: z
-      .array(ParameterSchema)
-      .check(
-        z.minLength(1, 'parameters must not be empty: a sweep searches at least one parameter'),
-        z.maxLength(SWEEP_LIMITS.parameters, `at most ${SWEEP_LIMITS.parameters} parameters`),
-      ),
-    objective: ObjectiveSchema,
-    algorithm: AlgorithmSchema,
-    maxTrials: z
-      .number({ error: 'maxTrials is required (a whole number)' })
-      .check(
-        z.int('maxTrials must be a whole number'),
-        z.gte(1, 'maxTrials must be at least 1'),
-        z.lte(SWEEP_LIMITS.maxTrials, `maxTrials must be at most ${SWEEP_LIMITS.maxTrials}`),
-      ),
+    parameters: z.described(
+      z
+        .array(ParameterSchema)
+        .check(
+          z.minLength(1, 'parameters must not be empty: a sweep searches at least one parameter'),
+          z.maxLength(SWEEP_LIMITS.parameters, `at most ${SWEEP_LIMITS.parameters} parameters`),
+        ),
+      'The parameters searched',
+    ),
+    objective: z.described(ObjectiveSchema, 'The metric that ranks trials'),
+    algorithm: z.described(AlgorithmSchema, "How the next trial's values are chosen: grid, random or tpe"),
+    maxTrials: z.described(
+      z
+        .number({ error: 'maxTrials is required (a whole number)' })
+        .check(
+          z.int('maxTrials must be a whole number'),
+          z.gte(1, 'maxTrials must be at least 1'),
+          z.lte(SWEEP_LIMITS.maxTrials, `maxTrials must be at most ${SWEEP_LIMITS.maxTrials}`),
+        ),
+      'Trials to run at most',
+    ),
     parallelTrials: z.described(
       z.optional(
         z
@@ -215,7 +260,10 @@ const SweepRequestObject = z
       ),
       'The sweep fails once more trials than this have failed',
     ),
-    earlyStopping: z.optional(EarlyStoppingSchema),
+    earlyStopping: z.described(
+      z.optional(EarlyStoppingSchema),
+      'Stop trials that fall behind (default: none stopped)',
+    ),
     publish: z.described(
       z._default(
         z.enum(['best', 'all', 'none'], { error: 'publish must be best, all or none' }),
@@ -223,14 +271,17 @@ const SweepRequestObject = z
       ),
       "Whose model is published: the best trial's (default), every trial's, or none",
     ),
-    idempotencyKey: z.optional(
-      z
-        .string()
-        .check(
-          z.minLength(1),
-          z.maxLength(128),
-          z.regex(/^[\x21-\x7e]+$/, 'idempotencyKey must be printable ASCII without spaces'),
-        ),
+    idempotencyKey: z.described(
+      z.optional(
+        z
+          .string()
+          .check(
+            z.minLength(1),
+            z.maxLength(128),
+            z.regex(/^[\x21-\x7e]+$/, 'idempotencyKey must be printable ASCII without spaces'),
+          ),
+      ),
+      'Idempotency key (printable ASCII, ≤ 128); the Idempotency-Key header, when given, must equal it',
     ),
   })
   .check(

@@ -79,6 +79,36 @@ function openApiProblems(d: Json & { paths: Record<string, Json>; components: { 
   return problems;
 }
 
+/**
+ * The fields of a request schema that have no `description`, as dotted paths: every property of
+ * every object reachable from it (through $ref, items, unions and additionalProperties).
+ */
+function undescribedFields(schema: Json, at: string, seen = new Set<unknown>()): string[] {
+  if (seen.has(schema)) return [];
+  seen.add(schema);
+  const out: string[] = [];
+  if (typeof schema.$ref === 'string') {
+    const target = (schema.$ref as string)
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce<unknown>((node, key) => (node as Json | undefined)?.[key], doc);
+    if (target) out.push(...undescribedFields(target as Json, at, seen));
+  }
+  for (const [name, property] of Object.entries((schema.properties ?? {}) as Record<string, Json>)) {
+    if (typeof property.description !== 'string' || property.description.trim() === '')
+      out.push(`${at}.${name}`);
+    out.push(...undescribedFields(property, `${at}.${name}`, seen));
+  }
+  for (const key of ['anyOf', 'oneOf', 'allOf'] as const) {
+    for (const branch of (schema[key] ?? []) as Json[]) out.push(...undescribedFields(branch, at, seen));
+  }
+  for (const key of ['items', 'additionalProperties'] as const) {
+    const sub = schema[key];
+    if (sub && typeof sub === 'object') out.push(...undescribedFields(sub as Json, `${at}[]`, seen));
+  }
+  return out;
+}
+
 describe('the OpenAPI document', () => {
   it('is structurally valid OpenAPI 3.1', () => {
     expect(openApiProblems(doc)).toEqual([]);
@@ -120,6 +150,24 @@ describe('the OpenAPI document', () => {
       '500',
       '503',
     ]);
+  });
+
+  it.each(['RunRequest', 'SweepRequest'])('describes every field of %s, nested ones too', (name) => {
+    const schema = doc.components.schemas[name] as Json;
+    expect(Object.keys(schema.properties as Json).length).toBeGreaterThan(5);
+    expect(undescribedFields(schema, name)).toEqual([]);
+  });
+
+  it('finds an undescribed field (the check itself)', () => {
+    const schema = {
+      type: 'object',
+      properties: {
+        a: { type: 'string', description: 'A' },
+        b: { type: 'object', description: 'B', properties: { c: { type: 'integer' } } },
+        d: { type: 'array', description: 'D', items: { anyOf: [{ properties: { e: { type: 'string' } } }] } },
+      },
+    };
+    expect(undescribedFields(schema, 'X')).toEqual(['X.b.c', 'X.d[].e']);
   });
 
   it('has a handler file for every route, and a route for every handler file', () => {
