@@ -29,9 +29,9 @@ import {
 } from '@aws-sdk/client-s3';
 import { makeS3ArtifactStore, type S3ArtifactStoreOptions } from '../lib/adapters/aws/s3-artifacts.ts';
 import { makeS3ObjectStore } from '../lib/adapters/aws/s3-store.ts';
-import { mapLimit } from '../lib/artifacts/limit.ts';
 import { MiB } from '../lib/artifacts/parts.ts';
 import { makeModelPublisher } from '../lib/artifacts/publish.ts';
+import { mapLimit } from '../lib/concurrency.ts';
 import { aRunSpec } from '../test/helpers/builders.ts';
 
 /** The S3 service-time model (assumed, not measured): per-request latency and per-request copy rate. */

@@ -1,3 +1,4 @@
+import { mapLimit } from '../concurrency.ts';
 import {
   ArtifactConflictError,
   ArtifactIntegrityError,
@@ -20,7 +21,6 @@ import {
   versionPrefix,
   versionsKey,
 } from './layout.ts';
-import { mapLimit } from './limit.ts';
 import {
   buildManifest,
   type ManifestFile,

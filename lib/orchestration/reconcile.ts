@@ -1,3 +1,4 @@
+import { mapLimit } from '../concurrency.ts';
 import { AwsUnavailableError, ClusterAccessDeniedError, NotFoundError } from '../errors.ts';
 import type { CallOptions, Clock, ClusterGateway, JobApi, WorkflowEngine } from '../ports.ts';
 import { PREEMPTED } from '../run/phases.ts';
@@ -445,17 +446,6 @@ function indexByOwner(gates: K8sObject[]): Map<string, K8sObject> {
     for (const owner of gate.metadata.ownerReferences ?? []) byOwner.set(owner.uid, gate);
   }
   return byOwner;
-}
-
-async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await fn(item);
-    }
-  });
-  await Promise.all(workers);
 }
 
 /** A fixed share in [0, 1) per token (FNV-1a of the token): its phase in the heartbeat interval. */

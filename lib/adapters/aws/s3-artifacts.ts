@@ -10,7 +10,6 @@ import {
   type S3Client,
   UploadPartCopyCommand,
 } from '@aws-sdk/client-s3';
-import { mapLimit } from '../../artifacts/limit.ts';
 import { compositeSha256, MiB, planParts, S3_LIMITS } from '../../artifacts/parts.ts';
 import type {
   ArtifactStore,
@@ -19,6 +18,7 @@ import type {
   ObjectLocation,
   SourceObject,
 } from '../../artifacts/ports.ts';
+import { mapLimit } from '../../concurrency.ts';
 import { ArtifactIntegrityError, ConcurrentUpdateError } from '../../errors.ts';
 import type { CallOptions } from '../../ports.ts';
 import { translateAwsError } from './errors.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mapLimit } from '../../../lib/artifacts/limit.ts';
+import { mapLimit } from '../../lib/concurrency.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
