@@ -266,6 +266,10 @@ describe('every response validates against the served OpenAPI document', () => {
     const finished = await call('POST /v1/runs/{id}/cancel', `/v1/runs/${endedId}/cancel`, 409);
     expect(finished.body.phase).toBe('Succeeded');
     await call('GET /v1/runs/{id}/metrics', `/v1/runs/${endedId}/metrics`, 200);
+    const events = await call('GET /v1/runs/{id}/events', `/v1/runs/${endedId}/events`, 200);
+    expect(events.body.events.length).toBeGreaterThan(0);
+    await call('GET /v1/runs/{id}/events', '/v1/runs/not-a-run-id/events', 400);
+    await call('GET /v1/runs/{id}/events', '/v1/runs/run-aaaaaaaaaaaaaaaaaaaa/events', 404);
   });
 
   it('listRuns: 200 (pages), 400, 403', async () => {
