@@ -48,6 +48,31 @@ describe('CMA-ES (port of cmaes/_cma.py)', () => {
     for (let i = 1; i < p.weights.length; i++) expect(p.weights[i]!).toBeLessThan(p.weights[i - 1]!);
   });
 
+  it('matches the reference implementation: three tells give the mean, σ, C and paths', () => {
+    // Reference: cmaes 0.12.0, CMA(mean=[0.5]*3, sigma=1/6, bounds=[[0, 1]]*3), told the same three
+    // generations of fixed solutions; printed _mean, _sigma, _C, _p_sigma, _pc.
+    const target = [0.2, 0.7, 0.4];
+    let state = initCma({ mean: [0.5, 0.5, 0.5], sigma: 1 / 6, bounds: target.map(() => [0, 1] as const) });
+    expect(state.p.popsize).toBe(7);
+    for (let g = 0; g < 3; g++) {
+      const solutions = Array.from({ length: 7 }, (_, k) => {
+        const x = target.map((_, j) => 0.5 + 0.3 * Math.sin(1.7 * (g * 7 + k) + 0.9 * j));
+        return { x, value: x.reduce((s, v, j) => s + (v - target[j]!) ** 2, 0) };
+      });
+      state = tellCma(state, solutions);
+    }
+    const close = (actual: readonly number[], expected: readonly number[]) => {
+      for (const [i, e] of expected.entries()) expect(actual[i]!).toBeCloseTo(e, 10);
+    };
+    close(state.mean, [0.265310210587281, 0.44149168947802436, 0.6619510913184488]);
+    expect(state.sigma).toBeCloseTo(0.145343270484083, 10);
+    close(state.C[0]!, [0.716279864446257, -0.12380054132244497, 0.037064826963504646]);
+    close(state.C[1]!, [-0.123800541322445, 0.8902764866792571, 0.10269128112818193]);
+    close(state.C[2]!, [0.03706482696350463, 0.10269128112818193, 0.9978590135804554]);
+    close(state.pSigma, [-0.8278900281345074, -0.4242508072199814, 0.3004529665048793]);
+    close(state.pc, [-0.6308578993656878, -0.4251237604204079, 0.10233556491362195]);
+  });
+
   it('converges on a 5-D sphere: below 1e-8 within 100 generations (800 evaluations), every seed of 5', () => {
     for (const seed of [1, 2, 3, 4, 5]) {
       const { best, state } = runCma(seed, 100);
