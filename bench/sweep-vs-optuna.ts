@@ -10,7 +10,10 @@
  * uniform per trial (curves of different trials cross), noise N(0, σ) at every step; the value at
  * step S is the trial's result. Gantry's side calls the sweep's pure functions as the sweep loop
  * does: `suggest` with the history of completed trials, and `shouldStopEarly` at every reported
- * step over the curve a sweep record keeps (samples ≥ 5 % apart, then [100, result]).
+ * step over the curve a sweep record keeps (samples ≥ 5 % apart, then [100, result]). Pruned rows
+ * run as the sweep loop is to be wired (ASHA/Hyperband see every other trial's curve, samplers see
+ * the stopped trials); one row runs ASHA as lib/sweep/record.ts calls it today (only the completed
+ * trials' curves as peers, only completed trials in the history).
  *
  * Trials run one after another (sequential on both sides; the parallel case is not benchmarked).
  * "Best found" is the true (noise-free) f of the incumbent — the completed trial with the best
@@ -143,7 +146,7 @@ const METHODS: Method[] = [
   { key: 'g-tpe-asha', label: 'Gantry TPE + ASHA', side: 'gantry', sampler: 'tpe', pruner: 'asha' },
   {
     key: 'g-tpe-asha-completed',
-    label: 'Gantry TPE + ASHA, completed trials as peers only',
+    label: 'Gantry TPE + ASHA as record.ts calls it today (completed trials only)',
     side: 'gantry',
     sampler: 'tpe',
     pruner: 'asha-completed',
@@ -237,6 +240,10 @@ function runGantry(obj: Objective, method: Method, seed: number): TrialResult[] 
             : undefined;
         if (shouldStopEarly(entry.curve, completed, rule, context)) {
           result.pruned = true;
+          // The wired sweep loop hands samplers the stopped trials too; today's record.ts does not.
+          if (method.pruner !== 'asha-completed') {
+            history.push({ assignment: a, loss: value, stoppedAtPercent: percent });
+          }
           break;
         }
       }

@@ -96,15 +96,19 @@ export function median(xs: readonly number[]): number {
 const MAX_PERCENT = 100;
 
 /**
- * Rung positions in percent: minResourcePercent·η^(bracket + k) for k = 0, 1, … below 100 (a trial
- * at 100 has finished; there is nothing left to save). `bracket` is Optuna's min_early_stopping_rate.
+ * Rung positions in percent: minResourcePercent·η^(bracket + k) for k = 0, 1, … up to 100/η. A
+ * trial promoted from the last rung runs to its end, which is the top rung of ASHA (its maximum
+ * resource R = r·η^s_max); a rung past 100/η would stop trials with less than 1 - 1/η of their run
+ * left, discarding nearly finished results for little saving. `bracket` is Optuna's
+ * min_early_stopping_rate.
  */
 export function rungs(rule: HalvingRule, bracket = 0): number[] {
   const out: number[] = [];
   if (!(rule.minResourcePercent > 0) || !(rule.reductionFactor >= 2)) return out;
+  const top = MAX_PERCENT / rule.reductionFactor + 1e-9;
   for (let k = bracket; ; k++) {
     const r = rule.minResourcePercent * rule.reductionFactor ** k;
-    if (!(r < MAX_PERCENT)) return out;
+    if (!(r <= top)) return out;
     out.push(r);
   }
 }

@@ -42,6 +42,13 @@ export type Algorithm =
 export interface Observation {
   assignment: Assignment;
   loss: number;
+  /**
+   * Set for a trial stopped early: the progress it reached, `loss` being its last reported value.
+   * TPE ranks such trials after every completed one, the furthest first, then by loss (Optuna's
+   * TPESampler does the same with pruned trials), so they count as evidence of a bad region.
+   * CMA-ES leaves them out (Optuna's CmaEsSampler default, consider_pruned_trials=False).
+   */
+  stoppedAtPercent?: number;
 }
 
 const DEFAULT_CANDIDATES = 24;
@@ -190,8 +197,13 @@ function sampleTpe(
   pending: readonly Assignment[] = [],
 ): Assignment {
   const ranked = history
-    .map((o, i) => ({ o, i, loss: Number.isNaN(o.loss) ? Number.POSITIVE_INFINITY : o.loss }))
-    .sort((a, b) => a.loss - b.loss || a.i - b.i)
+    .map((o, i) => ({
+      o,
+      i,
+      stopped: o.stoppedAtPercent === undefined ? Number.NEGATIVE_INFINITY : -o.stoppedAtPercent,
+      loss: Number.isNaN(o.loss) ? Number.POSITIVE_INFINITY : o.loss,
+    }))
+    .sort((a, b) => a.stopped - b.stopped || a.loss - b.loss || a.i - b.i)
     .map(({ o }) => o);
   const nGood = Math.min(ranked.length, Math.max(1, Math.ceil(gamma * ranked.length) || 0));
   const good = ranked.slice(0, nGood).map((o) => o.assignment);
@@ -363,6 +375,7 @@ export function sampleCmaEs(
   }
   const solutions: Array<{ x: number[]; value: number }> = [];
   for (const o of history) {
+    if (o.stoppedAtPercent !== undefined) continue;
     if (startup.size > 0 && startup.has(JSON.stringify(o.assignment))) continue;
     const x = coords.map((c) => c.encode(o.assignment[c.spec.name]));
     if (x.some((v) => v === undefined)) continue;

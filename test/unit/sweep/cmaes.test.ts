@@ -247,3 +247,42 @@ describe('TPE with trials pending (constant liar)', () => {
     expect(suggest(tpe, params, 100, history, [])).toEqual(suggest(tpe, params, 100, history));
   });
 });
+
+describe('trials stopped early in the history', () => {
+  const params: ParameterSpec[] = [{ name: 'x', type: 'continuous', min: 0, max: 1, scale: 'linear' }];
+  const completed: Observation[] = Array.from({ length: 20 }, (_, i) => {
+    const x = (i + 0.5) / 20;
+    return { assignment: { x }, loss: (x - 0.8) ** 2 };
+  });
+  // Stopped at 10 % near x = 0.2 with low intermediate values (early losses are not final ones).
+  const stopped: Observation[] = Array.from({ length: 10 }, (_, i) => ({
+    assignment: { x: 0.15 + i * 0.01 },
+    loss: -1,
+    stoppedAtPercent: 10,
+  }));
+
+  it('TPE ranks them after every completed trial: they never make a region look good', () => {
+    const tpe: Algorithm = { name: 'tpe', seed: 5, startupTrials: 5 };
+    const picks = Array.from(
+      { length: 40 },
+      (_, i) => suggest(tpe, params, 100 + i, [...completed, ...stopped]).x as number,
+    );
+    const nearGood = picks.filter((x) => Math.abs(x - 0.8) < 0.15).length;
+    const nearStopped = picks.filter((x) => Math.abs(x - 0.2) < 0.1).length;
+    expect(nearGood).toBeGreaterThan(nearStopped * 3);
+    // Counted as completed trials instead, their low values would pull TPE to x ≈ 0.2.
+    const naive = stopped.map(({ assignment, loss }) => ({ assignment, loss }));
+    const pulled = Array.from(
+      { length: 40 },
+      (_, i) => suggest(tpe, params, 100 + i, [...completed, ...naive]).x as number,
+    );
+    expect(pulled.filter((x) => Math.abs(x - 0.2) < 0.1).length).toBeGreaterThan(nearStopped);
+  });
+
+  it('CMA-ES leaves them out', () => {
+    const cmaes: Algorithm = { name: 'cmaes', seed: 5, startupTrials: 0 };
+    expect(suggest(cmaes, params, 30, [...completed, ...stopped])).toEqual(
+      suggest(cmaes, params, 30, completed),
+    );
+  });
+});

@@ -26,10 +26,17 @@ const ctx = (trialIndex: number, ...curves: Curve[]): PeerContext => ({
 
 describe('rung positions', () => {
   it.each<[string, AshaRule, number, number[]]>([
-    ['10 % × 3^k below 100 %', asha, 0, [10, 30, 90]],
-    ['bracket 1 starts one rung later', asha, 1, [30, 90]],
-    ['η = 2 from 5 %', { ...asha, minResourcePercent: 5, reductionFactor: 2 }, 0, [5, 10, 20, 40, 80]],
-    ['a first rung at 100 % leaves none', { ...asha, minResourcePercent: 99.9, reductionFactor: 2 }, 1, []],
+    ['10 % × 3^k up to 100/3 %: a trial past 30 % runs to its end', asha, 0, [10, 30]],
+    ['bracket 1 starts one rung later', asha, 1, [30]],
+    ["bracket 2 of 3 has no rung (Hyperband's full-resource bracket)", asha, 2, []],
+    [
+      'η = 2 from 5 %: up to 50 %',
+      { ...asha, minResourcePercent: 5, reductionFactor: 2 },
+      0,
+      [5, 10, 20, 40],
+    ],
+    ['a first rung past 100/η leaves none', { ...asha, minResourcePercent: 60, reductionFactor: 2 }, 0, []],
+    ['a rung exactly at 100/η is kept', { ...asha, minResourcePercent: 25, reductionFactor: 2 }, 0, [25, 50]],
   ])('%s', (_name, rule, bracket, expected) => {
     expect(rungs(rule, bracket)).toEqual(expected);
   });
