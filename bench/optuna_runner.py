@@ -3,7 +3,7 @@ learning curves, run with Optuna's samplers and pruners. Started by the TypeScri
 pinned venv; prints one JSON document on stdout.
 
     python bench/optuna_runner.py '{"objective": "branin", "seeds": [1, 2], "trials": 60,
-                                    "steps": 27, "sampler": "tpe", "pruner": "none"}'
+                                    "steps": 27, "sampler": "tpe", "pruner": "none", "parallel": 1}'
 
 sampler: tpe (TPESampler(seed), Optuna's default sampler) | cmaes (CmaEsSampler(seed)) | random
 pruner: none | sha (SuccessiveHalvingPruner(min_resource=3, reduction_factor=3): rungs at steps
@@ -83,35 +83,44 @@ def pruner_of(name):
 
 
 def run(spec, seed):
+    """Trials on `parallel` workers (1: one after another): every tick each running trial runs one
+    step; a trial that ends or is pruned frees its worker at once for the next one (ask/tell)."""
     obj = OBJECTIVES[spec["objective"]]
     steps = spec["steps"]
+    workers = spec.get("parallel", 1)
     noise_rng = np.random.RandomState(10_000 + seed)
-    trials = []
     decay = lambda s: (math.exp(-4 * s / steps) - math.exp(-4)) / (1 - math.exp(-4))  # noqa: E731
-
-    def objective(trial):
-        x = [trial.suggest_float(f"x{i}", lo, hi) for i, (lo, hi) in enumerate(obj["bounds"])]
-        true = obj["f"](x)
-        g = obj["gap"] * (0.75 + 0.5 * noise_rng.uniform())
-        record = {"x": x, "true": true, "steps": 0, "pruned": False}
-        trials.append(record)
-        value = None
-        for s in range(1, steps + 1):
-            value = true + g * decay(s) + obj["noise"] * noise_rng.randn()
-            record["steps"] = s
-            if s == steps:
-                break
-            trial.report(value, s)
-            if trial.should_prune():
-                record["pruned"] = True
-                raise optuna.TrialPruned()
-        record["observed"] = value
-        return value
-
     study = optuna.create_study(
         direction="minimize", sampler=sampler_of(spec["sampler"], seed), pruner=pruner_of(spec["pruner"])
     )
-    study.optimize(objective, n_trials=spec["trials"])
+    trials = []
+    active = []
+    launched = 0
+    while launched < spec["trials"] or active:
+        while len(active) < workers and launched < spec["trials"]:
+            trial = study.ask()
+            x = [trial.suggest_float(f"x{i}", lo, hi) for i, (lo, hi) in enumerate(obj["bounds"])]
+            true = obj["f"](x)
+            record = {"x": x, "true": true, "steps": 0, "pruned": False}
+            trials.append(record)
+            g = obj["gap"] * (0.75 + 0.5 * noise_rng.uniform())
+            active.append((trial, record, g))
+            launched += 1
+        for item in list(active):
+            trial, record, g = item
+            s = record["steps"] + 1
+            record["steps"] = s
+            value = record["true"] + g * decay(s) + obj["noise"] * noise_rng.randn()
+            if s == steps:
+                record["observed"] = value
+                study.tell(trial, value)
+                active.remove(item)
+                continue
+            trial.report(value, s)
+            if trial.should_prune():
+                record["pruned"] = True
+                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                active.remove(item)
     return trials
 
 

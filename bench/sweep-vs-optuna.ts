@@ -15,12 +15,14 @@
  * the stopped trials); one row runs ASHA as lib/sweep/record.ts calls it today (only the completed
  * trials' curves as peers, only completed trials in the history).
  *
- * Trials run one after another (sequential on both sides; the parallel case is not benchmarked).
+ * Trials run on --parallel workers (default 1: one after another) on both sides: every tick each
+ * running trial runs one step, and a trial that ends or is stopped frees its worker at once for the
+ * next one (Optuna through ask/tell; its TPE default ignores running trials, constant_liar=False).
  * "Best found" is the true (noise-free) f of the incumbent — the completed trial with the best
  * observed result, the one a sweep publishes — as regret f − f*. Steps run are the GPU-hours proxy.
  *
- * Run: `node bench/sweep-vs-optuna.ts [--trials 60] [--seeds 10] [--steps 27] [--write]`
- * `--write` updates bench/results/sweep-vs-optuna.md.
+ * Run: `node bench/sweep-vs-optuna.ts [--trials 60] [--seeds 10] [--steps 27] [--parallel 1] [--write]`
+ * `--write` updates bench/results/sweep-vs-optuna.md (one section per --parallel).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -32,7 +34,7 @@ import { standardNormal } from '../lib/sweep/cmaes.ts';
 import { type Curve, type EarlyStoppingRule, shouldStopEarly } from '../lib/sweep/early-stopping.ts';
 import { type Algorithm, algorithmFor, type Observation, suggest, trialRng } from '../lib/sweep/samplers.ts';
 import { SWEEP_DEFAULTS } from '../lib/sweep/schema.ts';
-import type { ParameterSpec } from '../lib/sweep/space.ts';
+import type { Assignment, ParameterSpec } from '../lib/sweep/space.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const RESULTS = resolve(ROOT, 'bench/results/sweep-vs-optuna.md');
@@ -49,6 +51,7 @@ function arg(name: string, fallback: string): string {
 const TRIALS = Number(arg('trials', '60'));
 const SEEDS = Array.from({ length: Number(arg('seeds', '10')) }, (_, i) => i + 1);
 const STEPS = Number(arg('steps', '27'));
+const PARALLEL = Number(arg('parallel', '1'));
 const WRITE = process.argv.includes('--write');
 const CHECKPOINTS = [10, 20, 40, TRIALS].filter((c, i, a) => c <= TRIALS && a.indexOf(c) === i);
 
@@ -140,6 +143,13 @@ const METHODS: Method[] = [
   { key: 'g-tpe', label: 'Gantry TPE (default settings)', side: 'gantry', sampler: 'tpe', pruner: 'none' },
   { key: 'g-cmaes', label: 'Gantry CMA-ES', side: 'gantry', sampler: 'cmaes', pruner: 'none' },
   { key: 'g-random', label: 'Gantry random', side: 'gantry', sampler: 'random', pruner: 'none' },
+  {
+    key: 'g-tpe-noliar',
+    label: 'Gantry TPE, running trials not passed (no constant liar; parallel runs only)',
+    side: 'gantry',
+    sampler: 'tpe',
+    pruner: 'none',
+  },
   { key: 'o-tpe', label: 'Optuna TPE (default)', side: 'optuna', sampler: 'tpe', pruner: 'none' },
   { key: 'o-cmaes', label: 'Optuna CMA-ES', side: 'optuna', sampler: 'cmaes', pruner: 'none' },
   { key: 'o-random', label: 'Optuna random', side: 'optuna', sampler: 'random', pruner: 'none' },
@@ -207,50 +217,68 @@ function runGantry(obj: Objective, method: Method, seed: number): TrialResult[] 
     maxTrials: TRIALS,
   });
   const rule = RULES[method.pruner];
+  const today = method.pruner === 'asha-completed' || method.key === 'g-tpe-noliar';
   const noise = trialRng(10_000 + seed, 0);
   const history: Observation[] = [];
-  const curves: Array<{ index: number; curve: Curve; completed: boolean }> = [];
-  const results: TrialResult[] = [];
-  for (let i = 0; i < TRIALS; i++) {
-    const a = suggest(algorithm, params, i, history);
-    const x = params.map((p) => a[p.name] as number);
-    const truth = obj.f(x);
-    const g = obj.gap * (0.75 + 0.5 * uniformFloat64(noise));
-    const entry = { index: i, curve: [] as Array<readonly [number, number]>, completed: false };
-    curves.push(entry);
-    const result: TrialResult = { true: truth, steps: 0, pruned: false };
-    for (let s = 1; s <= STEPS; s++) {
-      const value = truth + g * decay(s) + obj.noise * standardNormal(noise);
-      result.steps = s;
+  interface Running {
+    index: number;
+    assignment: Assignment;
+    g: number;
+    curve: Curve;
+    completed: boolean;
+    result: TrialResult;
+  }
+  const all: Running[] = [];
+  let active: Running[] = [];
+  // Workers as in bench/optuna_runner.py: every tick each running trial runs one step; a trial that
+  // ends or is stopped frees its worker at once for the next one.
+  while (all.length < TRIALS || active.length > 0) {
+    while (active.length < PARALLEL && all.length < TRIALS) {
+      const index = all.length;
+      const pending = today ? [] : active.map((r) => r.assignment);
+      const assignment = suggest(algorithm, params, index, history, pending);
+      const truth = obj.f(params.map((p) => assignment[p.name] as number));
+      const g = obj.gap * (0.75 + 0.5 * uniformFloat64(noise));
+      const r: Running = {
+        index,
+        assignment,
+        g,
+        curve: [],
+        completed: false,
+        result: { true: truth, steps: 0, pruned: false },
+      };
+      all.push(r);
+      active.push(r);
+    }
+    for (const r of [...active]) {
+      const s = ++r.result.steps;
+      const value = r.result.true + r.g * decay(s) + obj.noise * standardNormal(noise);
       if (s === STEPS) {
-        result.observed = value;
-        entry.curve = [...entry.curve.filter(([p]) => p < 100), [100, value]];
-        entry.completed = true;
-        history.push({ assignment: a, loss: value });
-        break;
+        r.result.observed = value;
+        r.curve = [...r.curve.filter(([p]) => p < 100), [100, value]];
+        r.completed = true;
+        history.push({ assignment: r.assignment, loss: value });
+        active = active.filter((x) => x !== r);
+        continue;
       }
       const percent = (100 * s) / STEPS;
-      const last = entry.curve.at(-1);
-      if (!last || percent - last[0] >= CURVE_SPACING) entry.curve = [...entry.curve, [percent, value]];
-      if (rule && entry.curve.length > 0) {
-        const completed = curves.filter((c) => c.completed).map((c) => c.curve);
-        const context =
-          method.pruner === 'asha' || method.pruner === 'hyperband'
-            ? { trialIndex: i, peers: curves.filter((c) => c !== entry) }
-            : undefined;
-        if (shouldStopEarly(entry.curve, completed, rule, context)) {
-          result.pruned = true;
-          // The wired sweep loop hands samplers the stopped trials too; today's record.ts does not.
-          if (method.pruner !== 'asha-completed') {
-            history.push({ assignment: a, loss: value, stoppedAtPercent: percent });
-          }
-          break;
-        }
+      const last = r.curve.at(-1);
+      if (!last || percent - last[0] >= CURVE_SPACING) r.curve = [...r.curve, [percent, value]];
+      if (!rule || r.curve.length === 0) continue;
+      const completed = all.filter((c) => c.completed).map((c) => c.curve);
+      const context =
+        method.pruner === 'asha' || method.pruner === 'hyperband'
+          ? { trialIndex: r.index, peers: all.filter((c) => c !== r) }
+          : undefined;
+      if (shouldStopEarly(r.curve, completed, rule, context)) {
+        r.result.pruned = true;
+        // The wired sweep loop hands samplers the stopped trials too; today's record.ts does not.
+        if (!today) history.push({ assignment: r.assignment, loss: value, stoppedAtPercent: percent });
+        active = active.filter((x) => x !== r);
       }
     }
-    results.push(result);
   }
-  return results;
+  return all.map((r) => r.result);
 }
 
 function optunaPython(): string {
@@ -288,6 +316,7 @@ function runOptuna(python: string, obj: Objective, method: Method): Record<strin
     seeds: SEEDS,
     trials: TRIALS,
     steps: STEPS,
+    parallel: PARALLEL,
     sampler: method.sampler,
     pruner: method.pruner,
   };
@@ -353,8 +382,9 @@ const optunaVersion = execFileSync(python, ['-c', 'import optuna; print(optuna._
   encoding: 'utf8',
 }).trim();
 const results = new Map<string, Summary>();
+const methods = METHODS.filter((m) => PARALLEL > 1 || m.key !== 'g-tpe-noliar');
 for (const obj of OBJECTIVES) {
-  for (const method of METHODS) {
+  for (const method of methods) {
     const t0 = Date.now();
     const runs =
       method.side === 'gantry'
@@ -380,7 +410,7 @@ function verdict(g: readonly number[], o: readonly number[]): string {
 const lines: string[] = [];
 lines.push(
   `${new Date().toISOString().slice(0, 10)}, Node ${process.version}, Optuna ${optunaVersion} (cmaes ${CMAES_VERSION}), ${cpus().length} CPUs shared with other work; load average ${load0.toFixed(1)} before, ${(loadavg()[0] as number).toFixed(1)} after; ${elapsed.toFixed(0)} s in all.`,
-  `\`node bench/sweep-vs-optuna.ts --trials ${TRIALS} --seeds ${SEEDS.length} --steps ${STEPS}\`: ${TRIALS} trials, seeds 1…${SEEDS.length}, ${STEPS} steps per trial, sequential.`,
+  `\`node bench/sweep-vs-optuna.ts --trials ${TRIALS} --seeds ${SEEDS.length} --steps ${STEPS} --parallel ${PARALLEL}\`: ${TRIALS} trials, seeds 1…${SEEDS.length}, ${STEPS} steps per trial, ${PARALLEL === 1 ? 'sequential' : `${PARALLEL} trials in parallel`}.`,
   '',
 );
 for (const obj of OBJECTIVES) {
@@ -388,7 +418,7 @@ for (const obj of OBJECTIVES) {
   lines.push('Regret of the incumbent (true f − f*), median [IQR] over the seeds, after n trials:', '');
   lines.push(`| method | ${CHECKPOINTS.map((n) => `n = ${n}`).join(' | ')} |`);
   lines.push(`|---|${CHECKPOINTS.map(() => '---:').join('|')}|`);
-  for (const method of METHODS.filter((m) => m.pruner === 'none')) {
+  for (const method of methods.filter((m) => m.pruner === 'none')) {
     const s = results.get(`${obj.name}/${method.key}`) as Summary;
     lines.push(`| ${method.label} | ${s.regrets.map(cell).join(' | ')} |`);
   }
@@ -403,7 +433,7 @@ for (const obj of OBJECTIVES) {
   lines.push(`| method | steps run | saved vs no pruning | trials stopped | regret at n = ${TRIALS} |`);
   lines.push('|---|---:|---:|---:|---:|');
   const full = TRIALS * STEPS;
-  for (const method of METHODS.filter((m) => m.sampler === 'tpe')) {
+  for (const method of methods.filter((m) => m.sampler === 'tpe' && m.key !== 'g-tpe-noliar')) {
     const s = results.get(`${obj.name}/${method.key}`) as Summary;
     const saved = s.steps.map((x) => (100 * (full - x)) / full);
     lines.push(
@@ -417,9 +447,10 @@ console.log(`\n${report}`);
 
 if (WRITE) {
   const text = existsSync(RESULTS) ? readFileSync(RESULTS, 'utf8') : '';
-  const start = '<!-- results:start -->';
-  const end = '<!-- results:end -->';
-  const block = `${start}\n## Latest run\n\n${report}\n${end}`;
+  const start = `<!-- results:parallel-${PARALLEL}:start -->`;
+  const end = `<!-- results:parallel-${PARALLEL}:end -->`;
+  const title = PARALLEL === 1 ? 'Sequential' : `${PARALLEL} trials in parallel`;
+  const block = `${start}\n## Latest run: ${title}\n\n${report}\n${end}`;
   const next =
     text.includes(start) && text.includes(end)
       ? text.slice(0, text.indexOf(start)) + block + text.slice(text.indexOf(end) + end.length)
