@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   type AshaRule,
@@ -213,5 +214,36 @@ describe('Hyperband', () => {
     // Peers of another bracket are not competitors: bracket-0 peers do not make a bracket-1 trial stop.
     const mixed = { trialIndex: t1, peers: peersAt(flat(1, 10, 30), p0a, p0b, p0c) };
     expect(shouldPrune(flat(9, 31), mixed, hyperband)).toBe(false);
+  });
+});
+
+describe('ASHA invariants (property-based)', () => {
+  const sample = fc.tuple(
+    fc.double({ min: 0, max: 99, noNaN: true }),
+    fc.double({ min: -10, max: 10, noNaN: true }),
+  );
+  const curve = fc.array(sample, { maxLength: 6 }).map((xs) => [...xs].sort((a, b) => a[0] - b[0]) as Curve);
+  const peers = fc.array(curve, { maxLength: 12 });
+
+  it('queued trials (no samples yet) never change a decision: nothing waits for them', () => {
+    fc.assert(
+      fc.property(curve, peers, fc.integer({ min: 0, max: 8 }), (running, others, queued) => {
+        const base = ctx(0, ...others);
+        const withQueued = ctx(0, ...others, ...Array.from({ length: queued }, (): Curve => []));
+        expect(shouldPrune(running, withQueued, asha)).toBe(shouldPrune(running, base, asha));
+      }),
+    );
+  });
+
+  it('the best value at a rung is never stopped', () => {
+    fc.assert(
+      fc.property(curve, peers, (running, others) => {
+        const last = running.at(-1);
+        fc.pre(last !== undefined);
+        const best = -1000;
+        const lowered: Curve = [...running.slice(0, -1), [last![0], best]];
+        expect(shouldPrune(lowered, ctx(0, ...others), asha)).toBe(false);
+      }),
+    );
   });
 });
