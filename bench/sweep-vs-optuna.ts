@@ -12,8 +12,9 @@
  * does: `suggest` with the history of completed trials, and `shouldStopEarly` at every reported
  * step over the curve a sweep record keeps (samples ≥ 5 % apart, then [100, result]). Pruned rows
  * run as the sweep loop is to be wired (ASHA/Hyperband see every other trial's curve, samplers see
- * the stopped trials); one row runs ASHA as lib/sweep/record.ts calls it today (only the completed
- * trials' curves as peers, only completed trials in the history).
+ * the stopped trials); one row runs ASHA with only the completed trials' curves as peers and only
+ * completed trials in the history (what lib/sweep/record.ts has at hand today; without the peers
+ * shouldStopEarly stops nothing, so today an asha or hyperband sweep runs as if unpruned).
  *
  * Trials run on --parallel workers (default 1: one after another) on both sides: every tick each
  * running trial runs one step, and a trial that ends or is stopped frees its worker at once for the
@@ -156,7 +157,7 @@ const METHODS: Method[] = [
   { key: 'g-tpe-asha', label: 'Gantry TPE + ASHA', side: 'gantry', sampler: 'tpe', pruner: 'asha' },
   {
     key: 'g-tpe-asha-completed',
-    label: 'Gantry TPE + ASHA as record.ts calls it today (completed trials only)',
+    label: 'Gantry TPE + ASHA, completed trials as the only peers',
     side: 'gantry',
     sampler: 'tpe',
     pruner: 'asha-completed',
@@ -269,7 +270,9 @@ function runGantry(obj: Objective, method: Method, seed: number): TrialResult[] 
       const context =
         method.pruner === 'asha' || method.pruner === 'hyperband'
           ? { trialIndex: r.index, peers: all.filter((c) => c !== r) }
-          : undefined;
+          : method.pruner === 'asha-completed'
+            ? { trialIndex: r.index, peers: all.filter((c) => c !== r && c.completed) }
+            : undefined;
       if (shouldStopEarly(r.curve, completed, rule, context)) {
         r.result.pruned = true;
         // The wired sweep loop hands samplers the stopped trials too; today's record.ts does not.

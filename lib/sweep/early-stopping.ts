@@ -36,7 +36,10 @@ export interface PeerContext {
 
 /**
  * The pruning decision of one running trial: dispatches on `rule.rule` (the median rule when absent).
- * For `asha` and `hyperband` pass `context`; without it the completed curves stand in for the peers.
+ * `asha` and `hyperband` need `context` (every other trial's curve and index) and stop nothing
+ * without it: the completed trials alone are the survivors of earlier rungs, the best trials, and
+ * ranking against them would stop nearly every trial (bench/results/sweep-vs-optuna.md measures it);
+ * stopping is irreversible, so no evidence means no stop.
  */
 export function shouldStopEarly(
   running: Curve,
@@ -45,11 +48,7 @@ export function shouldStopEarly(
   context?: PeerContext,
 ): boolean {
   if (rule.rule === 'asha' || rule.rule === 'hyperband') {
-    if (context) return shouldPrune(running, context, rule);
-    // Without the peers' curves only the completed trials are known: they stand in as the rung
-    // populations of a single bracket (a harsher test, the survivors being the better trials).
-    const peers = completed.map((curve, index) => ({ index, curve }));
-    return shouldPrune(running, { trialIndex: -1, peers }, { ...rule, rule: 'asha' });
+    return context ? shouldPrune(running, context, rule) : false;
   }
   return shouldStopByMedian(running, completed, rule);
 }

@@ -166,10 +166,11 @@ describe('ASHA decisions for a running trial', () => {
     ).toBe(true);
   });
 
-  it('without peers given, the completed curves stand in for the rung population', () => {
+  it('without the peers (no context) asha and hyperband stop nothing, whatever the completed curves say', () => {
     const completed = [flat(1, 10, 100), flat(2, 10, 100), flat(3, 10, 100)];
-    expect(shouldStopEarly(flat(9, 11), completed, asha)).toBe(true);
-    expect(shouldStopEarly(flat(9, 11), completed.slice(0, 1), asha)).toBe(false);
+    expect(shouldStopEarly(flat(9, 11), completed, asha, ctx(0, ...completed))).toBe(true);
+    expect(shouldStopEarly(flat(9, 11), completed, asha)).toBe(false);
+    expect(shouldStopEarly(flat(9, 11), completed, hyperband)).toBe(false);
   });
 });
 
