@@ -2,7 +2,9 @@ import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
 import { uniformInt } from 'pure-rand/distribution/uniformInt';
 import { xoroshiro128plusFromState } from 'pure-rand/generator/xoroshiro128plus';
 import type { RandomGenerator } from 'pure-rand/types/RandomGenerator';
+import { askCma, type CmaState, defaultPopsize, initCma, tellCma } from './cmaes.ts';
 import { logBinMass, logDensity, PRIOR_WEIGHT, parzen, sampleMixture } from './parzen.ts';
+import type { SweepRequest } from './schema.ts';
 import {
   type Assignment,
   fromSearchAxis,
@@ -26,27 +28,78 @@ export type Algorithm =
       candidates?: number;
       /** Fraction of the history, rounded up, taken as the good trials; default 0.25. */
       gamma?: number;
+    }
+  | {
+      name: 'cmaes';
+      seed: number;
+      /** Trials with index < startupTrials are sampled at random and left out of CMA-ES's updates. */
+      startupTrials: number;
+      /** Trials per generation; default 4 + ⌊3 ln d⌋ (d: the numeric parameters searched). */
+      popSize?: number;
     };
 
 /** A finished trial, its objective already oriented so that LOWER IS BETTER (the caller negates maximised metrics). */
 export interface Observation {
   assignment: Assignment;
   loss: number;
+  /**
+   * Set for a trial stopped early: the progress it reached, `loss` being its last reported value.
+   * TPE ranks such trials after every completed one, the furthest first, then by loss (Optuna's
+   * TPESampler does the same with pruned trials), so they count as evidence of a bad region.
+   * CMA-ES leaves them out (Optuna's CmaEsSampler default, consider_pruned_trials=False).
+   */
+  stoppedAtPercent?: number;
 }
 
 const DEFAULT_CANDIDATES = 24;
 const DEFAULT_GAMMA = 0.25;
 
 /**
- * The assignment of trial `trialIndex`. Deterministic in (algorithm, params, trialIndex, history):
- * grid → gridPoint; random → depends on (seed, trialIndex) only; tpe → random while
- * history.length < startupTrials (or the history is empty), then TPE. Every value lies in the space.
+ * The sampler a sweep request asks for, defaults filled: TPE's startupTrials is
+ * max(2, min(10, ⌊maxTrials / 5⌋)); CMA-ES starts at once (Optuna's CmaEsSampler, whose single
+ * startup trial only seeds its search space, starts its first generation at the centre as well).
+ */
+export function algorithmFor(request: Pick<SweepRequest, 'algorithm' | 'maxTrials'>): Algorithm {
+  const a = request.algorithm;
+  switch (a.name) {
+    case 'grid':
+      return { name: 'grid' };
+    case 'random':
+      return { name: 'random', seed: a.seed ?? 0 };
+    case 'cmaes':
+      return {
+        name: 'cmaes',
+        seed: a.seed ?? 0,
+        startupTrials: a.startupTrials ?? 0,
+        ...(a.popSize !== undefined ? { popSize: a.popSize } : {}),
+      };
+    case 'tpe':
+      return {
+        name: 'tpe',
+        seed: a.seed ?? 0,
+        startupTrials: a.startupTrials ?? Math.max(2, Math.min(10, Math.floor(request.maxTrials / 5))),
+      };
+  }
+}
+
+/**
+ * The assignment of trial `trialIndex`. Deterministic in (algorithm, params, trialIndex, history,
+ * pending): grid → gridPoint; random → depends on (seed, trialIndex) only; tpe → random while
+ * history.length < startupTrials (or the history is empty), then TPE; cmaes → see sampleCmaEs.
+ * Every value lies in the space.
+ *
+ * Batch-aware: trials released while others run get their own generator (per trial index), and
+ * `pending` — the assignments of trials released but without a result — are taken by TPE as
+ * certain failures (the constant liar of Optuna's `constant_liar=True`: pending points join the
+ * bad group), so parallel TPE trials spread out instead of piling on the current best region.
+ * CMA-ES draws parallel trials as members of one generation's population.
  */
 export function suggest(
   algorithm: Algorithm,
   params: readonly ParameterSpec[],
   trialIndex: number,
   history: readonly Observation[],
+  pending: readonly Assignment[] = [],
 ): Assignment {
   switch (algorithm.name) {
     case 'grid':
@@ -58,8 +111,10 @@ export function suggest(
       if (history.length === 0 || history.length < algorithm.startupTrials) return sampleRandom(params, rng);
       const gamma = algorithm.gamma ?? DEFAULT_GAMMA;
       const candidates = Math.max(1, Math.floor(algorithm.candidates ?? DEFAULT_CANDIDATES));
-      return sampleTpe(params, rng, history, gamma, candidates);
+      return sampleTpe(params, rng, history, gamma, candidates, pending);
     }
+    case 'cmaes':
+      return sampleCmaEs(params, algorithm, trialIndex, history);
   }
 }
 
@@ -139,14 +194,20 @@ function sampleTpe(
   history: readonly Observation[],
   gamma: number,
   candidates: number,
+  pending: readonly Assignment[] = [],
 ): Assignment {
   const ranked = history
-    .map((o, i) => ({ o, i, loss: Number.isNaN(o.loss) ? Number.POSITIVE_INFINITY : o.loss }))
-    .sort((a, b) => a.loss - b.loss || a.i - b.i)
+    .map((o, i) => ({
+      o,
+      i,
+      stopped: o.stoppedAtPercent === undefined ? Number.NEGATIVE_INFINITY : -o.stoppedAtPercent,
+      loss: Number.isNaN(o.loss) ? Number.POSITIVE_INFINITY : o.loss,
+    }))
+    .sort((a, b) => a.stopped - b.stopped || a.loss - b.loss || a.i - b.i)
     .map(({ o }) => o);
   const nGood = Math.min(ranked.length, Math.max(1, Math.ceil(gamma * ranked.length) || 0));
   const good = ranked.slice(0, nGood).map((o) => o.assignment);
-  const bad = ranked.slice(nGood).map((o) => o.assignment);
+  const bad = [...ranked.slice(nGood).map((o) => o.assignment), ...pending];
   const assignment: Assignment = {};
   for (const spec of params) {
     const values = (group: Assignment[]) => group.map((a) => a[spec.name]);
@@ -243,4 +304,97 @@ function pickWeighted(rng: RandomGenerator, weights: readonly number[]): number 
     if (u < 0) return i;
   }
   return weights.length - 1;
+}
+
+// --- CMA-ES ---------------------------------------------------------------------------------------
+
+/** The numeric parameters CMA-ES searches, each mapped onto [0, 1]. */
+interface Coordinate {
+  spec: ParameterSpec;
+  encode: (v: ParameterValue | undefined) => number | undefined;
+  decode: (u: number) => ParameterValue;
+}
+
+function coordinates(params: readonly ParameterSpec[]): Coordinate[] {
+  const out: Coordinate[] = [];
+  for (const spec of params) {
+    if (spec.type === 'continuous') {
+      const lo = toSearchAxis(spec, spec.min);
+      const hi = toSearchAxis(spec, spec.max);
+      if (!(hi > lo)) continue;
+      out.push({
+        spec,
+        encode: (v) =>
+          typeof v === 'number' && Number.isFinite(v) && (spec.scale === 'linear' || v > 0)
+            ? clamp((toSearchAxis(spec, v) - lo) / (hi - lo), 0, 1)
+            : undefined,
+        decode: (u) => fromSearchAxis(spec, lo + u * (hi - lo)),
+      });
+    } else if (spec.type === 'integer') {
+      // Index k owns [k/n, (k+1)/n): Optuna's half-step widening of int bounds, scaled to [0, 1].
+      const n = integerCount(spec);
+      if (n <= 1) continue;
+      out.push({
+        spec,
+        encode: (v) =>
+          typeof v === 'number' && Number.isFinite(v)
+            ? (clamp(Math.round((v - spec.min) / spec.step), 0, n - 1) + 0.5) / n
+            : undefined,
+        decode: (u) => integerValue(spec, clamp(Math.floor(u * n), 0, n - 1)),
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * CMA-ES over the numeric parameters (lib/sweep/cmaes.ts, a port of the `cmaes` package that
+ * Optuna's CmaEsSampler drives), set up as Optuna does: every continuous axis (its log for scale
+ * 'log') and every integer's index axis mapped onto [0, 1], mean 0.5, σ₀ = 1/6, the bounds
+ * [0, 1]. Discrete and categorical parameters, which have no order CMA-ES could use, are drawn
+ * at random, as Optuna's CmaEsSampler hands them to its independent (random) sampler.
+ *
+ * Stateless: the optimizer is rebuilt at each call by telling it the history in order, popSize
+ * observations per generation (trials left out of the history — failed or stopped — are skipped,
+ * as Optuna only tells complete trials), then trial `trialIndex` is drawn from the current
+ * distribution with its own generator. Trials running side by side thus draw distinct members of
+ * one generation. Trials below startupTrials are random and their results are not told.
+ */
+export function sampleCmaEs(
+  params: readonly ParameterSpec[],
+  algorithm: Extract<Algorithm, { name: 'cmaes' }>,
+  trialIndex: number,
+  history: readonly Observation[],
+): Assignment {
+  const rng = trialRng(algorithm.seed, trialIndex);
+  const coords = coordinates(params);
+  if (trialIndex < algorithm.startupTrials || coords.length === 0) return sampleRandom(params, rng);
+  const startup = new Set<string>();
+  for (let i = 0; i < algorithm.startupTrials; i++) {
+    startup.add(JSON.stringify(sampleRandom(params, trialRng(algorithm.seed, i))));
+  }
+  const solutions: Array<{ x: number[]; value: number }> = [];
+  for (const o of history) {
+    if (o.stoppedAtPercent !== undefined) continue;
+    if (startup.size > 0 && startup.has(JSON.stringify(o.assignment))) continue;
+    const x = coords.map((c) => c.encode(o.assignment[c.spec.name]));
+    if (x.some((v) => v === undefined)) continue;
+    solutions.push({ x: x as number[], value: Number.isNaN(o.loss) ? Number.POSITIVE_INFINITY : o.loss });
+  }
+  let state: CmaState = initCma({
+    mean: coords.map(() => 0.5),
+    sigma: 1 / 6,
+    bounds: coords.map(() => [0, 1] as const),
+    popsize: algorithm.popSize ?? defaultPopsize(coords.length),
+  });
+  for (let g = 0; (g + 1) * state.p.popsize <= solutions.length; g++) {
+    state = tellCma(state, solutions.slice(g * state.p.popsize, (g + 1) * state.p.popsize));
+  }
+  const x = askCma(state, rng);
+  const assignment: Assignment = {};
+  for (const spec of params) {
+    const k = coords.findIndex((c) => c.spec === spec);
+    assignment[spec.name] = k >= 0 ? coords[k]!.decode(x[k]!) : sampleUniform(spec, rng);
+  }
+  return assignment;
 }

@@ -22,6 +22,7 @@ export const SWEEP_DEFAULTS = {
   parallelTrials: 3,
   maxFailedTrials: 3,
   earlyStopping: { minTrialsCompleted: 3, startAtPercent: 25 },
+  halving: { minResourcePercent: 10, reductionFactor: 3, minTrialsAtRung: 3 },
   publish: 'best',
 } as const;
 
@@ -170,6 +171,29 @@ export const AlgorithmSchema = z.discriminatedUnion(
     }),
     z.strictObject({
       name: z.described(
+        z.literal('cmaes'),
+        'cmaes: CMA-ES (a port of the cmaes package) on the numeric parameters; discrete and categorical ones drawn at random',
+      ),
+      seed: z.described(z.optional(seed), 'Seed of the draws, for a repeatable sweep'),
+      startupTrials: z.described(
+        z.optional(z.number().check(z.int(), z.gte(0, 'startupTrials must not be negative'), z.lte(1000))),
+        'Random trials before CMA-ES takes over (default 0: the first generation is drawn around the centre of the space)',
+      ),
+      popSize: z.described(
+        z.optional(
+          z
+            .number()
+            .check(
+              z.int('popSize must be a whole number'),
+              z.gte(2, 'popSize must be at least 2'),
+              z.lte(1000, 'popSize must be at most 1000'),
+            ),
+        ),
+        'Trials per CMA-ES generation (default 4 + ⌊3 ln d⌋ for d searched numeric parameters)',
+      ),
+    }),
+    z.strictObject({
+      name: z.described(
         z.literal('tpe'),
         'tpe: Tree-structured Parzen Estimator (random first, then guided by the objectives seen)',
       ),
@@ -180,12 +204,12 @@ export const AlgorithmSchema = z.discriminatedUnion(
       ),
     }),
   ],
-  { error: 'algorithm.name must be one of grid, random, tpe' },
+  { error: 'algorithm.name must be one of grid, random, tpe, cmaes' },
 );
 
-export const EarlyStoppingSchema = z.strictObject({
+const MedianSchema = z.strictObject({
   rule: z.described(
-    z.literal('median', { error: "rule must be 'median' (the median stopping rule)" }),
+    z.literal('median'),
     'median: stop a trial whose objective is worse than the median of completed trials at the same progress',
   ),
   minTrialsCompleted: z.described(
@@ -207,6 +231,60 @@ export const EarlyStoppingSchema = z.strictObject({
     ),
     'Progress (percent) before which no trial is stopped early',
   ),
+});
+
+const halving = {
+  minResourcePercent: z.described(
+    z._default(
+      z
+        .number()
+        .check(
+          z.gt(0, 'minResourcePercent must be greater than 0'),
+          z.lt(100, 'minResourcePercent must be less than 100'),
+        ),
+      SWEEP_DEFAULTS.halving.minResourcePercent,
+    ),
+    "The first rung, in percent of a trial's progress; rung k sits at minResourcePercent × reductionFactor^k",
+  ),
+  reductionFactor: z.described(
+    z._default(
+      z
+        .number()
+        .check(
+          z.int('reductionFactor must be a whole number'),
+          z.gte(2, 'reductionFactor must be at least 2'),
+          z.lte(10, 'reductionFactor must be at most 10'),
+        ),
+      SWEEP_DEFAULTS.halving.reductionFactor,
+    ),
+    'η: a trial reaching a rung goes on only if it is in the top 1/η of the trials that reported there',
+  ),
+  minTrialsAtRung: z.described(
+    z._default(
+      z
+        .number()
+        .check(
+          z.int('minTrialsAtRung must be a whole number'),
+          z.gte(1, 'minTrialsAtRung must be at least 1'),
+        ),
+      SWEEP_DEFAULTS.halving.minTrialsAtRung,
+    ),
+    'Trials that must have reported at a rung (the deciding one included) before it stops any',
+  ),
+};
+
+const AshaSchema = z.strictObject({
+  rule: z.described(z.literal('asha'), 'asha: asynchronous successive halving on the intermediate objective'),
+  ...halving,
+});
+const HyperbandSchema = z.strictObject({
+  rule: z.described(z.literal('hyperband'), 'hyperband: brackets of asynchronous successive halving'),
+  ...halving,
+});
+
+export const EarlyStoppingSchema = z.discriminatedUnion('rule', [MedianSchema, AshaSchema, HyperbandSchema], {
+  error:
+    'rule must be one of median (the median stopping rule), asha (asynchronous successive halving), hyperband',
 });
 
 const SweepRequestObject = z
@@ -343,7 +421,7 @@ const SweepRequestObject = z
         issue(['parallelTrials'], `must not exceed maxTrials (${s.maxTrials})`);
       }
       if (
-        s.algorithm.name === 'tpe' &&
+        (s.algorithm.name === 'tpe' || s.algorithm.name === 'cmaes') &&
         s.algorithm.startupTrials !== undefined &&
         s.algorithm.startupTrials > s.maxTrials
       ) {

@@ -154,6 +154,34 @@ describe('submitting a sweep', () => {
     expect(record.request.algorithm).toEqual({ name: 'tpe', seed: 42 });
   });
 
+  it('accepts asha, hyperband and cmaes and fills in their defaults', async () => {
+    const { submit } = setup();
+    const asha = await submit({
+      caller: iam(VISION_ARN),
+      body: valid({ algorithm: { name: 'cmaes' }, earlyStopping: { rule: 'asha' }, idempotencyKey: 'a' }),
+    });
+    expect(asha.record.request.algorithm).toEqual({ name: 'cmaes', seed: 42 });
+    expect(asha.record.request.earlyStopping).toEqual({
+      rule: 'asha',
+      minResourcePercent: 10,
+      reductionFactor: 3,
+      minTrialsAtRung: 3,
+    });
+    const hyperband = await submit({
+      caller: iam(VISION_ARN),
+      body: valid({
+        earlyStopping: { rule: 'hyperband', minResourcePercent: 5, reductionFactor: 2 },
+        idempotencyKey: 'h',
+      }),
+    });
+    expect(hyperband.record.request.earlyStopping).toEqual({
+      rule: 'hyperband',
+      minResourcePercent: 5,
+      reductionFactor: 2,
+      minTrialsAtRung: 3,
+    });
+  });
+
   it("applies the template team's tenancy rules", async () => {
     const { submit } = setup();
     await expect(submit({ caller: iam(NLP_ARN), body: valid() })).rejects.toBeInstanceOf(ForbiddenError);
@@ -303,6 +331,54 @@ describe('invalid sweeps are 400s that name the field and the rule', () => {
       valid({ template: { ...template, output: { uri: 's3://other-bucket/x/' } } }),
       'template.output',
       /own run/,
+    ],
+    [
+      'unknown early-stopping rule',
+      valid({ earlyStopping: { rule: 'pbt' } }),
+      'earlyStopping.rule',
+      /one of median .*asha .*hyperband/,
+    ],
+    [
+      'asha reductionFactor below 2',
+      valid({ earlyStopping: { rule: 'asha', reductionFactor: 1 } }),
+      'earlyStopping.reductionFactor',
+      /at least 2/,
+    ],
+    [
+      'asha minResourcePercent of 0',
+      valid({ earlyStopping: { rule: 'asha', minResourcePercent: 0 } }),
+      'earlyStopping.minResourcePercent',
+      /greater than 0/,
+    ],
+    [
+      'hyperband minResourcePercent of 100',
+      valid({ earlyStopping: { rule: 'hyperband', minResourcePercent: 100 } }),
+      'earlyStopping.minResourcePercent',
+      /less than 100/,
+    ],
+    [
+      'hyperband minTrialsAtRung of 0',
+      valid({ earlyStopping: { rule: 'hyperband', minTrialsAtRung: 0 } }),
+      'earlyStopping.minTrialsAtRung',
+      /at least 1/,
+    ],
+    [
+      'a median-rule field on asha',
+      valid({ earlyStopping: { rule: 'asha', startAtPercent: 10 } }),
+      'earlyStopping.startAtPercent',
+      /unknown field/,
+    ],
+    [
+      'cmaes popSize of 1',
+      valid({ algorithm: { name: 'cmaes', popSize: 1 } }),
+      'algorithm.popSize',
+      /at least 2/,
+    ],
+    [
+      'cmaes startupTrials above maxTrials',
+      valid({ algorithm: { name: 'cmaes', startupTrials: 11 } }),
+      'algorithm.startupTrials',
+      /must not exceed maxTrials/,
     ],
     ['unknown field', { ...valid(), trials: 3 }, 'trials', /unknown field/],
   ];
