@@ -1,4 +1,4 @@
-import type { TickReport } from './reconcile.ts';
+import { emptyReport, type TickReport } from './reconcile.ts';
 
 /**
  * Reconciler passes within one scheduled invocation: a pass every `everyMs` while the next pass
@@ -16,12 +16,12 @@ export async function runPasses(deps: {
   aborted: () => boolean;
   onPass?: (pass: number, report: TickReport) => void;
 }): Promise<TickReport & { passes: number }> {
-  const total = { ...EMPTY_REPORT, passes: 0 };
+  const total = { ...emptyReport(), passes: 0 };
   for (let pass = 1; ; pass++) {
     const started = deps.now();
     const report = await deps.tick();
     total.passes = pass;
-    for (const key of Object.keys(EMPTY_REPORT) as Array<keyof TickReport>) {
+    for (const key of Object.keys(emptyReport()) as Array<keyof TickReport>) {
       total[key] = key === 'jobs' ? Math.max(total.jobs, report.jobs) : total[key] + report[key];
     }
     deps.onPass?.(pass, report);
@@ -37,15 +37,3 @@ export async function runPasses(deps: {
 
 /** Left over after the last pass: the handler's own end and its early-timeout abort (2 s). */
 export const PASS_MARGIN_MS = 5000;
-
-const EMPTY_REPORT: TickReport = {
-  jobs: 0,
-  answered: 0,
-  failed: 0,
-  heartbeats: 0,
-  orphansDeleted: 0,
-  cancelled: 0,
-  recordsUpdated: 0,
-  sweeps: 0,
-  errors: 0,
-};

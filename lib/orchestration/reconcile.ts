@@ -68,6 +68,21 @@ export interface TickReport {
   errors: number;
 }
 
+/** A report with every count at zero. */
+export function emptyReport(): TickReport {
+  return {
+    jobs: 0,
+    answered: 0,
+    failed: 0,
+    heartbeats: 0,
+    orphansDeleted: 0,
+    cancelled: 0,
+    recordsUpdated: 0,
+    sweeps: 0,
+    errors: 0,
+  };
+}
+
 /** Half the `HeartbeatSeconds` (600) of the state machine's two waits: a missed tick or two still keeps them alive. */
 export const HEARTBEAT_EVERY_SECONDS = 300;
 
@@ -122,17 +137,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
   };
 
   async function tick(opts?: CallOptions): Promise<TickReport> {
-    const report: TickReport = {
-      jobs: 0,
-      answered: 0,
-      failed: 0,
-      heartbeats: 0,
-      orphansDeleted: 0,
-      cancelled: 0,
-      recordsUpdated: 0,
-      sweeps: 0,
-      errors: 0,
-    };
+    const report = emptyReport();
     // Sweeps advance beside the job pass, on what the run records said at the last tick: a slow
     // job pass (many jobs, a slow cluster) must not starve the sweeps, nor they it.
     const sweeping = advanceSweeps(report, opts);
