@@ -91,6 +91,11 @@ export function makeListSweeps(deps: { table: StateTable; config: GantryConfig }
       query,
       opts,
     );
-    return { sweeps: page.items, ...(page.nextToken ? { nextToken: page.nextToken } : {}) };
+    // A listed sweep is its item: no trials, the item's counters as its counts.
+    const sweeps = page.items.map((item, i) => {
+      const counters = page.meta[i]?.counters;
+      return { ...item, ...(counters ? { counts: counters } : {}) };
+    });
+    return { sweeps, ...(page.nextToken ? { nextToken: page.nextToken } : {}) };
   };
 }

@@ -6,10 +6,12 @@ import { type Assignment, gridSize } from './space.ts';
 import type { SweepPlacement } from './trials.ts';
 
 /**
- * The sweep record (a `sweep#<id>` item of the state table) and the pure decision of what a sweep does next.
- * The record is a cache of what the trials' run records say plus the sweep's own decisions;
- * `step()` recomputes everything from the run records it is shown, so two concurrent advancers
- * reach the same decision and the loser of the conditional write simply finds nothing to do.
+ * The sweep record and the pure decision of what a sweep does next. In the state table a sweep is
+ * a `sweep#<id>` item (the record without its trials, plus trial counters) and one
+ * `trial#<id>#<index>` item per trial (lib/sweep/sweeps.ts). The record is a cache of what the
+ * trials' run records say plus the sweep's own decisions; `step()` recomputes everything from the
+ * run records it is shown, so two concurrent advancers reach the same decision and the loser of a
+ * conditional write simply finds nothing to do.
  */
 
 export const SWEEP_PHASES = ['Running', 'Completing', 'Succeeded', 'Failed', 'Cancelled'] as const;
@@ -84,7 +86,13 @@ export interface SweepRecord {
   request: SweepRequest;
   fingerprint: string;
   placement: SweepPlacement;
+  /** Every trial, by index (read from the trial items; not part of the sweep item). */
   trials: Trial[];
+  /**
+   * Trials per phase as the sweep item's counters say (lists read these instead of the trials;
+   * exact once the sweep is final). Not stored in the document.
+   */
+  counts?: Record<string, number>;
   best?: BestTrial;
   published?: PublishedModel;
   createdAt: string;
@@ -239,7 +247,12 @@ export function step(
     return run ? observeTrial(request, t, run, at) : t;
   });
   const next: SweepRecord = { ...record, trials };
-  const best = bestOf(request, trials);
+  // Never a worse best than the one recorded (a stale read of the trials may miss the best one).
+  const seenBest = bestOf(request, trials);
+  const best =
+    record.best && seenBest && lossOf(request, record.best.objective) <= lossOf(request, seenBest.objective)
+      ? record.best
+      : (seenBest ?? record.best);
   if (best) next.best = best;
   const release: Trial[] = [];
   const stop: StepResult['stop'] = [];
@@ -286,8 +299,15 @@ export function step(
       const history: Observation[] = next.trials
         .filter((t) => t.phase === 'Succeeded' && t.objective !== undefined)
         .map((t) => ({ assignment: t.parameters, loss: lossOf(request, t.objective as number) }));
+      // The lowest free indices: a trial item that an interrupted release never created is a
+      // hole the next release fills (a release that finds the index taken skips it).
+      const taken = new Set(next.trials.map((t) => t.index));
+      let index = 0;
       for (let i = 0; i < slots && next.trials.length < budget; i++) {
-        const trial = newTrial(next.trials.length, history);
+        while (taken.has(index)) index++;
+        if (index >= budget) break;
+        const trial = newTrial(index, history);
+        taken.add(index);
         next.trials = [...next.trials, trial];
         release.push(trial);
       }

@@ -5,7 +5,7 @@ import { trialRunId } from '../run/ids.ts';
 import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunSpec } from '../run/spec.ts';
-import { byCreation, type IndexEntries, type StateTable } from '../state/table.ts';
+import { byCreation, type IndexEntries, type StateTable, type StoredItem } from '../state/table.ts';
 import {
   algorithmOf,
   finish,
@@ -25,6 +25,34 @@ import { suggest } from './samplers.ts';
 import { trialRequest, trialSpec } from './trials.ts';
 
 export const sweepItemKey = (sweepId: string) => `sweep#${sweepId}`;
+
+/** Trial indices in keys: zero-padded, so the index's sort order is the trials' order. */
+const indexKey = (index: number) => String(index).padStart(6, '0');
+export const trialItemKey = (sweepId: string, index: number) => `trial#${sweepId}#${indexKey(index)}`;
+
+/** A trial item is listed by the `bySweep` index, partition `trial#<sweepId>`, in index order. */
+export function trialIndexes(sweepId: string, trial: Pick<Trial, 'index'>): IndexEntries {
+  return { bySweep: { pk: `trial#${sweepId}`, sk: indexKey(trial.index) } };
+}
+
+/**
+ * The sweep item's document: the record without its trials (each is an item of its own) and
+ * without the counts (counters of the item). `trials` inline is the layout before trial items:
+ * read once and moved to trial items (see `adopt`).
+ */
+export type SweepItem = Omit<SweepRecord, 'trials' | 'counts'> & { trials?: Trial[] };
+
+export function sweepItemOf(record: SweepRecord): SweepItem {
+  const { trials: _trials, counts: _counts, ...item } = record;
+  return item;
+}
+
+/** Trials per phase, the sweep item's counters' exact values. */
+export function trialCounts(trials: readonly Trial[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const t of trials) counts[t.phase] = (counts[t.phase] ?? 0) + 1;
+  return counts;
+}
 
 /**
  * Where a sweep is listed: its team by time and by phase, and — while not final — the sparse
@@ -48,6 +76,8 @@ export function sweepIndexes(record: SweepRecord): IndexEntries {
 const REQUEUE_AFTER_MS = 60 * 1000;
 const MAX_ATTEMPTS = 24;
 const READ_CONCURRENCY = 16;
+/** Trial items per query page (a page stays far below DynamoDB's 1 MB per query). */
+const TRIAL_PAGE = 500;
 
 export interface SweepCapabilities {
   /** Release trials (send their run messages). */
@@ -95,8 +125,71 @@ export function makeSweeps(deps: SweepStoreDeps) {
   const { table, records, clock } = deps;
   const log = deps.log ?? (() => undefined);
 
+  /** Every trial item of a sweep, in index order (pages of the `bySweep` index). */
+  async function loadTrials(sweepId: string, opts?: CallOptions) {
+    const trials: Trial[] = [];
+    const versions = new Map<number, string>();
+    let cursor: string | undefined;
+    do {
+      const page = await table.query<Trial>(
+        'bySweep',
+        `trial#${sweepId}`,
+        { limit: TRIAL_PAGE, descending: false, ...(cursor ? { cursor } : {}) },
+        opts,
+      );
+      page.items.forEach((t, i) => {
+        trials.push(t);
+        versions.set(t.index, page.meta[i]?.version as string);
+      });
+      cursor = page.cursor;
+    } while (cursor);
+    return { trials, versions };
+  }
+
+  /**
+   * A sweep item of the layout before trial items (trials inline): create its trial items (only
+   * if absent), then write the item without them and count its trials. Run by whoever reads it
+   * first; a concurrent reader that loses the write finds the converted item.
+   */
+  async function adopt(sweepId: string, current: StoredItem<SweepItem>, opts?: CallOptions) {
+    const trials = current.value.trials ?? [];
+    await forEachLimit(trials, READ_CONCURRENCY, async (t) => {
+      await table
+        .put(trialItemKey(sweepId, t.index), t, trialIndexes(sweepId, t), { ifAbsent: true }, opts)
+        .catch((err: unknown) => {
+          if (!(err instanceof ConcurrentUpdateError)) throw err;
+        });
+    });
+    const { trials: _inline, ...item } = current.value;
+    const record = { ...item, trials } as SweepRecord;
+    if (await write(record, current.version, opts)) {
+      await table.increment(sweepItemKey(sweepId), trialCounts(trials), opts);
+      log({ level: 'INFO', msg: 'sweep moved to trial items', sweepId, trials: trials.length });
+    }
+  }
+
+  /** The sweep item and its trial items: the record, the versions to write them back, the counters. */
+  async function load(sweepId: string, opts?: CallOptions) {
+    for (;;) {
+      const current = await table.get<SweepItem>(sweepItemKey(sweepId), opts);
+      if (!current) return undefined;
+      if (current.value.trials && current.value.trials.length > 0) {
+        await adopt(sweepId, current, opts);
+        continue;
+      }
+      const { trials, versions } = await loadTrials(sweepId, opts);
+      const { trials: _none, ...item } = current.value;
+      return {
+        record: { ...item, trials } as SweepRecord,
+        version: current.version,
+        trialVersions: versions,
+        counters: current.counters ?? {},
+      };
+    }
+  }
+
   async function get(sweepId: string, opts?: CallOptions): Promise<SweepRecord | undefined> {
-    return (await table.get<SweepRecord>(sweepItemKey(sweepId), opts))?.value;
+    return (await load(sweepId, opts))?.record;
   }
 
   /** Create the record (create-only); an existing record is returned instead. */
@@ -105,7 +198,13 @@ export function makeSweeps(deps: SweepStoreDeps) {
     opts?: CallOptions,
   ): Promise<{ record: SweepRecord; created: boolean }> {
     try {
-      await table.put(sweepItemKey(record.sweepId), record, sweepIndexes(record), { ifAbsent: true }, opts);
+      await table.put(
+        sweepItemKey(record.sweepId),
+        sweepItemOf(record),
+        sweepIndexes(record),
+        { ifAbsent: true },
+        opts,
+      );
     } catch (err) {
       if (!(err instanceof ConcurrentUpdateError)) throw err;
       const existing = await get(record.sweepId, opts);
@@ -161,11 +260,12 @@ export function makeSweeps(deps: SweepStoreDeps) {
     return { runs };
   }
 
+  /** Write the sweep item (only that version of it); false when a concurrent writer won. */
   async function write(record: SweepRecord, version: string, opts?: CallOptions): Promise<boolean> {
     try {
       await table.put(
         sweepItemKey(record.sweepId),
-        record,
+        sweepItemOf(record),
         sweepIndexes(record),
         { ifVersion: version },
         opts,
@@ -197,12 +297,13 @@ export function makeSweeps(deps: SweepStoreDeps) {
     const canStop = caps.stopRun !== undefined;
     let restopped = false;
     for (let attempt = 1; ; attempt++) {
-      const current = await table.get<SweepRecord>(sweepItemKey(sweepId), opts);
-      if (!current) throw new NotFoundError(`sweep ${sweepId} has no record`);
-      const record = current.value;
+      const loaded = await load(sweepId, opts);
+      if (!loaded) throw new NotFoundError(`sweep ${sweepId} has no record`);
+      const { record, trialVersions } = loaded;
       report.phase = record.phase;
       if (isSweepFinal(record.phase)) return report;
       const now = clock.now();
+      const at = now.toISOString();
       const { runs } = await observe(record, seen, only, opts);
       const algorithm = algorithmOf(record.request);
       const result = step(
@@ -214,7 +315,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
           runId: trialRunId(sweepId, index),
           parameters: suggest(algorithm, record.request.parameters, index, history),
           phase: 'Queued',
-          releasedAt: now.toISOString(),
+          releasedAt: at,
         }),
         canStop,
       );
@@ -222,10 +323,11 @@ export function makeSweeps(deps: SweepStoreDeps) {
       let next = result.record;
       let release = result.release;
       if (!caps.queue && release.length > 0) {
-        next = { ...next, trials: next.trials.slice(0, next.trials.length - release.length) };
+        const left = new Set(release);
+        next = { ...next, trials: next.trials.filter((t) => !left.has(t)) };
         release = [];
       }
-      const requeue = caps.queue
+      let requeue = caps.queue
         ? next.trials.filter(
             (t) =>
               t.phase === 'Queued' &&
@@ -236,15 +338,19 @@ export function makeSweeps(deps: SweepStoreDeps) {
           )
         : [];
       if (requeue.length > 0) {
-        const at = now.toISOString();
+        const again = new Set(requeue);
+        requeue = requeue.map((t) => ({ ...t, releasedAt: at }));
+        const byIndex = new Map(requeue.map((t) => [t.index, t]));
         next = {
           ...next,
-          trials: next.trials.map((t) => (requeue.includes(t) ? { ...t, releasedAt: at } : t)),
+          trials: next.trials.map((t) => (again.has(t) ? (byIndex.get(t.index) as Trial) : t)),
         };
       }
-      const changed = result.changed || requeue.length > 0;
-      if (changed) {
-        if (!(await write(next, current.version, opts))) {
+
+      // 1. The sweep item, only when the sweep's own decisions changed (outcome, best, phase): a
+      // trial's progress is not the sweep item's business.
+      if (sameSweep(record, next) === false) {
+        if (!(await write({ ...next, updatedAt: at }, loaded.version, opts))) {
           if (attempt >= maxAttempts)
             throw new ConcurrentUpdateError(`sweep ${sweepId}: too many concurrent updates`);
           await jitter(attempt);
@@ -253,13 +359,72 @@ export function makeSweeps(deps: SweepStoreDeps) {
         report.writes++;
       }
       report.phase = next.phase;
+
+      // 2. Each changed trial's own item (only the version read). A lost write means another
+      // advancer wrote that trial meanwhile: this one leaves it (and acting on it) to the next.
+      const before = new Map(record.trials.map((t) => [t.index, t]));
+      const deltas: Record<string, number> = {};
+      const count = (phase: string, d: number) => {
+        deltas[phase] = (deltas[phase] ?? 0) + d;
+      };
+      const lost = new Set<number>();
+      const changedTrials = next.trials.filter((t) => {
+        const old = before.get(t.index);
+        return old !== undefined && JSON.stringify(old) !== JSON.stringify(t);
+      });
+      await forEachLimit(changedTrials, READ_CONCURRENCY, async (t) => {
+        const old = before.get(t.index) as Trial;
+        try {
+          await table.put(
+            trialItemKey(sweepId, t.index),
+            t,
+            trialIndexes(sweepId, t),
+            { ifVersion: trialVersions.get(t.index) as string },
+            opts,
+          );
+          report.writes++;
+          if (old.phase !== t.phase) {
+            count(old.phase, -1);
+            count(t.phase, 1);
+          }
+        } catch (err) {
+          if (!(err instanceof ConcurrentUpdateError)) throw err;
+          lost.add(t.index);
+        }
+      });
+
+      // 3. New trials: each index is created only if absent, so two advancers releasing at once
+      // never make the same trial twice; the one that finds the index taken skips it.
+      const created: Trial[] = [];
+      for (const t of release) {
+        try {
+          await table.put(
+            trialItemKey(sweepId, t.index),
+            t,
+            trialIndexes(sweepId, t),
+            { ifAbsent: true },
+            opts,
+          );
+          report.writes++;
+          created.push(t);
+          count(t.phase, 1);
+        } catch (err) {
+          if (!(err instanceof ConcurrentUpdateError)) throw err;
+        }
+      }
+      release = created;
+      requeue = requeue.filter((t) => !lost.has(t.index));
       await forEachLimit([...release, ...requeue], 16, async (trial) => {
         const spec = specOf(next, trial);
         await caps.queue?.enqueue(runMessage(spec), runMessageAttributes(spec), opts);
       });
+      // 4. The counts lists show: atomic adds to the sweep item's counters, never a race.
+      const nonZero = Object.fromEntries(Object.entries(deltas).filter(([, d]) => d !== 0));
+      if (Object.keys(nonZero).length > 0) await table.increment(sweepItemKey(sweepId), nonZero, opts);
       report.released += release.length;
       if (release.length > 0)
         log({ level: 'INFO', msg: 'trials released', sweepId, trials: release.map((t) => t.index) });
+      result.stop = result.stop.filter((s) => !lost.has(s.trial.index));
       if (caps.stopRun) {
         await forEachLimit(result.stop, 8, async ({ trial, reason }) => {
           await caps.stopRun?.(specOf(next, trial), reason, opts);
@@ -336,11 +501,23 @@ export function makeSweeps(deps: SweepStoreDeps) {
     opts?: CallOptions,
   ): Promise<SweepRecord | undefined> {
     for (let attempt = 1; ; attempt++) {
-      const current = await table.get<SweepRecord>(sweepItemKey(sweepId), opts);
+      const current = await load(sweepId, opts);
       if (!current) throw new NotFoundError(`sweep ${sweepId} has no record`);
-      const next = change(current.value);
-      if (!next) return current.value;
-      if (await write(next, current.version, opts)) return next;
+      const next = change(current.record);
+      if (!next) return current.record;
+      if (await write(next, current.version, opts)) {
+        // Final: no trial changes any more, so the counters can be set to what the trials say.
+        if (isSweepFinal(next.phase)) {
+          const exact = trialCounts(next.trials);
+          const fix: Record<string, number> = {};
+          for (const phase of new Set([...Object.keys(exact), ...Object.keys(current.counters)])) {
+            const d = (exact[phase] ?? 0) - (current.counters[phase] ?? 0);
+            if (d !== 0) fix[phase] = d;
+          }
+          if (Object.keys(fix).length > 0) await table.increment(sweepItemKey(sweepId), fix, opts);
+        }
+        return next;
+      }
       if (attempt >= MAX_ATTEMPTS)
         throw new ConcurrentUpdateError(`sweep ${sweepId}: too many concurrent updates`);
       await jitter(attempt);
@@ -409,6 +586,12 @@ export function makeSweeps(deps: SweepStoreDeps) {
 }
 
 export type Sweeps = ReturnType<typeof makeSweeps>;
+
+/** Whether the sweep item would stay the same (its trials and update time aside). */
+function sameSweep(a: SweepRecord, b: SweepRecord): boolean {
+  const strip = (r: SweepRecord) => JSON.stringify({ ...sweepItemOf(r), updatedAt: '' });
+  return strip(a) === strip(b);
+}
 
 async function jitter(attempt: number): Promise<void> {
   const ms = Math.random() * Math.min(500, 10 * 2 ** attempt);
