@@ -295,21 +295,15 @@ export function step(
         });
       }
       const waiting = next.trials.some((t) => t.waitingForQuota);
-      const slots = waiting ? 0 : request.parallelTrials - inFlight().length;
       const history: Observation[] = next.trials
         .filter((t) => t.phase === 'Succeeded' && t.objective !== undefined)
         .map((t) => ({ assignment: t.parameters, loss: lossOf(request, t.objective as number) }));
-      // The lowest free indices: a trial item that an interrupted release never created is a
-      // hole the next release fills (a release that finds the index taken skips it).
-      const taken = new Set(next.trials.map((t) => t.index));
-      let index = 0;
-      for (let i = 0; i < slots && next.trials.length < budget; i++) {
-        while (taken.has(index)) index++;
-        if (index >= budget) break;
-        const trial = newTrial(index, history);
-        taken.add(index);
-        next.trials = [...next.trials, trial];
-        release.push(trial);
+      if (!waiting) {
+        for (const index of releasable(next.trials, request.parallelTrials, budget)) {
+          const trial = newTrial(index, history);
+          next.trials = [...next.trials, trial];
+          release.push(trial);
+        }
       }
     }
   }
@@ -333,6 +327,25 @@ export function step(
   const changed = JSON.stringify(next) !== before;
   if (changed) next.updatedAt = at;
   return { record: next, changed, release, stop };
+}
+
+/**
+ * The trial indices that may be released now: slots by succession. Trials 0 … parallel−1 open the
+ * slots; trial i + parallel follows trial i once trial i ended. So at most `parallel` trials are
+ * in flight (one per slot), each index has one predecessor (two advancers that release at once
+ * want the same index only when they saw the same trial end, and the trial item is created only
+ * if absent), and an index missing from the trials read is simply released again (its create
+ * finds it taken when the read was stale).
+ */
+export function releasable(trials: readonly Trial[], parallel: number, budget: number): number[] {
+  const present = new Set(trials.map((t) => t.index));
+  const out: number[] = [];
+  for (let i = 0; i < Math.min(parallel, budget); i++) if (!present.has(i)) out.push(i);
+  for (const t of trials) {
+    const next = t.index + parallel;
+    if (isTrialTerminal(t.phase) && next < budget && !present.has(next)) out.push(next);
+  }
+  return out.sort((a, b) => a - b);
 }
 
 /** The sweep is done once its outcome is decided, nothing is in flight and the best is published. */

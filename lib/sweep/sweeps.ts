@@ -168,12 +168,24 @@ export function makeSweeps(deps: SweepStoreDeps) {
     }
   }
 
-  /** The sweep item and its trial items: the record, the versions to write them back, the counters. */
-  async function load(sweepId: string, opts?: CallOptions) {
+  /**
+   * The sweep item and its trial items: the record, the versions to write them back, the
+   * counters. An item of the previous layout is moved to trial items first (`adopt`), unless the
+   * caller only reads (`readOnly`: its inline trials are returned as they are).
+   */
+  async function load(sweepId: string, opts?: CallOptions, readOnly = false) {
     for (;;) {
       const current = await table.get<SweepItem>(sweepItemKey(sweepId), opts);
       if (!current) return undefined;
       if (current.value.trials && current.value.trials.length > 0) {
+        if (readOnly) {
+          return {
+            record: current.value as SweepRecord,
+            version: current.version,
+            trialVersions: new Map<number, string>(),
+            counters: current.counters ?? {},
+          };
+        }
         await adopt(sweepId, current, opts);
         continue;
       }
@@ -189,7 +201,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
   }
 
   async function get(sweepId: string, opts?: CallOptions): Promise<SweepRecord | undefined> {
-    return (await load(sweepId, opts))?.record;
+    return (await load(sweepId, opts, true))?.record;
   }
 
   /** Create the record (create-only); an existing record is returned instead. */
@@ -296,10 +308,25 @@ export function makeSweeps(deps: SweepStoreDeps) {
     };
     const canStop = caps.stopRun !== undefined;
     let restopped = false;
+    let trialsRead: { trials: Trial[]; versions: Map<number, string> } | undefined;
+    let sweepRead: { item: SweepRecord; version: string } | undefined;
     for (let attempt = 1; ; attempt++) {
-      const loaded = await load(sweepId, opts);
-      if (!loaded) throw new NotFoundError(`sweep ${sweepId} has no record`);
-      const { record, trialVersions } = loaded;
+      // A lost race for the sweep item re-reads only that item: the trials read stay (a trial
+      // changed meanwhile makes this call's write of it lose, and it is left to the next call).
+      if (!trialsRead) {
+        const loaded = await load(sweepId, opts);
+        if (!loaded) throw new NotFoundError(`sweep ${sweepId} has no record`);
+        trialsRead = { trials: loaded.record.trials, versions: loaded.trialVersions };
+        sweepRead = { item: loaded.record, version: loaded.version };
+      } else if (!sweepRead) {
+        const current = await table.get<SweepItem>(sweepItemKey(sweepId), opts);
+        if (!current) throw new NotFoundError(`sweep ${sweepId} has no record`);
+        const { trials: _inline, ...item } = current.value;
+        sweepRead = { item: item as SweepRecord, version: current.version };
+      }
+      const record: SweepRecord = { ...sweepRead.item, trials: trialsRead.trials };
+      const trialVersions = trialsRead.versions;
+      const sweepVersion = sweepRead.version;
       report.phase = record.phase;
       if (isSweepFinal(record.phase)) return report;
       const now = clock.now();
@@ -350,9 +377,10 @@ export function makeSweeps(deps: SweepStoreDeps) {
       // 1. The sweep item, only when the sweep's own decisions changed (outcome, best, phase): a
       // trial's progress is not the sweep item's business.
       if (sameSweep(record, next) === false) {
-        if (!(await write({ ...next, updatedAt: at }, loaded.version, opts))) {
+        if (!(await write({ ...next, updatedAt: at }, sweepVersion, opts))) {
           if (attempt >= maxAttempts)
             throw new ConcurrentUpdateError(`sweep ${sweepId}: too many concurrent updates`);
+          sweepRead = undefined;
           await jitter(attempt);
           continue;
         }
@@ -444,6 +472,8 @@ export function makeSweeps(deps: SweepStoreDeps) {
       // a cancelled or finished sweep ends in this call rather than at the next tick.
       if (result.stop.length > 0 && !restopped) {
         restopped = true;
+        trialsRead = undefined;
+        sweepRead = undefined;
         for (const { trial } of result.stop) seen.delete(trial.runId);
         continue;
       }

@@ -450,7 +450,7 @@ describe.each(targets)('counters and trial items: %s', (_name, make) => {
     expect((await table.get<Record<string, unknown>>(`sweep#${sweepId}`))?.value.trials).toBeUndefined();
   });
 
-  it('moves a sweep item of the previous layout (trials inline) to trial items on first read', async () => {
+  it('reads a sweep item of the previous layout (trials inline) as it is, and moves it to trial items when it advances', async () => {
     const table = make();
     const clock = { now: () => new Date('2026-12-02T10:00:00Z') };
     const records = makeRunRecords({ table, clock });
@@ -474,11 +474,16 @@ describe.each(targets)('counters and trial items: %s', (_name, make) => {
     await table.put(`sweep#${sweepId}`, old, {}, { ifAbsent: true });
     const got = await sweeps.get(sweepId);
     expect(got?.trials).toEqual(old.trials);
+    // A read (GET /v1/sweeps/{id}, which may only read) changes nothing.
+    expect((await table.get<Record<string, unknown>>(`sweep#${sweepId}`))?.value.trials).toEqual(old.trials);
+    expect((await sweeps.advance(sweepId)).phase).toBe('Succeeded');
+    expect((await sweeps.get(sweepId))?.trials).toEqual(old.trials);
     const item = await table.get<Record<string, unknown>>(`sweep#${sweepId}`);
     expect(item?.value.trials).toBeUndefined();
     expect(item?.counters).toEqual({ Succeeded: 2, Failed: 1 });
     expect((await table.get(trialItemKey(sweepId, 1)))?.value).toEqual(old.trials[1]);
-    // Read again: nothing moves twice.
+    // Advanced again: nothing moves twice.
+    await sweeps.advance(sweepId);
     expect((await sweeps.get(sweepId))?.trials).toEqual(old.trials);
     expect((await table.get(`sweep#${sweepId}`))?.counters).toEqual({ Succeeded: 2, Failed: 1 });
   });

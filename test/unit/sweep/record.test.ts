@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import {
+  isTrialTerminal,
   type RunObservation,
   readyToFinish,
+  releasable,
   type SweepRecord,
   step,
   type Trial,
@@ -81,7 +83,74 @@ describe('releasing trials', () => {
     );
     expect(held.release).toEqual([]);
     const admitted = step(held.record, runs([['run-0', { phase: 'Running' }]]), NOW, newTrial, false);
-    expect(admitted.release.map((t) => t.index)).toEqual([2, 3]);
+    // Slot 2 opens; trial 1 ended, so its successor 1 + parallelTrials 3 = 4 follows it.
+    expect(admitted.release.map((t) => t.index)).toEqual([2, 4]);
+  });
+
+  // Slots by succession: trial i + parallel follows trial i once it ended (parallel 3, budget 10).
+  it.each<[string, Array<[number, Trial['phase']]>, number[]]>([
+    ['a new sweep opens the slots', [], [0, 1, 2]],
+    [
+      'nothing ended: nothing to release',
+      [
+        [0, 'Running'],
+        [1, 'Queued'],
+        [2, 'Pending'],
+      ],
+      [],
+    ],
+    [
+      'each ended trial frees its own successor',
+      [
+        [0, 'Succeeded'],
+        [1, 'Running'],
+        [2, 'Failed'],
+      ],
+      [3, 5],
+    ],
+    [
+      'a Stopping trial still holds its slot',
+      [
+        [0, 'Stopping'],
+        [1, 'EarlyStopped'],
+        [2, 'Running'],
+      ],
+      [4],
+    ],
+    [
+      'a successor already there is not released again',
+      [
+        [0, 'Succeeded'],
+        [1, 'Running'],
+        [2, 'Running'],
+        [3, 'Running'],
+      ],
+      [],
+    ],
+    [
+      'a missing index (a release cut off) is released again',
+      [
+        [0, 'Succeeded'],
+        [1, 'Succeeded'],
+        [2, 'Running'],
+        [4, 'Running'],
+      ],
+      [3],
+    ],
+    [
+      'never past the budget',
+      [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map((i): [number, Trial['phase']] => [
+        i,
+        i < 8 ? 'Succeeded' : 'Running',
+      ]),
+      [],
+    ],
+  ])('%s', (_name, trials, expected) => {
+    const all = trials.map(([i, phase]) => trial(i, phase));
+    expect(releasable(all, 3, 10)).toEqual(expected);
+    // At most `parallel` in flight once they are released.
+    const open = all.filter((t) => !isTrialTerminal(t.phase)).length;
+    expect(open + expected.length).toBeLessThanOrEqual(3);
   });
 
   it('stops at the grid size when the grid is smaller than maxTrials', () => {
