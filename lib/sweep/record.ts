@@ -237,6 +237,7 @@ export function step(
   now: Date,
   newTrial: (index: number, history: Observation[]) => Trial,
   canStop: boolean,
+  only?: ReadonlySet<string>,
 ): StepResult {
   const at = now.toISOString();
   const { request } = record;
@@ -299,7 +300,13 @@ export function step(
         .filter((t) => t.phase === 'Succeeded' && t.objective !== undefined)
         .map((t) => ({ assignment: t.parameters, loss: lossOf(request, t.objective as number) }));
       if (!waiting) {
-        for (const index of releasable(next.trials, request.parallelTrials, budget)) {
+        // A trial's own advance (`only`: its run) releases its successor the moment it ends; any
+        // other advance (the reconciler's) the successors of trials already recorded as ended,
+        // so the two do not race for the same index (see `releasable`).
+        const ended = only
+          ? next.trials.filter((t) => only.has(t.runId) && isTrialTerminal(t.phase))
+          : record.trials.filter((t) => isTrialTerminal(t.phase));
+        for (const index of releasable(next.trials, request.parallelTrials, budget, ended, !only)) {
           const trial = newTrial(index, history);
           next.trials = [...next.trials, trial];
           release.push(trial);
@@ -337,11 +344,19 @@ export function step(
  * if absent), and an index missing from the trials read is simply released again (its create
  * finds it taken when the read was stale).
  */
-export function releasable(trials: readonly Trial[], parallel: number, budget: number): number[] {
+export function releasable(
+  trials: readonly Trial[],
+  parallel: number,
+  budget: number,
+  /** Whose successors to release (default: every ended trial's). */
+  ended: readonly Trial[] = trials,
+  /** Whether to open slots (the first `parallel` indices) too. */
+  open = true,
+): number[] {
   const present = new Set(trials.map((t) => t.index));
   const out: number[] = [];
-  for (let i = 0; i < Math.min(parallel, budget); i++) if (!present.has(i)) out.push(i);
-  for (const t of trials) {
+  if (open) for (let i = 0; i < Math.min(parallel, budget); i++) if (!present.has(i)) out.push(i);
+  for (const t of ended) {
     const next = t.index + parallel;
     if (isTrialTerminal(t.phase) && next < budget && !present.has(next)) out.push(next);
   }

@@ -345,6 +345,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
           releasedAt: at,
         }),
         canStop,
+        only,
       );
       // Only a caller that can release may grow the trial list; others leave it for the next one.
       let next = result.record;
@@ -388,41 +389,15 @@ export function makeSweeps(deps: SweepStoreDeps) {
       }
       report.phase = next.phase;
 
-      // 2. Each changed trial's own item (only the version read). A lost write means another
-      // advancer wrote that trial meanwhile: this one leaves it (and acting on it) to the next.
-      const before = new Map(record.trials.map((t) => [t.index, t]));
       const deltas: Record<string, number> = {};
       const count = (phase: string, d: number) => {
         deltas[phase] = (deltas[phase] ?? 0) + d;
       };
-      const lost = new Set<number>();
-      const changedTrials = next.trials.filter((t) => {
-        const old = before.get(t.index);
-        return old !== undefined && JSON.stringify(old) !== JSON.stringify(t);
-      });
-      await forEachLimit(changedTrials, READ_CONCURRENCY, async (t) => {
-        const old = before.get(t.index) as Trial;
-        try {
-          await table.put(
-            trialItemKey(sweepId, t.index),
-            t,
-            trialIndexes(sweepId, t),
-            { ifVersion: trialVersions.get(t.index) as string },
-            opts,
-          );
-          report.writes++;
-          if (old.phase !== t.phase) {
-            count(old.phase, -1);
-            count(t.phase, 1);
-          }
-        } catch (err) {
-          if (!(err instanceof ConcurrentUpdateError)) throw err;
-          lost.add(t.index);
-        }
-      });
 
-      // 3. New trials: each index is created only if absent, so two advancers releasing at once
-      // never make the same trial twice; the one that finds the index taken skips it.
+      // 2. New trials, before the trials that ended are written: whoever reads a trial as ended
+      // finds its successor there already (see `releasable`). Each index is created only if
+      // absent, so two advancers releasing at once never make the same trial twice; the one that
+      // finds the index taken skips it.
       const created: Trial[] = [];
       for (const t of release) {
         try {
@@ -440,6 +415,44 @@ export function makeSweeps(deps: SweepStoreDeps) {
           if (!(err instanceof ConcurrentUpdateError)) throw err;
         }
       }
+
+      // 3. Each changed trial's own item, at the version read. The item is read again just
+      // before: when another advancer wrote the trial since this one listed the trials (most
+      // often a trial's own advance recording its end), this one writes only if it ends the
+      // trial and the other did not; otherwise it leaves that trial, and acting on it, to the next
+      // advance. A write that still loses is treated the same way.
+      const before = new Map(record.trials.map((t) => [t.index, t]));
+      const lost = new Set<number>();
+      const changedTrials = next.trials.filter((t) => {
+        const old = before.get(t.index);
+        return old !== undefined && JSON.stringify(old) !== JSON.stringify(t);
+      });
+      await forEachLimit(changedTrials, READ_CONCURRENCY, async (t) => {
+        const key = trialItemKey(sweepId, t.index);
+        let base = before.get(t.index) as Trial;
+        let version = trialVersions.get(t.index) as string;
+        const fresh = await table.get<Trial>(key, opts);
+        if (fresh && fresh.version !== version) {
+          if (isTrialTerminal(fresh.value.phase) || !isTrialTerminal(t.phase)) {
+            lost.add(t.index);
+            return;
+          }
+          base = fresh.value;
+          version = fresh.version;
+        }
+        try {
+          await table.put(key, t, trialIndexes(sweepId, t), { ifVersion: version }, opts);
+          report.writes++;
+          if (base.phase !== t.phase) {
+            count(base.phase, -1);
+            count(t.phase, 1);
+          }
+        } catch (err) {
+          if (!(err instanceof ConcurrentUpdateError)) throw err;
+          lost.add(t.index);
+        }
+      });
+
       release = created;
       requeue = requeue.filter((t) => !lost.has(t.index));
       await forEachLimit([...release, ...requeue], 16, async (trial) => {

@@ -61,15 +61,17 @@ describe('releasing trials', () => {
     expect(first.release.map((t) => t.index)).toEqual([0, 1, 2]);
     const busy = step(first.record, runs([['run-0', { phase: 'Running' }]]), NOW, newTrial, false);
     expect(busy.release).toEqual([]);
-    const one = step(
-      first.record,
-      runs([['run-0', { phase: 'Succeeded', metrics: { accuracy: 0.9 } }]]),
-      NOW,
-      newTrial,
-      false,
-    );
+    const ended = runs([['run-0', { phase: 'Succeeded', metrics: { accuracy: 0.9 } }]]);
+    // The trial's own advance releases its successor (0 + parallelTrials 3) as it sees it end.
+    const one = step(first.record, ended, NOW, newTrial, false, new Set(['run-0']));
     expect(one.release.map((t) => t.index)).toEqual([3]);
     expect(one.record.best).toMatchObject({ trialIndex: 0, objective: 0.9 });
+    // Any other advance records the end first and releases the successor on its next step, so
+    // it does not race the trial's own advance for index 3.
+    const tick = step(first.record, ended, NOW, newTrial, false);
+    expect(tick.release).toEqual([]);
+    expect(tick.record.trials[0]?.phase).toBe('Succeeded');
+    expect(step(tick.record, runs([]), NOW, newTrial, false).release.map((t) => t.index)).toEqual([3]);
   });
 
   it('releases nothing while a trial waits for quota, even with free slots', () => {
@@ -274,6 +276,7 @@ describe('early stopping (median rule)', () => {
       NOW,
       newTrial,
       true,
+      new Set(['run-3']),
     );
     expect(ended.record.trials[3]?.phase).toBe('EarlyStopped');
     expect(ended.release.map((t) => t.index)).toEqual([5]);
