@@ -108,7 +108,16 @@ export interface RunObservation {
   metrics?: Record<string, number | string>;
   percent?: number;
   waitingForQuota?: boolean;
+  /** When the run ended (terminal phases). */
+  endedAt?: string;
 }
+
+/**
+ * How long after a trial's run ended its own advance may still be releasing its successor: longer
+ * than that advance may take (TRIAL_HOOK_BUDGET_MS in lib/orchestration/steps.ts). Past this,
+ * any advance releases it.
+ */
+export const OWN_RELEASE_MS = 10_000;
 
 export interface StepResult {
   record: SweepRecord;
@@ -303,9 +312,16 @@ export function step(
         // A trial's own advance (`only`: its run) releases its successor the moment it ends; any
         // other advance (the reconciler's) the successors of trials already recorded as ended,
         // so the two do not race for the same index (see `releasable`).
+        // A run whose own advance was cut off (or never came) counts as recorded once
+        // OWN_RELEASE_MS passed since it ended.
+        const recorded = new Set(record.trials.filter((t) => isTrialTerminal(t.phase)).map((t) => t.index));
+        const overdue = (t: Trial) => {
+          const endedAt = runs.get(t.runId)?.endedAt;
+          return endedAt !== undefined && now.getTime() - Date.parse(endedAt) >= OWN_RELEASE_MS;
+        };
         const ended = only
           ? next.trials.filter((t) => only.has(t.runId) && isTrialTerminal(t.phase))
-          : record.trials.filter((t) => isTrialTerminal(t.phase));
+          : next.trials.filter((t) => isTrialTerminal(t.phase) && (recorded.has(t.index) || overdue(t)));
         for (const index of releasable(next.trials, request.parallelTrials, budget, ended, !only)) {
           const trial = newTrial(index, history);
           next.trials = [...next.trials, trial];

@@ -2,6 +2,7 @@ import { ConcurrentUpdateError, ModelOwnedError, NotFoundError } from '../errors
 import { runMessage, runMessageAttributes } from '../intake/message.ts';
 import type { CallOptions, Clock, RunQueue } from '../ports.ts';
 import { trialRunId } from '../run/ids.ts';
+import { isTerminal as isRunTerminal } from '../run/phases.ts';
 import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunSpec } from '../run/spec.ts';
@@ -267,6 +268,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
         ...(run.metrics ? { metrics: run.metrics } : {}),
         ...(run.progress?.percent !== undefined ? { percent: run.progress.percent } : {}),
         ...(run.phase === 'Pending' && run.admission ? { waitingForQuota: true } : {}),
+        ...(isRunTerminal(run.phase) ? { endedAt: run.transitions.at(-1)?.at ?? run.updatedAt } : {}),
       });
     });
     return { runs };

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   isTrialTerminal,
+  OWN_RELEASE_MS,
   type RunObservation,
   readyToFinish,
   releasable,
@@ -72,6 +73,22 @@ describe('releasing trials', () => {
     expect(tick.release).toEqual([]);
     expect(tick.record.trials[0]?.phase).toBe('Succeeded');
     expect(step(tick.record, runs([]), NOW, newTrial, false).release.map((t) => t.index)).toEqual([3]);
+    // Unless the run ended long enough ago that its own advance is over (cut off, or never came).
+    const endedAgo = (ms: number) =>
+      runs([
+        [
+          'run-0',
+          {
+            phase: 'Succeeded',
+            metrics: { accuracy: 0.9 },
+            endedAt: new Date(NOW.getTime() - ms).toISOString(),
+          },
+        ],
+      ]);
+    expect(step(first.record, endedAgo(2_000), NOW, newTrial, false).release).toEqual([]);
+    expect(
+      step(first.record, endedAgo(OWN_RELEASE_MS), NOW, newTrial, false).release.map((t) => t.index),
+    ).toEqual([3]);
   });
 
   it('releases nothing while a trial waits for quota, even with free slots', () => {
