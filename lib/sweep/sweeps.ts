@@ -116,11 +116,15 @@ export interface AdvanceReport {
 
 /**
  * Sweep records and the sweep controller. `advance()` is the one way a sweep moves: read the
- * record and the run records of the trials in flight, decide (lib/sweep/record.ts `step`), write
- * with If-Match, then act — enqueue released trials, stop trials, publish the best. Each caller
- * brings the capabilities it has: a trial's RecordOutcome step releases the next trials at once;
- * the reconciler (every tick, for every active sweep) also stops and publishes. Idempotent and
- * safe to run concurrently: a lost conditional write re-reads and re-decides.
+ * sweep item, the trial items and the run records of the trials in flight, decide
+ * (lib/sweep/record.ts `step`), write what changed — the sweep item only when the sweep's own
+ * decisions changed (at the version read: a lost race re-reads it and re-decides), each changed
+ * trial's item at its version, new trial items only if absent, per-phase counts as counter adds —
+ * then act: enqueue released trials, stop trials, publish the best. Each caller brings the
+ * capabilities it has: a trial's RecordOutcome step releases that trial's successor at once; the
+ * reconciler (every tick, for every active sweep) also stops and publishes. Idempotent and safe to
+ * run concurrently: every decision is recomputed from the items and the runs' records, so a call
+ * cut off anywhere leaves nothing the next one cannot finish.
  */
 export function makeSweeps(deps: SweepStoreDeps) {
   const { table, records, clock } = deps;
