@@ -91,10 +91,11 @@ export function makeListSweeps(deps: { table: StateTable; config: GantryConfig }
       query,
       opts,
     );
-    // A listed sweep is its item: no trials, the item's counters as its counts.
+    // A listed sweep is its item: no trials; its counts are those recorded when it ended, or
+    // while it runs the item's counters.
     const sweeps = page.items.map((item, i) => {
-      const counters = page.meta[i]?.counters;
-      return { ...item, ...(counters ? { counts: counters } : {}) };
+      const counts = item.finalCounts ?? page.meta[i]?.counters;
+      return { ...item, ...(counts ? { counts } : {}) };
     });
     return { sweeps, ...(page.nextToken ? { nextToken: page.nextToken } : {}) };
   };

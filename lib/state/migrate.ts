@@ -2,7 +2,7 @@ import { ConcurrentUpdateError } from '../errors.ts';
 import type { ObjectStore } from '../ports.ts';
 import type { RunRecord } from '../run/record.ts';
 import { runIndexes, runItemKey } from '../run/records.ts';
-import type { SweepRecord } from '../sweep/record.ts';
+import { isSweepFinal, type SweepRecord } from '../sweep/record.ts';
 import {
   sweepIndexes,
   sweepItemKey,
@@ -95,8 +95,11 @@ export async function migrateRecords(deps: {
     for (const t of sweep.trials ?? []) {
       await copy(undefined, key, trialItemKey(id, t.index), t, trialIndexes(id, t));
     }
-    if (await copy(report.sweeps, key, sweepItemKey(id), sweepItemOf(sweep), sweepIndexes(sweep))) {
-      const counts = trialCounts(sweep.trials ?? []);
+    const counts = trialCounts(sweep.trials ?? []);
+    const item = isSweepFinal(sweep.phase)
+      ? { ...sweepItemOf(sweep), finalCounts: counts }
+      : sweepItemOf(sweep);
+    if (await copy(report.sweeps, key, sweepItemKey(id), item, sweepIndexes(sweep))) {
       if (Object.keys(counts).length > 0) await table.increment(sweepItemKey(id), counts);
     }
   }

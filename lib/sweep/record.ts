@@ -90,9 +90,12 @@ export interface SweepRecord {
   trials: Trial[];
   /**
    * Trials per phase as the sweep item's counters say (lists read these instead of the trials;
-   * exact once the sweep is final). Not stored in the document.
+   * live: a late add of an advance cut off may be missing or arrive after the end). Not stored in the
+   * document.
    */
   counts?: Record<string, number>;
+  /** Trials per phase when the sweep ended, exactly (what lists show for a final sweep). */
+  finalCounts?: Record<string, number>;
   best?: BestTrial;
   published?: PublishedModel;
   createdAt: string;
@@ -398,11 +401,14 @@ export function needsPublish(record: SweepRecord): boolean {
 export function finish(record: SweepRecord, now: Date): SweepRecord {
   const outcome = record.outcome as SweepOutcome;
   const at = now.toISOString();
+  const finalCounts: Record<string, number> = {};
+  for (const t of record.trials) finalCounts[t.phase] = (finalCounts[t.phase] ?? 0) + 1;
   return {
     ...record,
     phase: outcome.phase,
     reason: outcome.reason,
     message: outcome.message,
+    finalCounts,
     endedAt: at,
     updatedAt: at,
   };

@@ -166,7 +166,11 @@ export function makeSweeps(deps: SweepStoreDeps) {
         });
     });
     const { trials: _inline, ...item } = current.value;
-    const record = { ...item, trials } as SweepRecord;
+    const record = {
+      ...item,
+      trials,
+      ...(isSweepFinal(item.phase) && !item.finalCounts ? { finalCounts: trialCounts(trials) } : {}),
+    } as SweepRecord;
     if (await write(record, current.version, opts)) {
       await table.increment(sweepItemKey(sweepId), trialCounts(trials), opts);
       log({ level: 'INFO', msg: 'sweep moved to trial items', sweepId, trials: trials.length });
@@ -555,16 +559,6 @@ export function makeSweeps(deps: SweepStoreDeps) {
       const next = change(current.record);
       if (!next) return current.record;
       if (await write(next, current.version, opts)) {
-        // Final: no trial changes any more, so the counters can be set to what the trials say.
-        if (isSweepFinal(next.phase)) {
-          const exact = trialCounts(next.trials);
-          const fix: Record<string, number> = {};
-          for (const phase of new Set([...Object.keys(exact), ...Object.keys(current.counters)])) {
-            const d = (exact[phase] ?? 0) - (current.counters[phase] ?? 0);
-            if (d !== 0) fix[phase] = d;
-          }
-          if (Object.keys(fix).length > 0) await table.increment(sweepItemKey(sweepId), fix, opts);
-        }
         return next;
       }
       if (attempt >= MAX_ATTEMPTS)
