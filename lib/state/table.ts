@@ -19,7 +19,10 @@ export const INDEXES = {
   byPhase: { pk: 'g2pk', sk: 'g2sk' },
   /** `<team>#model#<model>` → the team's runs of one model, by creation time. */
   byModel: { pk: 'g3pk', sk: 'g3sk' },
-  /** `<team>#sweep#<sweepId>` → the sweep's trial runs, by creation time. */
+  /**
+   * `<team>#sweep#<sweepId>` → the sweep's trial runs, by creation time; `trial#<sweepId>` → the
+   * sweep's trial items, by index.
+   */
   bySweep: { pk: 'g4pk', sk: 'g4sk' },
   /** Sparse: `active#<kind>` → the items not yet final (sweeps the reconciler advances). */
   active: { pk: 'g5pk', sk: 'g5sk' },
