@@ -388,6 +388,14 @@ export function makeSweeps(deps: SweepStoreDeps) {
       // 1. The sweep item, only when the sweep's own decisions changed (outcome, best, phase): a
       // trial's progress is not the sweep item's business.
       if (sameSweep(record, next) === false) {
+        // Read the sweep item again just before: a change by another advancer since (a better
+        // best, most often) is decided upon again rather than lost in a write race.
+        const fresh = await table.get<SweepItem>(sweepItemKey(sweepId), opts);
+        if (fresh && fresh.version !== sweepVersion && attempt < maxAttempts) {
+          const { trials: _inline, ...item } = fresh.value;
+          sweepRead = { item: item as SweepRecord, version: fresh.version };
+          continue;
+        }
         if (!(await write({ ...next, updatedAt: at }, sweepVersion, opts))) {
           if (attempt >= maxAttempts)
             throw new ConcurrentUpdateError(`sweep ${sweepId}: too many concurrent updates`);
