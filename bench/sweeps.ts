@@ -20,7 +20,7 @@ import { cpus, loadavg } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { S3Client } from '@aws-sdk/client-s3';
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { DEMO_QUEUE, type Embedded, startEmbedded } from '../local/embedded.ts';
 import { PRINCIPAL_HEADER } from '../local/http-api.ts';
 import { DEMO_TEAM } from '../local/stack.ts';
@@ -85,6 +85,8 @@ interface CaseResult {
     succeeded: number;
     failed: number;
     recordBytes: number;
+    /** The trial items' documents together (0: trials inline in the sweep item). */
+    trialBytes?: number;
     /** The most trials the record showed in flight (not terminal) at one poll. */
     peakInFlightRecord: number;
     /** The most trials the record showed Pending and waiting for quota at one poll. */
@@ -97,6 +99,11 @@ interface CaseResult {
     recordPuts: number;
     recordConflicts: number;
     recordGets: number;
+    /** Conditional writes of trial items (`trial#…`: updates of the version read, creates if absent). */
+    trialPuts?: number;
+    trialConflicts?: number;
+    /** Atomic counter adds to the sweep item (unconditional on its version: they never race). */
+    counterAdds?: number;
     runRecordPuts: number;
     runRecordConflicts: number;
   };
@@ -127,6 +134,9 @@ function countS3() {
     recordPuts: 0,
     recordConflicts: 0,
     recordGets: 0,
+    trialPuts: 0,
+    trialConflicts: 0,
+    counterAdds: 0,
     runRecordPuts: 0,
     runRecordConflicts: 0,
   };
@@ -165,22 +175,30 @@ function countS3() {
   docProto.send = async function (this: unknown, cmd: unknown, ...rest: unknown[]) {
     const c = cmd as {
       constructor: { name: string };
-      input?: { Key?: { pk?: string }; Item?: { pk?: string } };
+      input?: { Key?: { pk?: string }; Item?: { pk?: string }; UpdateExpression?: string };
       benchOwn?: boolean;
     };
     if (c.benchOwn) return docSend.call(this, cmd, ...rest);
     const name = c.constructor.name.replace(/Command$/, '');
     const key = String(c.input?.Key?.pk ?? c.input?.Item?.pk ?? '');
     const sweepItem = key.startsWith('sweep#');
+    const trialItem = key.startsWith('trial#');
     const runItem = key.startsWith('run#');
+    // A document write is a Put (the layout before counters) or an Update that SETs the body; an
+    // Update that only ADDs is a counter add.
+    const add = name === 'Update' && /^ADD /.test(c.input?.UpdateExpression ?? '');
+    const write = name === 'Put' || (name === 'Update' && !add);
     if (sweepItem && name === 'Get') counts.recordGets++;
-    if (name === 'Put' && sweepItem) counts.recordPuts++;
-    if (name === 'Put' && runItem) counts.runRecordPuts++;
+    if (write && sweepItem) counts.recordPuts++;
+    if (write && trialItem) counts.trialPuts = (counts.trialPuts ?? 0) + 1;
+    if (add && sweepItem) counts.counterAdds = (counts.counterAdds ?? 0) + 1;
+    if (write && runItem) counts.runRecordPuts++;
     try {
       return await docSend.call(this, cmd, ...rest);
     } catch (err) {
-      if (name === 'Put' && (err as { name?: string }).name === 'ConditionalCheckFailedException') {
+      if (write && (err as { name?: string }).name === 'ConditionalCheckFailedException') {
         if (sweepItem) counts.recordConflicts++;
+        if (trialItem) counts.trialConflicts = (counts.trialConflicts ?? 0) + 1;
         if (runItem) counts.runRecordConflicts++;
       }
       throw err;
@@ -317,6 +335,7 @@ async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<Ca
       // Poll the record itself (not through the API), uncounted: its size, phase and trials in flight.
       let peakInFlightRecord = 0;
       let peakWaitingRecord = 0;
+      let lastTrialBytes = 0;
       for (;;) {
         const get = new GetCommand({
           TableName: env.stack.stateTable.name,
@@ -329,9 +348,32 @@ async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<Ca
         const record = JSON.parse(text) as {
           phase: string;
           reason?: string;
-          trials: Array<{ phase: string; waitingForQuota?: boolean }>;
+          trials?: Array<{ phase: string; waitingForQuota?: boolean }>;
           best?: { trialIndex: number; objective: number };
         };
+        // The trials: inline (the layout before trial items) or the sweep's trial items.
+        let trialBytes = 0;
+        if (!record.trials) {
+          record.trials = [];
+          let start: Record<string, unknown> | undefined;
+          do {
+            const q = new QueryCommand({
+              TableName: env.stack.stateTable.name,
+              IndexName: 'bySweep',
+              KeyConditionExpression: 'g4pk = :p',
+              ExpressionAttributeValues: { ':p': `trial#${sweepId}` },
+              ...(start ? { ExclusiveStartKey: start } : {}),
+            });
+            (q as unknown as { benchOwn: boolean }).benchOwn = true;
+            const page = await env.stack.stateTable.client.send(q);
+            for (const item of page.Items ?? []) {
+              trialBytes += Buffer.byteLength(String(item.body));
+              record.trials.push(JSON.parse(String(item.body)));
+            }
+            start = page.LastEvaluatedKey;
+          } while (start);
+        }
+        lastTrialBytes = trialBytes;
         const open = record.trials.filter(
           (t) => !['Succeeded', 'Failed', 'EarlyStopped', 'Cancelled'].includes(t.phase),
         );
@@ -346,6 +388,7 @@ async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<Ca
             succeeded: record.trials.filter((t) => t.phase === 'Succeeded').length,
             failed: record.trials.filter((t) => t.phase === 'Failed').length,
             recordBytes: Buffer.byteLength(text),
+            trialBytes: lastTrialBytes,
             peakInFlightRecord,
             peakWaitingRecord,
             ...(record.best
@@ -501,7 +544,12 @@ function report(results: Record<string, CaseResult>, loadBefore: number, loadAft
 - Overhead per trial against the baseline's: **${ratio(name, (x) => x.overheadPerTrialS)}×**; trials per second against plain runs per second: **${ratio(name, (x) => x.trialsPerS)}×**.
 - Peak concurrent trials as the simulator saw them: ${r.peakUnfinished} unfinished jobs (≤ parallelTrials ${r.parallel}: ${r.peakUnfinished <= r.parallel ? 'yes' : '**no**'}), ${r.peakRunning} running (quota ${QUOTA}); as the sweep record showed them: ${s?.peakInFlightRecord} in flight, at most ${s?.peakWaitingRecord} waiting for quota.
 - Sweep record: ${s ? f(s.recordBytes / 1024, 0) : '?'} KiB at the end (${s ? f(s.recordBytes / Math.max(1, doneOf(r)), 0) : '?'} B per ended trial); ${puts} conditional writes attempted, ${r.s3.recordConflicts} lost (ConditionalCheckFailed, then re-read and re-decided) = ${f(puts ? (100 * r.s3.recordConflicts) / puts : 0, 1)} %; ${r.s3.recordGets} reads by Gantry. Writes per ended trial: ${f(puts / Math.max(1, doneOf(r)), 2)}; bytes written to the record: ~${s ? f((puts * s.recordBytes) / 2 / 2 ** 20, 1) : '?'} MiB (writes × half the final size).
-- S3 requests per ended trial: ${f(r.s3.total / Math.max(1, doneOf(r)), 1)} (baseline: ${results.baseline ? f(results.baseline.s3.total / Math.max(1, doneOf(results.baseline)), 1) : 'n/a'} per run). By command: ${Object.entries(
+${
+  r.s3.trialPuts
+    ? `- Trial items: ${s ? f((s.trialBytes ?? 0) / 1024, 0) : '?'} KiB together; ${r.s3.trialPuts} conditional writes attempted, ${r.s3.trialConflicts ?? 0} lost = ${f((100 * (r.s3.trialConflicts ?? 0)) / r.s3.trialPuts, 1)} %; ${r.s3.counterAdds ?? 0} counter adds to the sweep item. Sweep and trial items together: ${puts + r.s3.trialPuts} conditional writes, ${r.s3.recordConflicts + (r.s3.trialConflicts ?? 0)} lost = **${f((100 * (r.s3.recordConflicts + (r.s3.trialConflicts ?? 0))) / Math.max(1, puts + r.s3.trialPuts), 1)} %**.
+`
+    : ''
+}- S3 requests per ended trial: ${f(r.s3.total / Math.max(1, doneOf(r)), 1)} (baseline: ${results.baseline ? f(results.baseline.s3.total / Math.max(1, doneOf(results.baseline)), 1) : 'n/a'} per run). By command: ${Object.entries(
         r.s3.byCommand,
       )
         .sort((a, b) => b[1] - a[1])

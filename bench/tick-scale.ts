@@ -121,6 +121,10 @@ function countingTable(table: StateTable, counts: Record<string, number>): State
       bump('DeleteItem');
       return table.delete(...a);
     },
+    increment(...a) {
+      bump('UpdateItem');
+      return table.increment(...a);
+    },
   };
 }
 

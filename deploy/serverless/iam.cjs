@@ -50,9 +50,10 @@ const readRuns = objects(['s3:GetObject'], 'runs/*');
 const readWriteRuns = objects(['s3:GetObject', 's3:PutObject'], 'runs/*');
 
 /**
- * The state table (lib/state/table.ts): items by kind — `run#…`, `sweep#…`, `doc#…` (the data
- * trigger's state) — each function only the kinds it touches (dynamodb:LeadingKeys), reads
- * (GetItem) or reads and conditional writes (GetItem, PutItem); lists query only their indexes.
+ * The state table (lib/state/table.ts): items by kind — `run#…`, `sweep#…`, `trial#…` (a sweep's
+ * trials), `doc#…` (the data trigger's state) — each function only the kinds it touches
+ * (dynamodb:LeadingKeys), reads (GetItem) or reads and writes (GetItem; UpdateItem: conditional
+ * writes of the document and counter adds; PutItem); lists query only their indexes.
  */
 const itemKinds = (kinds) => ({
   'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': kinds.map((k) => `${k}#*`) },
@@ -67,7 +68,7 @@ const readState = (...kinds) => ({
 const writeState = (...kinds) => ({
   Sid: 'StateReadWrite',
   Effect: 'Allow',
-  Action: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+  Action: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
   Resource: [TABLE_ARN],
   Condition: itemKinds(kinds),
 });
@@ -283,19 +284,21 @@ const FUNCTIONS = {
   // stops trials (their executions, records and jobs) and ends the sweep.
   submitSweep: {
     statements: () => [
-      writeState('sweep'),
+      writeState('sweep', 'trial'),
       readState('run'),
+      queryState('bySweep'),
       readModelOwners,
       existenceChecks,
       statements.enqueueRuns(),
     ],
   },
-  getSweep: { statements: () => [readState('sweep')] },
+  getSweep: { statements: () => [readState('sweep'), queryState('bySweep')] },
   listSweeps: { statements: () => [queryState('byTeam', 'byPhase')] },
   cancelSweep: {
     k8s: true,
     statements: () => [
-      writeState('sweep', 'run'),
+      writeState('sweep', 'trial', 'run'),
+      queryState('bySweep'),
       statements.enqueueRuns(),
       statements.stopExecution(),
       statements.describeClusters(),
@@ -361,7 +364,7 @@ const FUNCTIONS = {
   },
   // A trial's outcome releases its sweep's next trials at once (lib/sweep/sweeps.ts advance).
   recordOutcome: {
-    statements: () => [writeState('run', 'sweep'), statements.enqueueRuns()],
+    statements: () => [writeState('run', 'sweep', 'trial'), queryState('bySweep'), statements.enqueueRuns()],
   },
   cleanup: { k8s: true, statements: () => [statements.describeClusters()] },
   // scheduled
@@ -373,9 +376,9 @@ const FUNCTIONS = {
       statements.describeExecution(),
       // Sweeps: advance every active sweep (the sparse `active` index) — release, stop trials
       // (early stopping, end, cancel), publish the best trial's model and hand it to serving.
-      writeState('run', 'sweep'),
+      writeState('run', 'sweep', 'trial'),
       batchReadState('run'),
-      queryState('active'),
+      queryState('active', 'bySweep'),
       readWriteRuns,
       existenceChecks,
       statements.enqueueRuns(),

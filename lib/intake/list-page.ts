@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { GantryConfig } from '../config.ts';
 import { ValidationError } from '../errors.ts';
 import type { CallOptions } from '../ports.ts';
-import type { IndexName, StateTable } from '../state/table.ts';
+import type { IndexName, ItemMeta, StateTable } from '../state/table.ts';
 import * as z from '../zod.ts';
 import { type Caller, requireTeams } from './tenancy.ts';
 
@@ -83,11 +83,12 @@ export async function readPage<T>(
   plan: ListPlan,
   page: { limit?: number; nextToken?: string },
   opts?: CallOptions,
-): Promise<{ items: T[]; nextToken?: string; read: number }> {
+): Promise<{ items: T[]; meta: ItemMeta[]; nextToken?: string; read: number }> {
   const limit = page.limit ?? DEFAULT_PAGE;
   const binding = bindingOf(plan);
   let cursor = page.nextToken === undefined ? undefined : openToken(page.nextToken, binding);
   const items: T[] = [];
+  const meta: ItemMeta[] = [];
   let read = 0;
   do {
     const got = await table.query<T>(
@@ -102,10 +103,11 @@ export async function readPage<T>(
       opts,
     );
     items.push(...got.items);
+    meta.push(...got.meta);
     read += got.read;
     cursor = got.cursor;
   } while (cursor && items.length < limit && read < MAX_PAGES_READ * limit);
-  return { items, read, ...(cursor ? { nextToken: sealToken(cursor, binding) } : {}) };
+  return { items, meta, read, ...(cursor ? { nextToken: sealToken(cursor, binding) } : {}) };
 }
 
 function bindingOf(plan: ListPlan): string {

@@ -91,6 +91,12 @@ export function makeListSweeps(deps: { table: StateTable; config: GantryConfig }
       query,
       opts,
     );
-    return { sweeps: page.items, ...(page.nextToken ? { nextToken: page.nextToken } : {}) };
+    // A listed sweep is its item: no trials; its counts are those recorded when it ended, or
+    // while it runs the item's counters.
+    const sweeps = page.items.map((item, i) => {
+      const counts = item.finalCounts ?? page.meta[i]?.counters;
+      return { ...item, ...(counts ? { counts } : {}) };
+    });
+    return { sweeps, ...(page.nextToken ? { nextToken: page.nextToken } : {}) };
   };
 }

@@ -61,6 +61,10 @@ export function sweepLinks(sweepId: string) {
 export function toSweepView(record: SweepRecord): SweepView {
   const counts: Record<string, number> = {};
   for (const t of record.trials) counts[t.phase] = (counts[t.phase] ?? 0) + 1;
+  return sweepView(record, counts);
+}
+
+function sweepView(record: SweepRecord, counts: Record<string, number>): SweepView {
   return {
     sweepId: record.sweepId,
     team: record.team,
@@ -97,8 +101,17 @@ export function toSweepView(record: SweepRecord): SweepView {
   };
 }
 
-/** A sweep in a list: counts, best and outcome, without the trials. */
+/**
+ * A sweep in a list: counts, best and outcome, without the trials. A listed sweep carries no
+ * trials, only its item's counters (`counts`): the count per phase, phases at zero left out.
+ */
 export function toSweepSummary(record: SweepRecord): SweepSummary {
-  const { trials: _trials, ...summary } = toSweepView(record);
+  const counts: Record<string, number> = {};
+  if (record.counts) {
+    for (const [phase, n] of Object.entries(record.counts)) if (n > 0) counts[phase] = n;
+  } else {
+    for (const t of record.trials ?? []) counts[t.phase] = (counts[t.phase] ?? 0) + 1;
+  }
+  const { trials: _trials, ...summary } = sweepView({ ...record, trials: [] }, counts);
   return summary;
 }

@@ -2,8 +2,15 @@ import { ConcurrentUpdateError } from '../errors.ts';
 import type { ObjectStore } from '../ports.ts';
 import type { RunRecord } from '../run/record.ts';
 import { runIndexes, runItemKey } from '../run/records.ts';
-import type { SweepRecord } from '../sweep/record.ts';
-import { sweepIndexes, sweepItemKey } from '../sweep/sweeps.ts';
+import { isSweepFinal, type SweepRecord } from '../sweep/record.ts';
+import {
+  sweepIndexes,
+  sweepItemKey,
+  sweepItemOf,
+  trialCounts,
+  trialIndexes,
+  trialItemKey,
+} from '../sweep/sweeps.ts';
 import type { StateTable } from './table.ts';
 
 const RUN_RECORD = /^runs\/(run-[a-z2-7]{20})\/record\.json$/;
@@ -23,7 +30,8 @@ export interface MigrationReport {
  * marks, as `doc#<key>` documents). Each item is created only if absent, so the copy can be run
  * again (after an interruption, or while the old version still writes) without overwriting what
  * the table already holds; nothing in S3 is changed or deleted. `sweeps/active/` markers are not
- * copied: the table's sparse `active` index replaces them.
+ * copied: the table's sparse `active` index replaces them. A sweep record becomes a `sweep#<id>`
+ * item without its trials plus one `trial#<id>#<index>` item per trial (lib/sweep/sweeps.ts).
  */
 export async function migrateRecords(deps: {
   store: ObjectStore;
@@ -38,20 +46,23 @@ export async function migrateRecords(deps: {
     skipped: [],
   };
   async function copy(
-    counter: { copied: number; present: number },
+    counter: { copied: number; present: number } | undefined,
     key: string,
     item: string,
     value: unknown,
     indexes: Parameters<StateTable['put']>[2],
-  ) {
+  ): Promise<boolean> {
+    let created = false;
     try {
       await table.put(item, value, indexes, { ifAbsent: true });
-      counter.copied++;
+      created = true;
+      if (counter) counter.copied++;
     } catch (err) {
       if (!(err instanceof ConcurrentUpdateError)) throw err;
-      counter.present++;
+      if (counter) counter.present++;
     }
-    deps.log?.({ msg: 'migrated', key, item });
+    if (counter) deps.log?.({ msg: 'migrated', key, item });
+    return created;
   }
 
   for (const { key } of await store.list('runs/')) {
@@ -78,7 +89,19 @@ export async function migrateRecords(deps: {
       });
       continue;
     }
-    await copy(report.sweeps, key, sweepItemKey(id), got.value, sweepIndexes(got.value));
+    // The table's layout: one item per trial, then the sweep item without them and with its
+    // trial counts as counters (counted once: only by the run that created the sweep item).
+    const sweep = got.value;
+    for (const t of sweep.trials ?? []) {
+      await copy(undefined, key, trialItemKey(id, t.index), t, trialIndexes(id, t));
+    }
+    const counts = trialCounts(sweep.trials ?? []);
+    const item = isSweepFinal(sweep.phase)
+      ? { ...sweepItemOf(sweep), finalCounts: counts }
+      : sweepItemOf(sweep);
+    if (await copy(report.sweeps, key, sweepItemKey(id), item, sweepIndexes(sweep))) {
+      if (Object.keys(counts).length > 0) await table.increment(sweepItemKey(id), counts);
+    }
   }
   for (const { key } of await store.list('triggers/')) {
     const got = await store.getJson<unknown>(key).catch(() => undefined);

@@ -7,7 +7,8 @@ import type { CallOptions } from '../ports.ts';
  *
  * An item is a JSON document under a key, with a version for optimistic concurrency (create is
  * "only if absent", update is "only if the version is still the one read") and, per secondary
- * index, a partition and a sort key the lists query. Every list is one query per page.
+ * index, a partition and a sort key the lists query. Every list is one query per page. Beside the
+ * document an item may hold counters that writers add to atomically (`increment`).
  */
 
 /** The table's secondary indexes: what each lists (partition key → items ordered by sort key). */
@@ -18,7 +19,10 @@ export const INDEXES = {
   byPhase: { pk: 'g2pk', sk: 'g2sk' },
   /** `<team>#model#<model>` → the team's runs of one model, by creation time. */
   byModel: { pk: 'g3pk', sk: 'g3sk' },
-  /** `<team>#sweep#<sweepId>` → the sweep's trial runs, by creation time. */
+  /**
+   * `<team>#sweep#<sweepId>` → the sweep's trial runs, by creation time; `trial#<sweepId>` → the
+   * sweep's trial items, by index.
+   */
   bySweep: { pk: 'g4pk', sk: 'g4sk' },
   /** Sparse: `active#<kind>` → the items not yet final (sweeps the reconciler advances). */
   active: { pk: 'g5pk', sk: 'g5sk' },
@@ -32,6 +36,14 @@ export interface StoredItem<T> {
   value: T;
   /** Opaque version token: pass it back as `ifVersion` to update only what was read. */
   version: string;
+  /** The item's counters (see `increment`), when it has any. */
+  counters?: Record<string, number>;
+}
+
+/** What a query read of each item besides its document (same order as `items`). */
+export interface ItemMeta {
+  version: string;
+  counters?: Record<string, number>;
 }
 
 export interface QueryPage {
@@ -53,7 +65,12 @@ export interface QueryResult<T> {
   cursor?: string;
   /** Items the query read (what a page costs), including those a filter dropped. */
   read: number;
+  /** Each returned item's version and counters, in the order of `items`. */
+  meta: ItemMeta[];
 }
+
+/** A counter's name: letters and digits (it becomes an attribute of the item). */
+export const COUNTER_NAME = /^[A-Za-z][A-Za-z0-9]{0,63}$/;
 
 /** The state table port. Errors: a lost condition is ConcurrentUpdateError; throttling/5xx AwsUnavailableError. */
 export interface StateTable {
@@ -74,6 +91,14 @@ export interface StateTable {
     cond: { ifAbsent?: boolean; ifVersion?: string },
     opts?: CallOptions,
   ): Promise<{ version: string }>;
+  /**
+   * Add to numeric counters kept beside an existing item's document (a missing counter starts at
+   * 0; a delta may be negative). Atomic, unconditional on the version and not changing it: many
+   * writers can count at once without racing each other or the document's conditional writes,
+   * and `put` keeps the counters. Returns the counters' new values. NotFoundError when the item
+   * does not exist.
+   */
+  increment(key: string, deltas: Record<string, number>, opts?: CallOptions): Promise<Record<string, number>>;
   /** One page of an index partition. */
   query<T>(index: IndexName, partition: string, page: QueryPage, opts?: CallOptions): Promise<QueryResult<T>>;
   delete(key: string, opts?: CallOptions): Promise<void>;

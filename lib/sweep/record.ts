@@ -6,10 +6,12 @@ import { type Assignment, gridSize } from './space.ts';
 import type { SweepPlacement } from './trials.ts';
 
 /**
- * The sweep record (a `sweep#<id>` item of the state table) and the pure decision of what a sweep does next.
- * The record is a cache of what the trials' run records say plus the sweep's own decisions;
- * `step()` recomputes everything from the run records it is shown, so two concurrent advancers
- * reach the same decision and the loser of the conditional write simply finds nothing to do.
+ * The sweep record and the pure decision of what a sweep does next. In the state table a sweep is
+ * a `sweep#<id>` item (the record without its trials, plus trial counters) and one
+ * `trial#<id>#<index>` item per trial (lib/sweep/sweeps.ts). The record is a cache of what the
+ * trials' run records say plus the sweep's own decisions; `step()` recomputes everything from the
+ * run records it is shown, so two concurrent advancers reach the same decision and the loser of a
+ * conditional write simply finds nothing to do.
  */
 
 export const SWEEP_PHASES = ['Running', 'Completing', 'Succeeded', 'Failed', 'Cancelled'] as const;
@@ -84,7 +86,16 @@ export interface SweepRecord {
   request: SweepRequest;
   fingerprint: string;
   placement: SweepPlacement;
+  /** Every trial, by index (read from the trial items; not part of the sweep item). */
   trials: Trial[];
+  /**
+   * Trials per phase as the sweep item's counters say (lists read these instead of the trials;
+   * live: a late add of an advance cut off may be missing or arrive after the end). Not stored in the
+   * document.
+   */
+  counts?: Record<string, number>;
+  /** Trials per phase when the sweep ended, exactly (what lists show for a final sweep). */
+  finalCounts?: Record<string, number>;
   best?: BestTrial;
   published?: PublishedModel;
   createdAt: string;
@@ -100,7 +111,16 @@ export interface RunObservation {
   metrics?: Record<string, number | string>;
   percent?: number;
   waitingForQuota?: boolean;
+  /** When the run ended (terminal phases). */
+  endedAt?: string;
 }
+
+/**
+ * How long after a trial's run ended its own advance may still be releasing its successor: longer
+ * than that advance may take (TRIAL_HOOK_BUDGET_MS in lib/orchestration/steps.ts). Past this,
+ * any advance releases it.
+ */
+export const OWN_RELEASE_MS = 10_000;
 
 export interface StepResult {
   record: SweepRecord;
@@ -229,6 +249,7 @@ export function step(
   now: Date,
   newTrial: (index: number, history: Observation[]) => Trial,
   canStop: boolean,
+  only?: ReadonlySet<string>,
 ): StepResult {
   const at = now.toISOString();
   const { request } = record;
@@ -239,7 +260,12 @@ export function step(
     return run ? observeTrial(request, t, run, at) : t;
   });
   const next: SweepRecord = { ...record, trials };
-  const best = bestOf(request, trials);
+  // Never a worse best than the one recorded (a stale read of the trials may miss the best one).
+  const seenBest = bestOf(request, trials);
+  const best =
+    record.best && seenBest && lossOf(request, record.best.objective) <= lossOf(request, seenBest.objective)
+      ? record.best
+      : (seenBest ?? record.best);
   if (best) next.best = best;
   const release: Trial[] = [];
   const stop: StepResult['stop'] = [];
@@ -282,14 +308,28 @@ export function step(
         });
       }
       const waiting = next.trials.some((t) => t.waitingForQuota);
-      const slots = waiting ? 0 : request.parallelTrials - inFlight().length;
       const history: Observation[] = next.trials
         .filter((t) => t.phase === 'Succeeded' && t.objective !== undefined)
         .map((t) => ({ assignment: t.parameters, loss: lossOf(request, t.objective as number) }));
-      for (let i = 0; i < slots && next.trials.length < budget; i++) {
-        const trial = newTrial(next.trials.length, history);
-        next.trials = [...next.trials, trial];
-        release.push(trial);
+      if (!waiting) {
+        // A trial's own advance (`only`: its run) releases its successor the moment it ends; any
+        // other advance (the reconciler's) the successors of trials already recorded as ended,
+        // so the two do not race for the same index (see `releasable`).
+        // A run whose own advance was cut off (or never came) counts as recorded once
+        // OWN_RELEASE_MS passed since it ended.
+        const recorded = new Set(record.trials.filter((t) => isTrialTerminal(t.phase)).map((t) => t.index));
+        const overdue = (t: Trial) => {
+          const endedAt = runs.get(t.runId)?.endedAt;
+          return endedAt !== undefined && now.getTime() - Date.parse(endedAt) >= OWN_RELEASE_MS;
+        };
+        const ended = only
+          ? next.trials.filter((t) => only.has(t.runId) && isTrialTerminal(t.phase))
+          : next.trials.filter((t) => isTrialTerminal(t.phase) && (recorded.has(t.index) || overdue(t)));
+        for (const index of releasable(next.trials, request.parallelTrials, budget, ended, !only)) {
+          const trial = newTrial(index, history);
+          next.trials = [...next.trials, trial];
+          release.push(trial);
+        }
       }
     }
   }
@@ -315,6 +355,33 @@ export function step(
   return { record: next, changed, release, stop };
 }
 
+/**
+ * The trial indices that may be released now: slots by succession. Trials 0 … parallel−1 open the
+ * slots; trial i + parallel follows trial i once trial i ended. So at most `parallel` trials are
+ * in flight (one per slot), each index has one predecessor (two advancers that release at once
+ * want the same index only when they saw the same trial end, and the trial item is created only
+ * if absent), and an index missing from the trials read is simply released again (its create
+ * finds it taken when the read was stale).
+ */
+export function releasable(
+  trials: readonly Trial[],
+  parallel: number,
+  budget: number,
+  /** Whose successors to release (default: every ended trial's). */
+  ended: readonly Trial[] = trials,
+  /** Whether to open slots (the first `parallel` indices) too. */
+  open = true,
+): number[] {
+  const present = new Set(trials.map((t) => t.index));
+  const out: number[] = [];
+  if (open) for (let i = 0; i < Math.min(parallel, budget); i++) if (!present.has(i)) out.push(i);
+  for (const t of ended) {
+    const next = t.index + parallel;
+    if (isTrialTerminal(t.phase) && next < budget && !present.has(next)) out.push(next);
+  }
+  return out.sort((a, b) => a - b);
+}
+
 /** The sweep is done once its outcome is decided, nothing is in flight and the best is published. */
 export function readyToFinish(record: SweepRecord): boolean {
   if (record.phase !== 'Completing' || !record.outcome) return false;
@@ -334,11 +401,14 @@ export function needsPublish(record: SweepRecord): boolean {
 export function finish(record: SweepRecord, now: Date): SweepRecord {
   const outcome = record.outcome as SweepOutcome;
   const at = now.toISOString();
+  const finalCounts: Record<string, number> = {};
+  for (const t of record.trials) finalCounts[t.phase] = (finalCounts[t.phase] ?? 0) + 1;
   return {
     ...record,
     phase: outcome.phase,
     reason: outcome.reason,
     message: outcome.message,
+    finalCounts,
     endedAt: at,
     updatedAt: at,
   };

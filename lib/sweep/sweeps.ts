@@ -2,10 +2,11 @@ import { ConcurrentUpdateError, ModelOwnedError, NotFoundError } from '../errors
 import { runMessage, runMessageAttributes } from '../intake/message.ts';
 import type { CallOptions, Clock, RunQueue } from '../ports.ts';
 import { trialRunId } from '../run/ids.ts';
+import { isTerminal as isRunTerminal } from '../run/phases.ts';
 import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunSpec } from '../run/spec.ts';
-import { byCreation, type IndexEntries, type StateTable } from '../state/table.ts';
+import { byCreation, type IndexEntries, type StateTable, type StoredItem } from '../state/table.ts';
 import {
   algorithmOf,
   finish,
@@ -25,6 +26,34 @@ import { suggest } from './samplers.ts';
 import { trialRequest, trialSpec } from './trials.ts';
 
 export const sweepItemKey = (sweepId: string) => `sweep#${sweepId}`;
+
+/** Trial indices in keys: zero-padded, so the index's sort order is the trials' order. */
+const indexKey = (index: number) => String(index).padStart(6, '0');
+export const trialItemKey = (sweepId: string, index: number) => `trial#${sweepId}#${indexKey(index)}`;
+
+/** A trial item is listed by the `bySweep` index, partition `trial#<sweepId>`, in index order. */
+export function trialIndexes(sweepId: string, trial: Pick<Trial, 'index'>): IndexEntries {
+  return { bySweep: { pk: `trial#${sweepId}`, sk: indexKey(trial.index) } };
+}
+
+/**
+ * The sweep item's document: the record without its trials (each is an item of its own) and
+ * without the counts (counters of the item). `trials` inline is the layout before trial items:
+ * read once and moved to trial items (see `adopt`).
+ */
+export type SweepItem = Omit<SweepRecord, 'trials' | 'counts'> & { trials?: Trial[] };
+
+export function sweepItemOf(record: SweepRecord): SweepItem {
+  const { trials: _trials, counts: _counts, ...item } = record;
+  return item;
+}
+
+/** Trials per phase, the sweep item's counters' exact values. */
+export function trialCounts(trials: readonly Trial[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const t of trials) counts[t.phase] = (counts[t.phase] ?? 0) + 1;
+  return counts;
+}
 
 /**
  * Where a sweep is listed: its team by time and by phase, and — while not final — the sparse
@@ -48,6 +77,8 @@ export function sweepIndexes(record: SweepRecord): IndexEntries {
 const REQUEUE_AFTER_MS = 60 * 1000;
 const MAX_ATTEMPTS = 24;
 const READ_CONCURRENCY = 16;
+/** Trial items per query page (a page stays far below DynamoDB's 1 MB per query). */
+const TRIAL_PAGE = 500;
 
 export interface SweepCapabilities {
   /** Release trials (send their run messages). */
@@ -85,18 +116,101 @@ export interface AdvanceReport {
 
 /**
  * Sweep records and the sweep controller. `advance()` is the one way a sweep moves: read the
- * record and the run records of the trials in flight, decide (lib/sweep/record.ts `step`), write
- * with If-Match, then act — enqueue released trials, stop trials, publish the best. Each caller
- * brings the capabilities it has: a trial's RecordOutcome step releases the next trials at once;
- * the reconciler (every tick, for every active sweep) also stops and publishes. Idempotent and
- * safe to run concurrently: a lost conditional write re-reads and re-decides.
+ * sweep item, the trial items and the run records of the trials in flight, decide
+ * (lib/sweep/record.ts `step`), write what changed — the sweep item only when the sweep's own
+ * decisions changed (at the version read: a lost race re-reads it and re-decides), each changed
+ * trial's item at its version, new trial items only if absent, per-phase counts as counter adds —
+ * then act: enqueue released trials, stop trials, publish the best. Each caller brings the
+ * capabilities it has: a trial's RecordOutcome step releases that trial's successor at once; the
+ * reconciler (every tick, for every active sweep) also stops and publishes. Idempotent and safe to
+ * run concurrently: every decision is recomputed from the items and the runs' records, so a call
+ * cut off anywhere leaves nothing the next one cannot finish.
  */
 export function makeSweeps(deps: SweepStoreDeps) {
   const { table, records, clock } = deps;
   const log = deps.log ?? (() => undefined);
 
+  /** Every trial item of a sweep, in index order (pages of the `bySweep` index). */
+  async function loadTrials(sweepId: string, opts?: CallOptions) {
+    const trials: Trial[] = [];
+    const versions = new Map<number, string>();
+    let cursor: string | undefined;
+    do {
+      const page = await table.query<Trial>(
+        'bySweep',
+        `trial#${sweepId}`,
+        { limit: TRIAL_PAGE, descending: false, ...(cursor ? { cursor } : {}) },
+        opts,
+      );
+      page.items.forEach((t, i) => {
+        trials.push(t);
+        versions.set(t.index, page.meta[i]?.version as string);
+      });
+      cursor = page.cursor;
+    } while (cursor);
+    return { trials, versions };
+  }
+
+  /**
+   * A sweep item of the layout before trial items (trials inline): create its trial items (only
+   * if absent), then write the item without them and count its trials. Run by whoever reads it
+   * first; a concurrent reader that loses the write finds the converted item.
+   */
+  async function adopt(sweepId: string, current: StoredItem<SweepItem>, opts?: CallOptions) {
+    const trials = current.value.trials ?? [];
+    await forEachLimit(trials, READ_CONCURRENCY, async (t) => {
+      await table
+        .put(trialItemKey(sweepId, t.index), t, trialIndexes(sweepId, t), { ifAbsent: true }, opts)
+        .catch((err: unknown) => {
+          if (!(err instanceof ConcurrentUpdateError)) throw err;
+        });
+    });
+    const { trials: _inline, ...item } = current.value;
+    const record = {
+      ...item,
+      trials,
+      ...(isSweepFinal(item.phase) && !item.finalCounts ? { finalCounts: trialCounts(trials) } : {}),
+    } as SweepRecord;
+    if (await write(record, current.version, opts)) {
+      await table.increment(sweepItemKey(sweepId), trialCounts(trials), opts);
+      log({ level: 'INFO', msg: 'sweep moved to trial items', sweepId, trials: trials.length });
+    }
+  }
+
+  /**
+   * The sweep item and its trial items: the record, the versions to write them back, the
+   * counters. An item of the previous layout is moved to trial items first (`adopt`), unless the
+   * caller only reads (`readOnly`: its inline trials are returned as they are).
+   */
+  async function load(sweepId: string, opts?: CallOptions, readOnly = false) {
+    for (;;) {
+      const current = await table.get<SweepItem>(sweepItemKey(sweepId), opts);
+      if (!current) return undefined;
+      if (current.value.trials && current.value.trials.length > 0) {
+        if (readOnly) {
+          return {
+            record: current.value as SweepRecord,
+            version: current.version,
+            trialVersions: new Map<number, string>(),
+            counters: current.counters ?? {},
+          };
+        }
+        await adopt(sweepId, current, opts);
+        continue;
+      }
+      const { trials, versions } = await loadTrials(sweepId, opts);
+      const { trials: _none, ...item } = current.value;
+      return {
+        record: { ...item, trials } as SweepRecord,
+        version: current.version,
+        trialVersions: versions,
+        counters: current.counters ?? {},
+      };
+    }
+  }
+
   async function get(sweepId: string, opts?: CallOptions): Promise<SweepRecord | undefined> {
-    return (await table.get<SweepRecord>(sweepItemKey(sweepId), opts))?.value;
+    return (await load(sweepId, opts, true))?.record;
   }
 
   /** Create the record (create-only); an existing record is returned instead. */
@@ -105,7 +219,13 @@ export function makeSweeps(deps: SweepStoreDeps) {
     opts?: CallOptions,
   ): Promise<{ record: SweepRecord; created: boolean }> {
     try {
-      await table.put(sweepItemKey(record.sweepId), record, sweepIndexes(record), { ifAbsent: true }, opts);
+      await table.put(
+        sweepItemKey(record.sweepId),
+        sweepItemOf(record),
+        sweepIndexes(record),
+        { ifAbsent: true },
+        opts,
+      );
     } catch (err) {
       if (!(err instanceof ConcurrentUpdateError)) throw err;
       const existing = await get(record.sweepId, opts);
@@ -156,16 +276,18 @@ export function makeSweeps(deps: SweepStoreDeps) {
         ...(run.metrics ? { metrics: run.metrics } : {}),
         ...(run.progress?.percent !== undefined ? { percent: run.progress.percent } : {}),
         ...(run.phase === 'Pending' && run.admission ? { waitingForQuota: true } : {}),
+        ...(isRunTerminal(run.phase) ? { endedAt: run.transitions.at(-1)?.at ?? run.updatedAt } : {}),
       });
     });
     return { runs };
   }
 
+  /** Write the sweep item (only that version of it); false when a concurrent writer won. */
   async function write(record: SweepRecord, version: string, opts?: CallOptions): Promise<boolean> {
     try {
       await table.put(
         sweepItemKey(record.sweepId),
-        record,
+        sweepItemOf(record),
         sweepIndexes(record),
         { ifVersion: version },
         opts,
@@ -196,13 +318,29 @@ export function makeSweeps(deps: SweepStoreDeps) {
     };
     const canStop = caps.stopRun !== undefined;
     let restopped = false;
+    let trialsRead: { trials: Trial[]; versions: Map<number, string> } | undefined;
+    let sweepRead: { item: SweepRecord; version: string } | undefined;
     for (let attempt = 1; ; attempt++) {
-      const current = await table.get<SweepRecord>(sweepItemKey(sweepId), opts);
-      if (!current) throw new NotFoundError(`sweep ${sweepId} has no record`);
-      const record = current.value;
+      // A lost race for the sweep item re-reads only that item: the trials read stay (a trial
+      // changed meanwhile makes this call's write of it lose, and it is left to the next call).
+      if (!trialsRead) {
+        const loaded = await load(sweepId, opts);
+        if (!loaded) throw new NotFoundError(`sweep ${sweepId} has no record`);
+        trialsRead = { trials: loaded.record.trials, versions: loaded.trialVersions };
+        sweepRead = { item: loaded.record, version: loaded.version };
+      } else if (!sweepRead) {
+        const current = await table.get<SweepItem>(sweepItemKey(sweepId), opts);
+        if (!current) throw new NotFoundError(`sweep ${sweepId} has no record`);
+        const { trials: _inline, ...item } = current.value;
+        sweepRead = { item: item as SweepRecord, version: current.version };
+      }
+      const record: SweepRecord = { ...sweepRead.item, trials: trialsRead.trials };
+      const trialVersions = trialsRead.versions;
+      const sweepVersion = sweepRead.version;
       report.phase = record.phase;
       if (isSweepFinal(record.phase)) return report;
       const now = clock.now();
+      const at = now.toISOString();
       const { runs } = await observe(record, seen, only, opts);
       const algorithm = algorithmOf(record.request);
       const result = step(
@@ -214,18 +352,20 @@ export function makeSweeps(deps: SweepStoreDeps) {
           runId: trialRunId(sweepId, index),
           parameters: suggest(algorithm, record.request.parameters, index, history),
           phase: 'Queued',
-          releasedAt: now.toISOString(),
+          releasedAt: at,
         }),
         canStop,
+        only,
       );
       // Only a caller that can release may grow the trial list; others leave it for the next one.
       let next = result.record;
       let release = result.release;
       if (!caps.queue && release.length > 0) {
-        next = { ...next, trials: next.trials.slice(0, next.trials.length - release.length) };
+        const left = new Set(release);
+        next = { ...next, trials: next.trials.filter((t) => !left.has(t)) };
         release = [];
       }
-      const requeue = caps.queue
+      let requeue = caps.queue
         ? next.trials.filter(
             (t) =>
               t.phase === 'Queued' &&
@@ -236,30 +376,114 @@ export function makeSweeps(deps: SweepStoreDeps) {
           )
         : [];
       if (requeue.length > 0) {
-        const at = now.toISOString();
+        const again = new Set(requeue);
+        requeue = requeue.map((t) => ({ ...t, releasedAt: at }));
+        const byIndex = new Map(requeue.map((t) => [t.index, t]));
         next = {
           ...next,
-          trials: next.trials.map((t) => (requeue.includes(t) ? { ...t, releasedAt: at } : t)),
+          trials: next.trials.map((t) => (again.has(t) ? (byIndex.get(t.index) as Trial) : t)),
         };
       }
-      const changed = result.changed || requeue.length > 0;
-      if (changed) {
-        if (!(await write(next, current.version, opts))) {
+
+      // 1. The sweep item, only when the sweep's own decisions changed (outcome, best, phase): a
+      // trial's progress is not the sweep item's business.
+      if (sameSweep(record, next) === false) {
+        // Read the sweep item again just before: a change by another advancer since (a better
+        // best, most often) is decided upon again rather than lost in a write race.
+        const fresh = await table.get<SweepItem>(sweepItemKey(sweepId), opts);
+        if (fresh && fresh.version !== sweepVersion && attempt < maxAttempts) {
+          const { trials: _inline, ...item } = fresh.value;
+          sweepRead = { item: item as SweepRecord, version: fresh.version };
+          continue;
+        }
+        if (!(await write({ ...next, updatedAt: at }, sweepVersion, opts))) {
           if (attempt >= maxAttempts)
             throw new ConcurrentUpdateError(`sweep ${sweepId}: too many concurrent updates`);
+          sweepRead = undefined;
           await jitter(attempt);
           continue;
         }
         report.writes++;
       }
       report.phase = next.phase;
+
+      const deltas: Record<string, number> = {};
+      const count = (phase: string, d: number) => {
+        deltas[phase] = (deltas[phase] ?? 0) + d;
+      };
+
+      // 2. New trials, before the trials that ended are written: whoever reads a trial as ended
+      // finds its successor there already (see `releasable`). Each index is created only if
+      // absent, so two advancers releasing at once never make the same trial twice; the one that
+      // finds the index taken skips it.
+      const created: Trial[] = [];
+      for (const t of release) {
+        try {
+          await table.put(
+            trialItemKey(sweepId, t.index),
+            t,
+            trialIndexes(sweepId, t),
+            { ifAbsent: true },
+            opts,
+          );
+          report.writes++;
+          created.push(t);
+          count(t.phase, 1);
+        } catch (err) {
+          if (!(err instanceof ConcurrentUpdateError)) throw err;
+        }
+      }
+
+      // 3. Each changed trial's own item, at the version read. The item is read again just
+      // before: when another advancer wrote the trial since this one listed the trials (most
+      // often a trial's own advance recording its end), this one writes only if it ends the
+      // trial and the other did not; otherwise it leaves that trial, and acting on it, to the next
+      // advance. A write that still loses is treated the same way.
+      const before = new Map(record.trials.map((t) => [t.index, t]));
+      const lost = new Set<number>();
+      const changedTrials = next.trials.filter((t) => {
+        const old = before.get(t.index);
+        return old !== undefined && JSON.stringify(old) !== JSON.stringify(t);
+      });
+      await forEachLimit(changedTrials, READ_CONCURRENCY, async (t) => {
+        const key = trialItemKey(sweepId, t.index);
+        let base = before.get(t.index) as Trial;
+        let version = trialVersions.get(t.index) as string;
+        const fresh = await table.get<Trial>(key, opts);
+        if (fresh && fresh.version !== version) {
+          if (isTrialTerminal(fresh.value.phase) || !isTrialTerminal(t.phase)) {
+            lost.add(t.index);
+            return;
+          }
+          base = fresh.value;
+          version = fresh.version;
+        }
+        try {
+          await table.put(key, t, trialIndexes(sweepId, t), { ifVersion: version }, opts);
+          report.writes++;
+          if (base.phase !== t.phase) {
+            count(base.phase, -1);
+            count(t.phase, 1);
+          }
+        } catch (err) {
+          if (!(err instanceof ConcurrentUpdateError)) throw err;
+          lost.add(t.index);
+        }
+      });
+
+      release = created;
+      requeue = requeue.filter((t) => !lost.has(t.index));
       await forEachLimit([...release, ...requeue], 16, async (trial) => {
         const spec = specOf(next, trial);
         await caps.queue?.enqueue(runMessage(spec), runMessageAttributes(spec), opts);
       });
+      // 4. The counts lists show: atomic adds to the sweep item's counters, never a race.
+      const nonZero = Object.fromEntries(Object.entries(deltas).filter(([, d]) => d !== 0));
+      if (Object.keys(nonZero).length > 0) await table.increment(sweepItemKey(sweepId), nonZero, opts);
       report.released += release.length;
       if (release.length > 0)
         log({ level: 'INFO', msg: 'trials released', sweepId, trials: release.map((t) => t.index) });
+      result.stop = result.stop.filter((s) => !lost.has(s.trial.index));
       if (caps.stopRun) {
         await forEachLimit(result.stop, 8, async ({ trial, reason }) => {
           await caps.stopRun?.(specOf(next, trial), reason, opts);
@@ -279,6 +503,8 @@ export function makeSweeps(deps: SweepStoreDeps) {
       // a cancelled or finished sweep ends in this call rather than at the next tick.
       if (result.stop.length > 0 && !restopped) {
         restopped = true;
+        trialsRead = undefined;
+        sweepRead = undefined;
         for (const { trial } of result.stop) seen.delete(trial.runId);
         continue;
       }
@@ -336,11 +562,13 @@ export function makeSweeps(deps: SweepStoreDeps) {
     opts?: CallOptions,
   ): Promise<SweepRecord | undefined> {
     for (let attempt = 1; ; attempt++) {
-      const current = await table.get<SweepRecord>(sweepItemKey(sweepId), opts);
+      const current = await load(sweepId, opts);
       if (!current) throw new NotFoundError(`sweep ${sweepId} has no record`);
-      const next = change(current.value);
-      if (!next) return current.value;
-      if (await write(next, current.version, opts)) return next;
+      const next = change(current.record);
+      if (!next) return current.record;
+      if (await write(next, current.version, opts)) {
+        return next;
+      }
       if (attempt >= MAX_ATTEMPTS)
         throw new ConcurrentUpdateError(`sweep ${sweepId}: too many concurrent updates`);
       await jitter(attempt);
@@ -409,6 +637,12 @@ export function makeSweeps(deps: SweepStoreDeps) {
 }
 
 export type Sweeps = ReturnType<typeof makeSweeps>;
+
+/** Whether the sweep item would stay the same (its trials and update time aside). */
+function sameSweep(a: SweepRecord, b: SweepRecord): boolean {
+  const strip = (r: SweepRecord) => JSON.stringify({ ...sweepItemOf(r), updatedAt: '' });
+  return strip(a) === strip(b);
+}
 
 async function jitter(attempt: number): Promise<void> {
   const ms = Math.random() * Math.min(500, 10 * 2 ** attempt);

@@ -1,18 +1,31 @@
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeDynamoStateTable } from '../../lib/adapters/aws/dynamodb-table.ts';
+import { makeModelOwners } from '../../lib/artifacts/ownership.ts';
 import { parseConfig } from '../../lib/config.ts';
 import { ConcurrentUpdateError, NotFoundError, ValidationError } from '../../lib/errors.ts';
+import { RunMessageSchema } from '../../lib/intake/message-schema.ts';
 import { makeListRuns } from '../../lib/intake/runs.ts';
+import { makeSubmitSweep } from '../../lib/intake/submit-sweep.ts';
 import { makeListSweeps } from '../../lib/intake/sweeps.ts';
+import { toSweepSummary } from '../../lib/intake/views.ts';
 import { requestFingerprint } from '../../lib/run/ids.ts';
 import { newRecord, type RunRecord } from '../../lib/run/record.ts';
 import { makeRunRecords } from '../../lib/run/records.ts';
 import type { StateTable } from '../../lib/state/table.ts';
-import { makeSweeps } from '../../lib/sweep/sweeps.ts';
+import type { SweepRecord, Trial } from '../../lib/sweep/record.ts';
+import { makeSweeps, trialIndexes, trialItemKey } from '../../lib/sweep/sweeps.ts';
 import { type LocalStateTable, startLocalStateTable, stateTableDefinition } from '../../local/state-table.ts';
 import { aRunRequest } from '../helpers/builders.ts';
-import { memoryTable } from '../helpers/intake-fakes.ts';
+import {
+  BUCKET,
+  iam,
+  intakeConfig,
+  memoryStore,
+  memoryTable,
+  recordingQueue,
+  VISION_ARN,
+} from '../helpers/intake-fakes.ts';
 
 /**
  * The state table's contract, run against the DynamoDB adapter on the local DynamoDB-compatible
@@ -285,5 +298,214 @@ describe('the API lists on the state table (DynamoDB adapter on the local server
     expect(listed.sweeps.map((s) => s.sweepId)).toEqual([...ids].reverse());
     expect((await makeListSweeps({ table: t, config })({ caller: beta, query: {} })).sweeps).toEqual([]);
     await expect(sweeps.advance('swp-dddddddddddddddddddd')).rejects.toBeInstanceOf(NotFoundError);
+  });
+});
+
+describe.each(targets)('counters and trial items: %s', (_name, make) => {
+  it('counts with atomic adds beside the document: 50 at once all count, and the version is untouched', async () => {
+    const table = make();
+    const key = unique('counted');
+    await expect(table.increment(key, { Succeeded: 1 })).rejects.toBeInstanceOf(NotFoundError);
+    expect(await table.get(key)).toBeUndefined();
+    const listed = { byTeam: { pk: key, sk: 'x' } };
+    const { version } = await table.put(key, { doc: 1 }, listed, { ifAbsent: true });
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        table.increment(key, i % 2 === 0 ? { Succeeded: 1 } : { Succeeded: 1, Running: -1 }),
+      ),
+    );
+    // Every add saw its own new value: none was lost or applied twice.
+    expect(new Set(results.map((r) => r.Succeeded)).size).toBe(50);
+    expect(Math.max(...results.map((r) => r.Succeeded as number))).toBe(50);
+    expect(await table.get(key)).toEqual({
+      value: { doc: 1 },
+      version,
+      counters: { Succeeded: 50, Running: -25 },
+    });
+    // The document's conditional write still holds with the version read before the adds, and keeps the counters.
+    const next = await table.put(key, { doc: 2 }, listed, { ifVersion: version });
+    await expect(table.put(key, { doc: 3 }, listed, { ifVersion: version })).rejects.toBeInstanceOf(
+      ConcurrentUpdateError,
+    );
+    expect((await table.get(key))?.counters).toEqual({ Succeeded: 50, Running: -25 });
+    const page = await table.query<{ doc: number }>('byTeam', key, { limit: 5 });
+    expect(page.items).toEqual([{ doc: 2 }]);
+    expect(page.meta).toEqual([{ version: next.version, counters: { Succeeded: 50, Running: -25 } }]);
+    await expect(table.increment(key, { 'not-a-name': 1 })).rejects.toThrow(TypeError);
+  });
+
+  it("creates a trial index once of 10 racing releases, and pages a sweep's trials in index order", async () => {
+    const table = make();
+    const sweepId = unique('swp');
+    const racing = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) =>
+        table.put(trialItemKey(sweepId, 0), { index: 0, by: i }, trialIndexes(sweepId, { index: 0 }), {
+          ifAbsent: true,
+        }),
+      ),
+    );
+    expect(racing.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(
+      racing.filter((r) => r.status === 'rejected' && r.reason instanceof ConcurrentUpdateError),
+    ).toHaveLength(9);
+    // Created out of order, listed in index order (10 after 9: the index is zero-padded in the key).
+    for (const index of [12, 3, 1, 10, 2, 9, 4, 11, 5, 8, 7, 6]) {
+      await table.put(trialItemKey(sweepId, index), { index }, trialIndexes(sweepId, { index }), {
+        ifAbsent: true,
+      });
+    }
+    const seen: number[] = [];
+    const versions: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await table.query<{ index: number }>('bySweep', `trial#${sweepId}`, {
+        limit: 5,
+        descending: false,
+        ...(cursor ? { cursor } : {}),
+      });
+      expect(page.items.length).toBeLessThanOrEqual(5);
+      expect(page.meta).toHaveLength(page.items.length);
+      seen.push(...page.items.map((t) => t.index));
+      versions.push(...page.meta.map((m) => m.version));
+      cursor = page.cursor;
+      pages++;
+    } while (cursor && pages < 10);
+    expect(seen).toEqual(Array.from({ length: 13 }, (_, i) => i));
+    expect(pages).toBeGreaterThanOrEqual(3);
+    // The version a page returned is the one a trial's conditional update needs.
+    await table.put(
+      trialItemKey(sweepId, 4),
+      { index: 4, phase: 'Running' },
+      trialIndexes(sweepId, { index: 4 }),
+      {
+        ifVersion: versions[4],
+      },
+    );
+  });
+
+  it('runs a sweep under 6 concurrent advancers: every trial index once, parallelTrials never exceeded, counts exact', async () => {
+    const table = make();
+    const clock = { now: () => new Date('2026-12-02T10:00:00Z') };
+    const records = makeRunRecords({ table, clock });
+    const queue = recordingQueue();
+    const stopped: string[] = [];
+    const caps = {
+      queue,
+      stopRun: async (spec: { runId: string }) => {
+        stopped.push(spec.runId);
+      },
+    };
+    const sweeps = makeSweeps({ table, records, clock, bucket: BUCKET });
+    const intake = {
+      sweeps,
+      owners: makeModelOwners({ store: memoryStore(), clock }),
+      config: intakeConfig(),
+      bucket: BUCKET,
+      clock,
+      caps: { queue },
+      newSeed: () => 42,
+    };
+    const { record } = await makeSubmitSweep(intake)({
+      caller: iam(VISION_ARN),
+      body: {
+        template: {
+          modelName: 'resnet',
+          team: 'vision',
+          runtime: { name: 'torch-distributed' },
+          image: 'ghcr.io/acme/train:1',
+          resourcesPerNode: { gpu: 1 },
+        },
+        parameters: [{ name: 'lr', type: 'continuous', min: 1e-4, max: 1e-1, scale: 'log' }],
+        objective: { metric: 'accuracy', direction: 'maximize' },
+        algorithm: { name: 'random', seed: 3 },
+        maxTrials: 30,
+        parallelTrials: 4,
+        maxFailedTrials: 30,
+        publish: 'none',
+      },
+    });
+    const { sweepId } = record;
+    const started = new Set<string>();
+    let ended = 0;
+    let peak = 0;
+    for (let round = 0; round < 40; round++) {
+      // What the queue delivered starts; everything running then ends.
+      for (const sent of queue.sent) {
+        const spec = RunMessageSchema.parse(sent.message).run;
+        if (started.has(spec.runId)) continue;
+        started.add(spec.runId);
+        await records.create(newRecord(spec, 'f', clock.now()));
+      }
+      const items = await table.query<Trial>('bySweep', `trial#${sweepId}`, {
+        limit: 100,
+        descending: false,
+      });
+      peak = Math.max(peak, items.items.length - ended);
+      for (const runId of started) {
+        const run = await records.get(runId);
+        if (run?.phase !== 'Accepted') continue;
+        await records.update(runId, { phase: 'Succeeded', metrics: { accuracy: (ended % 17) / 20 } });
+        ended++;
+      }
+      await Promise.all(Array.from({ length: 6 }, () => sweeps.advance(sweepId, caps)));
+      if ((await sweeps.get(sweepId))?.phase === 'Succeeded') break;
+    }
+    const after = (await sweeps.get(sweepId)) as SweepRecord;
+    expect(after.phase).toBe('Succeeded');
+    expect(after.trials.map((t) => t.index)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    expect(after.trials.every((t) => t.phase === 'Succeeded')).toBe(true);
+    expect(peak).toBeLessThanOrEqual(4);
+    // Each trial's message went out once: a release that lost an index to another sent nothing.
+    const sentIds = queue.sent.map((m) => RunMessageSchema.parse(m.message).run.runId);
+    expect(sentIds).toHaveLength(30);
+    expect(new Set(sentIds).size).toBe(30);
+    expect(after.best?.objective).toBe(0.8);
+    expect(stopped).toEqual([]);
+    // The list shows the counters; the sweep item holds no trials.
+    const summary = toSweepSummary(
+      (await makeListSweeps({ table, config: intakeConfig() })({ caller: iam(VISION_ARN), query: {} }))
+        .sweeps[0] as SweepRecord,
+    );
+    expect(summary.counts).toEqual({ Succeeded: 30 });
+    expect((await table.get<Record<string, unknown>>(`sweep#${sweepId}`))?.value.trials).toBeUndefined();
+  });
+
+  it('reads a sweep item of the previous layout (trials inline) as it is, and moves it to trial items when it advances', async () => {
+    const table = make();
+    const clock = { now: () => new Date('2026-12-02T10:00:00Z') };
+    const records = makeRunRecords({ table, clock });
+    const sweeps = makeSweeps({ table, records, clock, bucket: BUCKET });
+    const sweepId = 'swp-eeeeeeeeeeeeeeeeeeee';
+    const trial = (index: number, phase: Trial['phase']): Trial => ({
+      index,
+      runId: `run-${index}`,
+      parameters: { lr: index },
+      phase,
+      releasedAt: '2026-12-02T09:00:00.000Z',
+    });
+    const old = {
+      sweepId,
+      team: 'vision',
+      phase: 'Succeeded',
+      trials: [trial(0, 'Succeeded'), trial(1, 'Failed'), trial(2, 'Succeeded')],
+      createdAt: '2026-12-02T09:00:00.000Z',
+      updatedAt: '2026-12-02T09:00:00.000Z',
+    };
+    await table.put(`sweep#${sweepId}`, old, {}, { ifAbsent: true });
+    const got = await sweeps.get(sweepId);
+    expect(got?.trials).toEqual(old.trials);
+    // A read (GET /v1/sweeps/{id}, which may only read) changes nothing.
+    expect((await table.get<Record<string, unknown>>(`sweep#${sweepId}`))?.value.trials).toEqual(old.trials);
+    expect((await sweeps.advance(sweepId)).phase).toBe('Succeeded');
+    expect((await sweeps.get(sweepId))?.trials).toEqual(old.trials);
+    const item = await table.get<Record<string, unknown>>(`sweep#${sweepId}`);
+    expect(item?.value.trials).toBeUndefined();
+    expect(item?.counters).toEqual({ Succeeded: 2, Failed: 1 });
+    expect((await table.get(trialItemKey(sweepId, 1)))?.value).toEqual(old.trials[1]);
+    // Advanced again: nothing moves twice.
+    await sweeps.advance(sweepId);
+    expect((await sweeps.get(sweepId))?.trials).toEqual(old.trials);
+    expect((await table.get(`sweep#${sweepId}`))?.counters).toEqual({ Succeeded: 2, Failed: 1 });
   });
 });

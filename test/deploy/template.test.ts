@@ -206,7 +206,7 @@ const DESCRIBE_CLUSTER_CONFIG = 'test/deploy/fixtures/config-describe-cluster.js
 const ANSWER = ['states:SendTaskFailure', 'states:SendTaskHeartbeat', 'states:SendTaskSuccess'];
 const RUNS_RW = ['s3:GetObject', 's3:PutObject'];
 const STATE_R = ['dynamodb:GetItem'];
-const STATE_RW = ['dynamodb:GetItem', 'dynamodb:PutItem'];
+const STATE_RW = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
 const STATE_Q = ['dynamodb:Query'];
 
 /** The minimum each function needs, from what its code calls (functions/ → lib/ → adapters). */
@@ -218,12 +218,13 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
   getRunLogs: [...LOGS, ...STATE_R, ...EKS],
   listRuns: [...LOGS, ...STATE_Q],
   cancelRun: [...LOGS, ...STATE_RW, 'states:StopExecution', 'states:DescribeExecution', ...EKS],
-  submitSweep: [...LOGS, ...STATE_RW, 's3:GetObject', 's3:ListBucket', 'sqs:SendMessage'],
-  getSweep: [...LOGS, ...STATE_R],
+  submitSweep: [...LOGS, ...STATE_RW, ...STATE_Q, 's3:GetObject', 's3:ListBucket', 'sqs:SendMessage'],
+  getSweep: [...LOGS, ...STATE_R, ...STATE_Q],
   listSweeps: [...LOGS, ...STATE_Q],
   cancelSweep: [
     ...LOGS,
     ...STATE_RW,
+    ...STATE_Q,
     'sqs:SendMessage',
     'states:StopExecution',
     'states:DescribeExecution',
@@ -286,7 +287,7 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
   checkJob: [...LOGS, ...EKS],
   publishArtifacts: [...LOGS, ...STATE_RW, ...RUNS_RW, 's3:AbortMultipartUpload', 's3:ListBucket'],
   notifyServing: [...LOGS, ...STATE_RW, 's3:GetObject', 'sqs:SendMessage'],
-  recordOutcome: [...LOGS, ...STATE_RW, 'sqs:SendMessage'],
+  recordOutcome: [...LOGS, ...STATE_RW, ...STATE_Q, 'sqs:SendMessage'],
   cleanup: [...LOGS, ...EKS],
   reconciler: [
     ...LOGS,
@@ -817,7 +818,8 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     expect(kinds('getRun')).toEqual(['run#*']);
     expect(kinds('getSweep')).toEqual(['sweep#*']);
     expect(kinds('dataIntake')).toEqual(['doc#*', 'run#*']);
-    expect(kinds('reconciler')).toEqual(['run#*', 'sweep#*']);
+    expect(kinds('reconciler')).toEqual(['run#*', 'sweep#*', 'trial#*']);
+    expect(kinds('recordOutcome')).toEqual(['run#*', 'sweep#*', 'trial#*']);
   });
 
   it('keeps the bucket private, versioned and encrypted, with data/ events going to the data-events queue', () => {

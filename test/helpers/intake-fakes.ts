@@ -1,9 +1,15 @@
 import type { GantryConfig } from '../../lib/config.ts';
 import { parseConfig } from '../../lib/config.ts';
-import { ConcurrentUpdateError } from '../../lib/errors.ts';
+import { ConcurrentUpdateError, NotFoundError } from '../../lib/errors.ts';
 import type { Caller } from '../../lib/intake/tenancy.ts';
 import type { ObjectStore, RunQueue, WorkflowEngine } from '../../lib/ports.ts';
-import type { IndexEntries, IndexName, QueryPage, StateTable } from '../../lib/state/table.ts';
+import {
+  COUNTER_NAME,
+  type IndexEntries,
+  type IndexName,
+  type QueryPage,
+  type StateTable,
+} from '../../lib/state/table.ts';
 
 /**
  * Fakes of the ports the intake uses: object literals with the documented semantics (conditional
@@ -166,7 +172,13 @@ export function memoryTable(): StateTable & { items: Map<string, StoredRow> } {
     items,
     async get<T>(key: string) {
       const row = items.get(key);
-      return row ? { value: JSON.parse(row.body) as T, version: String(row.version) } : undefined;
+      return row
+        ? {
+            value: JSON.parse(row.body) as T,
+            version: String(row.version),
+            ...(row.counters ? { counters: { ...row.counters } } : {}),
+          }
+        : undefined;
     },
     async getMany<T>(keys: readonly string[]) {
       const found = new Map<string, { value: T; version: string }>();
@@ -183,8 +195,26 @@ export function memoryTable(): StateTable & { items: Map<string, StoredRow> } {
         throw new ConcurrentUpdateError(`${key} changed`);
       }
       const version = cond.ifVersion === undefined ? 1 : Number(cond.ifVersion) + 1;
-      items.set(key, { body: JSON.stringify(value), version, indexes });
+      items.set(key, {
+        body: JSON.stringify(value),
+        version,
+        indexes,
+        ...(current?.counters ? { counters: current.counters } : {}),
+      });
       return { version: String(version) };
+    },
+    async increment(key, deltas) {
+      const row = items.get(key);
+      if (!row) throw new NotFoundError(`${key} does not exist`);
+      const counters = { ...(row.counters ?? {}) };
+      const changed: Record<string, number> = {};
+      for (const [name, delta] of Object.entries(deltas)) {
+        if (!COUNTER_NAME.test(name) || !Number.isInteger(delta)) throw new TypeError(`counter ${name}`);
+        counters[name] = (counters[name] ?? 0) + delta;
+        changed[name] = counters[name];
+      }
+      row.counters = counters;
+      return changed;
     },
     async query<T>(index: IndexName, partition: string, page: QueryPage) {
       const descending = page.descending !== false;
@@ -201,10 +231,18 @@ export function memoryTable(): StateTable & { items: Map<string, StoredRow> } {
       const read = rows.slice(0, page.limit);
       const last = read.at(-1);
       const more = rows.length > page.limit && last !== undefined;
-      let values = read.map((r) => JSON.parse(r.row.body) as T);
-      if (page.where) values = values.filter(page.where);
+      let out = read.map((r) => ({
+        value: JSON.parse(r.row.body) as T,
+        meta: {
+          version: String(r.row.version),
+          ...(r.row.counters ? { counters: { ...r.row.counters } } : {}),
+        },
+      }));
+      const where = page.where;
+      if (where) out = out.filter((r) => where(r.value));
       return {
-        items: values,
+        items: out.map((r) => r.value),
+        meta: out.map((r) => r.meta),
         read: read.length,
         ...(more ? { cursor: Buffer.from(JSON.stringify({ k: last.key })).toString('base64url') } : {}),
       };
@@ -219,6 +257,7 @@ interface StoredRow {
   body: string;
   version: number;
   indexes: IndexEntries;
+  counters?: Record<string, number>;
 }
 
 function compare(a: string, b: string): number {

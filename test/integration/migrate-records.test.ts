@@ -93,7 +93,13 @@ describe('npm run migrate-records', () => {
       sweepId,
       team: 'vision',
       phase: 'Running',
-      trials: [],
+      trials: [0, 1, 2].map((index) => ({
+        index,
+        runId: `run-${'d'.repeat(19)}${index}`,
+        parameters: { lr: index / 10 },
+        phase: index === 2 ? 'Running' : 'Succeeded',
+        releasedAt: at.toISOString(),
+      })),
       createdAt: at.toISOString(),
       updatedAt: at.toISOString(),
     });
@@ -124,6 +130,19 @@ describe('npm run migrate-records', () => {
     expect(nlpRuns.runs.map((r) => r.runId)).toEqual([nlp.runId]);
     const sweeps = await makeListSweeps({ table, config })({ caller: iam(VISION_ARN), query: {} });
     expect(sweeps.sweeps.map((s) => s.sweepId)).toEqual([sweepId]);
+    // A sweep becomes a sweep item without its trials, one item per trial, and its counts as
+    // counters (counted once, though the copy ran twice).
+    expect(sweeps.sweeps[0]?.counts).toEqual({ Succeeded: 2, Running: 1 });
+    expect((await table.get<Record<string, unknown>>(`sweep#${sweepId}`))?.value.trials).toBeUndefined();
+    const trials = await table.query<{ index: number; phase: string }>('bySweep', `trial#${sweepId}`, {
+      limit: 10,
+      descending: false,
+    });
+    expect(trials.items.map((t) => [t.index, t.phase])).toEqual([
+      [0, 'Succeeded'],
+      [1, 'Succeeded'],
+      [2, 'Running'],
+    ]);
     expect((await table.get('doc#triggers/nightly/state.json'))?.value).toEqual({
       current: { runId: vision.runId },
     });

@@ -4,21 +4,23 @@ import {
   DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
-  PutCommand,
   QueryCommand,
   type QueryCommandInput,
   type QueryCommandOutput,
+  UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { AwsUnavailableError, ValidationError } from '../../errors.ts';
+import { AwsUnavailableError, NotFoundError, ValidationError } from '../../errors.ts';
 import type { CallOptions } from '../../ports.ts';
-import { INDEXES, type IndexName, type StateTable } from '../../state/table.ts';
+import { COUNTER_NAME, INDEXES, type IndexName, type StateTable } from '../../state/table.ts';
 import { translateAwsError } from './errors.ts';
 
 /**
- * The StateTable port on DynamoDB. An item is `{ pk, body, ver, g1pk, g1sk, … }`: the document as
- * JSON text in `body` (stored as written, whatever its shape — no marshalling of empty strings
- * or nested undefineds), a version number in `ver`, and the index keys it belongs to. Reads are
- * strongly consistent; a list reads a GSI (eventually consistent, as every GSI is).
+ * The StateTable port on DynamoDB. An item is `{ pk, body, ver, g1pk, g1sk, …, c_<name>, … }`: the
+ * document as JSON text in `body` (stored as written, whatever its shape — no marshalling of empty
+ * strings or nested undefineds), a version number in `ver`, the index keys it belongs to, and its
+ * counters as number attributes (`ADD`ed by `increment`). A put is an UpdateItem that sets the
+ * document, version and index keys (removing the index keys not given), so it keeps the counters.
+ * Reads are strongly consistent; a list reads a GSI (eventually consistent, as every GSI is).
  */
 export function makeDynamoStateTable(deps: {
   client: DynamoDBDocumentClient;
@@ -33,7 +35,12 @@ export function makeDynamoStateTable(deps: {
           sendOpts(opts),
         );
         if (!out.Item) return undefined;
-        return { value: JSON.parse(String(out.Item.body)) as T, version: String(out.Item.ver) };
+        const counters = countersOf(out.Item);
+        return {
+          value: JSON.parse(String(out.Item.body)) as T,
+          version: String(out.Item.ver),
+          ...(counters ? { counters } : {}),
+        };
       } catch (err) {
         throw translateAwsError(err, `get ${key} from ${TableName}`);
       }
@@ -80,26 +87,79 @@ export function makeDynamoStateTable(deps: {
 
     async put(key, value, indexes, cond, opts) {
       const ver = cond.ifVersion === undefined ? 1 : Number(cond.ifVersion) + 1;
-      const item: Record<string, unknown> = { pk: key, body: JSON.stringify(value), ver };
-      for (const [name, entry] of Object.entries(indexes)) {
-        if (!entry) continue;
-        const attrs = INDEXES[name as IndexName];
-        item[attrs.pk] = entry.pk;
-        item[attrs.sk] = entry.sk;
+      const names: Record<string, string> = { '#body': 'body', '#ver': 'ver' };
+      const values: Record<string, unknown> = { ':body': JSON.stringify(value), ':ver': ver };
+      const set = ['#body = :body', '#ver = :ver'];
+      const remove: string[] = [];
+      for (const [name, attrs] of Object.entries(INDEXES)) {
+        const entry = indexes[name as IndexName];
+        names[`#${attrs.pk}`] = attrs.pk;
+        names[`#${attrs.sk}`] = attrs.sk;
+        if (entry) {
+          set.push(`#${attrs.pk} = :${attrs.pk}`, `#${attrs.sk} = :${attrs.sk}`);
+          values[`:${attrs.pk}`] = entry.pk;
+          values[`:${attrs.sk}`] = entry.sk;
+        } else {
+          remove.push(`#${attrs.pk}`, `#${attrs.sk}`);
+        }
       }
-      const condition = cond.ifAbsent
-        ? { ConditionExpression: 'attribute_not_exists(pk)' }
-        : cond.ifVersion !== undefined
-          ? {
-              ConditionExpression: 'ver = :ver',
-              ExpressionAttributeValues: { ':ver': Number(cond.ifVersion) },
-            }
-          : {};
+      let condition: string | undefined;
+      if (cond.ifAbsent) condition = 'attribute_not_exists(pk)';
+      else if (cond.ifVersion !== undefined) {
+        condition = '#ver = :expected';
+        values[':expected'] = Number(cond.ifVersion);
+      }
       try {
-        await client.send(new PutCommand({ TableName, Item: item, ...condition }), sendOpts(opts));
+        await client.send(
+          new UpdateCommand({
+            TableName,
+            Key: { pk: key },
+            UpdateExpression: `SET ${set.join(', ')}${remove.length ? ` REMOVE ${remove.join(', ')}` : ''}`,
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: values,
+            ...(condition ? { ConditionExpression: condition } : {}),
+          }),
+          sendOpts(opts),
+        );
         return { version: String(ver) };
       } catch (err) {
         throw translateAwsError(err, `put ${key} in ${TableName}`);
+      }
+    },
+
+    async increment(key, deltas, opts) {
+      const entries = Object.entries(deltas);
+      for (const [name, delta] of entries) {
+        if (!COUNTER_NAME.test(name) || !Number.isInteger(delta)) {
+          throw new TypeError(`counter ${name}: a name of letters and digits and a whole delta`);
+        }
+      }
+      if (entries.length === 0) return {};
+      const names: Record<string, string> = {};
+      const values: Record<string, number> = {};
+      entries.forEach(([name, delta], i) => {
+        names[`#c${i}`] = `c_${name}`;
+        values[`:d${i}`] = delta;
+      });
+      try {
+        const out = await client.send(
+          new UpdateCommand({
+            TableName,
+            Key: { pk: key },
+            UpdateExpression: `ADD ${entries.map((_, i) => `#c${i} :d${i}`).join(', ')}`,
+            ConditionExpression: 'attribute_exists(pk)',
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: values,
+            ReturnValues: 'UPDATED_NEW',
+          }),
+          sendOpts(opts),
+        );
+        return countersOf(out.Attributes ?? {}) ?? {};
+      } catch (err) {
+        if ((err as { name?: string }).name === 'ConditionalCheckFailedException') {
+          throw new NotFoundError(`${key} does not exist in ${TableName}: nothing to count on`);
+        }
+        throw translateAwsError(err, `increment counters of ${key} in ${TableName}`);
       }
     },
 
@@ -132,10 +192,18 @@ export function makeDynamoStateTable(deps: {
       } catch (err) {
         throw translateAwsError(err, `query ${index} of ${TableName}`);
       }
-      let items = (out.Items ?? []).map((i: Record<string, unknown>) => JSON.parse(String(i.body)) as T);
-      if (page.where) items = items.filter(page.where);
+      let rows = (out.Items ?? []).map((i: Record<string, unknown>) => {
+        const counters = countersOf(i);
+        return {
+          value: JSON.parse(String(i.body)) as T,
+          meta: { version: String(i.ver), ...(counters ? { counters } : {}) },
+        };
+      });
+      const where = page.where;
+      if (where) rows = rows.filter((r) => where(r.value));
       return {
-        items,
+        items: rows.map((r) => r.value),
+        meta: rows.map((r) => r.meta),
         read: out.ScannedCount ?? out.Count ?? 0,
         ...(out.LastEvaluatedKey ? { cursor: encodeCursor(out.LastEvaluatedKey) } : {}),
       };
@@ -154,6 +222,17 @@ export function makeDynamoStateTable(deps: {
 /** DynamoDB's BatchGetItem limit: 100 keys per request. */
 const BATCH_GET_MAX = 100;
 const BATCH_GET_ATTEMPTS = 5;
+
+/** The `c_<name>` number attributes of an item, by name; undefined when it has none. */
+function countersOf(item: Record<string, unknown>): Record<string, number> | undefined {
+  let counters: Record<string, number> | undefined;
+  for (const [attr, value] of Object.entries(item)) {
+    if (!attr.startsWith('c_') || typeof value !== 'number') continue;
+    counters ??= {};
+    counters[attr.slice(2)] = value;
+  }
+  return counters;
+}
 
 function encodeCursor(key: Record<string, unknown>): string {
   return Buffer.from(JSON.stringify(key)).toString('base64url');

@@ -8,8 +8,8 @@ import {
 } from '../../../lib/errors.ts';
 import { RunMessageSchema } from '../../../lib/intake/message-schema.ts';
 import { makeSubmitSweep } from '../../../lib/intake/submit-sweep.ts';
-import { makeCancelSweep, makeGetSweep } from '../../../lib/intake/sweeps.ts';
-import { toSweepView } from '../../../lib/intake/views.ts';
+import { makeCancelSweep, makeGetSweep, makeListSweeps } from '../../../lib/intake/sweeps.ts';
+import { toSweepSummary, toSweepView } from '../../../lib/intake/views.ts';
 import { trialRunId } from '../../../lib/run/ids.ts';
 import { newRecord } from '../../../lib/run/record.ts';
 import { makeRunRecords } from '../../../lib/run/records.ts';
@@ -113,6 +113,28 @@ describe('submitting a sweep', () => {
       pk: 'active#sweep',
       sk: record.sweepId,
     });
+  });
+
+  it("lists the sweep with its trials' live counts, from the sweep item's counters", async () => {
+    const { submit, records, sweeps, queue, deps, table } = setup();
+    const { record } = await submit({ caller: iam(VISION_ARN), body: valid(), idempotencyKey: 'counts' });
+    const list = makeListSweeps({ table, config: deps.config });
+    const counts = async () =>
+      toSweepSummary((await list({ caller: iam(VISION_ARN), query: {} })).sweeps[0] as never).counts;
+    expect(await counts()).toEqual({ Queued: 3 });
+    const spec0 = sweeps.specOf(record, record.trials[0] as never);
+    await records.create(newRecord(spec0, 'f', clock.now()));
+    await records.update(spec0.runId, { phase: 'Succeeded', metrics: { accuracy: 0.7 } });
+    // The trial's own advance: its item ends Succeeded and its successor (0 + 3) is released.
+    await sweeps.advance(record.sweepId, { queue }, undefined, { onlyRuns: [spec0.runId] });
+    expect(await counts()).toEqual({ Queued: 3, Succeeded: 1 });
+    expect((await sweeps.get(record.sweepId))?.trials.map((t) => [t.index, t.phase])).toEqual([
+      [0, 'Succeeded'],
+      [1, 'Queued'],
+      [2, 'Queued'],
+      [3, 'Queued'],
+    ]);
+    expect(table.items.get(`sweep#${record.sweepId}`)?.body).not.toContain('"trials"');
   });
 
   it('replays the same key and body without releasing more, and refuses the key with another body', async () => {

@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
+  isTrialTerminal,
+  OWN_RELEASE_MS,
   type RunObservation,
   readyToFinish,
+  releasable,
   type SweepRecord,
   step,
   type Trial,
@@ -59,15 +62,33 @@ describe('releasing trials', () => {
     expect(first.release.map((t) => t.index)).toEqual([0, 1, 2]);
     const busy = step(first.record, runs([['run-0', { phase: 'Running' }]]), NOW, newTrial, false);
     expect(busy.release).toEqual([]);
-    const one = step(
-      first.record,
-      runs([['run-0', { phase: 'Succeeded', metrics: { accuracy: 0.9 } }]]),
-      NOW,
-      newTrial,
-      false,
-    );
+    const ended = runs([['run-0', { phase: 'Succeeded', metrics: { accuracy: 0.9 } }]]);
+    // The trial's own advance releases its successor (0 + parallelTrials 3) as it sees it end.
+    const one = step(first.record, ended, NOW, newTrial, false, new Set(['run-0']));
     expect(one.release.map((t) => t.index)).toEqual([3]);
     expect(one.record.best).toMatchObject({ trialIndex: 0, objective: 0.9 });
+    // Any other advance records the end first and releases the successor on its next step, so
+    // it does not race the trial's own advance for index 3.
+    const tick = step(first.record, ended, NOW, newTrial, false);
+    expect(tick.release).toEqual([]);
+    expect(tick.record.trials[0]?.phase).toBe('Succeeded');
+    expect(step(tick.record, runs([]), NOW, newTrial, false).release.map((t) => t.index)).toEqual([3]);
+    // Unless the run ended long enough ago that its own advance is over (cut off, or never came).
+    const endedAgo = (ms: number) =>
+      runs([
+        [
+          'run-0',
+          {
+            phase: 'Succeeded',
+            metrics: { accuracy: 0.9 },
+            endedAt: new Date(NOW.getTime() - ms).toISOString(),
+          },
+        ],
+      ]);
+    expect(step(first.record, endedAgo(2_000), NOW, newTrial, false).release).toEqual([]);
+    expect(
+      step(first.record, endedAgo(OWN_RELEASE_MS), NOW, newTrial, false).release.map((t) => t.index),
+    ).toEqual([3]);
   });
 
   it('releases nothing while a trial waits for quota, even with free slots', () => {
@@ -81,7 +102,74 @@ describe('releasing trials', () => {
     );
     expect(held.release).toEqual([]);
     const admitted = step(held.record, runs([['run-0', { phase: 'Running' }]]), NOW, newTrial, false);
-    expect(admitted.release.map((t) => t.index)).toEqual([2, 3]);
+    // Slot 2 opens; trial 1 ended, so its successor 1 + parallelTrials 3 = 4 follows it.
+    expect(admitted.release.map((t) => t.index)).toEqual([2, 4]);
+  });
+
+  // Slots by succession: trial i + parallel follows trial i once it ended (parallel 3, budget 10).
+  it.each<[string, Array<[number, Trial['phase']]>, number[]]>([
+    ['a new sweep opens the slots', [], [0, 1, 2]],
+    [
+      'nothing ended: nothing to release',
+      [
+        [0, 'Running'],
+        [1, 'Queued'],
+        [2, 'Pending'],
+      ],
+      [],
+    ],
+    [
+      'each ended trial frees its own successor',
+      [
+        [0, 'Succeeded'],
+        [1, 'Running'],
+        [2, 'Failed'],
+      ],
+      [3, 5],
+    ],
+    [
+      'a Stopping trial still holds its slot',
+      [
+        [0, 'Stopping'],
+        [1, 'EarlyStopped'],
+        [2, 'Running'],
+      ],
+      [4],
+    ],
+    [
+      'a successor already there is not released again',
+      [
+        [0, 'Succeeded'],
+        [1, 'Running'],
+        [2, 'Running'],
+        [3, 'Running'],
+      ],
+      [],
+    ],
+    [
+      'a missing index (a release cut off) is released again',
+      [
+        [0, 'Succeeded'],
+        [1, 'Succeeded'],
+        [2, 'Running'],
+        [4, 'Running'],
+      ],
+      [3],
+    ],
+    [
+      'never past the budget',
+      [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map((i): [number, Trial['phase']] => [
+        i,
+        i < 8 ? 'Succeeded' : 'Running',
+      ]),
+      [],
+    ],
+  ])('%s', (_name, trials, expected) => {
+    const all = trials.map(([i, phase]) => trial(i, phase));
+    expect(releasable(all, 3, 10)).toEqual(expected);
+    // At most `parallel` in flight once they are released.
+    const open = all.filter((t) => !isTrialTerminal(t.phase)).length;
+    expect(open + expected.length).toBeLessThanOrEqual(3);
   });
 
   it('stops at the grid size when the grid is smaller than maxTrials', () => {
@@ -205,6 +293,7 @@ describe('early stopping (median rule)', () => {
       NOW,
       newTrial,
       true,
+      new Set(['run-3']),
     );
     expect(ended.record.trials[3]?.phase).toBe('EarlyStopped');
     expect(ended.release.map((t) => t.index)).toEqual([5]);
