@@ -1,6 +1,6 @@
 import type { RunPhase } from '../run/phases.ts';
 import { type Curve, shouldStopEarly } from './early-stopping.ts';
-import type { Algorithm, Observation } from './samplers.ts';
+import { type Algorithm, algorithmFor, type Observation } from './samplers.ts';
 import type { SweepRequest } from './schema.ts';
 import { type Assignment, gridSize } from './space.ts';
 import type { SweepPlacement } from './trials.ts';
@@ -135,14 +135,7 @@ export interface StepResult {
 const CURVE_SPACING = 5;
 
 export function algorithmOf(request: SweepRequest): Algorithm {
-  const a = request.algorithm;
-  if (a.name === 'grid') return { name: 'grid' };
-  if (a.name === 'random') return { name: 'random', seed: a.seed ?? 0 };
-  return {
-    name: 'tpe',
-    seed: a.seed ?? 0,
-    startupTrials: a.startupTrials ?? Math.max(2, Math.min(10, Math.floor(request.maxTrials / 5))),
-  };
+  return algorithmFor(request);
 }
 
 /** How many trials the sweep runs at most: maxTrials, or the grid's size when smaller. */
@@ -247,7 +240,7 @@ export function step(
   record: SweepRecord,
   runs: ReadonlyMap<string, RunObservation | undefined>,
   now: Date,
-  newTrial: (index: number, history: Observation[]) => Trial,
+  newTrial: (index: number, history: Observation[], pending: Assignment[]) => Trial,
   canStop: boolean,
   only?: ReadonlySet<string>,
 ): StepResult {
@@ -299,18 +292,32 @@ export function step(
         const completed = trials
           .filter((t) => t.phase === 'Succeeded' && t.curve && t.curve.length > 0)
           .map((t) => lossCurve(request, t.curve ?? []));
+        // ASHA and Hyperband rank a trial against every trial that reported at its rung.
+        const peers = trials
+          .filter((t) => t.curve && t.curve.length > 0)
+          .map((t) => ({ index: t.index, curve: lossCurve(request, t.curve ?? []) }));
         next.trials = next.trials.map((t) => {
           if (t.phase !== 'Running' || !t.curve?.length) return t;
-          if (!shouldStopEarly(lossCurve(request, t.curve), completed, rule)) return t;
+          const context = { trialIndex: t.index, peers };
+          if (!shouldStopEarly(lossCurve(request, t.curve), completed, rule, context)) return t;
           const stopping: Trial = { ...t, phase: 'Stopping', stopReason: 'EarlyStopped' };
           stop.push({ trial: stopping, reason: 'EarlyStopped' });
           return stopping;
         });
       }
       const waiting = next.trials.some((t) => t.waitingForQuota);
-      const history: Observation[] = next.trials
-        .filter((t) => t.phase === 'Succeeded' && t.objective !== undefined)
-        .map((t) => ({ assignment: t.parameters, loss: lossOf(request, t.objective as number) }));
+      // Finished trials, and trials stopped early with their last value (samplers rank those
+      // after the completed ones, as Optuna does with pruned trials).
+      const history: Observation[] = next.trials.flatMap((t): Observation[] => {
+        if (t.phase === 'Succeeded' && t.objective !== undefined) {
+          return [{ assignment: t.parameters, loss: lossOf(request, t.objective) }];
+        }
+        const last = t.curve?.at(-1);
+        const stopped = t.phase === 'EarlyStopped' || t.stopReason === 'EarlyStopped';
+        return stopped && last
+          ? [{ assignment: t.parameters, loss: lossOf(request, last[1]), stoppedAtPercent: last[0] }]
+          : [];
+      });
       if (!waiting) {
         // A trial's own advance (`only`: its run) releases its successor the moment it ends; any
         // other advance (the reconciler's) the successors of trials already recorded as ended,
@@ -326,7 +333,11 @@ export function step(
           ? next.trials.filter((t) => only.has(t.runId) && isTrialTerminal(t.phase))
           : next.trials.filter((t) => isTrialTerminal(t.phase) && (recorded.has(t.index) || overdue(t)));
         for (const index of releasable(next.trials, request.parallelTrials, budget, ended, !only)) {
-          const trial = newTrial(index, history);
+          // Trials still running: samplers keep new suggestions away from them (constant liar).
+          const pending = inFlight()
+            .filter((t) => t.phase !== 'Stopping')
+            .map((t) => t.parameters);
+          const trial = newTrial(index, history, pending);
           next.trials = [...next.trials, trial];
           release.push(trial);
         }

@@ -347,10 +347,10 @@ export function makeSweeps(deps: SweepStoreDeps) {
         record,
         runs,
         now,
-        (index, history) => ({
+        (index, history, pending) => ({
           index,
           runId: trialRunId(sweepId, index),
-          parameters: suggest(algorithm, record.request.parameters, index, history),
+          parameters: suggest(algorithm, record.request.parameters, index, history, pending),
           phase: 'Queued',
           releasedAt: at,
         }),

@@ -308,3 +308,26 @@ describe('early stopping (median rule)', () => {
     expect(step(record, runs([]), NOW, newTrial, true).stop).toHaveLength(1);
   });
 });
+describe('early stopping (asha), wired', () => {
+  it('stops a trial crossing a rung as the worst of the trials that reported there, in any phase', () => {
+    // maximize accuracy: losses are -accuracy. Peers at the 10 % rung: 0.9 (running), 0.8 (stopped), 0.7 (running).
+    const record = sweep({ earlyStopping: { rule: 'asha' }, parallelTrials: 4, maxTrials: 10 }, [
+      trial(0, 'Running', { curve: [[12, 0.9]] }),
+      trial(1, 'EarlyStopped', { curve: [[11, 0.8]] }),
+      trial(2, 'Running', { curve: [[15, 0.7]] }),
+      trial(3, 'Running', { curve: [[5, 0.1]] }),
+      trial(4, 'Queued'),
+    ]);
+    const out = step(
+      record,
+      runs([['run-3', { phase: 'Running', percent: 11, metrics: { accuracy: 0.2 } }]]),
+      NOW,
+      newTrial,
+      true,
+    );
+    expect(out.stop.map((s) => [s.trial.index, s.reason])).toEqual([
+      [2, 'EarlyStopped'],
+      [3, 'EarlyStopped'],
+    ]);
+  });
+});
