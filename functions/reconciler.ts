@@ -137,6 +137,7 @@ export const handler = withLogKeys(
         if (Object.values(changes).some((n) => n > 0))
           log('info', {
             msg: 'reconciler tick',
+            service: 'gantry-reconciler',
             pass,
             durationMs: tookMs,
             requests: { ...requests },

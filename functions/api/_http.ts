@@ -241,6 +241,7 @@ export function httpApi(): MiddlewareObj<ApiEvent, ApiResult, Error, Context, { 
     const idField = id?.startsWith('swp-') ? 'sweepId' : 'runId';
     log(status >= 500 ? 'error' : 'info', {
       msg: 'request',
+      service: 'gantry-api',
       route: event.routeKey,
       status,
       durationMs: Date.now() - (request.internal.startedAt ?? Date.now()),
