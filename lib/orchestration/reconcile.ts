@@ -76,8 +76,8 @@ interface PendingRecord {
   runId: string;
   change: RecordChange;
   digest: string;
-  /** Called once the write changed the record (a Kubernetes Event about the job). */
-  onChanged?: () => Promise<void>;
+  /** A preemption: called when the write moved the record from Running back to Pending (a Kubernetes Event). */
+  onPreempted?: () => Promise<void>;
 }
 
 const TOKEN_KEYS: Array<[Stage, string]> = [
@@ -343,7 +343,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
     if (runId) {
       const progress = progressChange(runId, view, health);
       if (progress?.change.reason === PREEMPTED) {
-        progress.onChanged = () => note(cluster, gateway, job, preemptionNote(runId, view.message), opts);
+        progress.onPreempted = () => note(cluster, gateway, job, preemptionNote(runId, view.message), opts);
       }
       if (progress) toRecord.push(progress);
     }
@@ -404,14 +404,14 @@ export function makeReconciler(deps: ReconcilerDeps) {
       log({ level: 'ERROR', msg: 'run records not read', runs: pending.length, error: String(err) });
       return;
     }
-    await mapLimit(pending, 16, async ({ runId, change, digest, onChanged }) => {
+    await mapLimit(pending, 16, async ({ runId, change, digest, onPreempted }) => {
       const read = reads.get(runId);
       if (!read) return; // a job without a record (made outside Gantry's intake): nothing to write
       try {
-        const { changed } = await deps.records.updateFrom(read, change, opts);
+        const { record, changed } = await deps.records.updateFrom(read, change, opts);
         if (changed) report.recordsUpdated++;
         recorded.set(runId, digest);
-        if (changed) await onChanged?.();
+        if (changed && read.value.phase === 'Running' && record.phase === 'Pending') await onPreempted?.();
       } catch (err) {
         report.errors++;
         log({ level: 'ERROR', msg: 'run record not written', runId, error: String(err) });

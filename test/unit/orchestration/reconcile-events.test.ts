@@ -43,7 +43,13 @@ const failed = {
 
 function setup(
   job: K8sObject,
-  opts: { gates?: K8sObject[]; createEvent?: (e: K8sObject) => Promise<void>; status?: string } = {},
+  opts: {
+    gates?: K8sObject[];
+    createEvent?: (e: K8sObject) => Promise<void>;
+    status?: string;
+    /** The run record's phase before the tick. */
+    phase?: string;
+  } = {},
 ) {
   const calls: string[] = [];
   const events: K8sObject[] = [];
@@ -82,8 +88,13 @@ function setup(
   const records = {
     update: async () => ({}),
     getMany: async (ids: string[]) =>
-      new Map(ids.map((id) => [id, { value: { updatedAt: 'a' }, version: '1' }])),
-    updateFrom: async () => ({ record: {}, changed: true }),
+      new Map(
+        ids.map((id) => [id, { value: { phase: opts.phase ?? 'Running', updatedAt: 'a' }, version: '1' }]),
+      ),
+    updateFrom: async (_read: unknown, change: { phase?: string }) => ({
+      record: { phase: change.phase ?? opts.phase ?? 'Running' },
+      changed: true,
+    }),
   } as unknown as RunRecords;
   const reconciler = makeReconciler({
     clusters: () => [{ name: 'c', gateway, jobApis: async () => [API] }],
@@ -131,7 +142,10 @@ describe('reconciler: Kubernetes Events on the job', () => {
     });
   });
 
-  it('notes a preemption once the record took it', async () => {
+  it.each([
+    ['Running', ['heartbeat', 'event Preempted']],
+    ['Pending', ['heartbeat']], // already recorded: a changed note about the same eviction is no new event
+  ])('notes a preemption when the record moves from %s to Pending: %j', async (phase, want) => {
     const message = 'Preempted to accommodate a workload';
     const gate: K8sObject = {
       apiVersion: 'kueue.x-k8s.io/v1beta2',
@@ -149,9 +163,9 @@ describe('reconciler: Kubernetes Events on the job', () => {
       { conditions: [{ type: 'Suspended', status: 'True' }] },
       { suspend: true },
     );
-    const { tick, calls } = setup(job, { gates: [gate] });
+    const { tick, calls } = setup(job, { gates: [gate], phase });
     await tick();
-    expect(calls).toEqual(['heartbeat', 'event Preempted']);
+    expect(calls).toEqual(want);
   });
 
   it('an event that cannot be created fails neither the answer nor the tick; a refusal stops further tries', async () => {
