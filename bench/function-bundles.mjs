@@ -90,6 +90,8 @@ async function bundle(id, entry, plugins = functionPlugins) {
   const outfile = join(OUT, `${id}.mjs`);
   const result = await build({
     ...esbuildOptions,
+    // The service directory (--before bundles from another checkout): entries, tsconfig, node_modules.
+    absWorkingDir: process.cwd(),
     entryPoints: [entry],
     outfile,
     external,
