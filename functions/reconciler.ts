@@ -124,6 +124,7 @@ export const handler = withLogKeys(
         const started = Date.now();
         const report = await reconciler.tick({ signal });
         tookMs = Date.now() - started;
+        await emitMetrics('gantry-reconciler', tickMetrics(report, tookMs, requests));
         return report;
       },
       everyMs: (env().GANTRY_RECONCILE_PASS_SECONDS ?? 0) * 1000,
@@ -132,7 +133,6 @@ export const handler = withLogKeys(
       sleep: (ms) => sleep(ms, signal),
       aborted: () => signal.aborted,
       onPass: (pass, report) => {
-        emitMetrics('gantry-reconciler', tickMetrics(report, tookMs, requests));
         const { jobs: _jobs, ...changes } = report;
         if (Object.values(changes).some((n) => n > 0))
           log('info', {

@@ -79,9 +79,13 @@ export interface StepDeps {
   /**
    * Told when a run's job was created (`started`, the record now Pending) and when the run ended
    * (`ended`, the terminal record): the functions emit metrics from it (lib/observability). Must
-   * not throw; a retried RecordOutcome tells `ended` again.
+   * not throw (awaited: the functions write the metrics before the step returns); a retried
+   * RecordOutcome tells `ended` again.
    */
-  runs?: { started(record: RunRecord): void; ended(record: RunRecord): void };
+  runs?: {
+    started(record: RunRecord): void | Promise<void>;
+    ended(record: RunRecord): void | Promise<void>;
+  };
 }
 
 export interface RunInput {
@@ -174,7 +178,7 @@ export function makeSteps(deps: StepDeps) {
       },
       opts,
     );
-    if (pending.phase === 'Pending') deps.runs?.started(pending);
+    if (pending.phase === 'Pending') await deps.runs?.started(pending);
     return {
       cluster: run.cluster,
       api,
@@ -350,13 +354,13 @@ export function makeSteps(deps: StepDeps) {
         { phase: 'Succeeded', ...(input.job.metrics ? { metrics: input.job.metrics } : {}) },
         opts,
       );
-      deps.runs?.ended(record);
+      await deps.runs?.ended(record);
       await trialEnded(input.run, opts);
       return { phase: record.phase };
     }
     const { reason, message } = failureOf(input.state);
     const record = await records.update(input.state.run.runId, { phase: 'Failed', reason, message }, opts);
-    deps.runs?.ended(record);
+    await deps.runs?.ended(record);
     await trialEnded(input.state.run, opts);
     return { phase: record.phase, reason: record.reason };
   }

@@ -157,10 +157,10 @@ describe('emitMetrics (Powertools Metrics, EMF)', () => {
     return out;
   }
 
-  it('writes one EMF document per dimension set, in namespace Gantry with the service dimension', () => {
+  it('writes one EMF document per dimension set, in namespace Gantry with the service dimension', async () => {
     vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'false');
     const out = captureStdout();
-    emitMetrics('gantry-steps', [
+    await emitMetrics('gantry-steps', [
       { name: 'RunsFailed', unit: 'Count', value: 1, dimensions: { reason: 'TrainingFailed' } },
       { name: 'AdmissionWait', unit: 'Seconds', value: 42 },
       { name: 'RunDuration', unit: 'Seconds', value: 600 },
@@ -181,12 +181,12 @@ describe('emitMetrics (Powertools Metrics, EMF)', () => {
     expect(waits).not.toHaveProperty('reason');
   });
 
-  it('is off outside Lambda unless turned on, and off anywhere with POWERTOOLS_METRICS_DISABLED=true', () => {
+  it('is off outside Lambda unless turned on, and off anywhere with POWERTOOLS_METRICS_DISABLED=true', async () => {
     const out = captureStdout();
     vi.stubEnv('AWS_LAMBDA_FUNCTION_NAME', '');
-    emitMetrics('gantry-steps', [{ name: 'RunsStarted', unit: 'Count', value: 1 }]);
+    await emitMetrics('gantry-steps', [{ name: 'RunsStarted', unit: 'Count', value: 1 }]);
     vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'true');
-    emitMetrics('gantry-steps', [{ name: 'RunsStarted', unit: 'Count', value: 1 }]);
+    await emitMetrics('gantry-steps', [{ name: 'RunsStarted', unit: 'Count', value: 1 }]);
     vi.restoreAllMocks();
     expect(out).toEqual([]);
   });
