@@ -2,7 +2,12 @@
 // Size and cold-start init of every deployed function's bundle, against a minimal handler and against
 // a bundle that only constructs the SDK clients that function needs (BUDGETS.md).
 //
-//   node bench/function-bundles.mjs [--runs 10] [--write]
+//   node bench/function-bundles.mjs [--runs 10] [--only submitRun,reconciler] [--before DIR] [--instructions] [--write]
+//
+// --only limits the run to the named functions (callgrind is slow). --before DIR also bundles the
+// same functions from another checkout of the project (DIR, e.g. `git archive <commit>` unpacked
+// with node_modules linked) and runs them in the same rounds, side by side: the rows "<fn> (before)"
+// and a table of what the change adds.
 //
 // Each function is bundled with the esbuild options and plugins of serverless.yml's custom.esbuild
 // and the Gantry config `npm run package` ships by default (deploy/serverless/config/dev.json: with
@@ -40,6 +45,8 @@ const NODE = join(ROOT, 'node_modules/.bin/node');
 const args = process.argv.slice(2);
 const RUNS = Number(args[args.indexOf('--runs') + 1]) || 10;
 const INSTRUCTIONS = args.includes('--instructions');
+const ONLY = args.includes('--only') ? new Set(args[args.indexOf('--only') + 1].split(',')) : undefined;
+const BEFORE = args.includes('--before') ? args[args.indexOf('--before') + 1] : undefined;
 const require = createRequire(import.meta.url);
 process.chdir(ROOT); // the plugins name entries relative to the service directory, as serverless-esbuild does
 
@@ -83,6 +90,8 @@ async function bundle(id, entry, plugins = functionPlugins) {
   const outfile = join(OUT, `${id}.mjs`);
   const result = await build({
     ...esbuildOptions,
+    // The service directory (--before bundles from another checkout): entries, tsconfig, node_modules.
+    absWorkingDir: process.cwd(),
     entryPoints: [entry],
     outfile,
     external,
@@ -123,7 +132,7 @@ async function bundle(id, entry, plugins = functionPlugins) {
     }
   }
   const client = (c) => new RegExp(`node_modules/@aws-sdk/client-${c}/`);
-  const CLIENTS = ['s3', 'sfn', 'sqs', 'eks'];
+  const CLIENTS = ['dynamodb', 'eventbridge', 's3', 'sfn', 'sqs', 'ssm', 'eks'];
   return {
     id,
     outfile,
@@ -143,7 +152,17 @@ async function bundle(id, entry, plugins = functionPlugins) {
 
 // ---- baselines ----------------------------------------------------------------------------------
 
-const CLIENT_CLASS = { s3: 'S3Client', sfn: 'SFNClient', sqs: 'SQSClient', eks: 'EKSClient' };
+const CLIENT_CLASS = {
+  dynamodb: 'DynamoDBClient',
+  eventbridge: 'EventBridgeClient',
+  s3: 'S3Client',
+  sfn: 'SFNClient',
+  sqs: 'SQSClient',
+  ssm: 'SSMClient',
+  eks: 'EKSClient',
+};
+/** The state table's client is the document client over DynamoDB (functions/_deps.ts `table()`). */
+const DOCUMENT_CLIENT = "import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';";
 /**
  * The Kubernetes client as the gateway uses it: client-node's generated CustomObjectsApi by deep
  * import (lib/adapters/kubernetes/gateway.ts), constructed with a placeholder transport.
@@ -157,8 +176,13 @@ const api = new ObjectCustomObjectsApi({ baseServer: new ServerConfiguration('ht
 
 function sdkOnlySource(clients, kubernetes) {
   const lines = clients.map((c) => `import { ${CLIENT_CLASS[c]} } from '@aws-sdk/client-${c}';`);
+  if (clients.includes('dynamodb')) lines.push(DOCUMENT_CLIENT);
   if (kubernetes) lines.push(KUBE);
-  const made = clients.map((c) => `new ${CLIENT_CLASS[c]}({ region: 'us-east-1' })`);
+  const made = clients.map((c) =>
+    c === 'dynamodb'
+      ? "DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east-1' }))"
+      : `new ${CLIENT_CLASS[c]}({ region: 'us-east-1' })`,
+  );
   if (kubernetes) made.push('api');
   lines.push(`const clients = [${made.join(', ')}];`, 'export const handler = async () => clients.length;');
   return `${lines.join('\n')}\n`;
@@ -167,9 +191,10 @@ function sdkOnlySource(clients, kubernetes) {
 /** The same clients imported but not constructed: what a function's bundle holds at init (it constructs on first use). */
 function sdkImportOnlySource(clients) {
   const lines = clients.map((c) => `import { ${CLIENT_CLASS[c]} } from '@aws-sdk/client-${c}';`);
-  lines.push(
-    `export const handler = async () => [${clients.map((c) => CLIENT_CLASS[c]).join(', ')}].length;`,
-  );
+  if (clients.includes('dynamodb')) lines.push(DOCUMENT_CLIENT);
+  const classes = clients.map((c) => CLIENT_CLASS[c]);
+  if (clients.includes('dynamodb')) classes.push('DynamoDBDocumentClient');
+  lines.push(`export const handler = async () => [${classes.join(', ')}].length;`);
   return `${lines.join('\n')}\n`;
 }
 
@@ -225,8 +250,19 @@ const loadBefore = loadavg()[0];
 
 const functions = [];
 for (const [key, fn] of Object.entries(sls.functions)) {
+  if (ONLY && !ONLY.has(key)) continue;
   const entry = `${fn.handler.slice(0, fn.handler.lastIndexOf('.'))}.ts`;
   functions.push({ ...(await bundle(key, entry)), key, k8s: K8S_FUNCTIONS.includes(key) });
+  if (BEFORE) {
+    // Entries and the plugins' paths are relative to the service directory: bundle from there.
+    process.chdir(BEFORE);
+    try {
+      const before = await bundle(`${key}@before`, entry);
+      functions.push({ ...before, key: `${key} (before)`, of: key, k8s: K8S_FUNCTIONS.includes(key) });
+    } finally {
+      process.chdir(ROOT);
+    }
+  }
 }
 writeFileSync(join(OUT, 'minimal.entry.mjs'), 'export const handler = async () => ({ ok: true });\n');
 const minimal = await bundle('minimal', join(OUT, 'minimal.entry.mjs'), [undiciSideEffectFree]);
@@ -330,6 +366,32 @@ const lines = [
         .join(', ')}`,
   ),
 ];
+if (BEFORE) {
+  const after = new Map(functions.filter((f) => !f.of).map((f) => [f.key, f]));
+  const signed = (x, digits = 0, unit = '') => `${x >= 0 ? '+' : ''}${x.toFixed(digits)}${unit}`;
+  lines.push(
+    '',
+    `What the change adds (this tree over ${BEFORE}, same rounds):`,
+    '',
+    `| function | size | peak RSS | wall |${INSTRUCTIONS ? ' instructions |' : ''} own code over SDK-only, before → after (RSS${INSTRUCTIONS ? ' / instructions' : ''}) |`,
+    `| --- | --- | --- | --- |${INSTRUCTIONS ? ' --- |' : ''} --- |`,
+    ...functions
+      .filter((f) => f.of)
+      .map((b) => {
+        const a = after.get(b.of);
+        const base = baselines.get(a.baseline);
+        const baseB = baselines.get(b.baseline);
+        const own = (f, bl) =>
+          `${pct(f.rss / bl.rss - 1)}${INSTRUCTIONS ? ` / ${pct(fairInstr(f) - 1)}` : ''}`;
+        return (
+          `| ${b.of} | ${fmt(b.size)} → ${fmt(a.size)} (${signed((a.size - b.size) / 1024, 1, ' KB')}) | ` +
+          `${signed(a.rss - b.rss, 1, ' MiB')} | ${signed(a.wall - b.wall, 0, ' ms')} (${signed((a.wall / b.wall - 1) * 100, 1, ' %')}) |` +
+          `${INSTRUCTIONS ? ` ${signed(a.instr - b.instr, 1, ' M')} (${signed((a.instr / b.instr - 1) * 100, 1, ' %')}) |` : ''} ` +
+          `${own(b, baseB)} → ${own(a, base)} |`
+        );
+      }),
+  );
+}
 const table = lines.join('\n');
 console.log(table);
 

@@ -1,9 +1,11 @@
 import middy from '@middy/core';
 import { makeModelPublisher } from '../lib/artifacts/publish.ts';
+import { countingCalls, NO_REQUESTS, type RequestCounts, tickMetrics } from '../lib/observability/metrics.ts';
 import { tokenBucket } from '../lib/orchestration/pacing.ts';
 import { runPasses } from '../lib/orchestration/passes.ts';
 import { makeReconciler } from '../lib/orchestration/reconcile.ts';
 import type { JobApi } from '../lib/ports.ts';
+import { makeRunRecords } from '../lib/run/records.ts';
 import { makeBestPublisher } from '../lib/sweep/publish-best.ts';
 import { makeRunStopper } from '../lib/sweep/stop.ts';
 import type { SweepCapabilities } from '../lib/sweep/sweeps.ts';
@@ -21,9 +23,14 @@ import {
   servingEvents,
   store,
   sweeps,
+  table,
   workflow,
 } from './_deps.ts';
-import { log, logLine } from './_log.ts';
+import { log, logLine, withLogKeys } from './_log.ts';
+import { emitMetrics } from './_metrics.ts';
+
+/** Calls the current pass made to each port, by kind (ReconcilerRequests): reset before each pass. */
+const requests: RequestCounts = { ...NO_REQUESTS };
 
 let caps: SweepCapabilities | undefined;
 
@@ -68,7 +75,7 @@ function build() {
         clusters: () =>
           resolved.map((c) => ({
             name: c.name,
-            gateway: c.gateway,
+            gateway: countingCalls(c.gateway, 'Kubernetes', requests),
             kueueWorkloadGraceSeconds: c.kueueWorkloadGraceSeconds,
             // One LIST per kind Gantry creates there: TrainJobs when Trainer is served, plus the
             // configured Training Operator v1 kinds that the cluster serves.
@@ -81,8 +88,8 @@ function build() {
               return apis;
             },
           })),
-        workflow: workflow(),
-        records: records(),
+        workflow: countingCalls(workflow(), 'StepFunctions', requests),
+        records: makeRunRecords({ table: countingCalls(table(), 'Store', requests), clock }),
         clock,
         orphanGraceSeconds: env().GANTRY_ORPHAN_GRACE_SECONDS,
         admittedSuspendedGraceSeconds: env().GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS,
@@ -118,12 +125,21 @@ let ready: Promise<ReturnType<typeof makeReconciler>> | undefined;
  * late; each pass costs the clusters' LISTs and only what changed (heartbeats are paced per token,
  * records written only when they change). Unset or 0: one pass (the embedded default ticks itself).
  */
-export const handler = middy({ timeoutEarlyInMillis: 2000 }).handler(
-  async (_event: unknown, context, { signal }) => {
+export const handler = withLogKeys(
+  () => ({}),
+  middy({ timeoutEarlyInMillis: 2000 }).handler(async (_event: unknown, context, { signal }) => {
     ready ??= build();
     const reconciler = await ready;
+    let tookMs = 0;
     return runPasses({
-      tick: () => reconciler.tick({ signal }),
+      tick: async () => {
+        Object.assign(requests, NO_REQUESTS);
+        const started = Date.now();
+        const report = await reconciler.tick({ signal });
+        tookMs = Date.now() - started;
+        await emitMetrics('gantry-reconciler', tickMetrics(report, tookMs, requests));
+        return report;
+      },
       everyMs: (env().GANTRY_RECONCILE_PASS_SECONDS ?? 0) * 1000,
       remainingMs: () => context.getRemainingTimeInMillis(),
       now: () => Date.now(),
@@ -132,10 +148,17 @@ export const handler = middy({ timeoutEarlyInMillis: 2000 }).handler(
       onPass: (pass, report) => {
         const { jobs: _jobs, ...changes } = report;
         if (Object.values(changes).some((n) => n > 0))
-          log('info', { msg: 'reconciler tick', pass, ...report });
+          log('info', {
+            msg: 'reconciler tick',
+            service: 'gantry-reconciler',
+            pass,
+            durationMs: tookMs,
+            requests: { ...requests },
+            ...report,
+          });
       },
     });
-  },
+  }),
 );
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

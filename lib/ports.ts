@@ -73,6 +73,11 @@ export interface ClusterGateway {
   ): Promise<string>;
   listClusterTrainingRuntimes(opts?: CallOptions): Promise<K8sObject[]>;
   capabilities(opts?: CallOptions): Promise<ClusterCapabilities>;
+  /**
+   * Create a core/v1 Event (lib/observability/events.ts `jobEvent`) in its namespace. Callers
+   * treat it as best effort: a note about a decision never undoes or delays the decision.
+   */
+  createEvent?(event: K8sObject, opts?: CallOptions): Promise<void>;
 }
 
 /** Object storage (S3). Conditional writes keep concurrent writers from losing updates. */

@@ -30,7 +30,7 @@ import {
 import { accessOf, type JwtSettings, jwtClaimsOf, jwtSettings } from '../../lib/intake/jwt.ts';
 import { authenticate, type Caller, callerFromAuthorizer } from '../../lib/intake/tenancy.ts';
 import { config, env } from '../_config.ts';
-import { log } from '../_log.ts';
+import { log, withLogKeys } from '../_log.ts';
 
 /** An HTTP API (payload v2) event with the IAM or the JWT authorizer. */
 export type ApiEvent = APIGatewayProxyEventV2WithIAMAuthorizer | APIGatewayProxyEventV2WithJWTAuthorizer;
@@ -241,6 +241,7 @@ export function httpApi(): MiddlewareObj<ApiEvent, ApiResult, Error, Context, { 
     const idField = id?.startsWith('swp-') ? 'sweepId' : 'runId';
     log(status >= 500 ? 'error' : 'info', {
       msg: 'request',
+      service: 'gantry-api',
       route: event.routeKey,
       status,
       durationMs: Date.now() - (request.internal.startedAt ?? Date.now()),
@@ -275,4 +276,17 @@ function describeCause(err: Error): string | undefined {
   const cause = (err as { cause?: unknown }).cause;
   if (cause === undefined) return undefined;
   return cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+}
+
+/**
+ * An API handler whose every log line carries the Lambda request id and the run or sweep id of
+ * its path (`/v1/runs/{id}`, `/v1/sweeps/{id}`); wrap the whole middy handler.
+ */
+export function apiHandler<C extends { awsRequestId?: string }, R>(
+  handler: (event: ApiEvent, context: C) => Promise<R>,
+): (event: ApiEvent, context: C) => Promise<R> {
+  return withLogKeys((event: ApiEvent) => {
+    const id = event.pathParameters?.id;
+    return id?.startsWith('swp-') ? { sweepId: id } : { runId: id };
+  }, handler);
 }

@@ -5,6 +5,7 @@ import { toSubmitResponse } from '../../lib/intake/views.ts';
 import { clock, modelOwners, records, runQueue, table } from '../_deps.ts';
 import {
   type ApiResult,
+  apiHandler,
   apiOptions,
   callerOf,
   header,
@@ -30,14 +31,16 @@ const submitRun = lazy(() =>
  * POST /v1/runs — 202 and a Location for a new run; 200 with the same body for a replay (same
  * Idempotency-Key, same request); 400 / 403 / 409 / 413 / 415, or 429 with Retry-After at the team's caps, otherwise (see _http.ts).
  */
-export const handler = middy<JsonApiEvent, ApiResult>(apiOptions)
-  .use(httpApi())
-  .use(jsonBody())
-  .handler(async (event, _context, { signal }) => {
-    const { record, created } = await submitRun()(
-      { caller: callerOf(event), body: event.json, idempotencyKey: header(event, 'idempotency-key') },
-      { signal },
-    );
-    const body = toSubmitResponse(record);
-    return respond(created ? 202 : 200, body, { location: body.links.self });
-  });
+export const handler = apiHandler(
+  middy<JsonApiEvent, ApiResult>(apiOptions)
+    .use(httpApi())
+    .use(jsonBody())
+    .handler(async (event, _context, { signal }) => {
+      const { record, created } = await submitRun()(
+        { caller: callerOf(event), body: event.json, idempotencyKey: header(event, 'idempotency-key') },
+        { signal },
+      );
+      const body = toSubmitResponse(record);
+      return respond(created ? 202 : 200, body, { location: body.links.self });
+    }),
+);

@@ -3,6 +3,7 @@ import { makeValidateRun } from '../../lib/intake/validate-run.ts';
 import { gateway, modelOwners } from '../_deps.ts';
 import {
   type ApiResult,
+  apiHandler,
   apiOptions,
   callerOf,
   header,
@@ -19,15 +20,17 @@ const validateRun = lazy(() => makeValidateRun({ ...settings(), owners: modelOwn
  * POST /v1/runs:validate — a dry run: 400 / 403 as submit would answer, else 200
  * `{ valid, checks }` with the cluster checks (runtime exists, quota can ever fit).
  */
-export const handler = middy<JsonApiEvent, ApiResult>(apiOptions)
-  .use(httpApi())
-  .use(jsonBody())
-  .handler(async (event, _context, { signal }) =>
-    respond(
-      200,
-      await validateRun()(
-        { caller: callerOf(event), body: event.json, idempotencyKey: header(event, 'idempotency-key') },
-        { signal },
+export const handler = apiHandler(
+  middy<JsonApiEvent, ApiResult>(apiOptions)
+    .use(httpApi())
+    .use(jsonBody())
+    .handler(async (event, _context, { signal }) =>
+      respond(
+        200,
+        await validateRun()(
+          { caller: callerOf(event), body: event.json, idempotencyKey: header(event, 'idempotency-key') },
+          { signal },
+        ),
       ),
     ),
-  );
+);

@@ -3,7 +3,7 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { type DataTrigger, makeDataTrigger } from '../../lib/datatrigger/trigger.ts';
 import { tableDocuments } from '../../lib/state/documents.ts';
 import { clock, config, dataEventsQueue, env, records, runQueue, table, workflow } from '../_deps.ts';
-import { logLine } from '../_log.ts';
+import { logLine, withLogKeys } from '../_log.ts';
 
 let trigger: DataTrigger | undefined;
 
@@ -12,19 +12,22 @@ let trigger: DataTrigger | undefined;
  * notifications for watched prefixes, and the trigger's own delayed checks → retraining runs by
  * the rules in the Gantry config (lib/datatrigger). Bad events are acknowledged and logged.
  */
-export const handler = middy<SQSEvent, SQSBatchResponse>({ timeoutEarlyInMillis: 1000 }).handler(
-  async (event, _context, { signal }) => {
-    trigger ??= makeDataTrigger({
-      config: config(),
-      bucket: env().GANTRY_BUCKET,
-      store: tableDocuments(table()),
-      records: records(),
-      queue: runQueue(),
-      checks: dataEventsQueue(),
-      workflow: workflow(),
-      clock,
-      log: logLine,
-    });
-    return trigger(event, { signal });
-  },
+export const handler = withLogKeys(
+  () => ({}),
+  middy<SQSEvent, SQSBatchResponse>({ timeoutEarlyInMillis: 1000 }).handler(
+    async (event, _context, { signal }) => {
+      trigger ??= makeDataTrigger({
+        config: config(),
+        bucket: env().GANTRY_BUCKET,
+        store: tableDocuments(table()),
+        records: records(),
+        queue: runQueue(),
+        checks: dataEventsQueue(),
+        workflow: workflow(),
+        clock,
+        log: logLine,
+      });
+      return trigger(event, { signal });
+    },
+  ),
 );

@@ -1,7 +1,7 @@
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { metricIngester } from '../_deps.ts';
-import { log } from '../_log.ts';
+import { log, withLogKeys } from '../_log.ts';
 
 /**
  * The metric channel's consumer (SQS event source with ReportBatchItemFailures): S3 notifications
@@ -9,10 +9,13 @@ import { log } from '../_log.ts';
  * (lib/metrics). Malformed events are acknowledged and logged; a run whose history could not be
  * written is redelivered.
  */
-export const handler = middy<SQSEvent, SQSBatchResponse>({ timeoutEarlyInMillis: 1000 }).handler(
-  async (event, _context, { signal }) => {
-    const { batchItemFailures, report } = await metricIngester().consume(event.Records, { signal });
-    log('debug', { msg: 'metrics ingested', ...report });
-    return { batchItemFailures };
-  },
+export const handler = withLogKeys(
+  () => ({}),
+  middy<SQSEvent, SQSBatchResponse>({ timeoutEarlyInMillis: 1000 }).handler(
+    async (event, _context, { signal }) => {
+      const { batchItemFailures, report } = await metricIngester().consume(event.Records, { signal });
+      log('debug', { msg: 'metrics ingested', ...report });
+      return { batchItemFailures };
+    },
+  ),
 );

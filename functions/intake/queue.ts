@@ -3,7 +3,7 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { makeSqsDeadLetter } from '../../lib/adapters/aws/sqs-queue.ts';
 import { makeStartRuns } from '../../lib/intake/start-runs.ts';
 import { clock, config, env, records, sqs, workflow } from '../_deps.ts';
-import { logLine } from '../_log.ts';
+import { logLine, withLogKeys } from '../_log.ts';
 
 let startRuns: ReturnType<typeof makeStartRuns> | undefined;
 
@@ -13,18 +13,21 @@ let startRuns: ReturnType<typeof makeStartRuns> | undefined;
  * A message the configuration does not allow is never run: it goes to the DLQ at once, with the
  * reason (lib/intake/start-runs.ts).
  */
-export const handler = middy<SQSEvent, SQSBatchResponse>({ timeoutEarlyInMillis: 1000 }).handler(
-  async (event, _context, { signal }) => {
-    const dlqUrl = env().GANTRY_RUNS_DLQ_URL;
-    startRuns ??= makeStartRuns({
-      workflow: workflow(),
-      records: records(),
-      config: config(),
-      bucket: env().GANTRY_BUCKET,
-      ...(dlqUrl ? { deadLetter: makeSqsDeadLetter({ sqs: sqs(), queueUrl: dlqUrl }) } : {}),
-      clock,
-      log: logLine,
-    });
-    return startRuns(event, { signal });
-  },
+export const handler = withLogKeys(
+  () => ({}),
+  middy<SQSEvent, SQSBatchResponse>({ timeoutEarlyInMillis: 1000 }).handler(
+    async (event, _context, { signal }) => {
+      const dlqUrl = env().GANTRY_RUNS_DLQ_URL;
+      startRuns ??= makeStartRuns({
+        workflow: workflow(),
+        records: records(),
+        config: config(),
+        bucket: env().GANTRY_BUCKET,
+        ...(dlqUrl ? { deadLetter: makeSqsDeadLetter({ sqs: sqs(), queueUrl: dlqUrl }) } : {}),
+        clock,
+        log: logLine,
+      });
+      return startRuns(event, { signal });
+    },
+  ),
 );

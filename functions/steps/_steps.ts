@@ -1,4 +1,6 @@
+import { runEndMetrics, runStartMetrics } from '../../lib/observability/metrics.ts';
 import { makeSteps, type StepDeps, type Steps } from '../../lib/orchestration/steps.ts';
+import type { RunSpec } from '../../lib/run/spec.ts';
 import {
   artifactStore,
   clock,
@@ -13,7 +15,8 @@ import {
   sweeps,
   workflow,
 } from '../_deps.ts';
-import { logLine } from '../_log.ts';
+import { logLine, withLogKeys } from '../_log.ts';
+import { emitMetrics } from '../_metrics.ts';
 
 /** A dependency a step function does not wire: using it is a wiring bug, named in the error. */
 function unwired<T extends object>(name: string): T {
@@ -58,6 +61,28 @@ export const sweepHooks = (): Pick<StepDeps, 'onTrialEnded' | 'log'> => ({
   log: (line) => logLine({ service: 'gantry-steps', ...line }),
 });
 
+/** Run metrics (lib/observability/metrics.ts): started when CreateJob created the job, the outcome and its waits at RecordOutcome. */
+export const runMetrics = (): Pick<StepDeps, 'runs'> => ({
+  runs: {
+    started: (record) => emitMetrics('gantry-steps', runStartMetrics(record)),
+    ended: (record) => emitMetrics('gantry-steps', runEndMetrics(record)),
+  },
+});
+
+/**
+ * A step handler whose log lines carry the run id, sweep id and team of the run it works on (a
+ * step's input holds the run at `run`, or at `state.run` for RecordOutcome's Failed branch).
+ */
+export function stepHandler<E, C extends { awsRequestId?: string }, R>(
+  handler: (event: E, context: C) => Promise<R>,
+): (event: E, context: C) => Promise<R> {
+  return withLogKeys((event: E) => {
+    const e = event as { run?: RunSpec; state?: { run?: RunSpec } };
+    const run = e.run ?? e.state?.run;
+    return { runId: run?.runId, sweepId: run?.trial?.sweepId, team: run?.request?.team };
+  }, handler);
+}
+
 /** Every dependency wired (for code that runs several steps in one process). */
 export const steps = /* @__PURE__ */ stepsWith(() => ({
   gateway,
@@ -70,6 +95,7 @@ export const steps = /* @__PURE__ */ stepsWith(() => ({
   metrics: metricIngester(),
   kueueManagedKinds: (cluster) => config().clusters.find((c) => c.name === cluster)?.kueueManagedKinds ?? [],
   ...sweepHooks(),
+  ...runMetrics(),
 }));
 
 /** middy options shared by the step functions: abort the work 1 s before the Lambda timeout. */

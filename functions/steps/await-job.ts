@@ -1,6 +1,6 @@
 import middy from '@middy/core';
 import { env, gateway, podHealth, workflow } from '../_deps.ts';
-import { type StepInput, stepOptions, stepsWith } from './_steps.ts';
+import { type StepInput, stepHandler, stepOptions, stepsWith } from './_steps.ts';
 
 /** Only what `awaitJob` calls (see _steps.ts). */
 const steps = stepsWith(() => ({
@@ -11,6 +11,8 @@ const steps = stepsWith(() => ({
 }));
 
 /** State machine task `awaitJob` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
-export const handler = middy<StepInput<'awaitJob'>>(stepOptions).handler((event, _context, { signal }) =>
-  steps().awaitJob(event, { signal }),
+export const handler = stepHandler(
+  middy<StepInput<'awaitJob'>>(stepOptions).handler((event, _context, { signal }) =>
+    steps().awaitJob(event, { signal }),
+  ),
 );

@@ -1,6 +1,6 @@
 import middy from '@middy/core';
 import { env, gateway, podHealth } from '../_deps.ts';
-import { type StepInput, stepOptions, stepsWith } from './_steps.ts';
+import { type StepInput, stepHandler, stepOptions, stepsWith } from './_steps.ts';
 
 /** Only what `checkJob` calls (see _steps.ts). */
 const steps = stepsWith(() => ({
@@ -10,6 +10,8 @@ const steps = stepsWith(() => ({
 }));
 
 /** State machine task `checkJob` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
-export const handler = middy<StepInput<'checkJob'>>(stepOptions).handler((event, _context, { signal }) =>
-  steps().checkJob(event, { signal }),
+export const handler = stepHandler(
+  middy<StepInput<'checkJob'>>(stepOptions).handler((event, _context, { signal }) =>
+    steps().checkJob(event, { signal }),
+  ),
 );

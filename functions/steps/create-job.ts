@@ -1,7 +1,7 @@
 import middy from '@middy/core';
 import { authorizeRun } from '../../lib/intake/authorize.ts';
 import { config, env, gateway, records } from '../_deps.ts';
-import { type StepInput, stepOptions, stepsWith } from './_steps.ts';
+import { runMetrics, type StepInput, stepHandler, stepOptions, stepsWith } from './_steps.ts';
 
 /** Only what `createJob` calls (see _steps.ts). */
 const steps = stepsWith(() => ({
@@ -12,9 +12,12 @@ const steps = stepsWith(() => ({
   authorize: (run) => {
     authorizeRun(run, config(), env().GANTRY_BUCKET);
   },
+  ...runMetrics(),
 }));
 
 /** State machine task `createJob` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
-export const handler = middy<StepInput<'createJob'>>(stepOptions).handler((event, _context, { signal }) =>
-  steps().createJob(event, { signal }),
+export const handler = stepHandler(
+  middy<StepInput<'createJob'>>(stepOptions).handler((event, _context, { signal }) =>
+    steps().createJob(event, { signal }),
+  ),
 );

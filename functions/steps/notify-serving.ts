@@ -1,6 +1,6 @@
 import middy from '@middy/core';
 import { artifactStore, env, records, servingEvents, store } from '../_deps.ts';
-import { type StepInput, stepOptions, stepsWith } from './_steps.ts';
+import { type StepInput, stepHandler, stepOptions, stepsWith } from './_steps.ts';
 
 /** Only what `notifyServing` calls (see _steps.ts). */
 const steps = stepsWith(() => ({
@@ -12,6 +12,8 @@ const steps = stepsWith(() => ({
 }));
 
 /** State machine task `notifyServing` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
-export const handler = middy<StepInput<'notifyServing'>>(stepOptions).handler((event, _context, { signal }) =>
-  steps().notifyServing(event, { signal }),
+export const handler = stepHandler(
+  middy<StepInput<'notifyServing'>>(stepOptions).handler((event, _context, { signal }) =>
+    steps().notifyServing(event, { signal }),
+  ),
 );

@@ -1,5 +1,12 @@
 import { mapLimit } from '../concurrency.ts';
 import { AwsUnavailableError, ClusterAccessDeniedError, NotFoundError } from '../errors.ts';
+import {
+  type JobNote,
+  jobEvent,
+  noteForDecision,
+  orphanNote,
+  preemptionNote,
+} from '../observability/events.ts';
 import type { CallOptions, Clock, ClusterGateway, JobApi, WorkflowEngine } from '../ports.ts';
 import { PREEMPTED } from '../run/phases.ts';
 import type { RecordChange } from '../run/record.ts';
@@ -91,6 +98,8 @@ interface PendingRecord {
   runId: string;
   change: RecordChange;
   digest: string;
+  /** A preemption: called when the write moved the record from Running back to Pending (a Kubernetes Event). */
+  onPreempted?: () => Promise<void>;
 }
 
 const TOKEN_KEYS: Array<[Stage, string]> = [
@@ -125,6 +134,38 @@ export function makeReconciler(deps: ReconcilerDeps) {
   const answers = deps.pacing?.answers ?? UNPACED;
   const describe = deps.pacing?.describe ?? UNPACED;
   const heartbeatEveryMs = (deps.heartbeatEverySeconds ?? HEARTBEAT_EVERY_SECONDS) * 1000;
+  /** Clusters whose RBAC refused an Event: no more tries there while this reconciler lives. */
+  const eventsRefused = new Set<string>();
+  let eventSeq = 0;
+
+  /**
+   * A Kubernetes Event on the job for what Gantry decided (lib/observability/events.ts). Best
+   * effort: a failure is logged and never fails the tick or the decision it is about.
+   */
+  async function note(
+    cluster: string,
+    gateway: ClusterGateway,
+    job: K8sObject,
+    what: JobNote | undefined,
+    opts?: CallOptions,
+  ) {
+    if (!what || !gateway.createEvent || eventsRefused.has(cluster)) return;
+    const now = deps.clock.now();
+    const suffix = `${now.getTime().toString(16)}${(eventSeq++ & 0xffff).toString(16).padStart(4, '0')}`;
+    try {
+      await gateway.createEvent(jobEvent(job, what, now, suffix), opts);
+    } catch (err) {
+      if (err instanceof ClusterAccessDeniedError) eventsRefused.add(cluster);
+      log({
+        level: 'WARN',
+        msg: 'job event not created',
+        cluster,
+        runId: job.metadata.labels?.[LABEL.runId],
+        reason: what.reason,
+        error: String(err),
+      });
+    }
+  }
   // Each token has its own phase in the heartbeat interval (a hash of the token) and is due once
   // per interval, at the first tick past its phase: N waiting tokens cost about N × tick/interval
   // heartbeats a tick, spread evenly, and two heartbeats of a token are at most an interval and a
@@ -320,6 +361,8 @@ export function makeReconciler(deps: ReconcilerDeps) {
         }
       }
       beaten.delete(token);
+      if (delivered)
+        await note(cluster, gateway, job, noteForDecision(stage, decision, runId ?? job.metadata.name), opts);
       // Answered now, or stale: either way nobody waits on this token any more.
       await gateway.annotateJob(
         api,
@@ -332,9 +375,12 @@ export function makeReconciler(deps: ReconcilerDeps) {
     }
     if (runId) {
       const progress = progressChange(runId, view, health);
+      if (progress?.change.reason === PREEMPTED) {
+        progress.onPreempted = () => note(cluster, gateway, job, preemptionNote(runId, view.message), opts);
+      }
       if (progress) toRecord.push(progress);
     }
-    if (!waiting && runId) await removeIfOrphan(gateway, api, job, runId, now, report, opts);
+    if (!waiting && runId) await removeIfOrphan(cluster, gateway, api, job, runId, now, report, opts);
   }
 
   /**
@@ -391,13 +437,14 @@ export function makeReconciler(deps: ReconcilerDeps) {
       log({ level: 'ERROR', msg: 'run records not read', runs: pending.length, error: String(err) });
       return;
     }
-    await mapLimit(pending, 16, async ({ runId, change, digest }) => {
+    await mapLimit(pending, 16, async ({ runId, change, digest, onPreempted }) => {
       const read = reads.get(runId);
       if (!read) return; // a job without a record (made outside Gantry's intake): nothing to write
       try {
-        const { changed } = await deps.records.updateFrom(read, change, opts);
+        const { record, changed } = await deps.records.updateFrom(read, change, opts);
         if (changed) report.recordsUpdated++;
         recorded.set(runId, digest);
+        if (changed && read.value.phase === 'Running' && record.phase === 'Pending') await onPreempted?.();
       } catch (err) {
         report.errors++;
         log({ level: 'ERROR', msg: 'run record not written', runId, error: String(err) });
@@ -406,6 +453,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
   }
 
   async function removeIfOrphan(
+    cluster: string,
     gateway: ClusterGateway,
     api: JobApi,
     job: K8sObject,
@@ -428,6 +476,8 @@ export function makeReconciler(deps: ReconcilerDeps) {
       });
       report.cancelled++;
     }
+    // Once: a job already being deleted (background propagation) is listed again until it is gone.
+    if (!job.metadata.deletionTimestamp) await note(cluster, gateway, job, orphanNote(runId, status), opts);
     await gateway.deleteJob(api, job.metadata.namespace ?? 'default', job.metadata.name, opts);
     report.orphansDeleted++;
     log({ level: 'INFO', msg: 'deleted a job whose execution ended', runId, execution: status ?? 'none' });

@@ -21,6 +21,7 @@ import {
 } from '../errors.ts';
 import type { CallOptions, Clock, ClusterGateway, ObjectStore, WorkflowEngine } from '../ports.ts';
 import { type FailureReason, isTerminal } from '../run/phases.ts';
+import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunSpec, TrialRef } from '../run/spec.ts';
 import { buildJob, jobApi } from '../trainjob/build.ts';
@@ -75,6 +76,16 @@ export interface StepDeps {
    */
   authorize?: (run: RunSpec) => void;
   log?: (line: Record<string, unknown>) => void;
+  /**
+   * Told when a run's job was created (`started`, the record now Pending) and when the run ended
+   * (`ended`, the terminal record): the functions emit metrics from it (lib/observability). Must
+   * not throw (awaited: the functions write the metrics before the step returns); a retried
+   * RecordOutcome tells `ended` again.
+   */
+  runs?: {
+    started(record: RunRecord): void | Promise<void>;
+    ended(record: RunRecord): void | Promise<void>;
+  };
 }
 
 export interface RunInput {
@@ -153,7 +164,7 @@ export function makeSteps(deps: StepDeps) {
     };
     const { job: created } = await gateway.createJob(job, opts);
     const api = jobApi(shape, kind);
-    await records.update(
+    const pending = await records.update(
       run.runId,
       {
         phase: 'Pending',
@@ -167,6 +178,7 @@ export function makeSteps(deps: StepDeps) {
       },
       opts,
     );
+    if (pending.phase === 'Pending') await deps.runs?.started(pending);
     return {
       cluster: run.cluster,
       api,
@@ -342,11 +354,13 @@ export function makeSteps(deps: StepDeps) {
         { phase: 'Succeeded', ...(input.job.metrics ? { metrics: input.job.metrics } : {}) },
         opts,
       );
+      await deps.runs?.ended(record);
       await trialEnded(input.run, opts);
       return { phase: record.phase };
     }
     const { reason, message } = failureOf(input.state);
     const record = await records.update(input.state.run.runId, { phase: 'Failed', reason, message }, opts);
+    await deps.runs?.ended(record);
     await trialEnded(input.state.run, opts);
     return { phase: record.phase, reason: record.reason };
   }

@@ -8,6 +8,7 @@ import {
   JobNameConflictError,
   NotFoundError,
 } from '../../lib/errors.ts';
+import { jobEvent, noteForDecision } from '../../lib/observability/events.ts';
 import type { ClusterCapabilities, ClusterGateway, JobApi } from '../../lib/ports.ts';
 import { newRunId } from '../../lib/run/ids.ts';
 import { buildJob, jobApi } from '../../lib/trainjob/build.ts';
@@ -35,6 +36,8 @@ export interface GatewayTarget {
   createObject(obj: K8sObject): Promise<K8sObject>;
   /** The capabilities the target should report, when it knows them exactly. */
   expectedCapabilities?: ClusterCapabilities;
+  /** GET an API path as admin (e.g. a list of Events), parsed. */
+  getJson(path: string): Promise<unknown>;
 }
 
 const TRAINJOB: JobApi = jobApi('trainer-v2.2');
@@ -362,6 +365,47 @@ export function describeClusterGateway(targetName: string, setup: () => Promise<
       );
       expect(missing).toBeInstanceOf(NotFoundError);
       expect((missing as Error).message).toMatch(/pods "nope" not found/);
+    });
+
+    it('creates a core/v1 Event on a job, listed with the field selectors kubectl describe uses', async () => {
+      const ns = await t.namespace();
+      const { job } = await gw.createJob(aTrainJob(t.shape, ns));
+      const note = noteForDecision(
+        'admission',
+        {
+          kind: 'fail',
+          error: 'UnschedulableError',
+          reason: 'Unschedulable',
+          message: '0/3 nodes are available',
+        },
+        job.metadata.name,
+      );
+      if (!note || !gw.createEvent) throw new Error('the gateway creates no events');
+
+      await gw.createEvent(jobEvent(job, note, new Date(), '18c0ffee0001'));
+
+      const selector = encodeURIComponent(
+        `involvedObject.name=${job.metadata.name},involvedObject.namespace=${ns},involvedObject.uid=${job.metadata.uid}`,
+      );
+      const list = (await t.getJson(`/api/v1/namespaces/${ns}/events?fieldSelector=${selector}`)) as {
+        items: K8sObject[];
+      };
+      expect(list.items).toHaveLength(1);
+      expect(list.items[0]).toMatchObject({
+        metadata: { name: `${job.metadata.name}.18c0ffee0001`, namespace: ns },
+        involvedObject: {
+          apiVersion: job.apiVersion,
+          kind: 'TrainJob',
+          name: job.metadata.name,
+          uid: job.metadata.uid,
+        },
+        type: 'Warning',
+        reason: 'Unschedulable',
+        reportingComponent: 'gantry',
+        source: { component: 'gantry' },
+        count: 1,
+      });
+      expect((list.items[0] as unknown as { message: string }).message).toContain('0/3 nodes are available');
     });
 
     it('lists the ClusterTrainingRuntimes', async () => {

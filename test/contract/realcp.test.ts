@@ -85,6 +85,11 @@ for (const set of SETS) {
           throw new Error(`create ${obj.kind} ${obj.metadata.name}: HTTP ${res.status} ${res.text}`);
         return res.body;
       },
+      async getJson(path) {
+        const res = await cp.request<unknown>('GET', path);
+        if (res.status !== 200) throw new Error(`GET ${path}: HTTP ${res.status} ${res.text}`);
+        return res.body;
+      },
       expectedCapabilities: {
         trainer: set.shape,
         legacyKinds: ['PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob', 'JAXJob'],

@@ -95,6 +95,11 @@ for (const release of RELEASES) {
       shape: release.shape,
       trainerRelease: release.folder,
       createObject: (obj) => post(collectionPath(obj), obj),
+      getJson: async (path) => {
+        const res = await fetch(`${sim.url}${path}`);
+        if (res.status !== 200) throw new Error(`GET ${path}: HTTP ${res.status} ${await res.text()}`);
+        return res.json();
+      },
       expectedCapabilities: {
         trainer: release.shape,
         legacyKinds: ['PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob', 'JAXJob'],

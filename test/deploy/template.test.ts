@@ -879,7 +879,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     expect(consumer?.Properties.Handler).toBe('functions/intake/metrics.handler');
   });
 
-  it('alarms on dead-lettered runs and on failed or timed-out executions', () => {
+  it('alarms on dead-lettered runs, failed or timed-out executions, the reconciler and throttling; one dashboard', () => {
     const alarms = Object.values(t.Resources).filter((r) => r.Type === 'AWS::CloudWatch::Alarm');
     const metric = (ns: string, name: string) =>
       alarms.find((a) => a.Properties.Namespace === ns && a.Properties.MetricName === name);
@@ -888,6 +888,16 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     expect(dlq?.Properties.Threshold).toBe(0);
     expect(metric('AWS/States', 'ExecutionsFailed')).toBeDefined();
     expect(metric('AWS/States', 'ExecutionsTimedOut')).toBeDefined();
+    // deploy/serverless/observability.cjs: the reconciler, throttling and the dashboard.
+    expect(JSON.stringify(metric('AWS/Lambda', 'Errors')?.Properties.Dimensions)).toContain(
+      'ReconcilerLambdaFunction',
+    );
+    expect(metric('Gantry', 'ReconcilerErrors')).toBeDefined();
+    expect(metric('Gantry', 'ReconcilerTickDuration')?.Properties.ExtendedStatistic).toBe('p90');
+    expect(metric('AWS/States', 'ExecutionThrottled')).toBeDefined();
+    const throttles = JSON.stringify(alarms.filter((a) => a.Properties.Metrics));
+    for (const id of fns.keys()) expect(throttles, id).toContain(`"${id}"`);
+    expect(Object.values(t.Resources).filter((r) => r.Type === 'AWS::CloudWatch::Dashboard')).toHaveLength(1);
     const logs = Object.values(t.Resources).filter((r) => r.Type === 'AWS::Logs::LogGroup');
     for (const g of logs) expect(g.Properties.RetentionInDays, String(g.Properties.LogGroupName)).toBe(30);
   });

@@ -184,6 +184,13 @@ export function makeCustomObjectsApi(server: string, http: KubeHttp) {
     listPodForAllNamespaces: (p: ListParams, opts?: KubeCallOptions) =>
       call('GET', '/api/v1/pods', listQuery(p), opts) as Promise<KubeList>,
 
+    /** POST /api/v1/namespaces/{ns}/events (CoreV1Api.createNamespacedEvent). */
+    createNamespacedEvent: (p: { namespace: string; body: unknown }, opts?: KubeCallOptions) =>
+      call('POST', `/api/v1/namespaces/${seg(p.namespace)}/events`, {}, opts, {
+        value: p.body,
+        contentType: JSON_TYPE,
+      }),
+
     /** GET /api/v1/namespaces/{ns}/pods/{name}/log: text (CoreV1Api.readNamespacedPodLog). */
     readNamespacedPodLog: async (
       p: { name: string; namespace: string; container?: string; tailLines?: number },

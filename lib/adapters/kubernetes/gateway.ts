@@ -533,5 +533,13 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
     async capabilities(opts) {
       return (await discovery(opts)).caps;
     },
+
+    async createEvent(event, opts) {
+      const c = await api(opts);
+      const namespace = event.metadata.namespace ?? 'default';
+      await kubeCall(`create event ${at(namespace, event.metadata.name)}`, () =>
+        c.createNamespacedEvent({ namespace, body: event }, callOptions(opts)),
+      );
+    },
   };
 }
