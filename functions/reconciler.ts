@@ -4,6 +4,7 @@ import { countingCalls, NO_REQUESTS, type RequestCounts, tickMetrics } from '../
 import { tokenBucket } from '../lib/orchestration/pacing.ts';
 import { runPasses } from '../lib/orchestration/passes.ts';
 import { makeReconciler } from '../lib/orchestration/reconcile.ts';
+import { shardScope } from '../lib/orchestration/shards.ts';
 import type { JobApi } from '../lib/ports.ts';
 import { makeRunRecords } from '../lib/run/records.ts';
 import { makeBestPublisher } from '../lib/sweep/publish-best.ts';
@@ -62,8 +63,10 @@ function sweepCapabilities(): SweepCapabilities {
   return caps;
 }
 
-function build() {
-  const clusters = config().clusters.map((c) => ({
+/** The reconciler of one shard: its clusters, and the sweeps when it is shard 0. */
+function build(event: unknown) {
+  const scope = shardScope(event, env().GANTRY_RECONCILER_SHARDS, config().clusters);
+  const clusters = scope.clusters.map((c) => ({
     name: c.name,
     gatewayPromise: gateway(c.name),
     legacy: c.legacyKinds,
@@ -109,13 +112,16 @@ function build() {
           ? { heartbeatEverySeconds: env().GANTRY_HEARTBEAT_EVERY_SECONDS }
           : {}),
         podHealth: podHealth(),
-        sweeps: { advanceActive: (opts) => sweeps().advanceActive(sweepCapabilities(), opts) },
+        ...(scope.sweeps
+          ? { sweeps: { advanceActive: (opts) => sweeps().advanceActive(sweepCapabilities(), opts) } }
+          : {}),
         log: (line) => logLine({ service: 'gantry-reconciler', ...line }),
       }),
   );
 }
 
-let ready: Promise<ReturnType<typeof makeReconciler>> | undefined;
+/** Built once per shard: a warm container may serve the invocations of several shards. */
+const ready = new Map<string, Promise<ReturnType<typeof makeReconciler>>>();
 
 /**
  * Scheduled (every minute): reconciler passes over every configured cluster. With
@@ -124,12 +130,15 @@ let ready: Promise<ReturnType<typeof makeReconciler>> | undefined;
  * so a job's admission or completion is answered within that period rather than up to a minute
  * late; each pass costs the clusters' LISTs and only what changed (heartbeats are paced per token,
  * records written only when they change). Unset or 0: one pass (the embedded default ticks itself).
+ * The schedule's input names the shard (`{"shard": k}`): the invocation reconciles that shard's
+ * clusters only (lib/orchestration/shards.ts), so a slow cluster delays only its own shard.
  */
 export const handler = withLogKeys(
   () => ({}),
-  middy({ timeoutEarlyInMillis: 2000 }).handler(async (_event: unknown, context, { signal }) => {
-    ready ??= build();
-    const reconciler = await ready;
+  middy({ timeoutEarlyInMillis: 2000 }).handler(async (event: unknown, context, { signal }) => {
+    const key = shardKey(event);
+    if (!ready.has(key)) ready.set(key, build(event));
+    const reconciler = await (ready.get(key) as Promise<ReturnType<typeof makeReconciler>>);
     let tookMs = 0;
     return runPasses({
       tick: async () => {
@@ -150,6 +159,7 @@ export const handler = withLogKeys(
         if (Object.values(changes).some((n) => n > 0))
           log('info', {
             msg: 'reconciler tick',
+            shard: key,
             service: 'gantry-reconciler',
             pass,
             durationMs: tookMs,
@@ -160,6 +170,13 @@ export const handler = withLogKeys(
     });
   }),
 );
+
+/** The shard an event names, as a cache key (`all` without one). */
+function shardKey(event: unknown): string {
+  const shard =
+    typeof event === 'object' && event !== null ? (event as { shard?: unknown }).shard : undefined;
+  return shard === undefined ? 'all' : JSON.stringify(shard);
+}
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

@@ -277,6 +277,8 @@ export const RuntimeEnvSchema = z.object({
   AWS_REGION: z._default(z.string(), 'us-east-1'),
   /** A job with no waiting task token is an orphan only after this long (covers the gap between steps). */
   GANTRY_ORPHAN_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 300),
+  /** Reconciler shards: the scheduled invocations a minute, each over its share of the clusters (lib/orchestration/shards.ts). */
+  GANTRY_RECONCILER_SHARDS: z._default(z.coerce.number().check(z.int(), z.gte(1)), 1),
   /** The reconciler's passes within one scheduled invocation are this many seconds apart (0/unset: one pass). */
   GANTRY_RECONCILE_PASS_SECONDS: z.optional(z.coerce.number().check(z.gte(0))),
   /**

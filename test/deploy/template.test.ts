@@ -347,6 +347,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
         'jwtIssuerUrl=https://issuer.example.com/',
         'jwtAudience=gantry',
         'alarmEmail=ops@example.com',
+        'reconcilerShards=3',
         `config=${DESCRIBE_CLUSTER_CONFIG}`,
       ]);
     } finally {
@@ -779,12 +780,36 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     });
   });
 
-  it('schedules the reconciler every minute, one tick at a time', () => {
-    const rule = Object.values(t.Resources).find((r) => r.Type === 'AWS::Events::Rule') as Resource;
-    expect(rule.Properties.ScheduleExpression).toBe('rate(1 minute)');
-    const target = (rule.Properties.Targets as Array<{ Arn: unknown }>)[0];
-    expect(target?.Arn).toEqual({ 'Fn::GetAtt': ['ReconcilerLambdaFunction', 'Arn'] });
-    expect(fns.get('ReconcilerLambdaFunction')?.Properties.ReservedConcurrentExecutions).toBe(1);
+  /** The reconciler's schedule rules: expression, and the shard each one's input names. */
+  function reconcilerSchedules(template: Template) {
+    return Object.values(template.Resources)
+      .filter((r) => r.Type === 'AWS::Events::Rule')
+      .map((r) => {
+        const target = (r.Properties.Targets as Array<{ Arn: unknown; Input?: string }>)[0];
+        expect(target?.Arn).toEqual({ 'Fn::GetAtt': ['ReconcilerLambdaFunction', 'Arn'] });
+        return { rate: r.Properties.ScheduleExpression, input: JSON.parse(String(target?.Input)) };
+      })
+      .sort((a, b) => a.input.shard - b.input.shard);
+  }
+
+  it('schedules the reconciler every minute, one tick at a time (one shard by default)', () => {
+    expect(reconcilerSchedules(t)).toEqual([{ rate: 'rate(1 minute)', input: { shard: 0 } }]);
+    const fn = fns.get('ReconcilerLambdaFunction');
+    expect(fn?.Properties.ReservedConcurrentExecutions).toBe(1);
+    expect((fn?.Properties.Environment as Json | undefined)?.Variables).toMatchObject({
+      GANTRY_RECONCILER_SHARDS: '1',
+    });
+  });
+
+  it('with reconcilerShards=3: three schedules, shards 0-2, three invocations at a time', () => {
+    expect(reconcilerSchedules(v)).toEqual(
+      [0, 1, 2].map((shard) => ({ rate: 'rate(1 minute)', input: { shard } })),
+    );
+    const fn = functionsOf(v).get('ReconcilerLambdaFunction');
+    expect(fn?.Properties.ReservedConcurrentExecutions).toBe(3);
+    expect((fn?.Properties.Environment as Json | undefined)?.Variables).toMatchObject({
+      GANTRY_RECONCILER_SHARDS: '3',
+    });
   });
 
   it('keeps run and sweep state in one DynamoDB table: the local key schema and indexes, PITR, KMS, retained', () => {
