@@ -1,6 +1,12 @@
 import middy from '@middy/core';
 import { makeModelPublisher } from '../lib/artifacts/publish.ts';
-import { countingCalls, NO_REQUESTS, type RequestCounts, tickMetrics } from '../lib/observability/metrics.ts';
+import {
+  countingCalls,
+  NO_REQUESTS,
+  type RequestCounts,
+  runEndMetrics,
+  tickMetrics,
+} from '../lib/observability/metrics.ts';
 import { tokenBucket } from '../lib/orchestration/pacing.ts';
 import { runPasses } from '../lib/orchestration/passes.ts';
 import { makeReconciler } from '../lib/orchestration/reconcile.ts';
@@ -49,6 +55,7 @@ function sweepCapabilities(): SweepCapabilities {
       records: records(),
       clock,
       deleteJob,
+      onEnded: (record) => emitMetrics('gantry-reconciler', runEndMetrics(record)),
     }),
     publishBest: makeBestPublisher({
       publisher: makeModelPublisher({

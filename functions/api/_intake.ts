@@ -9,7 +9,13 @@ import {
 } from '../../lib/intake/runs.ts';
 import { makeListRuntimes } from '../../lib/intake/runtimes.ts';
 import { historyKey, type MetricHistory } from '../../lib/metrics/channel.ts';
+import { runEndMetrics } from '../../lib/observability/metrics.ts';
+import type { RunRecord } from '../../lib/run/record.ts';
 import { config, deleteJob, env, gateway, records, store, table, workflow } from '../_deps.ts';
+import { emitMetrics } from '../_metrics.ts';
+
+/** A run the API ended (cancelled): its outcome metrics, as RecordOutcome emits them for the others. */
+export const runEnded = (record: RunRecord) => emitMetrics('gantry-api', runEndMetrics(record));
 
 /**
  * The intake use cases, wired once per container on first use (submit and validate wire
@@ -47,7 +53,7 @@ export const getRunMetrics = /* @__PURE__ */ lazy(() =>
 );
 export const listRuns = /* @__PURE__ */ lazy(() => makeListRuns({ ...settings(), table: table() }));
 export const cancelRun = /* @__PURE__ */ lazy(() =>
-  makeCancelRun({ ...settings(), records: records(), workflow: workflow(), deleteJob }),
+  makeCancelRun({ ...settings(), records: records(), workflow: workflow(), deleteJob, onEnded: runEnded }),
 );
 export const listRuntimes = /* @__PURE__ */ lazy(() => makeListRuntimes({ ...settings(), gateway }));
 export const getRunLogs = /* @__PURE__ */ lazy(() =>

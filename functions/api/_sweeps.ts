@@ -6,6 +6,7 @@ import {
 } from '../../lib/intake/sweeps.ts';
 import { makeRunStopper } from '../../lib/sweep/stop.ts';
 import { clock, config, deleteJob, env, records, runQueue, sweeps, table, workflow } from '../_deps.ts';
+import { runEnded } from './_intake.ts';
 
 /**
  * The sweep use cases, wired on use. Get reads; cancel may also stop trials (Step Functions, and
@@ -29,6 +30,12 @@ export const cancelSweep = () =>
     ...sweepDeps(),
     caps: {
       queue: runQueue(),
-      stopRun: makeRunStopper({ workflow: workflow(), records: records(), clock, deleteJob }),
+      stopRun: makeRunStopper({
+        workflow: workflow(),
+        records: records(),
+        clock,
+        deleteJob,
+        onEnded: runEnded,
+      }),
     },
   });

@@ -144,6 +144,8 @@ export interface CancelRunDeps {
    * only when called, so cancelling a run that has no job never loads it.
    */
   deleteJob: (job: JobLocation, opts?: CallOptions) => Promise<void>;
+  /** Called once when this call ended the run (the run's outcome metrics); not on a repeated cancel. */
+  onEnded?: (record: RunRecord) => void | Promise<void>;
 }
 
 /**
@@ -163,8 +165,13 @@ export function makeCancelRun(deps: CancelRunDeps) {
       throw new RunFinishedError(record.runId, record.phase);
     }
     await deps.workflow.stop(record.runId, 'cancelled through the API', opts);
-    const after = await deps.records.update(record.runId, { phase: 'Cancelled', reason: 'Cancelled' }, opts);
+    const { record: after, changed } = await deps.records.apply(
+      record.runId,
+      { phase: 'Cancelled', reason: 'Cancelled' },
+      opts,
+    );
     if (after.phase !== 'Cancelled') throw new RunFinishedError(record.runId, after.phase);
+    if (changed) await deps.onEnded?.(after);
     if (after.job) await deps.deleteJob(after.job, opts);
     return after;
   };

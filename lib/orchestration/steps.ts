@@ -79,8 +79,9 @@ export interface StepDeps {
   /**
    * Told when a run's job was created (`started`, the record now Pending) and when the run ended
    * (`ended`, the terminal record): the functions emit metrics from it (lib/observability). Must
-   * not throw (awaited: the functions write the metrics before the step returns); a retried
-   * RecordOutcome tells `ended` again.
+   * not throw (awaited: the functions write the metrics before the step returns). Told once per
+   * run: only the call whose write made the transition tells (a retried step finds it made).
+   * Runs ended by a cancel are told by the API and the sweep stopper (their `onEnded`).
    */
   runs?: {
     started(record: RunRecord): void | Promise<void>;
@@ -164,7 +165,7 @@ export function makeSteps(deps: StepDeps) {
     };
     const { job: created } = await gateway.createJob(job, opts);
     const api = jobApi(shape, kind);
-    const pending = await records.update(
+    const { record: pending, changed: started } = await records.apply(
       run.runId,
       {
         phase: 'Pending',
@@ -178,7 +179,8 @@ export function makeSteps(deps: StepDeps) {
       },
       opts,
     );
-    if (pending.phase === 'Pending') await deps.runs?.started(pending);
+    // Once per run: a retried CreateJob finds the record Pending already and emits nothing.
+    if (started && pending.phase === 'Pending') await deps.runs?.started(pending);
     return {
       cluster: run.cluster,
       api,
@@ -349,18 +351,23 @@ export function makeSteps(deps: StepDeps) {
     opts?: CallOptions,
   ) {
     if (input.outcome === 'Succeeded') {
-      const record = await records.update(
+      const { record, changed } = await records.apply(
         input.run.runId,
         { phase: 'Succeeded', ...(input.job.metrics ? { metrics: input.job.metrics } : {}) },
         opts,
       );
-      await deps.runs?.ended(record);
+      // The outcome's metrics once: a retried RecordOutcome finds the record ended and emits nothing.
+      if (changed) await deps.runs?.ended(record);
       await trialEnded(input.run, opts);
       return { phase: record.phase };
     }
     const { reason, message } = failureOf(input.state);
-    const record = await records.update(input.state.run.runId, { phase: 'Failed', reason, message }, opts);
-    await deps.runs?.ended(record);
+    const { record, changed } = await records.apply(
+      input.state.run.runId,
+      { phase: 'Failed', reason, message },
+      opts,
+    );
+    if (changed) await deps.runs?.ended(record);
     await trialEnded(input.state.run, opts);
     return { phase: record.phase, reason: record.reason };
   }

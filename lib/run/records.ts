@@ -52,14 +52,26 @@ export function makeRunRecords(deps: { table: StateTable; clock: Clock }) {
 
   /** Apply a change with optimistic concurrency. Throws NotFoundError when there is no record. */
   async function update(runId: string, change: RecordChange, opts?: CallOptions): Promise<RunRecord> {
+    return (await apply(runId, change, opts)).record;
+  }
+
+  /**
+   * `update`, also saying whether this call wrote the change (`changed`: false when the record
+   * already had it, e.g. a retried step). What must happen once per transition (a metric) keys on it.
+   */
+  async function apply(
+    runId: string,
+    change: RecordChange,
+    opts?: CallOptions,
+  ): Promise<{ record: RunRecord; changed: boolean }> {
     for (let attempt = 1; ; attempt++) {
       const current = await table.get<RunRecord>(runItemKey(runId), opts);
       if (!current) throw new NotFoundError(`run ${runId} has no record`);
       const next = applyChange(current.value, change, clock.now());
-      if (!next) return current.value;
+      if (!next) return { record: current.value, changed: false };
       try {
         await table.put(runItemKey(runId), next, runIndexes(next), { ifVersion: current.version }, opts);
-        return next;
+        return { record: next, changed: true };
       } catch (err) {
         if (!(err instanceof ConcurrentUpdateError) || attempt >= MAX_ATTEMPTS) throw err;
       }
@@ -94,11 +106,11 @@ export function makeRunRecords(deps: { table: StateTable; clock: Clock }) {
       return { record: next, changed: true };
     } catch (err) {
       if (!(err instanceof ConcurrentUpdateError)) throw err;
-      return { record: await update(runId, change, opts), changed: true };
+      return apply(runId, change, opts);
     }
   }
 
-  return { get, getMany, create, update, updateFrom };
+  return { get, getMany, create, update, apply, updateFrom };
 }
 
 export type RunRecords = ReturnType<typeof makeRunRecords>;

@@ -1,6 +1,6 @@
 import type { CallOptions, Clock, WorkflowEngine } from '../ports.ts';
 import { fingerprintOf } from '../run/ids.ts';
-import { type JobLocation, newRecord } from '../run/record.ts';
+import { type JobLocation, newRecord, type RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunSpec } from '../run/spec.ts';
 import type { StopReason } from './record.ts';
@@ -23,17 +23,20 @@ export function makeRunStopper(deps: {
   records: RunRecords;
   clock: Clock;
   deleteJob: (job: JobLocation, opts?: CallOptions) => Promise<void>;
+  /** Called once when this call ended the run (the run's outcome metrics). */
+  onEnded?: (record: RunRecord) => void | Promise<void>;
 }) {
   return async function stopRun(spec: RunSpec, reason: StopReason, opts?: CallOptions): Promise<void> {
     await deps.workflow.stop(spec.runId, MESSAGES[reason], opts);
     if (!(await deps.records.get(spec.runId, opts))) {
       await deps.records.create(newRecord(spec, fingerprintOf(spec.request), deps.clock.now()), opts);
     }
-    const after = await deps.records.update(
+    const { record: after, changed } = await deps.records.apply(
       spec.runId,
       { phase: 'Cancelled', reason, message: MESSAGES[reason] },
       opts,
     );
+    if (changed && after.phase === 'Cancelled') await deps.onEnded?.(after);
     if (after.phase === 'Cancelled' && after.job) await deps.deleteJob(after.job, opts);
   };
 }

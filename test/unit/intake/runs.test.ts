@@ -166,14 +166,19 @@ describe('cancelRun', () => {
   function setup(specs: RunSpec[]) {
     const workflow = recordingWorkflow();
     const deleted: string[] = [];
+    const ended: string[] = [];
     return {
       workflow,
       deleted,
+      ended,
       make: (records: ReturnType<typeof makeRunRecords>) =>
         makeCancelRun({
           records,
           workflow,
           config,
+          onEnded: (record) => {
+            ended.push(`${record.runId}:${record.phase}`);
+          },
           // Stands in for the cluster: the API passes a function that loads the Kubernetes client.
           deleteJob: async (job) => {
             deleted.push(`${job.cluster}/${job.namespace}/${job.name}`);
@@ -204,23 +209,26 @@ describe('cancelRun', () => {
 
   it('does not touch the cluster when the run has no job yet, and repeats idempotently', async () => {
     const { records } = await seed([spec(1)]);
-    const { make, workflow, deleted } = setup([]);
+    const { make, workflow, deleted, ended } = setup([]);
     const cancel = make(records);
     await cancel({ caller: vision, runId: idOf(1) });
     const again = await cancel({ caller: vision, runId: idOf(1) });
     expect(again.phase).toBe('Cancelled');
     expect(workflow.stops).toEqual([idOf(1), idOf(1)]);
     expect(deleted).toEqual([]);
+    // The outcome (RunsCancelled) is reported by the call that ended the run, not by the repeat.
+    expect(ended).toEqual([`${idOf(1)}:Cancelled`]);
   });
 
   it.each(['Succeeded', 'Failed'] as const)('refuses a %s run with 409 naming the phase', async (phase) => {
     const { records } = await seed([spec(1)]);
     await records.update(idOf(1), { phase });
-    const { make, workflow } = setup([]);
+    const { make, workflow, ended } = setup([]);
     const err = await make(records)({ caller: vision, runId: idOf(1) }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RunFinishedError);
     expect((err as RunFinishedError).phase).toBe(phase);
     expect(workflow.stops).toEqual([]);
+    expect(ended).toEqual([]);
   });
 
   it("answers another team's run as unknown (404) and touches nothing", async () => {
