@@ -94,6 +94,20 @@ export function emptyReport(): TickReport {
 export const HEARTBEAT_EVERY_SECONDS = 300;
 
 /** A record change the tick will write (after its job pass, batched). */
+/** A waiting token whose heartbeat is due this tick, with what clearing it from its job needs. */
+interface DueHeartbeat {
+  token: string;
+  /** The job annotation that holds the token. */
+  key: string;
+  stage: Stage;
+  gateway: ClusterGateway;
+  api: JobApi;
+  job: K8sObject;
+  runId: string | undefined;
+  /** The tick's time (ms): the token counts as beaten then. */
+  at: number;
+}
+
 interface PendingRecord {
   runId: string;
   change: RecordChange;
@@ -212,6 +226,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
         const podsOfRun = pods === undefined ? undefined : podsByRun(pods);
         const work = apis.flatMap((api, i) => (jobLists[i] ?? []).map((job) => ({ api, job })));
         const toRecord: PendingRecord[] = [];
+        const dueHeartbeats: DueHeartbeat[] = [];
         report.jobs += work.length;
         for (const { job } of work) live.add(job.metadata.labels?.[LABEL.runId] ?? '');
         await mapLimit(work, 32, async ({ api, job }) => {
@@ -230,7 +245,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
               report,
               waitingTokens,
               toRecord,
-              throttle,
+              dueHeartbeats,
               opts,
             );
           } catch (err) {
@@ -241,6 +256,16 @@ export function makeReconciler(deps: ReconcilerDeps) {
               runId: job.metadata.labels?.[LABEL.runId],
               error: String(err),
             });
+          }
+        });
+        // Heartbeats after every answer of the cluster: they share the SendTask* pacing, and a
+        // cold start (every token due once) must not hold back a completion behind thousands.
+        await mapLimit(dueHeartbeats, 32, async (due) => {
+          try {
+            await heartbeat(due, report, throttle, opts);
+          } catch (err) {
+            report.errors++;
+            log({ level: 'ERROR', msg: 'heartbeat failed', runId: due.runId, error: String(err) });
           }
         });
         await writeRecords(toRecord, report, opts);
@@ -300,7 +325,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
     report: TickReport,
     waitingTokens: Set<string>,
     toRecord: PendingRecord[],
-    throttle: { heartbeats: boolean },
+    dueHeartbeats: DueHeartbeat[],
     opts?: CallOptions,
   ) {
     const now = deps.clock.now();
@@ -339,26 +364,11 @@ export function makeReconciler(deps: ReconcilerDeps) {
         delivered = await deps.workflow.sendTaskFailure(token, decision.error, failureCause(decision), opts);
         report.failed++;
       } else {
-        // Still waiting: nothing to answer, and a heartbeat only when this token's is due.
-        if (throttle.heartbeats || !heartbeatDue(token, now.getTime())) continue;
-        await answers.take();
-        try {
-          delivered = await deps.workflow.sendTaskHeartbeat(token, opts);
-        } catch (err) {
-          if (!(err instanceof AwsUnavailableError)) throw err;
-          // Throttled (or Step Functions unavailable): back off until the next tick.
-          if (!throttle.heartbeats) {
-            report.errors++;
-            log({ level: 'WARN', msg: 'heartbeats paused until the next tick', error: String(err) });
-          }
-          throttle.heartbeats = true;
-          continue;
-        }
-        report.heartbeats++;
-        if (delivered) {
-          beaten.set(token, now.getTime());
-          continue;
-        }
+        // Still waiting: nothing to answer, and a heartbeat only when this token's is due — sent
+        // once the cluster's answers are out (`heartbeat`).
+        if (heartbeatDue(token, now.getTime()))
+          dueHeartbeats.push({ token, key, stage, gateway, api, job, runId, at: now.getTime() });
+        continue;
       }
       beaten.delete(token);
       if (delivered)
@@ -381,6 +391,48 @@ export function makeReconciler(deps: ReconcilerDeps) {
       if (progress) toRecord.push(progress);
     }
     if (!waiting && runId) await removeIfOrphan(cluster, gateway, api, job, runId, now, report, opts);
+  }
+
+  /**
+   * One due heartbeat. Delivered: the token is beaten for its window. Not delivered (the wait is
+   * over: an answer from another writer, an execution stopped): the stale token is cleared from the
+   * job. Throttled: the rest of the tick's heartbeats wait for the next tick (they stay due).
+   */
+  async function heartbeat(
+    due: DueHeartbeat,
+    report: TickReport,
+    throttle: { heartbeats: boolean },
+    opts?: CallOptions,
+  ) {
+    if (throttle.heartbeats) return;
+    await answers.take();
+    let delivered: boolean;
+    try {
+      delivered = await deps.workflow.sendTaskHeartbeat(due.token, opts);
+    } catch (err) {
+      if (!(err instanceof AwsUnavailableError)) throw err;
+      if (!throttle.heartbeats) {
+        report.errors++;
+        log({ level: 'WARN', msg: 'heartbeats paused until the next tick', error: String(err) });
+      }
+      throttle.heartbeats = true;
+      return;
+    }
+    report.heartbeats++;
+    if (delivered) {
+      beaten.set(due.token, due.at);
+      return;
+    }
+    beaten.delete(due.token);
+    const { job } = due;
+    await due.gateway.annotateJob(
+      due.api,
+      job.metadata.namespace ?? 'default',
+      job.metadata.name,
+      { [due.key]: null },
+      opts,
+    );
+    log({ level: 'INFO', msg: 'cleared a stale task token', runId: due.runId, stage: due.stage });
   }
 
   /**

@@ -38,10 +38,22 @@ function waitingJob(i: number): K8sObject {
   };
 }
 
-function setup(opts: { expired?: Set<string>; throttleAt?: number } = {}) {
+/** A job that finished: its completion token is answered (sendTaskSuccess). */
+function finishedJob(i: number): K8sObject {
+  const job = waitingJob(i);
+  job.metadata.annotations = { [ANNOTATION.completionToken]: `done-${i}` };
+  job.spec = { suspend: false };
+  job.status = { conditions: [{ type: 'Complete', status: 'True', reason: 'JobsCompleted' }] };
+  return job;
+}
+
+function setup(opts: { expired?: Set<string>; throttleAt?: number; finished?: number } = {}) {
   const jobs = Array.from({ length: N }, (_, i) => waitingJob(i));
+  // Finished jobs last in the LIST: behind every waiting one.
+  for (let i = 0; i < (opts.finished ?? 0); i++) jobs.push(finishedJob(N + i));
   let now = T0;
   const beats: string[] = [];
+  const calls: string[] = [];
   const unused = () => Promise.reject(new Error('not expected'));
   const gateway = {
     listAdmissionGates: async () => [],
@@ -58,9 +70,13 @@ function setup(opts: { expired?: Set<string>; throttleAt?: number } = {}) {
   } as unknown as ClusterGateway;
   const workflow = {
     status: async () => 'RUNNING',
-    sendTaskSuccess: unused,
+    sendTaskSuccess: async (token: string) => {
+      calls.push(`success ${token}`);
+      return true;
+    },
     sendTaskFailure: unused,
     sendTaskHeartbeat: async (token: string) => {
+      calls.push('heartbeat');
       if (opts.throttleAt !== undefined && beats.length === opts.throttleAt) {
         opts.throttleAt = undefined; // throttled once
         throw new AwsUnavailableError('send task heartbeat: ThrottlingException (may pass)');
@@ -72,7 +88,8 @@ function setup(opts: { expired?: Set<string>; throttleAt?: number } = {}) {
   const records = {
     get: async () => undefined,
     getMany: async () => new Map(),
-    update: unused,
+    // The finished runs' records: not under test here.
+    update: async () => ({ phase: 'Running' }),
     create: unused,
   } as unknown as RunRecords;
   const reconciler = makeReconciler({
@@ -83,6 +100,8 @@ function setup(opts: { expired?: Set<string>; throttleAt?: number } = {}) {
   });
   return {
     beats,
+    /** Every Step Functions call, in order (`success <token>` or `heartbeat`). */
+    calls,
     /** One tick at `seconds` after T0; the tokens it heartbeated. */
     async tickAt(seconds: number, errors = 0) {
       now = T0 + seconds * 1000;
@@ -133,6 +152,22 @@ describe('reconciler: heartbeats paced per token', () => {
     expect(first).toContain('token-7');
     expect(later).not.toContain('token-7');
     expect(later.length).toBeGreaterThan(N - 1); // the other 999 were heartbeated again
+  });
+
+  it('a cold tick answers every finished job before it sends the heartbeats all its tokens are due', async () => {
+    // Prepare: 1,000 waiting tokens (all due on a cold start), then 3 finished jobs at the end of the LIST
+    const r = setup({ finished: 3 });
+
+    // Act
+    await r.tickAt(0);
+
+    // Assess: the answers go out first, whatever their place in the LIST; then the N heartbeats
+    expect(r.calls.slice(0, 3).sort()).toEqual([
+      `success done-${N}`,
+      `success done-${N + 1}`,
+      `success done-${N + 2}`,
+    ]);
+    expect(r.calls.slice(3)).toEqual(Array(N).fill('heartbeat'));
   });
 
   it('throttled: the rest of the tick heartbeats nothing, the next tick sends the ones still due', async () => {
