@@ -65,6 +65,7 @@ async function cluster(sim: ClusterSimulator, kinds: ClusterConfig['kueueManaged
     get: async () => undefined,
     getMany: async () => new Map(),
     update: async () => ({ phase: 'Pending' }),
+    apply: async () => ({ record: { phase: 'Pending' }, changed: true }),
   } as unknown as RunRecords;
   let now = new Date();
   const steps = makeSteps({
