@@ -53,7 +53,7 @@ type Json = Record<string, unknown>;
 const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** ObjectMeta's JSON fields: anything else under `metadata` is an unknown field. */
-const OBJECT_META_FIELDS = new Set([
+export const OBJECT_META_FIELDS: ReadonlySet<string> = new Set([
   'name',
   'generateName',
   'namespace',

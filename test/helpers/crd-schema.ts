@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseYamlStream } from '../../local/simulator/crds.ts';
 import { errorString } from '../../local/simulator/errors.ts';
-import { prune, type Schema, validateSchema } from '../../local/simulator/schema.ts';
+import { OBJECT_META_FIELDS, prune, type Schema, validateSchema } from '../../local/simulator/schema.ts';
 import { CRD_ROOT } from './tiers.ts';
 
 /**
@@ -82,24 +82,6 @@ const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 const TOTAL_ANNOTATION_BYTES = 256 * 1024;
-
-const OBJECT_META_FIELDS = new Set([
-  'name',
-  'generateName',
-  'namespace',
-  'selfLink',
-  'uid',
-  'resourceVersion',
-  'generation',
-  'creationTimestamp',
-  'deletionTimestamp',
-  'deletionGracePeriodSeconds',
-  'labels',
-  'annotations',
-  'ownerReferences',
-  'finalizers',
-  'managedFields',
-]);
 
 /** Errors for a label/annotation key: `[prefix/]name`, prefix a DNS subdomain ≤ 253, name ≤ 63. */
 export function qualifiedNameErrors(key: string): string[] {
