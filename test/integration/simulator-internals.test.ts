@@ -20,6 +20,7 @@ import {
   parseHyperparameters,
 } from '../../local/simulator/objective.ts';
 import { jsonPatch, mergePatch, PatchError } from '../../local/simulator/patch.ts';
+import { validateSchema } from '../../local/simulator/schema.ts';
 import { matchesLabels, parseLabelSelector } from '../../local/simulator/selectors.ts';
 import { CRD_ROOT, crdDir } from '../helpers/tiers.ts';
 
@@ -514,5 +515,31 @@ describe('CustomResourceDefinitions created through the API', () => {
     } finally {
       await sim.close();
     }
+  });
+});
+
+describe('CRD patterns are Go RE2', () => {
+  // Kueue's AdmissionCheck `spec.parameters.kind`: `^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$`.
+  const schema = {
+    type: 'object',
+    properties: {
+      spec: {
+        type: 'object',
+        properties: {
+          parameters: {
+            type: 'object',
+            properties: { kind: { type: 'string', pattern: '^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$' } },
+          },
+        },
+      },
+    },
+  };
+  it.each([
+    ['ProvisioningRequestConfig', true],
+    ['config-v2', true],
+    ['1config', false],
+    ['bad_kind', false],
+  ])('a leading (?i) matches case-insensitively: %s → %s', (kind, ok) => {
+    expect(validateSchema({ spec: { parameters: { kind } } }, schema).length === 0).toBe(ok);
   });
 });
