@@ -349,7 +349,7 @@ Reading the numbers:
 - Idle RSS is mostly fixed cost: Node 24 running the simulator's TypeScript directly (type stripping) is
   ~100 MiB with the built-in CRD stubs (an empty .ts file alone: 58 MiB); the 15 real CRDs with their schemas
   add ~40 MiB. 1,000 TrainJobs and their Workloads add ~50 MiB at the peak. The simulator parses the CRD YAML with
-  its own small reader (yaml-lite.ts; the \`yaml\` package needs ~10× a file's size while parsing and
+  \`js-yaml\` (crds.ts; it replaced a hand-written reader at lower memory, bench/results/yaml-parsers.md; the \`yaml\` package needs ~10× a file's size while parsing and
   pushed the start-up peak past 250 MiB), and main.ts keeps V8's young generation at its initial size
   (\`--semi-space-growth-factor=1\`: V8 would grow it to 128 MiB for this allocation pattern; no measurable
   CPU cost here).

@@ -1,28 +1,8 @@
-import middy from '@middy/core';
-import {
-  type ApiEvent,
-  type ApiResult,
-  apiHandler,
-  apiOptions,
-  callerOf,
-  httpApi,
-  respond,
-} from './_http.ts';
+import { respond, route } from './_http.ts';
 import { getRunLogs } from './_intake.ts';
 
 /** GET /v1/runs/{id}/logs — the tail of a node's trainer container (loads the Kubernetes client). */
-export const handler = apiHandler(
-  middy<ApiEvent, ApiResult>(apiOptions)
-    .use(httpApi())
-    .handler(async (event, _context, { signal }) => {
-      const logs = await getRunLogs()(
-        {
-          caller: callerOf(event),
-          runId: event.pathParameters?.id,
-          query: event.queryStringParameters ?? {},
-        },
-        { signal },
-      );
-      return respond(200, logs);
-    }),
-);
+export const handler = route(async ({ event, caller, signal }) => {
+  const query = event.queryStringParameters ?? {};
+  return respond(200, await getRunLogs()({ caller, runId: event.pathParameters?.id, query }, { signal }));
+});

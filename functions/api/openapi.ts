@@ -1,15 +1,13 @@
-import middy from '@middy/core';
 import { buildOpenApiDocument } from '../../lib/intake/openapi.ts';
-import { type ApiEvent, type ApiResult, apiHandler, httpApi, respond } from './_http.ts';
+import { respond, route } from './_http.ts';
 
 let document: unknown;
 
 /** GET /v1/openapi.json — the OpenAPI 3.1 document, generated from the zod schemas on first call. */
-export const handler = apiHandler(
-  middy<ApiEvent, ApiResult>()
-    .use(httpApi())
-    .handler(async () => {
-      document ??= buildOpenApiDocument();
-      return respond(200, document, { 'cache-control': 'public, max-age=300' });
-    }),
+export const handler = route(
+  async () => {
+    document ??= buildOpenApiDocument();
+    return respond(200, document, { 'cache-control': 'public, max-age=300' });
+  },
+  { options: {} },
 );

@@ -1,19 +1,8 @@
-import middy from '@middy/core';
 import { makeInFlight } from '../../lib/intake/in-flight.ts';
 import { makeSubmitRun } from '../../lib/intake/submit-run.ts';
 import { toSubmitResponse } from '../../lib/intake/views.ts';
 import { clock, modelOwners, records, runQueue, table } from '../_deps.ts';
-import {
-  type ApiResult,
-  apiHandler,
-  apiOptions,
-  callerOf,
-  header,
-  httpApi,
-  type JsonApiEvent,
-  jsonBody,
-  respond,
-} from './_http.ts';
+import { header, respond, route } from './_http.ts';
 import { lazy, settings } from './_intake.ts';
 
 const submitRun = lazy(() =>
@@ -31,16 +20,12 @@ const submitRun = lazy(() =>
  * POST /v1/runs — 202 and a Location for a new run; 200 with the same body for a replay (same
  * Idempotency-Key, same request); 400 / 403 / 409 / 413 / 415, or 429 with Retry-After at the team's caps, otherwise (see _http.ts).
  */
-export const handler = apiHandler(
-  middy<JsonApiEvent, ApiResult>(apiOptions)
-    .use(httpApi())
-    .use(jsonBody())
-    .handler(async (event, _context, { signal }) => {
-      const { record, created } = await submitRun()(
-        { caller: callerOf(event), body: event.json, idempotencyKey: header(event, 'idempotency-key') },
-        { signal },
-      );
-      const body = toSubmitResponse(record);
-      return respond(created ? 202 : 200, body, { location: body.links.self });
-    }),
+export const handler = route(
+  async ({ event, caller, signal }) => {
+    const idempotencyKey = header(event, 'idempotency-key');
+    const { record, created } = await submitRun()({ caller, body: event.json, idempotencyKey }, { signal });
+    const body = toSubmitResponse(record);
+    return respond(created ? 202 : 200, body, { location: body.links.self });
+  },
+  { json: true },
 );

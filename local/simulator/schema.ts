@@ -53,7 +53,7 @@ type Json = Record<string, unknown>;
 const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** ObjectMeta's JSON fields: anything else under `metadata` is an unknown field. */
-const OBJECT_META_FIELDS = new Set([
+export const OBJECT_META_FIELDS: ReadonlySet<string> = new Set([
   'name',
   'generateName',
   'namespace',
@@ -235,6 +235,17 @@ function quoteEnum(v: unknown): string {
   return typeof v === 'string' ? JSON.stringify(v) : String(v);
 }
 
+/**
+ * A CRD `pattern` (Go RE2) as a JavaScript RegExp. The one RE2-only construct in the CRDs is a
+ * leading `(?i)` (Kueue's AdmissionCheck `parameters.kind`): a case-insensitive match.
+ */
+export function goRegExp(pattern: string): RegExp {
+  const caseless = /^(\^?)\(\?i\)/.exec(pattern);
+  return caseless
+    ? new RegExp(caseless[1] + pattern.slice(caseless[0].length), 'iu')
+    : new RegExp(pattern, 'u');
+}
+
 function validateValue(v: unknown, s: Schema, path: string, out: FieldError[], strip = 0): void {
   // The message names the path relative to the validated root (status updates validate `status` alone).
   const mp = path.slice(strip);
@@ -284,7 +295,7 @@ function validateValue(v: unknown, s: Schema, path: string, out: FieldError[], s
     if (s.pattern !== undefined) {
       let ok = true;
       try {
-        ok = new RegExp(s.pattern, 'u').test(v);
+        ok = goRegExp(s.pattern).test(v);
       } catch {
         ok = true; // an RE2 construct JavaScript lacks: do not guess
       }

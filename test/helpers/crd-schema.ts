@@ -1,23 +1,24 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Ajv, type ErrorObject, type SchemaObject, type SchemaValidateFunction } from 'ajv';
-import { parseAllDocuments } from 'yaml';
+import { parseYamlStream } from '../../local/simulator/crds.ts';
+import { errorString } from '../../local/simulator/errors.ts';
+import { OBJECT_META_FIELDS, prune, type Schema, validateSchema } from '../../local/simulator/schema.ts';
 import { CRD_ROOT } from './tiers.ts';
 
 /**
  * Validate objects against a real CustomResourceDefinition's `openAPIV3Schema`, the way a
- * kube-apiserver with strict field validation would, minus CEL.
- *
- * Kubernetes structural schemas are not plain JSON Schema; the conversion below:
- * - objects with `properties` (or with neither `properties` nor `additionalProperties`) reject
- *   unknown fields (`additionalProperties: false`) unless `x-kubernetes-preserve-unknown-fields`;
- *   the apiserver prunes or (strict) rejects them, and a silently pruned field is a bug either way;
- * - `x-kubernetes-int-or-string` → integer or string; `nullable` → also null;
- * - `x-kubernetes-embedded-resource` → apiVersion/kind/metadata allowed;
- * - `x-kubernetes-list-type: map` → entries unique by their keys; `set` → unique items;
- * - `format` int32/int64 are range-checked, date-time is checked, others are accepted unchecked;
+ * kube-apiserver with strict field validation would, minus CEL — with the cluster simulator's own
+ * structural-schema code (local/simulator/schema.ts), so the builder's unit tests and the simulator
+ * the integration and contract tiers run against accept and reject the same objects, with the
+ * apiserver's messages:
+ * - unknown fields (pruned by the apiserver, rejected under strict field validation) →
+ *   `unknown field "spec.x"`, unless `x-kubernetes-preserve-unknown-fields`;
+ * - value validations (type, int-or-string, nullable, enum, pattern, bounds, required,
+ *   `x-kubernetes-list-type` set/map uniqueness) → `field: Invalid value: …` as the apiserver says it;
+ * - on top, what the Go types behind the CRD would fail to decode: `format` int32/int64 out of range
+ *   and a malformed date-time; other formats are accepted unchecked;
  * - `x-kubernetes-validations` (CEL) are NOT evaluated: they are collected in `celRules` so a test
- *   can say what was left to the real-apiserver tier.
+ *   can say what was left to the simulator and real-apiserver tiers.
  * `metadata` is validated here independently of the CRD (the apiserver validates ObjectMeta itself):
  * name rules, namespace, label and annotation keys and values.
  */
@@ -56,7 +57,7 @@ interface Crd {
       name: string;
       served: boolean;
       storage?: boolean;
-      schema?: { openAPIV3Schema?: SchemaObject };
+      schema?: { openAPIV3Schema?: Schema };
     }[];
   };
 }
@@ -64,9 +65,9 @@ interface Crd {
 /** Parse a CRD YAML under `CRD_ROOT`, e.g. `trainer-v2.3.0/trainer.kubeflow.org_trainjobs.yaml`. */
 export function loadCrd(crdRelPath: string): Crd {
   const text = readFileSync(resolve(CRD_ROOT, crdRelPath), 'utf8');
-  const docs = parseAllDocuments(text)
-    .map((d) => d.toJS() as unknown)
-    .filter((d): d is Crd => (d as { kind?: unknown } | null)?.kind === 'CustomResourceDefinition');
+  const docs = parseYamlStream(text).filter(
+    (d): d is Crd => (d as { kind?: unknown } | null)?.kind === 'CustomResourceDefinition',
+  );
   if (docs.length !== 1)
     throw new Error(`${crdRelPath}: expected one CustomResourceDefinition, found ${docs.length}`);
   return docs[0]!;
@@ -81,24 +82,6 @@ const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 const TOTAL_ANNOTATION_BYTES = 256 * 1024;
-
-const OBJECT_META_FIELDS = new Set([
-  'name',
-  'generateName',
-  'namespace',
-  'selfLink',
-  'uid',
-  'resourceVersion',
-  'generation',
-  'creationTimestamp',
-  'deletionTimestamp',
-  'deletionGracePeriodSeconds',
-  'labels',
-  'annotations',
-  'ownerReferences',
-  'finalizers',
-  'managedFields',
-]);
 
 /** Errors for a label/annotation key: `[prefix/]name`, prefix a DNS subdomain ≤ 253, name ≤ 63. */
 export function qualifiedNameErrors(key: string): string[] {
@@ -174,172 +157,53 @@ export function objectMetaErrors(meta: unknown, nameRule: NameRule): string[] {
 }
 
 // ---------------------------------------------------------------------------------------------
-// structural schema → JSON Schema
+// the CRD's schema, through the simulator's validator
 
 const KNOWN_FORMATS = new Set(['int32', 'int64', 'date-time']);
 
-interface ConvertState {
-  celRules: CelRule[];
-  formats: Set<string>;
+/** The CEL rules and formats a schema holds (paths as `.spec.trainer.env[*]`). */
+function collect(node: Schema, path: string, celRules: CelRule[], formats: Set<string>): void {
+  for (const r of node['x-kubernetes-validations'] ?? []) {
+    celRules.push({
+      path: path || '.',
+      rule: r.rule,
+      message: r.message ?? r.messageExpression ?? '',
+      transition: /\boldSelf\b/.test(r.rule),
+    });
+  }
+  if (node.format) formats.add(node.format);
+  for (const [k, v] of Object.entries(node.properties ?? {})) collect(v, `${path}.${k}`, celRules, formats);
+  if (typeof node.additionalProperties === 'object')
+    collect(node.additionalProperties, `${path}{*}`, celRules, formats);
+  if (node.items) collect(node.items, `${path}[*]`, celRules, formats);
+  for (const sub of [...(node.anyOf ?? []), ...(node.allOf ?? []), ...(node.oneOf ?? [])])
+    collect(sub, path, celRules, formats);
+  if (node.not) collect(node.not, path, celRules, formats);
 }
 
-const isIntOrStringAnyOf = (anyOf: unknown): boolean =>
-  Array.isArray(anyOf) &&
-  anyOf.length === 2 &&
-  anyOf.some((s) => (s as SchemaObject).type === 'integer') &&
-  anyOf.some((s) => (s as SchemaObject).type === 'string');
+function formatOk(format: string, v: unknown): boolean {
+  if (format === 'int32')
+    return typeof v !== 'number' || (Number.isInteger(v) && v >= -(2 ** 31) && v <= 2 ** 31 - 1);
+  if (format === 'int64') return typeof v !== 'number' || Number.isSafeInteger(v);
+  if (format === 'date-time') return typeof v !== 'string' || RFC3339.test(v);
+  return true;
+}
 
-/**
- * Convert one schema node. `structural` is false inside anyOf/allOf/oneOf/not, where Kubernetes
- * allows only value validations: closing objects there would reject valid input.
- */
-function convert(node: SchemaObject, path: string, structural: boolean, st: ConvertState): SchemaObject {
-  const out: SchemaObject = {};
-  const preserve = node['x-kubernetes-preserve-unknown-fields'] === true;
-  for (const [key, value] of Object.entries(node)) {
-    switch (key) {
-      case 'x-kubernetes-validations':
-        for (const r of value as { rule: string; message?: string; messageExpression?: string }[]) {
-          st.celRules.push({
-            path: path || '.',
-            rule: r.rule,
-            message: r.message ?? r.messageExpression ?? '',
-            transition: /\boldSelf\b/.test(r.rule),
-          });
-        }
-        break;
-      case 'x-kubernetes-preserve-unknown-fields':
-      case 'x-kubernetes-map-type':
-      case 'x-kubernetes-list-map-keys':
-      case 'x-kubernetes-embedded-resource':
-      case 'x-kubernetes-int-or-string':
-      case 'nullable':
-        break; // handled below
-      case 'x-kubernetes-list-type':
-        if (value === 'set') out.uniqueItems = true;
-        if (value === 'map' && Array.isArray(node['x-kubernetes-list-map-keys'])) {
-          out.k8sListMapKeys = node['x-kubernetes-list-map-keys'];
-        }
-        break;
-      case 'properties':
-        out.properties = Object.fromEntries(
-          Object.entries(value as Record<string, SchemaObject>).map(([k, v]) => [
-            k,
-            convert(v, `${path}.${k}`, true, st),
-          ]),
-        );
-        break;
-      case 'additionalProperties':
-        out.additionalProperties =
-          typeof value === 'boolean' ? value : convert(value as SchemaObject, `${path}{*}`, true, st);
-        break;
-      case 'items':
-        out.items = convert(value as SchemaObject, `${path}[*]`, true, st);
-        break;
-      case 'anyOf':
-      case 'allOf':
-      case 'oneOf':
-        if (key === 'anyOf' && node['x-kubernetes-int-or-string'] === true && isIntOrStringAnyOf(value))
-          break;
-        out[key] = (value as SchemaObject[]).map((s) => convert(s, path, false, st));
-        break;
-      case 'not':
-        out.not = convert(value as SchemaObject, path, false, st);
-        break;
-      case 'format':
-        st.formats.add(value as string);
-        out.format = value;
-        break;
-      default:
-        if (key.startsWith('x-kubernetes-')) throw new Error(`${path}: unhandled schema extension ${key}`);
-        out[key] = value;
+/** Values the Go types behind the CRD could not hold (the formats the apiserver leaves unchecked). */
+function formatErrors(v: unknown, s: Schema, path: string, out: string[]): void {
+  if (v === null || v === undefined) return;
+  if (s.format && !formatOk(s.format, v))
+    out.push(`${path}: Invalid value: ${JSON.stringify(v)}: must be of format ${s.format}`);
+  if (Array.isArray(v)) {
+    if (s.items) for (const [i, x] of v.entries()) formatErrors(x, s.items, `${path}[${i}]`, out);
+  } else if (typeof v === 'object') {
+    for (const [k, x] of Object.entries(v)) {
+      const ps =
+        s.properties?.[k] ??
+        (typeof s.additionalProperties === 'object' ? s.additionalProperties : undefined);
+      if (ps) formatErrors(x, ps, path ? `${path}.${k}` : k, out);
     }
   }
-  if (node['x-kubernetes-int-or-string'] === true) out.type = ['integer', 'string'];
-  if (node['x-kubernetes-embedded-resource'] === true) {
-    out.type = 'object';
-    out.properties = {
-      apiVersion: { type: 'string' },
-      kind: { type: 'string' },
-      metadata: { type: 'object' },
-      ...(out.properties as Record<string, SchemaObject> | undefined),
-    };
-  }
-  if (node.nullable === true && out.type !== undefined) {
-    out.type = [...(Array.isArray(out.type) ? out.type : [out.type]), 'null'];
-  }
-  if (structural && out.type === 'object' && !preserve && out.additionalProperties === undefined) {
-    // An object with no properties and no additionalProperties keeps no fields at all.
-    out.additionalProperties = false;
-  }
-  return out;
-}
-
-/** CRD patterns are Go RE2; the one RE2-only construct in the CRDs is a leading `(?i)` (Kueue). */
-const goRegExp = Object.assign(
-  (pattern: string, flags: string): RegExp => {
-    const caseless = /^(\^?)\(\?i\)/.exec(pattern);
-    return caseless
-      ? new RegExp(caseless[1] + pattern.slice(caseless[0].length), `${flags}i`)
-      : new RegExp(pattern, flags);
-  },
-  { code: 'goRegExp' },
-);
-
-let sharedAjv: Ajv | undefined;
-
-function ajv(): Ajv {
-  if (sharedAjv) return sharedAjv;
-  const a = new Ajv({
-    allErrors: true,
-    strict: true,
-    strictTypes: false,
-    strictTuples: false,
-    strictRequired: false,
-    allowUnionTypes: true,
-    code: { regExp: goRegExp },
-  });
-  a.addFormat('int32', {
-    type: 'number',
-    validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n <= 2 ** 31 - 1,
-  });
-  a.addFormat('int64', { type: 'number', validate: (n: number) => Number.isSafeInteger(n) });
-  a.addFormat('date-time', RFC3339);
-  const listMapKeys: SchemaValidateFunction = (keys: string[], data: unknown[]) => {
-    const seen = new Set<string>();
-    for (const item of data) {
-      const tuple = JSON.stringify(keys.map((k) => (item as Record<string, unknown> | null)?.[k]));
-      if (seen.has(tuple)) {
-        listMapKeys.errors = [
-          {
-            keyword: 'k8sListMapKeys',
-            message: `has a duplicate entry for key (${keys.join(', ')}) = ${tuple}`,
-          },
-        ];
-        return false;
-      }
-      seen.add(tuple);
-    }
-    return true;
-  };
-  a.addKeyword({
-    keyword: 'k8sListMapKeys',
-    type: 'array',
-    schemaType: 'array',
-    errors: true,
-    validate: listMapKeys,
-  });
-  sharedAjv = a;
-  return a;
-}
-
-function formatError(e: ErrorObject): string {
-  const where = e.instancePath ? e.instancePath.slice(1).replaceAll('/', '.') : '(root)';
-  const p = e.params as Record<string, unknown>;
-  let detail = '';
-  if (e.keyword === 'additionalProperties') detail = `: ${String(p.additionalProperty)}`;
-  if (e.keyword === 'enum') detail = `: ${JSON.stringify(p.allowedValues)}`;
-  return `${where}: ${e.message ?? e.keyword}${detail}`;
 }
 
 const cache = new Map<string, CrdValidator>();
@@ -366,14 +230,10 @@ export function validatorFor(
   if (!version || !root)
     throw new Error(`${crdRelPath}: no served version ${opts.version ?? ''} with a schema`);
 
-  const st: ConvertState = { celRules: [], formats: new Set() };
-  const converted = convert(root, '', true, st);
-  // ObjectMeta is validated by objectMetaErrors below, not by the CRD's `{type: object}` stub.
-  (converted.properties as Record<string, SchemaObject>).metadata = { type: 'object' };
-  const a = ajv();
-  const uncheckedFormats = [...st.formats].filter((f) => !KNOWN_FORMATS.has(f));
-  for (const f of uncheckedFormats) if (!a.formats[f]) a.addFormat(f, true);
-  const check = a.compile(converted);
+  const celRules: CelRule[] = [];
+  const formats = new Set<string>();
+  collect(root, '', celRules, formats);
+  const uncheckedFormats = [...formats].filter((f) => !KNOWN_FORMATS.has(f));
 
   const { group } = crd.spec;
   const { kind, plural } = crd.spec.names;
@@ -389,7 +249,11 @@ export function validatorFor(
       errors.push(`apiVersion: must be ${apiVersion}, got ${JSON.stringify(o.apiVersion)}`);
     if (o.kind !== kind) errors.push(`kind: must be ${kind}, got ${JSON.stringify(o.kind)}`);
     errors.push(...objectMetaErrors(o.metadata, nameRule));
-    if (!check(obj)) errors.push(...(check.errors ?? []).map(formatError));
+    // ObjectMeta is checked above; the schema's `metadata` stub is left out of both passes.
+    const { metadata: _m, ...body } = structuredClone(o);
+    errors.push(...prune(body, root).map((f) => `unknown field ${JSON.stringify(f)}`));
+    errors.push(...validateSchema(body, root).map(errorString));
+    formatErrors(body, root, '', errors);
     return errors;
   };
   const validator: CrdValidator = Object.assign(validate, {
@@ -398,7 +262,7 @@ export function validatorFor(
     version: version.name,
     kind,
     plural,
-    celRules: st.celRules,
+    celRules,
     uncheckedFormats,
   });
   cache.set(cacheKey, validator);

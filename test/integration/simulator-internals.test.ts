@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { detectTrainerShape } from '../../lib/trainjob/capabilities.ts';
 import { CelUnsupported, evalRule } from '../../local/simulator/cel.ts';
+import { parseYamlStream } from '../../local/simulator/crds.ts';
 import { startClusterSimulator } from '../../local/simulator/index.ts';
 import {
   assignFlavor,
@@ -19,8 +20,8 @@ import {
   parseHyperparameters,
 } from '../../local/simulator/objective.ts';
 import { jsonPatch, mergePatch, PatchError } from '../../local/simulator/patch.ts';
+import { validateSchema } from '../../local/simulator/schema.ts';
 import { matchesLabels, parseLabelSelector } from '../../local/simulator/selectors.ts';
-import { parseYamlLite } from '../../local/simulator/yaml-lite.ts';
 import { CRD_ROOT, crdDir } from '../helpers/tiers.ts';
 
 /** The simulator's building blocks, table-tested. */
@@ -285,7 +286,7 @@ describe('objective: accuracy as a smooth function of hyperparameters', () => {
   });
 });
 
-describe('yaml-lite reads the shared CRD folder exactly like the yaml package', () => {
+describe('the simulator reads the shared CRD folder (js-yaml) exactly like the yaml package', () => {
   const files: string[] = [];
   const walk = (d: string) => {
     for (const n of readdirSync(d)) {
@@ -303,7 +304,7 @@ describe('yaml-lite reads the shared CRD folder exactly like the yaml package', 
         .map((d) => d.toJS() as unknown)
         .filter((v) => v !== null && typeof v === 'object');
       expect(
-        parseYamlLite(src).filter((v) => v !== null && typeof v === 'object'),
+        parseYamlStream(src).filter((v) => v !== null && typeof v === 'object'),
         f,
       ).toEqual(want);
     }
@@ -337,7 +338,7 @@ describe('yaml-lite reads the shared CRD folder exactly like the yaml package', 
       '---',
       'second: doc',
     ].join('\n');
-    expect(parseYamlLite(src)).toEqual(parseAllDocuments(src).map((d) => d.toJS() as unknown));
+    expect(parseYamlStream(src)).toEqual(parseAllDocuments(src).map((d) => d.toJS() as unknown));
   });
 });
 
@@ -514,5 +515,31 @@ describe('CustomResourceDefinitions created through the API', () => {
     } finally {
       await sim.close();
     }
+  });
+});
+
+describe('CRD patterns are Go RE2', () => {
+  // Kueue's AdmissionCheck `spec.parameters.kind`: `^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$`.
+  const schema = {
+    type: 'object',
+    properties: {
+      spec: {
+        type: 'object',
+        properties: {
+          parameters: {
+            type: 'object',
+            properties: { kind: { type: 'string', pattern: '^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$' } },
+          },
+        },
+      },
+    },
+  };
+  it.each([
+    ['ProvisioningRequestConfig', true],
+    ['config-v2', true],
+    ['1config', false],
+    ['bad_kind', false],
+  ])('a leading (?i) matches case-insensitively: %s → %s', (kind, ok) => {
+    expect(validateSchema({ spec: { parameters: { kind } } }, schema).length === 0).toBe(ok);
   });
 });

@@ -133,9 +133,15 @@ describe('publishing a run as a model version', () => {
     const aMayCopy = new Promise<void>((r) => {
       releaseA = r;
     });
+    let aCopying!: () => void;
+    const aHasClaimed = new Promise<void>((r) => {
+      aCopying = r;
+    });
     const { mem, publisher } = setup({
       before: async (src) => {
-        if (src.key.includes('/run-a/')) await aMayCopy;
+        if (!src.key.includes('/run-a/')) return;
+        aCopying();
+        await aMayCopy;
       },
     });
     const a = run('run-a');
@@ -144,7 +150,7 @@ describe('publishing a run as a model version', () => {
     writeOutput(mem, b, { 'model.pt': 'b' });
     // Act
     const pa = publisher.publish({ run: a });
-    await new Promise((r) => setTimeout(r, 20)); // run-a has claimed version 1 and waits to copy
+    await aHasClaimed; // run-a has claimed version 1 and waits to copy
     const sb = await publisher.publish({ run: b });
     const latestAfterB = json<LatestPointer>(mem, 'models/resnet/latest.json');
     releaseA();

@@ -24,10 +24,13 @@ import {
   partitionUri,
   requestFor,
 } from '../../../lib/datatrigger/rules.ts';
-import { dataRunId, makeDataTrigger } from '../../../lib/datatrigger/trigger.ts';
+import { dataRunId, makeDataTrigger, partitionKey } from '../../../lib/datatrigger/trigger.ts';
 import { ValidationError } from '../../../lib/errors.ts';
 import { RunSpecSchema } from '../../../lib/intake/message-schema.ts';
+import { makeRunRecords } from '../../../lib/run/records.ts';
+import { tableDocuments } from '../../../lib/state/documents.ts';
 import { aRunSpec } from '../../helpers/builders.ts';
+import { memoryTable, recordingQueue, recordingWorkflow } from '../../helpers/intake-fakes.ts';
 
 const TEAM = {
   name: 'vision',
@@ -477,5 +480,76 @@ describe('lineage', () => {
     });
     expect(manifest.lineage.trigger).toEqual(trigger);
     expect(manifest.lineage.dataset).toEqual({ uri: trigger.dataUri, version: 'abc:0A' });
+  });
+});
+
+describe('a quiet-period rule end to end, driven by a manual clock', () => {
+  it('a burst of 50 objects becomes one run once the partition has been quiet for the period, not before', async () => {
+    // Prepare: the trigger with in-memory state, a manual clock, and a check queue whose delayed
+    // messages the test delivers when the clock reaches them.
+    let now = Date.parse('2026-01-01T00:00:00Z');
+    const clock = { now: () => new Date(now) };
+    const table = memoryTable();
+    const store = tableDocuments(table);
+    const records = makeRunRecords({ table, clock });
+    const queue = recordingQueue();
+    const pending: Array<{ body: string; due: number }> = [];
+    const trigger = makeDataTrigger({
+      config: parseConfig(
+        config([
+          ruleInput({ marker: undefined, suffix: '.parquet', quietPeriodSeconds: 3, partitionDepth: 1 }),
+        ]),
+      ),
+      bucket: 'gantry',
+      store,
+      records,
+      queue,
+      checks: {
+        async send(message, delaySeconds) {
+          pending.push({ body: JSON.stringify(message), due: now + delaySeconds * 1000 });
+        },
+      },
+      workflow: recordingWorkflow(),
+      clock,
+    });
+    let id = 0;
+    const deliver = async (bodies: string[]) => {
+      const out = await trigger({ Records: bodies.map((body) => ({ messageId: `m${id++}`, body })) });
+      expect(out.batchItemFailures).toEqual([]);
+    };
+    /** Moves the clock on by `seconds` and delivers the checks that fell due. */
+    const advance = async (seconds: number) => {
+      now += seconds * 1000;
+      const due = pending.filter((c) => c.due <= now);
+      pending.splice(0, pending.length, ...pending.filter((c) => c.due > now));
+      await deliver(due.map((c) => c.body));
+    };
+    const objects = (from: number, to: number) =>
+      Array.from({ length: to - from }, (_, i) => s3Event(`data/daily/day1/sub/part-${from + i}.parquet`));
+
+    // Act: half the objects at t=0, the rest at t=2 s, then the clock runs on.
+    await deliver(objects(0, 25));
+    await advance(2);
+    await deliver(objects(25, 50));
+    await advance(1); // t=3 s: the first check falls due, but the partition was busy 1 s ago
+    const early = queue.sent.length;
+    await advance(1); // t=4 s: still within the quiet period of the last object
+    const stillEarly = queue.sent.length;
+    for (let t = 0; t < 5 && queue.sent.length === 0; t++) await advance(1);
+
+    // Assess
+    expect([early, stillEarly]).toEqual([0, 0]);
+    expect(queue.sent).toHaveLength(1);
+    expect(now - Date.parse('2026-01-01T00:00:00Z')).toBeGreaterThanOrEqual(5_000); // last object + 3 s
+    const partition = (await store.getJson<PartitionState>(partitionKey('daily', 'day1')))?.value;
+    expect(partition?.burst).toBeUndefined();
+    const runId = partition?.closed[0]?.runId as string;
+    expect(partition?.closed.map((c) => c.runId)).toEqual([runId]);
+    const record = await records.get(runId);
+    expect(record?.spec.trigger).toMatchObject({ partition: 'day1', dataUri: 's3://lake/data/daily/day1/' });
+    expect(record?.spec.trigger?.dataVersion).toMatch(/^set-50-[0-9a-f]{32}$/);
+    // Nothing left to do: later checks of the closed burst are stale.
+    await advance(900);
+    expect(queue.sent).toHaveLength(1);
   });
 });

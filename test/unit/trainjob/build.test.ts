@@ -704,16 +704,18 @@ describe.runIf(crdsPresent)('built manifests against the real CRD schemas', () =
 
   it('a v2.1 TrainJob is not a v2.2 TrainJob, and the other way round', () => {
     expect(validatorFor(TRAINER_CRD['trainer-v2.2'])(buildTrainJob(full, 'trainer-v2.1'))).toEqual(
-      expect.arrayContaining(['spec: must NOT have additional properties: labels']),
+      expect.arrayContaining(['unknown field "spec.labels"']),
     );
     expect(validatorFor(TRAINER_CRD['trainer-v2.1'])(buildTrainJob(full, 'trainer-v2.2'))).toEqual(
       expect.arrayContaining([
-        'spec: must NOT have additional properties: activeDeadlineSeconds',
-        'spec: must NOT have additional properties: runtimePatches',
+        'unknown field "spec.activeDeadlineSeconds"',
+        'unknown field "spec.runtimePatches"',
       ]),
     );
     expect(validatorFor(TRAINER_CRD['trainer-v2.2'])(buildTrainJob(autoProcs, 'trainer-v2.1'))).toEqual(
-      expect.arrayContaining(['spec.trainer.numProcPerNode: must be integer']),
+      expect.arrayContaining([
+        'spec.trainer.numProcPerNode: Invalid value: "string": spec.trainer.numProcPerNode in body must be of type integer: "string"',
+      ]),
     );
   });
 
@@ -760,37 +762,38 @@ describe.runIf(crdsPresent)('the CRD validator rejects what the apiserver would'
     {
       name: 'unknown spec field',
       mutate: (o) => (o.spec.labels = { a: 'b' }),
-      error: 'spec: must NOT have additional properties: labels',
+      error: 'unknown field "spec.labels"',
     },
     {
       name: 'string numProcPerNode',
       mutate: (o) => (o.spec.trainer.numProcPerNode = 'auto'),
-      error: 'spec.trainer.numProcPerNode: must be integer',
+      error: 'spec.trainer.numProcPerNode in body must be of type integer: "string"',
     },
     {
       name: 'int32 overflow',
       mutate: (o) => (o.spec.trainer.numNodes = 2 ** 31),
-      error: 'spec.trainer.numNodes: must match format "int32"',
+      error: 'spec.trainer.numNodes: Invalid value: 2147483648: must be of format int32',
     },
     {
       name: 'missing runtimeRef',
       mutate: (o) => delete o.spec.runtimeRef,
-      error: "spec: must have required property 'runtimeRef'",
+      error: 'spec.runtimeRef: Required value',
     },
     {
       name: 'activeDeadlineSeconds 0',
       mutate: (o) => (o.spec.activeDeadlineSeconds = 0),
-      error: 'spec.activeDeadlineSeconds: must be >= 1',
+      error: 'spec.activeDeadlineSeconds in body should be greater than or equal to 1',
     },
     {
       name: 'duplicate env name (list-type map)',
       mutate: (o) => o.spec.trainer.env.push({ name: 'GANTRY_RUN_ID', value: 'x' }),
-      error: 'spec.trainer.env: has a duplicate entry for key (name) = ["GANTRY_RUN_ID"]',
+      error: 'spec.trainer.env[3]: Duplicate value: {"name":"GANTRY_RUN_ID"}',
     },
     {
       name: 'non-quantity resource',
       mutate: (o) => (o.spec.trainer.resourcesPerNode = { limits: { cpu: 'lots' } }),
-      error: 'spec.trainer.resourcesPerNode.limits.cpu: must match pattern',
+      error:
+        'spec.trainer.resourcesPerNode.limits.cpu: Invalid value: "lots": spec.trainer.resourcesPerNode.limits.cpu in body should match',
     },
     {
       name: 'name too long',
@@ -829,8 +832,8 @@ describe.runIf(crdsPresent)('the CRD validator rejects what the apiserver would'
     job.spec.pytorchReplicaSpecs.Master.template.spec.containers[0].gpus = 1;
     expect(validatorFor(legacyCrd('PyTorchJob'))(job)).toEqual(
       expect.arrayContaining([
-        'spec.pytorchReplicaSpecs.Master.replicas: must be integer',
-        'spec.pytorchReplicaSpecs.Master.template.spec.containers.0: must NOT have additional properties: gpus',
+        'spec.pytorchReplicaSpecs.Master.replicas: Invalid value: "string": spec.pytorchReplicaSpecs.Master.replicas in body must be of type integer: "string"',
+        'unknown field "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].gpus"',
       ]),
     );
   });
