@@ -153,10 +153,12 @@ type StallInput = Pick<RunRecord, 'phase' | 'transitions' | 'lastProgressAt' | '
 };
 
 export function decideStall(record: StallInput, now: Date, timeScale = 1): StallDecision {
-  const after = record.spec.request.stallAfterSeconds;
+  // A record written before stall detection, or a partial one, has no detection.
+  const request: Partial<StallInput['spec']['request']> = record.spec?.request ?? {};
+  const after = request.stallAfterSeconds;
   if (record.phase !== 'Running' || after === undefined) return { kind: 'off' };
   const thresholdMs = (after * 1000) / timeScale;
-  const restart = record.spec.request.restartOnStall === true;
+  const restart = request.restartOnStall === true;
   const open = openStall(record);
   const nowMs = now.getTime();
   const message = (lastProgressAt: string, seconds: number) =>
