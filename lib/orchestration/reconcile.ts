@@ -497,7 +497,8 @@ export function makeReconciler(deps: ReconcilerDeps) {
         if (changed) report.recordsUpdated++;
         if (digest !== undefined) recorded.set(runId, digest);
         if (changed && read.value.phase === 'Running' && record.phase === 'Pending') await onPreempted?.();
-        if (stall) await actOnStall(runId, record, opening !== undefined && changed, stall, now, report, opts);
+        if (stall)
+          await actOnStall(runId, record, opening !== undefined && changed, stall, now, report, opts);
       } catch (err) {
         report.errors++;
         log({ level: 'ERROR', msg: 'run record not written', runId, error: String(err) });
@@ -529,7 +530,8 @@ export function makeReconciler(deps: ReconcilerDeps) {
       log({ level: 'WARN', msg: 'run stalled', runId, lastProgressAt: d.lastProgressAt, seconds: d.seconds });
     }
     const restart = d.restart && stall.token !== undefined;
-    if (fresh || restart) await note(stall.cluster, stall.gateway, stall.job, stallNote(runId, d, restart), opts);
+    if (fresh || restart)
+      await note(stall.cluster, stall.gateway, stall.job, stallNote(runId, d, restart), opts);
     if (!restart) return;
     const token = stall.token as string;
     try {
@@ -549,7 +551,11 @@ export function makeReconciler(deps: ReconcilerDeps) {
         { [ANNOTATION.completionToken]: null },
         opts,
       );
-      log({ level: 'INFO', msg: delivered ? 'restarting a stalled run' : 'cleared a stale task token', runId });
+      log({
+        level: 'INFO',
+        msg: delivered ? 'restarting a stalled run' : 'cleared a stale task token',
+        runId,
+      });
     } catch (err) {
       // Tried again next tick (the stall stays open and the token on the job).
       stallDue.set(runId, 0);
