@@ -17,6 +17,6 @@ export const handler = apiHandler(
     .use(httpApi())
     .handler(async (event, _context, { signal }) => {
       const record = await getRun()({ caller: callerOf(event), runId: event.pathParameters?.id }, { signal });
-      return respond(200, toRunView(record));
+      return respond(200, toRunView(record, new Date()));
     }),
 );
