@@ -396,7 +396,7 @@ async function runPage(id) {
             'p',
             { className: 'stalled', id: 'stalled' },
             h('strong', {}, 'Stalled: '),
-            `no progress or metric reported for ${run.stalled.seconds} s (last report ${run.stalled.lastProgressAt}; found ${run.stalled.since}).`,
+            `no progress or metric reported for ${fmtDuration(run.stalled.seconds * 1000)} (last report ${fmtTime(run.stalled.lastProgressAt)}).`,
           )
         : '',
     );
