@@ -341,9 +341,11 @@ export const RunRequestSchema = z
       ),
       'Seconds a running job may go without a new progress or metric report (metric channel) before the run is shown stalled; absent: never',
     ),
+    // Optional, not defaulted: a default would change every parsed request, and with it the
+    // fingerprint of requests accepted before this field existed (a replayed key would conflict).
     restartOnStall: z.described(
-      z._default(z.boolean(), false),
-      'true: a stalled run is failed as an infrastructure failure (reason Stalled) instead of only shown stalled; needs stallAfterSeconds',
+      z.optional(z.boolean()),
+      '(default false) true: a stalled run is failed as an infrastructure failure (reason Stalled) instead of only shown stalled; needs stallAfterSeconds',
     ),
     labels: z.described(
       z.optional(
