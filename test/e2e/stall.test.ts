@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LifecycleEvent } from '../../lib/events/event.ts';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
@@ -62,6 +63,21 @@ describe('stall detection (embedded default)', { timeout: 120_000 }, () => {
   }
 
   const view = async (runId: string) => (await call('GET', `/v1/runs/${runId}`)).body;
+
+  /** Whether `body` is what the served OpenAPI document says `GET <path>` answers with 200. */
+  async function conforms(path: '/v1/runs/{id}' | '/v1/runs/{id}/events', body: unknown) {
+    const doc = (await (await fetch(`${env.api.url}/v1/openapi.json`)).json()) as Record<string, unknown>;
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    ajv.addSchema({ ...doc, $id: 'https://gantry.test/openapi.json' });
+    const pointer = ['paths', path, 'get', 'responses', '200']
+      .map((p) => p.replaceAll('~', '~0').replaceAll('/', '~1'))
+      .join('/');
+    const validate = ajv.getSchema(
+      `https://gantry.test/openapi.json#/${pointer}/content/application~1json/schema`,
+    );
+    expect(validate).toBeDefined();
+    expect(validate?.(body), JSON.stringify(validate?.errors)).toBe(true);
+  }
 
   async function submit(over: Record<string, unknown>): Promise<string> {
     const res = await call('POST', '/v1/runs', {
@@ -133,8 +149,11 @@ describe('stall detection (embedded default)', { timeout: 120_000 }, () => {
     expect(since - last).toBeLessThan(THRESHOLD_MS + 2 * PASS_MS + 500);
     expect(stalled.phase).toBe('Running');
     expect(stalled.stalled.seconds).toBeGreaterThanOrEqual(2);
+    await conforms('/v1/runs/{id}', stalled);
     // The event, in the API's listing and delivered to the sink
-    const listed = (await call('GET', `/v1/runs/${runId}/events`)).body.events as LifecycleEvent[];
+    const listing = (await call('GET', `/v1/runs/${runId}/events`)).body;
+    await conforms('/v1/runs/{id}/events', listing);
+    const listed = listing.events as LifecycleEvent[];
     expect(listed.map((e) => e.type)).toContain('gantry.run.stalled');
     const event = await until('the stalled event delivered', async () =>
       sunk(runId).find((e) => e.type === 'gantry.run.stalled'),
