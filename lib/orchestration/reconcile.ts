@@ -102,6 +102,9 @@ export function emptyReport(): TickReport {
 /** Half the `HeartbeatSeconds` (600) of the state machine's two waits: a missed tick or two still keeps them alive. */
 export const HEARTBEAT_EVERY_SECONDS = 300;
 
+/** How soon a stalled run that asks for a restart is looked at again when its job has no completion token yet. */
+const RESTART_RECHECK_MS = 10_000;
+
 /** A record change the tick will write (after its job pass, batched). */
 interface PendingRecord {
   runId: string;
@@ -530,6 +533,10 @@ export function makeReconciler(deps: ReconcilerDeps) {
       log({ level: 'WARN', msg: 'run stalled', runId, lastProgressAt: d.lastProgressAt, seconds: d.seconds });
     }
     const restart = d.restart && stall.token !== undefined;
+    // Asked to restart, but the completion wait has not stored its token yet (it is between the two
+    // waits): look again soon rather than a whole threshold later.
+    if (d.restart && !restart)
+      stallDue.set(runId, Math.min(d.dueAt, now.getTime() + RESTART_RECHECK_MS / stallScale));
     if (fresh || restart)
       await note(stall.cluster, stall.gateway, stall.job, stallNote(runId, d, restart), opts);
     if (!restart) return;

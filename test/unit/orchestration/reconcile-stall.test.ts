@@ -107,6 +107,7 @@ async function setup(request: { stallAfterSeconds?: number; restartOnStall?: boo
       await records.update(RUN, { lastProgressAt: at(s).toISOString(), metrics: { loss: 1 / (s + 1) } });
     },
     record: async () => (await records.get(RUN)) as RunRecord,
+    job,
   };
 }
 
@@ -182,5 +183,21 @@ describe('reconciler: stall detection', () => {
     // The token is gone: later ticks do not fail it again
     await r.tickAt(200);
     expect(r.calls.filter((c) => c.startsWith('failure'))).toHaveLength(1);
+  });
+
+  it('restartOnStall before the completion wait stored its token: looked at again within 10 s, then failed', async () => {
+    // Prepare: the job runs but the state machine has not stored its completion token yet
+    const r = await setup({ stallAfterSeconds: 60, restartOnStall: true });
+    delete r.job.metadata.annotations?.[ANNOTATION.completionToken];
+    await r.tickAt(0);
+    expect((await r.tickAt(61)).report).toMatchObject({ stalled: 1, failed: 0 });
+    // Act: the token appears
+    (r.job.metadata.annotations as Record<string, string>)[ANNOTATION.completionToken] = 'tok';
+    expect((await r.tickAt(65)).store).toBe(0);
+    const again = await r.tickAt(71);
+    // Assess
+    expect(again.store).toBe(1);
+    expect(again.report).toMatchObject({ stalled: 0, failed: 1 });
+    expect(r.calls.filter((c) => c.startsWith('failure tok InfrastructureFailureError'))).toHaveLength(1);
   });
 });
