@@ -179,7 +179,9 @@ export function decideStall(record: StallInput, now: Date, timeScale = 1): Stall
   let running: string | undefined;
   for (const t of record.transitions) if (t.phase === 'Running') running = t.at;
   const base = Math.max(Date.parse(running ?? '') || 0, Date.parse(record.lastProgressAt ?? '') || 0);
-  if (base === 0 || nowMs - base < thresholdMs) return { kind: 'progressing', dueAt: base + thresholdMs };
+  // Nothing to count from (a record without its Running change): no detection, rather than a read per tick.
+  if (base === 0) return { kind: 'off' };
+  if (nowMs - base < thresholdMs) return { kind: 'progressing', dueAt: base + thresholdMs };
   const lastProgressAt = new Date(base).toISOString();
   const seconds = Math.floor((nowMs - base) / 1000);
   return {

@@ -33,6 +33,12 @@ describe('decideStall', () => {
     ['no stallAfterSeconds', run({}), 1000, { kind: 'off' }],
     ['not Running', run({ phase: 'Pending', stallAfterSeconds: 60 }), 1000, { kind: 'off' }],
     [
+      'Running without its Running change (nothing to count from)',
+      { ...run({ stallAfterSeconds: 60 }), transitions: [] },
+      1000,
+      { kind: 'off' },
+    ],
+    [
       'never reported, within the threshold of going Running',
       run({ stallAfterSeconds: 60, running: 10 }),
       69,
