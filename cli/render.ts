@@ -24,10 +24,12 @@ export function formatValue(v: number | string): string {
   return Number(v.toPrecision(4)).toString();
 }
 
-/** One line for a run: phase, why it waits or ended, progress %, ETA, latest loss. */
+/** One line for a run: phase, why it waits, is stalled or ended, progress %, ETA, latest loss. */
 export function runLine(run: RunView): string {
   const parts = [run.runId, run.phase];
-  if (run.phase === 'Pending' && run.admission) {
+  if (run.stalled) {
+    parts.push(`[STALLED: no progress or metric for ${formatDuration(run.stalled.seconds)}]`);
+  } else if (run.phase === 'Pending' && run.admission) {
     const a = run.admission;
     parts.push(`[${[a.reason ?? a.state, a.message].filter(Boolean).join(': ')}]`);
   } else if (run.reason) {
@@ -155,6 +157,11 @@ export function eventLine(event: LifecycleEvent): string {
       ? `admission: ${[d.admission.state, d.admission.reason].filter(Boolean).join('/')}`
       : undefined,
     d.message,
+    d.stall
+      ? event.type === 'gantry.run.unstalled'
+        ? `reporting again after ${formatDuration(d.stall.seconds)}`
+        : `no progress or metric for ${formatDuration(d.stall.seconds)} (since ${d.stall.lastProgressAt})`
+      : undefined,
     d.artifacts?.modelUri
       ? `model ${d.artifacts.modelUri}${d.artifacts.version ? ` v${d.artifacts.version}` : ''}`
       : undefined,

@@ -103,6 +103,7 @@ function build(event: unknown) {
         clock,
         orphanGraceSeconds: env().GANTRY_ORPHAN_GRACE_SECONDS,
         admittedSuspendedGraceSeconds: env().GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS,
+        stallTimeScale: env().GANTRY_STALL_TIME_SCALE,
         // Inside Step Functions' API quotas (lib/orchestration/pacing.ts); the embedded default
         // sets no quota of its own, but the same pacing runs there.
         pacing: {

@@ -136,6 +136,21 @@ export class AdmissionStalledError extends TerminalError {
   override readonly name = 'AdmissionStalledError' as const;
 }
 
+/**
+ * The job failed for a reason of the infrastructure, not of the training code (`reason`: e.g.
+ * `Stalled`, a running job whose progress and metrics stopped for its `stallAfterSeconds` with
+ * `restartOnStall`). The reconciler fails the run's completion wait with it; the run fails with
+ * that reason.
+ */
+export class InfrastructureFailureError extends TerminalError {
+  override readonly name = 'InfrastructureFailureError' as const;
+  readonly reason: string;
+  constructor(reason: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.reason = reason;
+  }
+}
+
 /** The job finished without writing any output and the request said it would; run fails `NoArtifacts`. */
 export class NoArtifactsError extends TerminalError {
   override readonly name = 'NoArtifactsError' as const;

@@ -360,6 +360,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       // The local state machine runs its timers `speed` times faster (HeartbeatSeconds included):
       // the reconciler's heartbeat pacing follows, in wall-clock seconds.
       GANTRY_HEARTBEAT_EVERY_SECONDS: String(HEARTBEAT_EVERY_SECONDS / (opts.speed ?? 1)),
+      // Stall detection counts in the same compressed time as the state machine's deadlines.
+      GANTRY_STALL_TIME_SCALE: String(opts.speed ?? 1),
       // The local Step Functions endpoint has no API quotas: the reconciler's pacing is set far
       // above what a test sends (its defaults follow AWS's quotas, lib/config.ts).
       GANTRY_SFN_ANSWERS_PER_SECOND: '5000',

@@ -390,6 +390,15 @@ async function runPage(id) {
             run.message,
           )
         : '',
+      // While Running with stallAfterSeconds: the job has not reported for that long.
+      run.stalled
+        ? h(
+            'p',
+            { className: 'stalled', id: 'stalled' },
+            h('strong', {}, 'Stalled: '),
+            `no progress or metric reported for ${fmtDuration(run.stalled.seconds * 1000)} (last report ${fmtTime(run.stalled.lastProgressAt)}).`,
+          )
+        : '',
     );
     const adm = run.admission;
     shell.summary.replaceChildren(

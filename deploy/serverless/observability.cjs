@@ -26,6 +26,7 @@ const METRIC = {
   tickErrors: 'ReconcilerErrors',
   tickJobs: 'ReconcilerJobs',
   tickAnswered: 'ReconcilerAnswered',
+  runsStalled: 'RunsStalled',
 };
 const STEPS = 'gantry-steps';
 const RECONCILER = 'gantry-reconciler';
@@ -152,9 +153,10 @@ function dashboard(functionKeys) {
         { stat: 'Average', label: kind },
       ]),
     ]),
-    widget('Reconciler: jobs seen, waits answered, errors', [
+    widget('Reconciler: jobs seen, waits answered, runs found stalled, errors', [
       rec(METRIC.tickJobs, 'Maximum', 'jobs'),
       rec(METRIC.tickAnswered, 'Sum', 'answered'),
+      rec(METRIC.runsStalled, 'Sum', 'runs stalled'),
       rec(METRIC.tickErrors, 'Sum', 'errors'),
       ['AWS/Lambda', 'Errors', 'FunctionName', fn('reconciler'), { stat: 'Sum', label: 'invocation errors' }],
     ]),

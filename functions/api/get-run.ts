@@ -4,5 +4,8 @@ import { getRun } from './_intake.ts';
 
 /** GET /v1/runs/{id} — the run, if it belongs to one of the caller's teams. */
 export const handler = route(async ({ event, caller, signal }) =>
-  respond(200, toRunView(await getRun()({ caller, runId: event.pathParameters?.id }, { signal }))),
+  respond(
+    200,
+    toRunView(await getRun()({ caller, runId: event.pathParameters?.id }, { signal }), new Date()),
+  ),
 );

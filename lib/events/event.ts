@@ -1,9 +1,10 @@
 import { PREEMPTED, type RunPhase } from '../run/phases.ts';
-import type { AdmissionNote, RunRecord } from '../run/record.ts';
+import type { AdmissionNote, RunRecord, Stall } from '../run/record.ts';
 
 /**
- * Lifecycle events: one per phase change of a run (the record's `transitions`), plus one when its
- * model version is published. Built from the run record alone, so the same record always gives
+ * Lifecycle events: one per phase change of a run (the record's `transitions`), one when its
+ * model version is published, and one when a running job is found stalled and one when it reports
+ * again (the record's `stalls`). Built from the run record alone, so the same record always gives
  * the same events with the same ids: a redelivery, a re-read of the table's change stream, or the
  * API's listing name an event the same way, and receivers deduplicate on `id`.
  */
@@ -20,6 +21,8 @@ export const EVENT_TYPES = [
   'gantry.run.succeeded',
   'gantry.run.failed',
   'gantry.run.cancelled',
+  'gantry.run.stalled',
+  'gantry.run.unstalled',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -28,7 +31,10 @@ export const EVENT_SOURCE = 'gantry';
 /** A CloudEvents 1.0 envelope (structured JSON mode); `data` is what happened to the run. */
 export interface LifecycleEvent {
   specversion: '1.0';
-  /** `<runId>:<n>` for the n-th phase change (0 = Accepted), `<runId>:published:<version>`. */
+  /**
+   * `<runId>:<n>` for the n-th phase change (0 = Accepted), `<runId>:published:<version>`,
+   * `<runId>:stalled:<n>` / `<runId>:unstalled:<n>` for the run's n-th stall.
+   */
   id: string;
   source: typeof EVENT_SOURCE;
   type: EventType;
@@ -59,6 +65,8 @@ export interface LifecycleEventData {
   trialIndex?: number;
   /** On `published` (and on `succeeded` when the run published a model): where the model is. */
   artifacts?: RunRecord['artifacts'];
+  /** On `stalled` and `unstalled`: the stall (`resumedAt`: the report that ended it). */
+  stall?: Omit<Stall, 'endedAt'> & { seconds: number };
 }
 
 /** The event type of a phase change: `Running → Pending` with reason Preempted is `preempted`. */
@@ -129,19 +137,66 @@ export function publishedEvent(record: RunRecord): LifecycleEvent | undefined {
   });
 }
 
+/**
+ * The events of the record's stalls, oldest first: `stalled` when one was found, `unstalled` when a
+ * report ended it (a stall ended by leaving Running has only the phase change's event). `seq` is the
+ * phase change the run was in (its last Running).
+ */
+export function stallEvents(record: RunRecord): LifecycleEvent[] {
+  const out: LifecycleEvent[] = [];
+  for (const s of record.stalls ?? []) {
+    let seq = record.transitions.length - 1;
+    while (seq > 0 && Date.parse(record.transitions[seq]?.at ?? '') > Date.parse(s.since)) seq--;
+    // What the event says stays what it said when it went out: `stalled` never shows the resume.
+    const { n, since, lastProgressAt } = s;
+    const data = (at: string, resumedAt?: string): LifecycleEventData => ({
+      ...base(record),
+      phase: 'Running',
+      seq,
+      stall: {
+        n,
+        since,
+        lastProgressAt,
+        ...(resumedAt !== undefined ? { resumedAt } : {}),
+        seconds: Math.max(0, Math.floor((Date.parse(at) - Date.parse(lastProgressAt)) / 1000)),
+      },
+    });
+    out.push(envelope(`${record.runId}:stalled:${n}`, 'gantry.run.stalled', since, data(since)));
+    if (s.resumedAt !== undefined)
+      out.push(
+        envelope(
+          `${record.runId}:unstalled:${n}`,
+          'gantry.run.unstalled',
+          s.resumedAt,
+          data(s.resumedAt, s.resumedAt),
+        ),
+      );
+  }
+  return out;
+}
+
 const AFTER_PUBLISHING: readonly RunPhase[] = ['Succeeded', 'Failed', 'Cancelled'];
 
-/** How far a run's events have been emitted: phase changes so far, and the published event's id. */
+/**
+ * How far a run's events have been emitted: phase changes so far, the published event's id, and
+ * the stall events' ids.
+ */
 export interface EventWatermark {
   phases: number;
   published?: string;
+  stalls?: string[];
 }
 
 /** The watermark of a record: everything it holds counts as emitted. */
 export function watermarkOf(record: RunRecord | undefined): EventWatermark {
   if (!record) return { phases: 0 };
   const published = publishedEvent(record)?.id;
-  return { phases: record.transitions.length, ...(published ? { published } : {}) };
+  const stalls = stallEvents(record).map((e) => e.id);
+  return {
+    phases: record.transitions.length,
+    ...(published ? { published } : {}),
+    ...(stalls.length > 0 ? { stalls } : {}),
+  };
 }
 
 /**
@@ -152,6 +207,15 @@ export function watermarkOf(record: RunRecord | undefined): EventWatermark {
 export function newEvents(after: RunRecord, seen: EventWatermark = { phases: 0 }): LifecycleEvent[] {
   const phases: LifecycleEvent[] = [];
   for (let n = seen.phases; n < after.transitions.length; n++) phases.push(phaseEvent(after, n));
+  // A stall happens while Running: its events go before a phase change that ended it in the same step.
+  const stalled = new Set(seen.stalls ?? []);
+  const stalls = stallEvents(after).filter((e) => !stalled.has(e.id));
+  if (stalls.length > 0) {
+    const from = stalls[0]?.time ?? '';
+    const at = phases.findIndex((e) => Date.parse(e.time) > Date.parse(from));
+    if (at < 0) phases.push(...stalls);
+    else phases.splice(at, 0, ...stalls);
+  }
   const published = publishedEvent(after);
   if (!published || seen.published === published.id) return phases;
   const at = phases.findIndex((e) => AFTER_PUBLISHING.includes(e.data.phase));

@@ -54,6 +54,15 @@ export const RunSummarySchema = z.strictObject({
   links: LinksSchema,
 });
 
+const StallSchema = z.strictObject({
+  since: z.described(z.string(), 'When Gantry found the run stalled'),
+  lastProgressAt: z.described(
+    z.string(),
+    'The last report before the stall (or when the run went Running, if it never reported)',
+  ),
+  seconds: z.described(z.number(), 'Seconds without a report, as of this response'),
+});
+
 export const RunViewSchema = z.extend(RunSummarySchema, {
   message: z.optional(z.string()),
   cluster: z.string(),
@@ -70,6 +79,14 @@ export const RunViewSchema = z.extend(RunSummarySchema, {
     "While Pending: the gang scheduler's or Kueue's word on admission",
   ),
   metrics: z.optional(z.record(z.string(), z.union([z.number(), z.string()]))),
+  lastProgressAt: z.described(
+    z.optional(z.string()),
+    'When the training last reported progress or a metric (metric channel, trainerStatus)',
+  ),
+  stalled: z.described(
+    z.optional(StallSchema),
+    'While Running with stallAfterSeconds: the job has reported no progress or metric for that long',
+  ),
   artifacts: z.optional(
     z.strictObject({
       outputUri: z.string(),
@@ -90,7 +107,7 @@ export const LifecycleEventSchema = z.strictObject({
   specversion: z.literal('1.0'),
   id: z.described(
     z.string(),
-    '`<runId>:<n>` for the n-th phase change, `<runId>:published:<version>`; stable across redeliveries',
+    '`<runId>:<n>` for the n-th phase change, `<runId>:published:<version>`, `<runId>:stalled:<n>` and `<runId>:unstalled:<n>` for the n-th stall; stable across redeliveries',
   ),
   source: z.literal('gantry'),
   type: z.described(z.enum(EVENT_TYPES), 'What happened; also the EventBridge detail-type'),
@@ -119,6 +136,18 @@ export const LifecycleEventSchema = z.strictObject({
         files: z.optional(z.number()),
         bytes: z.optional(z.number()),
       }),
+    ),
+    stall: z.described(
+      z.optional(
+        z.strictObject({
+          n: z.described(z.number(), "The stall's number in the run, from 0"),
+          since: z.string(),
+          lastProgressAt: z.string(),
+          resumedAt: z.described(z.optional(z.string()), 'On unstalled: when the training reported again'),
+          seconds: z.described(z.number(), 'Seconds without a report when the event happened'),
+        }),
+      ),
+      'On stalled and unstalled: the stall',
     ),
   }),
 });

@@ -1,4 +1,4 @@
-import type { RunRecord } from '../run/record.ts';
+import { openStall, type RunRecord } from '../run/record.ts';
 import { type SweepRecord, trialBudget } from '../sweep/record.ts';
 import type { RunSummary, RunView, SubmitResponse, SweepSummary, SweepView } from './view-schemas.ts';
 
@@ -31,8 +31,11 @@ export function toRunSummary(record: RunRecord): RunSummary {
   };
 }
 
-export function toRunView(record: RunRecord): RunView {
+/** The run as `GET /v1/runs/{id}` shows it; `now` counts an open stall's seconds (default: when it was found). */
+export function toRunView(record: RunRecord, now?: Date): RunView {
   const { spec } = record;
+  const stall = record.phase === 'Running' ? openStall(record) : undefined;
+  const stalledFrom = stall ? Date.parse(stall.lastProgressAt) : 0;
   return {
     ...toRunSummary(record),
     ...(record.message !== undefined ? { message: record.message } : {}),
@@ -43,6 +46,19 @@ export function toRunView(record: RunRecord): RunView {
     ...(record.job ? { job: record.job } : {}),
     ...(record.admission ? { admission: record.admission } : {}),
     ...(record.metrics ? { metrics: record.metrics } : {}),
+    ...(record.lastProgressAt ? { lastProgressAt: record.lastProgressAt } : {}),
+    ...(stall
+      ? {
+          stalled: {
+            since: stall.since,
+            lastProgressAt: stall.lastProgressAt,
+            seconds: Math.max(
+              0,
+              Math.floor(((now?.getTime() ?? Date.parse(stall.since)) - stalledFrom) / 1000),
+            ),
+          },
+        }
+      : {}),
     ...(record.artifacts ? { artifacts: record.artifacts } : {}),
     transitions: record.transitions,
     request: spec.request,

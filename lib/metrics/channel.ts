@@ -76,6 +76,11 @@ export interface MetricHistory {
   series: Record<string, SeriesPoint[]>;
   /** The latest progress any line reported (by time, then step). */
   progress?: RunProgress & { step?: number };
+  /**
+   * The newest time of any line folded in (never later than when it was folded in: a clock ahead
+   * cannot hold off stall detection): when the training last reported.
+   */
+  lastAt?: string;
   /** Keys (with ETags) of the objects already folded in, newest last. */
   sources: Array<{ key: string; etag: string }>;
   /** Lines folded in, and lines or points dropped (malformed, past MAX_SERIES). */
@@ -188,8 +193,12 @@ export function foldObject(
   for (const [name, points] of Object.entries(history.series)) series[name] = [...points];
   let progress = history.progress;
   let dropped = problems.length;
+  let lastAt = history.lastAt;
   for (const l of lines) {
     const t = l.time ?? object.lastModified;
+    const reported = Math.min(Date.parse(t), now.getTime());
+    if (Number.isFinite(reported) && (lastAt === undefined || reported > Date.parse(lastAt)))
+      lastAt = new Date(reported).toISOString();
     for (const [name, v] of Object.entries(l.metrics ?? {})) {
       if (!(name in series) && Object.keys(series).length >= MAX_SERIES) {
         dropped++;
@@ -218,6 +227,7 @@ export function foldObject(
       ...history,
       series,
       ...(progress ? { progress } : {}),
+      ...(lastAt !== undefined ? { lastAt } : {}),
       sources,
       lines: history.lines + lines.length,
       dropped: history.dropped + dropped,

@@ -158,6 +158,7 @@ export function makeMetricIngester(deps: {
       const change = {
         ...(Object.keys(metrics).length > 0 ? { metrics } : {}),
         ...(history.progress ? { progress: recordProgress(history.progress) } : {}),
+        ...(history.lastAt !== undefined ? { lastProgressAt: history.lastAt } : {}),
       };
       if (Object.keys(change).length > 0) await records.update(runId, change, opts);
       return folded;

@@ -75,6 +75,19 @@ export function preemptionNote(runId: string, message: string | undefined): JobN
 }
 
 /**
+ * Gantry found the run stalled: its job reported no progress or metric for `stallAfterSeconds`.
+ * With restartOnStall, Gantry fails the run's wait so the job is restarted as an infrastructure failure.
+ */
+export function stallNote(runId: string, stall: { message: string }, restart: boolean): JobNote {
+  return {
+    type: 'Warning',
+    reason: 'Stalled',
+    message: `Gantry found run ${runId} stalled: ${stall.message}`,
+    action: restart ? 'RestartRun' : 'RecordStall',
+  };
+}
+
+/**
  * A core/v1 Event about `job`. Its name is the job's plus a suffix unique to this note (as
  * client-go's recorder names events: `<object>.<hex>`); the namespace is the job's, as the
  * apiserver requires. `suffix` is lower-case hex (a timestamp, and a counter).

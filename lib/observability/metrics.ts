@@ -24,6 +24,7 @@ export const METRIC = {
   tickErrors: 'ReconcilerErrors',
   tickJobs: 'ReconcilerJobs',
   tickAnswered: 'ReconcilerAnswered',
+  runsStalled: 'RunsStalled',
 } as const;
 
 export type Unit = 'Count' | 'Seconds' | 'Milliseconds';
@@ -111,7 +112,7 @@ export type RequestCounts = Record<RequestKind, number>;
 
 export const NO_REQUESTS: RequestCounts = { Kubernetes: 0, StepFunctions: 0, Store: 0 };
 
-/** One reconciler pass: its duration, requests by kind, errors, the jobs it saw and the waits it answered. */
+/** One reconciler pass: its duration, requests by kind, errors, the jobs it saw, the waits it answered and the runs it found stalled. */
 export function tickMetrics(report: TickReport, durationMs: number, requests: RequestCounts): MetricPoint[] {
   return [
     { name: METRIC.tickDuration, unit: 'Milliseconds', value: durationMs },
@@ -126,6 +127,7 @@ export function tickMetrics(report: TickReport, durationMs: number, requests: Re
     { name: METRIC.tickErrors, unit: 'Count', value: report.errors },
     { name: METRIC.tickJobs, unit: 'Count', value: report.jobs },
     { name: METRIC.tickAnswered, unit: 'Count', value: report.answered + report.failed },
+    { name: METRIC.runsStalled, unit: 'Count', value: report.stalled },
   ];
 }
 

@@ -1,3 +1,4 @@
+import { openStall, type RunRecord } from '../run/record.ts';
 import { kueueFramework } from '../trainjob/kueue-kinds.ts';
 import { LABEL } from '../trainjob/labels.ts';
 import { POD_FAILURE_ERROR } from '../trainjob/pod-health.ts';
@@ -120,4 +121,77 @@ export function decideMissingWorkload(
 /** The cause string sent with SendTaskFailure; `recordOutcome` reads it back. */
 export function failureCause(d: Extract<Decision, { kind: 'fail' }>): string {
   return JSON.stringify({ reason: d.reason, message: d.message });
+}
+
+/**
+ * Stall detection for one run record (`stallAfterSeconds`): a Running run is stalled when
+ * now − max(last report, when it last went Running) ≥ stallAfterSeconds. `dueAt` (ms) is the first
+ * time the run could be found stalled given what the record says, so the reconciler reads the record
+ * again only then (a steady tick reads nothing): the last report plus the threshold, or — for a run
+ * already stalled — now plus the threshold (a report clears the stall in the record, and the next
+ * stall cannot come sooner than a threshold after it). `timeScale` divides the threshold (the
+ * embedded default's time compression; 1 on AWS).
+ */
+export type StallDecision =
+  /** No detection: not Running, or no stallAfterSeconds. */
+  | { kind: 'off' }
+  | { kind: 'progressing'; dueAt: number }
+  | {
+      kind: 'stalled';
+      /** true: found now (open a stall); false: already open in the record. */
+      fresh: boolean;
+      since: string;
+      lastProgressAt: string;
+      seconds: number;
+      restart: boolean;
+      message: string;
+      dueAt: number;
+    };
+
+type StallInput = Pick<RunRecord, 'phase' | 'transitions' | 'lastProgressAt' | 'stalls'> & {
+  spec: { request: { stallAfterSeconds?: number | undefined; restartOnStall?: boolean | undefined } };
+};
+
+export function decideStall(record: StallInput, now: Date, timeScale = 1): StallDecision {
+  // A record written before stall detection, or a partial one, has no detection.
+  const request: Partial<StallInput['spec']['request']> = record.spec?.request ?? {};
+  const after = request.stallAfterSeconds;
+  if (record.phase !== 'Running' || after === undefined) return { kind: 'off' };
+  const thresholdMs = (after * 1000) / timeScale;
+  const restart = request.restartOnStall === true;
+  const open = openStall(record);
+  const nowMs = now.getTime();
+  const message = (lastProgressAt: string, seconds: number) =>
+    `no progress or metric reported for ${seconds} s (since ${lastProgressAt}; stallAfterSeconds ${after})${restart ? ': restarting the job (restartOnStall)' : ''}`;
+  if (open) {
+    const seconds = Math.floor((nowMs - Date.parse(open.lastProgressAt)) / 1000);
+    return {
+      kind: 'stalled',
+      fresh: false,
+      since: open.since,
+      lastProgressAt: open.lastProgressAt,
+      seconds,
+      restart,
+      message: message(open.lastProgressAt, seconds),
+      dueAt: nowMs + thresholdMs,
+    };
+  }
+  let running: string | undefined;
+  for (const t of record.transitions) if (t.phase === 'Running') running = t.at;
+  const base = Math.max(Date.parse(running ?? '') || 0, Date.parse(record.lastProgressAt ?? '') || 0);
+  // Nothing to count from (a record without its Running change): no detection, rather than a read per tick.
+  if (base === 0) return { kind: 'off' };
+  if (nowMs - base < thresholdMs) return { kind: 'progressing', dueAt: base + thresholdMs };
+  const lastProgressAt = new Date(base).toISOString();
+  const seconds = Math.floor((nowMs - base) / 1000);
+  return {
+    kind: 'stalled',
+    fresh: true,
+    since: now.toISOString(),
+    lastProgressAt,
+    seconds,
+    restart,
+    message: message(lastProgressAt, seconds),
+    dueAt: nowMs + thresholdMs,
+  };
 }

@@ -6,10 +6,11 @@ import {
   noteForDecision,
   orphanNote,
   preemptionNote,
+  stallNote,
 } from '../observability/events.ts';
 import type { CallOptions, Clock, ClusterGateway, JobApi, WorkflowEngine } from '../ports.ts';
 import { PREEMPTED } from '../run/phases.ts';
-import type { RecordChange } from '../run/record.ts';
+import { openStall, type RecordChange } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import { ANNOTATION, LABEL, MANAGED_SELECTOR } from '../trainjob/labels.ts';
 import {
@@ -22,7 +23,7 @@ import {
 } from '../trainjob/pod-health.ts';
 import { type JobView, toRunPhase } from '../trainjob/status.ts';
 import type { K8sObject } from '../trainjob/types.ts';
-import { decide, decideMissingWorkload, failureCause, type Stage } from './decide.ts';
+import { decide, decideMissingWorkload, decideStall, failureCause, type Stage } from './decide.ts';
 import { refFromJob } from './job-ref.ts';
 import { type Pacer, UNPACED } from './pacing.ts';
 
@@ -58,6 +59,11 @@ export interface ReconcilerDeps {
    * `describe` DescribeExecution. Default: unpaced (the embedded default has no quotas).
    */
   pacing?: { answers?: Pacer; describe?: Pacer };
+  /**
+   * Divides every run's `stallAfterSeconds` (the embedded default's time compression, its Step
+   * Functions speed); default 1.
+   */
+  stallTimeScale?: number;
   /** Advances every active sweep after the jobs (releases, early stopping, publishing the best). */
   sweeps?: { advanceActive(opts?: CallOptions): Promise<{ sweeps: number; errors: number }> };
   log?: (line: Record<string, unknown>) => void;
@@ -71,6 +77,8 @@ export interface TickReport {
   orphansDeleted: number;
   cancelled: number;
   recordsUpdated: number;
+  /** Runs found stalled this tick (their `stallAfterSeconds` passed without a report): RunsStalled. */
+  stalled: number;
   sweeps: number;
   errors: number;
 }
@@ -85,6 +93,7 @@ export function emptyReport(): TickReport {
     orphansDeleted: 0,
     cancelled: 0,
     recordsUpdated: 0,
+    stalled: 0,
     sweeps: 0,
     errors: 0,
   };
@@ -93,7 +102,9 @@ export function emptyReport(): TickReport {
 /** Half the `HeartbeatSeconds` (600) of the state machine's two waits: a missed tick or two still keeps them alive. */
 export const HEARTBEAT_EVERY_SECONDS = 300;
 
-/** A record change the tick will write (after its job pass, batched). */
+/** How soon a stalled run that asks for a restart is looked at again when its job has no completion token yet. */
+const RESTART_RECHECK_MS = 10_000;
+
 /** A waiting token whose heartbeat is due this tick, with what clearing it from its job needs. */
 interface DueHeartbeat {
   token: string;
@@ -108,12 +119,26 @@ interface DueHeartbeat {
   at: number;
 }
 
+/** A record change the tick will write (after its job pass, batched). */
 interface PendingRecord {
   runId: string;
   change: RecordChange;
-  digest: string;
+  /** What `recorded` remembers once written; absent for a stall check alone. */
+  digest?: string;
+  /** The job runs: check the run for a stall on the record read (and restart it when it asks). */
+  stall?: StallContext;
   /** A preemption: called when the write moved the record from Running back to Pending (a Kubernetes Event). */
   onPreempted?: () => Promise<void>;
+}
+
+/** A running job whose run's record the tick reads: what acting on a stall needs. */
+interface StallContext {
+  cluster: string;
+  gateway: ClusterGateway;
+  api: JobApi;
+  job: K8sObject;
+  /** The waiting completion token, if any: failed (InfrastructureFailureError) on restartOnStall. */
+  token?: string;
 }
 
 const TOKEN_KEYS: Array<[Stage, string]> = [
@@ -148,6 +173,14 @@ export function makeReconciler(deps: ReconcilerDeps) {
   const answers = deps.pacing?.answers ?? UNPACED;
   const describe = deps.pacing?.describe ?? UNPACED;
   const heartbeatEveryMs = (deps.heartbeatEverySeconds ?? HEARTBEAT_EVERY_SECONDS) * 1000;
+  /**
+   * Stall detection (decideStall): per running job, the time (ms) its record must next be read,
+   * learnt from the last read; Infinity when the run has no detection. A job not in the map is read
+   * at its next tick (a cold start reads every running job's record once, as it writes them anyway);
+   * a job that is not due costs the store nothing.
+   */
+  const stallDue = new Map<string, number>();
+  const stallScale = deps.stallTimeScale ?? 1;
   /** Clusters whose RBAC refused an Event: no more tries there while this reconciler lives. */
   const eventsRefused = new Set<string>();
   let eventSeq = 0;
@@ -272,6 +305,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
       }),
     );
     for (const runId of recorded.keys()) if (!live.has(runId)) recorded.delete(runId);
+    for (const runId of stallDue.keys()) if (!live.has(runId)) stallDue.delete(runId);
     if (report.errors === 0)
       for (const token of beaten.keys()) if (!waitingTokens.has(token)) beaten.delete(token);
     await sweeping;
@@ -388,7 +422,18 @@ export function makeReconciler(deps: ReconcilerDeps) {
       if (progress?.change.reason === PREEMPTED) {
         progress.onPreempted = () => note(cluster, gateway, job, preemptionNote(runId, view.message), opts);
       }
-      if (progress) toRecord.push(progress);
+      // A running job's record is read when its stall check is due (and on any write).
+      if (view.phase !== 'Running') stallDue.delete(runId);
+      const due = view.phase === 'Running' && (stallDue.get(runId) ?? 0) <= now.getTime();
+      if (progress || due) {
+        const token = job.metadata.annotations?.[ANNOTATION.completionToken];
+        toRecord.push({
+          ...(progress ?? { runId, change: {} }),
+          ...(view.phase === 'Running'
+            ? { stall: { cluster, gateway, api, job, ...(token ? { token } : {}) } }
+            : {}),
+        });
+      }
     }
     if (!waiting && runId) await removeIfOrphan(cluster, gateway, api, job, runId, now, report, opts);
   }
@@ -489,19 +534,92 @@ export function makeReconciler(deps: ReconcilerDeps) {
       log({ level: 'ERROR', msg: 'run records not read', runs: pending.length, error: String(err) });
       return;
     }
-    await mapLimit(pending, 16, async ({ runId, change, digest, onPreempted }) => {
+    await mapLimit(pending, 16, async ({ runId, change, digest, onPreempted, stall }) => {
       const read = reads.get(runId);
-      if (!read) return; // a job without a record (made outside Gantry's intake): nothing to write
+      if (!read) {
+        // A job without a record (made outside Gantry's intake): nothing to write or to watch.
+        if (stall) stallDue.set(runId, Number.POSITIVE_INFINITY);
+        return;
+      }
       try {
-        const { record, changed } = await deps.records.updateFrom(read, change, opts);
+        const now = deps.clock.now();
+        const found = stall ? decideStall(read.value, now, stallScale) : undefined;
+        const opening = found?.kind === 'stalled' && found.fresh ? found : undefined;
+        const full: RecordChange = opening
+          ? { ...change, stall: { since: opening.since, lastProgressAt: opening.lastProgressAt } }
+          : change;
+        const { record, changed } = await deps.records.updateFrom(read, full, opts);
         if (changed) report.recordsUpdated++;
-        recorded.set(runId, digest);
+        if (digest !== undefined) recorded.set(runId, digest);
         if (changed && read.value.phase === 'Running' && record.phase === 'Pending') await onPreempted?.();
+        if (stall)
+          await actOnStall(runId, record, opening !== undefined && changed, stall, now, report, opts);
       } catch (err) {
         report.errors++;
         log({ level: 'ERROR', msg: 'run record not written', runId, error: String(err) });
       }
     });
+  }
+
+  /**
+   * After a running job's record was read (and written): when its stall is next due, and — for a
+   * stall this write opened — a Kubernetes Event and RunsStalled; with restartOnStall, the run's
+   * completion wait fails with InfrastructureFailureError (reason Stalled), as any stalled tick
+   * finding the token still there does.
+   */
+  async function actOnStall(
+    runId: string,
+    record: Parameters<typeof decideStall>[0],
+    opened: boolean,
+    stall: StallContext,
+    now: Date,
+    report: TickReport,
+    opts?: CallOptions,
+  ) {
+    const d = decideStall(record, now, stallScale);
+    stallDue.set(runId, d.kind === 'off' ? Number.POSITIVE_INFINITY : d.dueAt);
+    if (d.kind !== 'stalled') return;
+    const fresh = opened && openStall(record)?.since === d.since;
+    if (fresh) {
+      report.stalled++;
+      log({ level: 'WARN', msg: 'run stalled', runId, lastProgressAt: d.lastProgressAt, seconds: d.seconds });
+    }
+    const restart = d.restart && stall.token !== undefined;
+    // Asked to restart, but the completion wait has not stored its token yet (it is between the two
+    // waits): look again soon rather than a whole threshold later.
+    if (d.restart && !restart)
+      stallDue.set(runId, Math.min(d.dueAt, now.getTime() + RESTART_RECHECK_MS / stallScale));
+    if (fresh || restart)
+      await note(stall.cluster, stall.gateway, stall.job, stallNote(runId, d, restart), opts);
+    if (!restart) return;
+    const token = stall.token as string;
+    try {
+      await answers.take();
+      const delivered = await deps.workflow.sendTaskFailure(
+        token,
+        'InfrastructureFailureError',
+        JSON.stringify({ reason: 'Stalled', message: d.message }),
+        opts,
+      );
+      report.failed++;
+      beaten.delete(token);
+      await stall.gateway.annotateJob(
+        stall.api,
+        stall.job.metadata.namespace ?? 'default',
+        stall.job.metadata.name,
+        { [ANNOTATION.completionToken]: null },
+        opts,
+      );
+      log({
+        level: 'INFO',
+        msg: delivered ? 'restarting a stalled run' : 'cleared a stale task token',
+        runId,
+      });
+    } catch (err) {
+      // Tried again next tick (the stall stays open and the token on the job).
+      stallDue.set(runId, 0);
+      throw err;
+    }
   }
 
   async function removeIfOrphan(

@@ -457,8 +457,13 @@ const REASON_BY_ERROR: Record<string, FailureReason> = {
   ClusterUnavailableError: 'ClusterUnavailable',
 };
 
-/** Errors sent by SendTaskFailure whose cause names the precise reason (e.g. `ImagePullFailed`). */
-const REASON_FROM_CAUSE = new Set(['TrainingFailedError', 'PodStartFailedError', 'UnschedulableError']);
+/** Errors sent by SendTaskFailure whose cause names the precise reason (e.g. `ImagePullFailed`, `Stalled`). */
+const REASON_FROM_CAUSE = new Set([
+  'TrainingFailedError',
+  'PodStartFailedError',
+  'UnschedulableError',
+  'InfrastructureFailureError',
+]);
 
 /** Turn the failure path's state into the reason and message the run record shows. */
 export function failureOf(state: FailedState): { reason: string; message: string } {

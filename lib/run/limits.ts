@@ -69,6 +69,8 @@ export const LIMITS = {
   minDeadlineSeconds: 60,
   maxAdmissionDeadlineSeconds: 7 * 24 * 3600,
   maxRunDeadlineSeconds: 30 * 24 * 3600,
+  minStallAfterSeconds: 60,
+  maxStallAfterSeconds: 7 * 24 * 3600,
 } as const;
 
 export const DEFAULTS = {

@@ -37,6 +37,8 @@ export const FAILURE_REASONS = [
   'ContainerConfigError',
   'CrashLoopBackOff',
   'Unschedulable',
+  /** A running job reported no progress or metric for its `stallAfterSeconds` and the request asked to restart it. */
+  'Stalled',
   'InternalError',
   /** The embedded default was stopped while the run was in flight (local/restart.ts). */
   'LocalRestart',

@@ -30,6 +30,17 @@ export interface RunRecord {
   admission?: AdmissionNote;
   progress?: RunProgress;
   metrics?: Record<string, number | string>;
+  /**
+   * The newest time the training reported progress or a metric (a metric channel line's time, or
+   * `trainerStatus`'s progress): what stall detection measures from.
+   */
+  lastProgressAt?: string;
+  /**
+   * The run's stalls, oldest first (at most MAX_STALLS kept): each opened by the reconciler when a
+   * running job reported nothing for its `stallAfterSeconds`, resumed when a report arrives again,
+   * or ended when the run leaves Running. The open one (no `resumedAt`, no `endedAt`) is the view's `stalled`.
+   */
+  stalls?: Stall[];
   artifacts?: { outputUri: string; modelUri?: string; version?: string; files?: number; bytes?: number };
   createdAt: string;
   updatedAt: string;
@@ -50,6 +61,28 @@ export function newRecord(spec: RunSpec, fingerprint: string, now: Date): RunRec
   };
 }
 
+/** One stall of a running job (`n` counts the run's stalls from 0: the lifecycle events' ids use it). */
+export interface Stall {
+  n: number;
+  /** When the reconciler found the run stalled. */
+  since: string;
+  /** The last report before the stall (or when the run went Running, if it never reported). */
+  lastProgressAt: string;
+  /** When a report arrived again (the report's time): the `unstalled` event. */
+  resumedAt?: string;
+  /** When the run left Running while stalled (failed, restarted, preempted, finished): no event. */
+  endedAt?: string;
+}
+
+/** Stalls kept in a record: the oldest go first (their events were delivered when they happened). */
+export const MAX_STALLS = 20;
+
+/** The run's open stall: while Running, the last stall when it neither resumed nor ended. */
+export function openStall(record: Pick<RunRecord, 'stalls'>): Stall | undefined {
+  const last = record.stalls?.[record.stalls.length - 1];
+  return last && last.resumedAt === undefined && last.endedAt === undefined ? last : undefined;
+}
+
 export interface AdmissionNote {
   state: string;
   reason?: string;
@@ -64,6 +97,13 @@ export interface RecordChange {
   job?: JobLocation;
   progress?: RunProgress;
   metrics?: Record<string, number | string>;
+  /** A new report time (kept when newer than the record's); resumes an open stall it postdates. */
+  lastProgressAt?: string;
+  /**
+   * Open a stall (the reconciler's decision): applied only while the run is Running, has no open
+   * stall, and has no report newer than `lastProgressAt` (one that arrived after the decision wins).
+   */
+  stall?: { since: string; lastProgressAt: string };
   artifacts?: RunRecord['artifacts'];
 }
 
@@ -100,6 +140,7 @@ export function applyChange(record: RunRecord, change: RecordChange, now: Date):
     changed = true;
   }
   const frozen = isTerminal(record.phase);
+  if (!frozen && applyStallChange(record, next, change, now)) changed = true;
   for (const key of ['job', 'admission', 'progress', 'metrics', 'artifacts'] as const) {
     const value = change[key];
     if (value === undefined || frozen) continue;
@@ -114,4 +155,44 @@ export function applyChange(record: RunRecord, change: RecordChange, now: Date):
   if (!changed) return undefined;
   next.updatedAt = now.toISOString();
   return next;
+}
+
+const later = (a: string | undefined, b: string | undefined) =>
+  a === undefined ? b : b === undefined ? a : Date.parse(b) > Date.parse(a) ? b : a;
+
+/**
+ * The stall part of `applyChange` (writes `next`, returns whether it changed anything): a newer
+ * report time is kept and resumes an open stall; leaving Running ends an open stall; a stall
+ * decision opens one only when it still holds.
+ */
+function applyStallChange(record: RunRecord, next: RunRecord, change: RecordChange, now: Date): boolean {
+  let changed = false;
+  let stalls = record.stalls;
+  const reported = later(change.lastProgressAt, change.progress?.updatedAt);
+  const cappedReport =
+    reported !== undefined && Date.parse(reported) > now.getTime() ? now.toISOString() : reported;
+  const newest = later(record.lastProgressAt, cappedReport);
+  if (newest !== record.lastProgressAt && newest !== undefined && Number.isFinite(Date.parse(newest))) {
+    next.lastProgressAt = newest;
+    changed = true;
+  }
+  const open = openStall(record);
+  if (open && newest !== undefined && Date.parse(newest) > Date.parse(open.lastProgressAt)) {
+    stalls = [...(stalls ?? []).slice(0, -1), { ...open, resumedAt: newest }];
+  } else if (open && next.phase !== 'Running') {
+    stalls = [...(stalls ?? []).slice(0, -1), { ...open, endedAt: now.toISOString() }];
+  } else if (
+    change.stall &&
+    !open &&
+    next.phase === 'Running' &&
+    (newest === undefined || Date.parse(newest) <= Date.parse(change.stall.lastProgressAt))
+  ) {
+    const n = (stalls?.[stalls.length - 1]?.n ?? -1) + 1;
+    stalls = [...(stalls ?? []), { n, ...change.stall }].slice(-MAX_STALLS);
+  }
+  if (stalls !== record.stalls) {
+    next.stalls = stalls as Stall[];
+    changed = true;
+  }
+  return changed;
 }

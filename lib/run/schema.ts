@@ -323,6 +323,30 @@ export const RunRequestSchema = z
       ),
       'Seconds the job may run once admitted before the run fails DeadlineExceeded (default 86400)',
     ),
+    stallAfterSeconds: z.described(
+      z.optional(
+        z
+          .number()
+          .check(
+            z.int('stallAfterSeconds must be a whole number'),
+            z.gte(
+              LIMITS.minStallAfterSeconds,
+              `stallAfterSeconds must be at least ${LIMITS.minStallAfterSeconds}`,
+            ),
+            z.lte(
+              LIMITS.maxStallAfterSeconds,
+              `stallAfterSeconds must be at most ${LIMITS.maxStallAfterSeconds} (7 days)`,
+            ),
+          ),
+      ),
+      'Seconds a running job may go without a new progress or metric report (metric channel) before the run is shown stalled; absent: never',
+    ),
+    // Optional, not defaulted: a default would change every parsed request, and with it the
+    // fingerprint of requests accepted before this field existed (a replayed key would conflict).
+    restartOnStall: z.described(
+      z.optional(z.boolean()),
+      '(default false) true: a stalled run is failed as an infrastructure failure (reason Stalled) instead of only shown stalled; needs stallAfterSeconds',
+    ),
     labels: z.described(
       z.optional(
         z
@@ -387,6 +411,13 @@ export const RunRequestSchema = z
   })
   .check(
     z.superRefine((r, ctx) => {
+      if (r.restartOnStall && r.stallAfterSeconds === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['restartOnStall'],
+          message: 'restartOnStall needs stallAfterSeconds',
+        });
+      }
       if (r.target === 'MPIJob' && r.numNodes < 2) {
         // An MPIJob needs a launcher and at least one worker.
         ctx.addIssue({

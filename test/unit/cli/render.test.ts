@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  eventLine,
   fitWidth,
   formatApiError,
   formatDuration,
@@ -10,6 +11,7 @@ import {
   sweepLine,
   sweepTable,
 } from '../../../cli/render.ts';
+import type { LifecycleEvent } from '../../../lib/events/event.ts';
 import type { RunSummary, RunView, SweepView } from '../../../lib/intake/view-schemas.ts';
 
 const RUN = 'run-abcdefghijklmnopqrst';
@@ -101,6 +103,14 @@ describe('the watch line', () => {
       'running: progress, ETA, latest loss',
       { progress: { percent: 42, etaSeconds: 185 }, metrics: { loss: 0.123456, accuracy: 0.8 } },
       `${RUN}  Running  42%  ETA 3m05s  loss 0.1235`,
+    ],
+    [
+      'running but stalled: how long without a report',
+      {
+        progress: { percent: 42, etaSeconds: 185 },
+        stalled: { since: '2026-01-01T00:05:00Z', lastProgressAt: '2026-01-01T00:00:00Z', seconds: 305 },
+      },
+      `${RUN}  Running  [STALLED: no progress or metric for 5m05s]  42%  ETA 3m05s`,
     ],
     [
       'preempted back to Pending, the reason shown',
@@ -243,5 +253,33 @@ describe('formatApiError', () => {
     [500, undefined, 'error: HTTP 500: no message'],
   ])('HTTP %i', (status, body, text) => {
     expect(formatApiError(status, body)).toBe(text);
+  });
+});
+
+describe('eventLine: stalls', () => {
+  const stallEvent = (type: 'gantry.run.stalled' | 'gantry.run.unstalled', seconds: number) =>
+    ({
+      time: '2026-01-01T00:02:00Z',
+      type,
+      data: {
+        runId: RUN,
+        team: 't',
+        phase: 'Running',
+        seq: 3,
+        stall: { n: 0, since: '2026-01-01T00:02:00Z', lastProgressAt: '2026-01-01T00:00:00Z', seconds },
+      },
+    }) as unknown as LifecycleEvent;
+
+  it.each([
+    [
+      stallEvent('gantry.run.stalled', 120),
+      '2026-01-01T00:02:00Z  stalled     no progress or metric for 2m00s (since 2026-01-01T00:00:00Z)',
+    ],
+    [
+      stallEvent('gantry.run.unstalled', 150),
+      '2026-01-01T00:02:00Z  unstalled   reporting again after 2m30s',
+    ],
+  ])('%#', (event, line) => {
+    expect(eventLine(event)).toBe(line);
   });
 });

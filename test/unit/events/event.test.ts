@@ -206,3 +206,55 @@ describe('newEvents: what one change adds', () => {
     expect(newEvents(done, watermarkOf(done))).toEqual([]);
   });
 });
+
+describe('stall events', () => {
+  // Times: change i is applied at T0 + (i+1) s (lived).
+  const stallSteps: RecordChange[] = [
+    { phase: 'Submitting' },
+    { phase: 'Pending' },
+    { phase: 'Running' }, // 3 s
+    { lastProgressAt: at(4).toISOString() }, // 4 s
+    { stall: { since: at(5).toISOString(), lastProgressAt: at(4).toISOString() } }, // 5 s
+    { lastProgressAt: at(6).toISOString() }, // 6 s: resumed
+    { stall: { since: at(7).toISOString(), lastProgressAt: at(6).toISOString() } }, // 7 s
+    { phase: 'Failed', reason: 'Stalled', message: 'stalled' }, // 8 s: ended, no unstalled
+  ];
+
+  it('stalled and unstalled, ids by the stall number, a stall ended by a failure has no unstalled', () => {
+    const r = lived(stallSteps);
+    const stalls = runEvents(r).filter((e) => e.type.includes('stalled'));
+    expect(stalls.map((e) => [e.id, e.type, e.time, e.data.stall?.seconds, e.data.seq])).toEqual([
+      ['run-e:stalled:0', 'gantry.run.stalled', at(5).toISOString(), 1, 3],
+      ['run-e:unstalled:0', 'gantry.run.unstalled', at(6).toISOString(), 2, 3],
+      ['run-e:stalled:1', 'gantry.run.stalled', at(7).toISOString(), 1, 3],
+    ]);
+    expect(brief(runEvents(r))).toEqual([
+      'gantry.run.accepted',
+      'gantry.run.submitting',
+      'gantry.run.pending',
+      'gantry.run.running',
+      'gantry.run.stalled',
+      'gantry.run.unstalled',
+      'gantry.run.stalled',
+      'gantry.run.failed/Stalled',
+    ]);
+  });
+
+  it('change by change, each stall event comes out once; a coarse step puts them before the final phase', () => {
+    let r = newRecord(aRunSpec({ runId: 'run-e' }), 'fp', T0);
+    const out = [...newEvents(r)];
+    stallSteps.forEach((c, i) => {
+      const next = applyChange(r, c, at(i + 1)) ?? r;
+      out.push(...newEvents(next, watermarkOf(r)));
+      r = next;
+    });
+    expect(out).toEqual(runEvents(r));
+    const running = lived(stallSteps.slice(0, 4));
+    expect(brief(newEvents(lived(stallSteps), watermarkOf(running)))).toEqual([
+      'gantry.run.stalled',
+      'gantry.run.unstalled',
+      'gantry.run.stalled',
+      'gantry.run.failed/Stalled',
+    ]);
+  });
+});

@@ -88,6 +88,18 @@ describe('foldObject', () => {
     ).toHaveLength(4);
   });
 
+  it('lastAt: the newest line time (metrics or progress), never later than the fold, never going back', () => {
+    let h = fold(emptyHistory(RUN, NOW), 'a.jsonl', [{ time: at(10), metrics: { loss: 0.8 } }])!.history;
+    expect(h.lastAt).toBe(at(10));
+    h = fold(h, 'b.jsonl', [{ time: at(5), progressPercentage: 3 }])!.history;
+    expect(h.lastAt).toBe(at(10));
+    h = fold(h, 'c.jsonl', [{ step: 1, metrics: { loss: 0.7 } }])!.history; // last-modified: at(59)
+    expect(h.lastAt).toBe(at(59));
+    // A clock ahead of Gantry's: capped at the fold's time, so it cannot hold off stall detection.
+    h = fold(h, 'd.jsonl', [{ time: '2027-01-01T00:00:00Z', metrics: { loss: 0.6 } }])!.history;
+    expect(h.lastAt).toBe(NOW.toISOString());
+  });
+
   it('orders lines of the same second by step, and a line without time takes the object’s last-modified time', () => {
     const h = fold(emptyHistory(RUN, NOW), 'a.jsonl', [
       { time: at(5), step: 100, progressPercentage: 100, metrics: { loss: 0.1 } },

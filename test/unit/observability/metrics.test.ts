@@ -205,7 +205,7 @@ describe('reasonDimension', () => {
 });
 
 describe('tickMetrics', () => {
-  it('reports duration, requests by kind, errors, jobs and answers of one pass', () => {
+  it('reports duration, requests by kind, errors, jobs, answers and stalls of one pass', () => {
     const report: TickReport = {
       jobs: 40,
       answered: 3,
@@ -214,6 +214,7 @@ describe('tickMetrics', () => {
       orphansDeleted: 0,
       cancelled: 0,
       recordsUpdated: 4,
+      stalled: 2,
       sweeps: 0,
       errors: 2,
     };
@@ -226,6 +227,7 @@ describe('tickMetrics', () => {
       { name: 'ReconcilerErrors', unit: 'Count', value: 2 },
       { name: 'ReconcilerJobs', unit: 'Count', value: 40 },
       { name: 'ReconcilerAnswered', unit: 'Count', value: 4 },
+      { name: 'RunsStalled', unit: 'Count', value: 2 },
     ]);
   });
 });

@@ -245,6 +245,15 @@ describe('failureOf', () => {
       { reason: 'AdmissionStalled', message: 'stalled' },
     ],
     [
+      {
+        error: {
+          Error: 'InfrastructureFailureError',
+          Cause: JSON.stringify({ reason: 'Stalled', message: 'no progress or metric reported for 61 s' }),
+        },
+      },
+      { reason: 'Stalled', message: 'no progress or metric reported for 61 s' },
+    ],
+    [
       { failure: { reason: 'AdmissionTimeout', message: 'late' } },
       { reason: 'AdmissionTimeout', message: 'late' },
     ],

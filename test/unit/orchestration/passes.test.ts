@@ -14,6 +14,7 @@ function play(opts: { everyMs: number; timeoutMs: number; passMs: number; abortA
     orphansDeleted: 0,
     cancelled: 0,
     recordsUpdated: 1,
+    stalled: 0,
     sweeps: 0,
     errors: 0,
   });

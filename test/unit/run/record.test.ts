@@ -118,3 +118,69 @@ describe('applyChange — preemption', () => {
     ).toBeUndefined();
   });
 });
+
+describe('applyChange: stalls', () => {
+  const running = (extra: Partial<RunRecord> = {}) => record('Running', extra);
+  const stall = { since: at(10).toISOString(), lastProgressAt: at(5).toISOString() };
+
+  it('keeps the newest report time, never one ahead of now', () => {
+    const r = running({ lastProgressAt: at(5).toISOString() });
+    expect(applyChange(r, { lastProgressAt: at(3).toISOString() }, at(6))).toBeUndefined();
+    expect(applyChange(r, { lastProgressAt: at(6).toISOString() }, at(7))?.lastProgressAt).toBe(
+      at(6).toISOString(),
+    );
+    expect(applyChange(r, { lastProgressAt: at(60).toISOString() }, at(7))?.lastProgressAt).toBe(
+      at(7).toISOString(),
+    );
+    expect(
+      applyChange(r, { progress: { percent: 5, updatedAt: at(8).toISOString() } }, at(9))?.lastProgressAt,
+    ).toBe(at(8).toISOString());
+  });
+
+  it('opens a stall while Running, numbered, and not twice', () => {
+    const opened = applyChange(running({ lastProgressAt: at(5).toISOString() }), { stall }, at(10));
+    expect(opened?.stalls).toEqual([{ n: 0, ...stall }]);
+    expect(applyChange(opened as RunRecord, { stall }, at(11))).toBeUndefined();
+  });
+
+  it('does not open a stall a newer report already answered, nor outside Running', () => {
+    expect(applyChange(running({ lastProgressAt: at(8).toISOString() }), { stall }, at(10))).toBeUndefined();
+    expect(applyChange(record('Pending'), { stall }, at(10))).toBeUndefined();
+    expect(applyChange(record('Succeeded'), { stall }, at(10))).toBeUndefined();
+  });
+
+  it('a newer report resumes the open stall; the next stall is n 1', () => {
+    const stalled = running({ lastProgressAt: at(5).toISOString(), stalls: [{ n: 0, ...stall }] });
+    const resumed = applyChange(stalled, { lastProgressAt: at(12).toISOString() }, at(13)) as RunRecord;
+    expect(resumed.stalls).toEqual([{ n: 0, ...stall, resumedAt: at(12).toISOString() }]);
+    const again = applyChange(
+      resumed,
+      { stall: { since: at(20).toISOString(), lastProgressAt: at(12).toISOString() } },
+      at(20),
+    );
+    expect(again?.stalls?.map((s) => s.n)).toEqual([0, 1]);
+  });
+
+  it('leaving Running ends the open stall (no resume)', () => {
+    const stalled = running({ stalls: [{ n: 0, ...stall }] });
+    const failed = applyChange(stalled, { phase: 'Failed', reason: 'Stalled' }, at(11));
+    expect(failed?.stalls).toEqual([{ n: 0, ...stall, endedAt: at(11).toISOString() }]);
+  });
+
+  it('keeps at most MAX_STALLS stalls, the newest', () => {
+    const many = Array.from({ length: 20 }, (_, n) => ({
+      n,
+      since: at(n).toISOString(),
+      lastProgressAt: at(n).toISOString(),
+      resumedAt: at(n).toISOString(),
+    }));
+    const next = applyChange(
+      running({ lastProgressAt: at(5).toISOString(), stalls: many }),
+      { stall },
+      at(30),
+    );
+    expect(next?.stalls).toHaveLength(20);
+    expect(next?.stalls?.[19]).toEqual({ n: 20, ...stall });
+    expect(next?.stalls?.[0]?.n).toBe(1);
+  });
+});

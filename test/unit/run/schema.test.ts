@@ -187,6 +187,26 @@ describe('parseRunRequest', () => {
       '7 days',
     ],
     ['run deadline too long', { ...valid, runDeadlineSeconds: 400 * 86400 }, 'runDeadlineSeconds', '30 days'],
+    ['stall threshold too short', { ...valid, stallAfterSeconds: 30 }, 'stallAfterSeconds', 'at least 60'],
+    ['stall threshold too long', { ...valid, stallAfterSeconds: 8 * 86400 }, 'stallAfterSeconds', '7 days'],
+    [
+      'stall threshold fractional',
+      { ...valid, stallAfterSeconds: 90.5 },
+      'stallAfterSeconds',
+      'whole number',
+    ],
+    [
+      'restartOnStall without a threshold',
+      { ...valid, restartOnStall: true },
+      'restartOnStall',
+      'needs stallAfterSeconds',
+    ],
+    [
+      'restartOnStall not a boolean',
+      { ...valid, stallAfterSeconds: 60, restartOnStall: 'yes' },
+      'restartOnStall',
+      '',
+    ],
     [
       'label key reserved',
       { ...valid, labels: { 'gantry.dev/run-id': 'x' } },
@@ -219,6 +239,15 @@ describe('parseRunRequest', () => {
     const hit = issues.find((i) => i.field === field);
     expect(hit, `issues were ${JSON.stringify(issues)}`).toBeDefined();
     expect(hit?.rule).toContain(rule);
+  });
+
+  it('stall detection: off unless asked (neither field is filled in, so older requests parse the same)', () => {
+    expect(parseRunRequest(valid).restartOnStall).toBeUndefined();
+    expect(parseRunRequest(valid).stallAfterSeconds).toBeUndefined();
+    expect(parseRunRequest({ ...valid, stallAfterSeconds: 600, restartOnStall: true })).toMatchObject({
+      stallAfterSeconds: 600,
+      restartOnStall: true,
+    });
   });
 
   it('reports every bad field at once, not just the first', () => {
