@@ -310,7 +310,21 @@ export const SweepViewSchema = z.strictObject({
       reason: z.optional(z.string()),
       releasedAt: z.string(),
       endedAt: z.optional(z.string()),
+      gpuHours: z.described(z.optional(z.number()), 'GPU-hours its run spent Running, once it ended'),
     }),
+  ),
+  usage: z.described(
+    z.optional(
+      z.strictObject({
+        gpuHours: z.described(z.number(), 'GPU-hours of the trials that ended (GPUs × hours Running)'),
+        trialsPruned: z.described(z.number(), 'Trials stopped early (EarlyStopped)'),
+        gpuHoursSavedByPruning: z.described(
+          z.number(),
+          'Estimate: each pruned trial run on at its pace to 100 % (its GPU-hours × (100 − p) / p)',
+        ),
+      }),
+    ),
+    'What the trials cost and what pruning saved (GET /v1/sweeps/{id}; not in lists)',
   ),
   createdAt: z.string(),
   updatedAt: z.string(),
@@ -319,7 +333,7 @@ export const SweepViewSchema = z.strictObject({
 });
 
 /** A sweep in a list: the sweep view without its trials (GET /v1/sweeps/{id} has them). */
-export const SweepSummarySchema = z.omit(SweepViewSchema, { trials: true });
+export const SweepSummarySchema = z.omit(SweepViewSchema, { trials: true, usage: true });
 
 export const SweepListSchema = z.strictObject({
   sweeps: z.array(SweepSummarySchema),

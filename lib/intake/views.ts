@@ -1,5 +1,5 @@
 import type { RunRecord } from '../run/record.ts';
-import { type SweepRecord, trialBudget } from '../sweep/record.ts';
+import { type SweepRecord, sweepUsage, trialBudget } from '../sweep/record.ts';
 import type { RunSummary, RunView, SubmitResponse, SweepSummary, SweepView } from './view-schemas.ts';
 
 /**
@@ -61,7 +61,7 @@ export function sweepLinks(sweepId: string) {
 export function toSweepView(record: SweepRecord): SweepView {
   const counts: Record<string, number> = {};
   for (const t of record.trials) counts[t.phase] = (counts[t.phase] ?? 0) + 1;
-  return sweepView(record, counts);
+  return { ...sweepView(record, counts), usage: sweepUsage(record.trials) };
 }
 
 function sweepView(record: SweepRecord, counts: Record<string, number>): SweepView {
@@ -93,6 +93,7 @@ function sweepView(record: SweepRecord, counts: Record<string, number>): SweepVi
       ...(t.reason !== undefined ? { reason: t.reason } : {}),
       releasedAt: t.releasedAt,
       ...(t.endedAt !== undefined ? { endedAt: t.endedAt } : {}),
+      ...(t.gpuHours !== undefined ? { gpuHours: t.gpuHours } : {}),
     })),
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,

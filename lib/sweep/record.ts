@@ -55,6 +55,8 @@ export interface Trial {
   waitingForQuota?: boolean;
   releasedAt: string;
   endedAt?: string;
+  /** GPU-hours its run spent Running (GPUs × hours), once it ended. */
+  gpuHours?: number;
 }
 
 export interface BestTrial {
@@ -113,6 +115,8 @@ export interface RunObservation {
   waitingForQuota?: boolean;
   /** When the run ended (terminal phases). */
   endedAt?: string;
+  /** GPU-hours the run spent Running (terminal phases). */
+  gpuHours?: number;
 }
 
 /**
@@ -166,6 +170,7 @@ function observeTrial(request: SweepRequest, trial: Trial, run: RunObservation, 
     if (!last || run.percent - last[0] >= CURVE_SPACING) curve.push([run.percent, value]);
     next.curve = curve;
   }
+  if (run.gpuHours !== undefined) next.gpuHours = run.gpuHours;
   switch (run.phase) {
     case 'Accepted':
     case 'Submitting':
@@ -204,6 +209,35 @@ function observeTrial(request: SweepRequest, trial: Trial, run: RunObservation, 
       break;
   }
   return next;
+}
+
+export interface SweepUsage {
+  /** GPU-hours of the trials that ended. */
+  gpuHours: number;
+  /** Trials stopped early (pruned). */
+  trialsPruned: number;
+  /**
+   * GPU-hours pruning saved, estimated: each pruned trial would have run on at its pace to 100 %
+   * (its GPU-hours × (100 − p) / p, p the progress it was stopped at).
+   */
+  gpuHoursSavedByPruning: number;
+}
+
+/** What a sweep's trials cost and what pruning saved (from the trials' records). */
+export function sweepUsage(trials: readonly Trial[]): SweepUsage {
+  let gpuHours = 0;
+  let trialsPruned = 0;
+  let saved = 0;
+  for (const t of trials) {
+    gpuHours += t.gpuHours ?? 0;
+    if (t.phase !== 'EarlyStopped') continue;
+    trialsPruned++;
+    const p = t.curve?.at(-1)?.[0];
+    if (p !== undefined && p > 0 && p < 100 && t.gpuHours !== undefined)
+      saved += (t.gpuHours * (100 - p)) / p;
+  }
+  const round = (x: number) => Math.round(x * 1e6) / 1e6;
+  return { gpuHours: round(gpuHours), trialsPruned, gpuHoursSavedByPruning: round(saved) };
 }
 
 export function bestOf(request: SweepRequest, trials: readonly Trial[]): BestTrial | undefined {

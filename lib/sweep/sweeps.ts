@@ -1,5 +1,6 @@
 import { ConcurrentUpdateError, ModelOwnedError, NotFoundError } from '../errors.ts';
 import { runMessage, runMessageAttributes } from '../intake/message.ts';
+import { gpuHoursOf } from '../observability/metrics.ts';
 import type { CallOptions, Clock, RunQueue } from '../ports.ts';
 import { trialRunId } from '../run/ids.ts';
 import { isTerminal as isRunTerminal } from '../run/phases.ts';
@@ -276,7 +277,9 @@ export function makeSweeps(deps: SweepStoreDeps) {
         ...(run.metrics ? { metrics: run.metrics } : {}),
         ...(run.progress?.percent !== undefined ? { percent: run.progress.percent } : {}),
         ...(run.phase === 'Pending' && run.admission ? { waitingForQuota: true } : {}),
-        ...(isRunTerminal(run.phase) ? { endedAt: run.transitions.at(-1)?.at ?? run.updatedAt } : {}),
+        ...(isRunTerminal(run.phase)
+          ? { endedAt: run.transitions.at(-1)?.at ?? run.updatedAt, gpuHours: gpuHoursOf(run) }
+          : {}),
       });
     });
     return { runs };

@@ -30,6 +30,7 @@ type Trial = {
   parameters: Record<string, number | string>;
   phase: string;
   objective?: number;
+  reason?: string;
 };
 
 /** The accuracy the simulator gives these parameters, read the way it reads a trial's args. */
@@ -236,6 +237,53 @@ describe('sweeps on the embedded default', () => {
     // A stopped trial's run ended Cancelled with the reason, and its job is gone.
     const run = await call('GET', `/v1/runs/${stopped[0]?.runId}`);
     expect(run.body).toMatchObject({ phase: 'Cancelled', reason: 'EarlyStopped' });
+  }, 180_000);
+
+  it('an ASHA sweep stops low-rung trials early from their intermediate metrics, lets the good ones finish, and shows the GPU-hours saved', async () => {
+    const submitted = await call('POST', '/v1/sweeps', {
+      template,
+      parameters: [{ name: 'lr', type: 'continuous', min: 1e-7, max: 1, scale: 'log' }],
+      objective: { metric: 'accuracy', direction: 'maximize' },
+      algorithm: { name: 'random', seed: 5 },
+      maxTrials: 16,
+      parallelTrials: 4,
+      earlyStopping: { rule: 'asha', minResourcePercent: 20, reductionFactor: 3, minTrialsAtRung: 2 },
+    });
+    expect(submitted.status).toBe(202);
+    const sweep = await until(submitted.body.sweepId, ended);
+    expect(sweep.phase).toBe('Succeeded');
+    const trials = sweep.trials as Trial[];
+    const stopped = trials.filter((t) => t.phase === 'EarlyStopped');
+    const completed = trials.filter((t) => t.phase === 'Succeeded');
+    expect(stopped.length).toBeGreaterThan(0);
+    expect(completed.length).toBeGreaterThan(0);
+    // The stopped trials are the bad ones: each is worse than the best completed trial, and the
+    // worst trials of the sweep were stopped rather than run to the end.
+    const best = Math.max(...completed.map((t) => trueAccuracy(t.parameters)));
+    for (const t of stopped) expect(trueAccuracy(t.parameters)).toBeLessThan(best);
+    const worst = [...trials].sort((a, b) => trueAccuracy(a.parameters) - trueAccuracy(b.parameters))[0];
+    expect(worst?.phase).toBe('EarlyStopped');
+    expect(trueAccuracy(sweep.best.parameters)).toBe(best);
+    expectRightBest(sweep);
+    // Each stopped trial's run ended Cancelled/EarlyStopped before the end of its training.
+    for (const t of stopped) {
+      expect(t.reason).toBe('EarlyStopped');
+      const run = await call('GET', `/v1/runs/${t.runId}`);
+      expect(run.body).toMatchObject({ phase: 'Cancelled', reason: 'EarlyStopped' });
+      expect(run.body.progress?.percent ?? 0).toBeLessThan(100);
+    }
+    // The sweep view shows what the trials cost and what pruning saved.
+    expect(sweep.usage.trialsPruned).toBe(stopped.length);
+    expect(sweep.usage.gpuHours).toBeGreaterThan(0);
+    expect(sweep.usage.gpuHoursSavedByPruning).toBeGreaterThan(0);
+    const perTrial = (sweep.trials as Array<Trial & { gpuHours?: number }>).map((t) => t.gpuHours ?? 0);
+    expect(sweep.usage.gpuHours).toBeCloseTo(
+      perTrial.reduce((a, b) => a + b, 0),
+      4,
+    );
+    // A stopped trial spent fewer GPU-hours than a completed one (same GPUs, shorter run).
+    const hours = (t: Trial) => (t as Trial & { gpuHours?: number }).gpuHours ?? 0;
+    expect(Math.max(...stopped.map(hours))).toBeLessThan(Math.max(...completed.map(hours)));
   }, 180_000);
 
   it('cancel stops the trials in flight and leaves no job behind', async () => {
