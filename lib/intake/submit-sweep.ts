@@ -10,10 +10,11 @@ import { suggest } from '../sweep/samplers.ts';
 import { SWEEP_DEFAULTS, type SweepRequest, SweepRequestSchema } from '../sweep/schema.ts';
 import { gridPoint } from '../sweep/space.ts';
 import { trialRequest, trialSpec } from '../sweep/trials.ts';
+import { incompatibility, seedHistory, type WarmSource, type WarmStart } from '../sweep/warm-start.ts';
 import { runMessage } from './message.ts';
 import { checkModelOwner, MAX_SPEC_BYTES, resolveIdempotencyKey } from './submit-run.ts';
 import type { SweepIntakeDeps } from './sweeps.ts';
-import { type Caller, checkTenancy, requestedTotals, requireTeam } from './tenancy.ts';
+import { type Caller, checkTenancy, requestedTotals, requireTeam, requireTeams } from './tenancy.ts';
 
 /** The fingerprint that tells a replay from a conflict: the parsed request without its key. */
 export function sweepFingerprint(request: SweepRequest): string {
@@ -80,6 +81,42 @@ function checkTrials(
   }
 }
 
+/**
+ * The warm start of a sweep: each sweep in `warmStartFrom` must be one the caller may read (a
+ * sweep of one of their teams) with the same search space and objective; their finished trials
+ * become the seeded history. Every rule broken is a 400 naming the sweep's place in the list.
+ */
+async function warmStartOf(
+  deps: SweepIntakeDeps,
+  caller: Caller,
+  request: SweepRequest,
+  opts?: CallOptions,
+): Promise<WarmStart | undefined> {
+  const ids = request.warmStartFrom;
+  if (!ids) return undefined;
+  const teams = requireTeams(caller, deps.config);
+  const sources: WarmSource[] = [];
+  const issues: Array<{ field: string; rule: string }> = [];
+  for (const [i, id] of ids.entries()) {
+    const source = await deps.sweeps.get(id, opts);
+    if (!source || !teams.some((t) => t.name === source.team)) {
+      issues.push({
+        field: `warmStartFrom.${i}`,
+        rule: `sweep ${id} does not exist or is not one of your teams'`,
+      });
+      continue;
+    }
+    const why = incompatibility(request, source.request);
+    if (why) {
+      issues.push({ field: `warmStartFrom.${i}`, rule: `sweep ${id} searches another space: ${why}` });
+      continue;
+    }
+    sources.push(source);
+  }
+  if (issues.length > 0) throw new ValidationError(issues);
+  return { from: [...ids], history: seedHistory(request, sources) };
+}
+
 export interface SubmitSweepInput {
   caller: Caller;
   body: unknown;
@@ -127,6 +164,7 @@ export function makeSubmitSweep(deps: SweepIntakeDeps & { owners: Pick<ModelOwne
       );
     }
     await checkModelOwner(deps.owners, request.template, opts);
+    const warmStart = await warmStartOf(deps, input.caller, request, opts);
     const fingerprint = sweepFingerprint(request);
     const seed = deps.newSeed ?? (() => randomInt(0, 2 ** 31 - 1));
     const algorithm =
@@ -142,6 +180,7 @@ export function makeSubmitSweep(deps: SweepIntakeDeps & { owners: Pick<ModelOwne
         request: { ...request, algorithm, ...(key !== undefined ? { idempotencyKey: key } : {}) },
         fingerprint,
         placement: where,
+        ...(warmStart ? { warmStart } : {}),
         trials: [],
         createdAt: at,
         updatedAt: at,

@@ -300,6 +300,11 @@ export const SweepViewSchema = z.strictObject({
     ),
     "The best trial's model, once published",
   ),
+  warmStartedFrom: z.described(
+    z.optional(z.array(z.string())),
+    'The sweeps whose finished trials seeded the sampler (warmStartFrom)',
+  ),
+  seededTrials: z.described(z.optional(z.number()), 'How many earlier trials seeded the sampler'),
   trials: z.array(
     z.strictObject({
       index: z.number(),

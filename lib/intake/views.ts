@@ -84,6 +84,9 @@ function sweepView(record: SweepRecord, counts: Record<string, number>): SweepVi
     counts,
     ...(record.best ? { best: record.best } : {}),
     ...(record.published ? { published: record.published } : {}),
+    ...(record.warmStart
+      ? { warmStartedFrom: record.warmStart.from, seededTrials: record.warmStart.history.length }
+      : {}),
     trials: record.trials.map((t) => ({
       index: t.index,
       runId: t.runId,

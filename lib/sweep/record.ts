@@ -4,6 +4,7 @@ import { type Algorithm, algorithmFor, type Observation } from './samplers.ts';
 import type { SweepRequest } from './schema.ts';
 import { type Assignment, gridSize } from './space.ts';
 import type { SweepPlacement } from './trials.ts';
+import type { WarmStart } from './warm-start.ts';
 
 /**
  * The sweep record and the pure decision of what a sweep does next. In the state table a sweep is
@@ -100,6 +101,8 @@ export interface SweepRecord {
   finalCounts?: Record<string, number>;
   best?: BestTrial;
   published?: PublishedModel;
+  /** The earlier sweeps' finished trials that seed the sampler (`warmStartFrom`). */
+  warmStart?: WarmStart;
   createdAt: string;
   updatedAt: string;
   endedAt?: string;
@@ -342,7 +345,8 @@ export function step(
       const waiting = next.trials.some((t) => t.waitingForQuota);
       // Finished trials, and trials stopped early with their last value (samplers rank those
       // after the completed ones, as Optuna does with pruned trials).
-      const history: Observation[] = next.trials.flatMap((t): Observation[] => {
+      // A warm-started sweep's sampler sees the earlier sweeps' trials first, as if run here.
+      const own: Observation[] = next.trials.flatMap((t): Observation[] => {
         if (t.phase === 'Succeeded' && t.objective !== undefined) {
           return [{ assignment: t.parameters, loss: lossOf(request, t.objective) }];
         }
@@ -352,6 +356,7 @@ export function step(
           ? [{ assignment: t.parameters, loss: lossOf(request, last[1]), stoppedAtPercent: last[0] }]
           : [];
       });
+      const history = record.warmStart ? [...record.warmStart.history, ...own] : own;
       if (!waiting) {
         // A trial's own advance (`only`: its run) releases its successor the moment it ends; any
         // other advance (the reconciler's) the successors of trials already recorded as ended,

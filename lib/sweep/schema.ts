@@ -1,3 +1,4 @@
+import { SWEEP_ID } from '../run/ids.ts';
 import { ENV_NAME, RESERVED_ENV_PREFIX } from '../run/limits.ts';
 import { RunRequestSchema } from '../run/schema.ts';
 import * as z from '../zod.ts';
@@ -16,6 +17,7 @@ export const SWEEP_LIMITS = {
   maxTrials: 10_000,
   parallelTrials: 256,
   metricName: 64,
+  warmStartSweeps: 10,
 } as const;
 
 export const SWEEP_DEFAULTS = {
@@ -349,6 +351,23 @@ const SweepRequestObject = z
       ),
       "Whose model is published: the best trial's (default), every trial's, or none",
     ),
+    warmStartFrom: z.described(
+      z.optional(
+        z
+          .array(
+            z.string().check(z.regex(SWEEP_ID, 'must be a sweep id (swp-<20 lowercase base32 characters>)')),
+          )
+          .check(
+            z.minLength(1, 'warmStartFrom must not be empty (omit it for a cold start)'),
+            z.maxLength(
+              SWEEP_LIMITS.warmStartSweeps,
+              `warmStartFrom names at most ${SWEEP_LIMITS.warmStartSweeps} sweeps`,
+            ),
+            z.refine((v) => new Set(v).size === v.length, 'warmStartFrom must not name a sweep twice'),
+          ),
+      ),
+      'Earlier sweeps (of your teams, same parameters, types, overlapping ranges and objective) whose finished trials seed the sampler (tpe, cmaes)',
+    ),
     idempotencyKey: z.described(
       z.optional(
         z
@@ -416,6 +435,12 @@ const SweepRequestObject = z
             );
           }
         }
+      }
+      if (s.warmStartFrom && (s.algorithm.name === 'grid' || s.algorithm.name === 'random')) {
+        issue(
+          ['warmStartFrom'],
+          `algorithm ${s.algorithm.name} draws without history, so there is nothing to seed; use tpe or cmaes`,
+        );
       }
       if (s.parallelTrials !== undefined && s.parallelTrials > s.maxTrials) {
         issue(['parallelTrials'], `must not exceed maxTrials (${s.maxTrials})`);

@@ -286,6 +286,79 @@ describe('sweeps on the embedded default', () => {
     expect(Math.max(...stopped.map(hours))).toBeLessThan(Math.max(...completed.map(hours)));
   }, 180_000);
 
+  it("a warm-started TPE sweep's first suggestions use the earlier sweep's trials", async () => {
+    const LR = { name: 'lr', type: 'continuous', min: 1e-7, max: 1, scale: 'log' };
+    const objective = { metric: 'accuracy', direction: 'maximize' };
+    const earlier = await call('POST', '/v1/sweeps', {
+      template,
+      parameters: [LR],
+      objective,
+      algorithm: { name: 'random', seed: 21 },
+      maxTrials: 12,
+      parallelTrials: 4,
+      publish: 'none',
+    });
+    expect(earlier.status).toBe(202);
+    const source = await until(earlier.body.sweepId, ended);
+    expect(source.phase).toBe('Succeeded');
+    const finished = (source.trials as Trial[]).filter((t) => t.phase === 'Succeeded');
+
+    // A space that is not the earlier one's is a 400 naming the field.
+    const mismatch = await call('POST', '/v1/sweeps', {
+      template,
+      parameters: [{ ...LR, scale: 'linear' }],
+      objective,
+      algorithm: { name: 'tpe', seed: 4 },
+      maxTrials: 4,
+      parallelTrials: 4,
+      warmStartFrom: [source.sweepId],
+    });
+    expect(mismatch.status).toBe(400);
+    expect(mismatch.body.issues?.[0]).toMatchObject({ field: 'warmStartFrom.0' });
+    expect(mismatch.body.issues?.[0]?.rule).toMatch(/searches another space: parameter lr is on a log scale/);
+    const unknown = await call('POST', '/v1/sweeps', {
+      template,
+      parameters: [LR],
+      objective,
+      algorithm: { name: 'tpe', seed: 4 },
+      maxTrials: 4,
+      warmStartFrom: ['swp-aaaaaaaaaaaaaaaaaaaa'],
+    });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.issues?.[0]?.rule).toMatch(/does not exist/);
+
+    // The same TPE sweep (same seed), cold and warm: their first released trials.
+    const distance = (t: Trial) => Math.abs(Math.log10(t.parameters.lr as number) + 2.5);
+    const mean = (ts: Trial[]) => ts.reduce((a, t) => a + distance(t), 0) / ts.length;
+    const submit = (warm: boolean) =>
+      call('POST', '/v1/sweeps', {
+        template,
+        parameters: [LR],
+        objective,
+        algorithm: { name: 'tpe', seed: 4 },
+        maxTrials: 4,
+        parallelTrials: 4,
+        publish: 'none',
+        ...(warm ? { warmStartFrom: [source.sweepId] } : {}),
+      });
+    const cold = await submit(false);
+    const warm = await submit(true);
+    expect(warm.status).toBe(202);
+    expect(warm.body).toMatchObject({ warmStartedFrom: [source.sweepId], seededTrials: finished.length });
+    expect(cold.body.warmStartedFrom).toBeUndefined();
+    const coldFirst = cold.body.trials as Trial[];
+    const warmFirst = warm.body.trials as Trial[];
+    expect(warmFirst).toHaveLength(4);
+    // Cold TPE starts at random (the seed's draws); warm TPE starts from the earlier history, so
+    // its first trials differ and lie closer to the best region the earlier sweep found.
+    expect(warmFirst.map((t) => t.parameters.lr)).not.toEqual(coldFirst.map((t) => t.parameters.lr));
+    const earlierBest = Math.min(...finished.map(distance));
+    expect(mean(warmFirst)).toBeLessThan(mean(coldFirst));
+    expect(Math.min(...warmFirst.map(distance))).toBeLessThan(earlierBest + 1);
+    await call('POST', `/v1/sweeps/${cold.body.sweepId}/cancel`);
+    await call('POST', `/v1/sweeps/${warm.body.sweepId}/cancel`);
+  }, 180_000);
+
   it('cancel stops the trials in flight and leaves no job behind', async () => {
     const submitted = await call('POST', '/v1/sweeps', {
       template,
