@@ -2,9 +2,10 @@ import { randomInt } from 'node:crypto';
 import type { ModelOwners } from '../artifacts/ownership.ts';
 import { ForbiddenError, IdempotencyConflictError, ValidationError } from '../errors.ts';
 import type { CallOptions } from '../ports.ts';
-import { newSweepId, requestFingerprint, sweepIdFromKey, trialRunId } from '../run/ids.ts';
+import { chainedRunId, newSweepId, requestFingerprint, sweepIdFromKey, trialRunId } from '../run/ids.ts';
 import { RunRequestSchema } from '../run/schema.ts';
 import { parseWith, toIssues } from '../run/validate.ts';
+import { chainedRequest } from '../sweep/chain.ts';
 import type { SweepRecord } from '../sweep/record.ts';
 import { suggest } from '../sweep/samplers.ts';
 import { SWEEP_DEFAULTS, type SweepRequest, SweepRequestSchema } from '../sweep/schema.ts';
@@ -117,6 +118,43 @@ async function warmStartOf(
   return { from: [...ids], history: seedHistory(request, sources) };
 }
 
+/**
+ * The chained full run (`then`) must be a valid run the team may start: the best parameters are
+ * not known yet, so the request is built from the corner of the space and checked as a run
+ * (rules named under then.*), then placed like any run of the team (403 when it may not run).
+ */
+function checkChained(
+  request: SweepRequest,
+  team: Parameters<typeof checkTenancy>[1],
+  deps: SweepIntakeDeps,
+  sweepId: string,
+) {
+  if (!request.then) return;
+  const corner = Object.fromEntries(
+    request.parameters.map((p) => [
+      p.name,
+      p.type === 'categorical' || p.type === 'discrete' ? p.values[0] : p.min,
+    ]),
+  );
+  const built = chainedRequest(request.template, request.parameters, corner as never, request.then);
+  const parsed = RunRequestSchema.safeParse(built);
+  if (!parsed.success) {
+    throw new ValidationError(
+      toIssues(parsed.error).map((i) => ({
+        field: `then.${i.field}`,
+        rule: `the full run (the template with then's overrides): ${i.rule}`,
+      })),
+    );
+  }
+  checkTenancy(parsed.data, team, deps.config, { bucket: deps.bucket, runId: chainedRunId(sweepId) });
+  const gpus = requestedTotals(parsed.data).gpu;
+  if (gpus > team.maxGpusInFlight) {
+    throw new ForbiddenError(
+      `then: the full run needs ${gpus} GPUs, more than team ${team.name}'s maxGpusInFlight ${team.maxGpusInFlight}`,
+    );
+  }
+}
+
 export interface SubmitSweepInput {
   caller: Caller;
   body: unknown;
@@ -156,6 +194,7 @@ export function makeSubmitSweep(deps: SweepIntakeDeps & { owners: Pick<ModelOwne
       ...(placement.queue !== undefined ? { queue: placement.queue } : {}),
     };
     checkTrials(request, sweepId, deps.bucket, where);
+    checkChained(request, team, deps, sweepId);
     const perTrial = requestedTotals(request.template).gpu;
     const parallel = request.parallelTrials ?? SWEEP_DEFAULTS.parallelTrials;
     if (perTrial * parallel > team.maxGpusInFlight) {

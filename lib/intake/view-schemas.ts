@@ -258,7 +258,7 @@ export const SweepViewSchema = z.strictObject({
   ),
   reason: z.described(
     z.optional(z.string()),
-    'GoalReached, TrialsExhausted, TooManyFailedTrials, NoSuccessfulTrial, Cancelled',
+    'GoalReached, TrialsExhausted, TooManyFailedTrials, NoSuccessfulTrial, Cancelled, ChainedRunFailed (the full run of then failed), ModelOwned',
   ),
   message: z.optional(z.string()),
   outcome: z.optional(z.strictObject({ phase: z.string(), reason: z.string(), message: z.string() })),
@@ -299,6 +299,24 @@ export const SweepViewSchema = z.strictObject({
       }),
     ),
     "The best trial's model, once published",
+  ),
+  then: z.described(
+    z.optional(
+      z.strictObject({
+        runId: z.string(),
+        phase: z.enum(PHASES),
+        reason: z.optional(z.string()),
+        submittedAt: z.string(),
+        model: z.optional(
+          z.strictObject({
+            name: z.string(),
+            version: z.optional(z.string()),
+            modelUri: z.optional(z.string()),
+          }),
+        ),
+      }),
+    ),
+    'The chained full run of the best parameters (then): its run id, phase and published model',
   ),
   warmStartedFrom: z.described(
     z.optional(z.array(z.string())),

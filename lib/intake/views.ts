@@ -84,6 +84,7 @@ function sweepView(record: SweepRecord, counts: Record<string, number>): SweepVi
     counts,
     ...(record.best ? { best: record.best } : {}),
     ...(record.published ? { published: record.published } : {}),
+    ...(record.then ? { then: record.then } : {}),
     ...(record.warmStart
       ? { warmStartedFrom: record.warmStart.from, seededTrials: record.warmStart.history.length }
       : {}),

@@ -82,3 +82,8 @@ export function requestFingerprint(request: unknown): string {
 export function fingerprintOf(request: RunRequest): string {
   return requestFingerprint({ ...request, idempotencyKey: undefined });
 }
+
+/** The run id of a sweep's chained full run (`then`): one per sweep, whoever submits it. */
+export function chainedRunId(sweepId: string): string {
+  return `run-${base32(digest('gantry:sweep-then:v1', sweepId), ID_CHARS)}`;
+}

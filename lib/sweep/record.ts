@@ -1,4 +1,4 @@
-import type { RunPhase } from '../run/phases.ts';
+import { isTerminal as isRunTerminal, type RunPhase } from '../run/phases.ts';
 import { type Curve, shouldStopEarly } from './early-stopping.ts';
 import { type Algorithm, algorithmFor, type Observation } from './samplers.ts';
 import type { SweepRequest } from './schema.ts';
@@ -77,6 +77,15 @@ export interface PublishedModel {
   notified?: boolean;
 }
 
+export interface ChainedRun {
+  runId: string;
+  phase: RunPhase;
+  reason?: string;
+  submittedAt: string;
+  /** The model the full run published (once Succeeded). */
+  model?: { name: string; version?: string; modelUri?: string };
+}
+
 export interface SweepRecord {
   sweepId: string;
   team: string;
@@ -101,6 +110,8 @@ export interface SweepRecord {
   finalCounts?: Record<string, number>;
   best?: BestTrial;
   published?: PublishedModel;
+  /** The chained full run (`then`), once submitted: its run id and what its record last said. */
+  then?: ChainedRun;
   /** The earlier sweeps' finished trials that seed the sampler (`warmStartFrom`). */
   warmStart?: WarmStart;
   createdAt: string;
@@ -432,20 +443,74 @@ export function releasable(
   return out.sort((a, b) => a - b);
 }
 
-/** The sweep is done once its outcome is decided, nothing is in flight and the best is published. */
+/**
+ * The sweep is done once its outcome is decided, nothing is in flight, the best is published and
+ * the chained full run (`then`) ended.
+ */
 export function readyToFinish(record: SweepRecord): boolean {
   if (record.phase !== 'Completing' || !record.outcome) return false;
   if (record.trials.some((t) => !isTrialTerminal(t.phase))) return false;
-  return !needsPublish(record);
+  if (record.then && !isRunTerminal(record.then.phase)) return false;
+  return !needsPublish(record) && !needsChain(record);
 }
 
+/** The best trial's own model is published (not when `then` runs a full training that publishes). */
 export function needsPublish(record: SweepRecord): boolean {
   return (
     record.outcome?.phase === 'Succeeded' &&
     record.request.publish === 'best' &&
+    record.request.then === undefined &&
     record.best !== undefined &&
     record.published === undefined
   );
+}
+
+/**
+ * The chained full run is still to be submitted or to end: the sweep succeeded with a best trial,
+ * nothing else is in flight, `then` is asked for and its run has not ended.
+ */
+export function needsChain(record: SweepRecord): boolean {
+  return (
+    record.phase === 'Completing' &&
+    record.outcome?.phase === 'Succeeded' &&
+    record.request.then !== undefined &&
+    record.best !== undefined &&
+    record.trials.every((t) => isTrialTerminal(t.phase)) &&
+    (record.then === undefined || !isRunTerminal(record.then.phase))
+  );
+}
+
+/**
+ * What the chained run's record says, folded into the sweep (undefined: nothing changed). A full
+ * run that ended Failed or Cancelled fails the sweep (ChainedRunFailed): its model was not published.
+ */
+export function observeChained(
+  record: SweepRecord,
+  run: { phase: RunPhase; reason?: string; model?: ChainedRun['model'] },
+): SweepRecord | undefined {
+  const then = record.then;
+  if (!then || isRunTerminal(then.phase)) return undefined;
+  if (then.phase === run.phase && then.reason === run.reason && !run.model) return undefined;
+  const next: ChainedRun = {
+    ...then,
+    phase: run.phase,
+    ...(run.reason !== undefined ? { reason: run.reason } : {}),
+    ...(run.model ? { model: run.model } : {}),
+  };
+  const failed = run.phase === 'Failed' || run.phase === 'Cancelled';
+  return {
+    ...record,
+    then: next,
+    ...(failed && record.outcome?.phase === 'Succeeded'
+      ? {
+          outcome: {
+            phase: 'Failed' as const,
+            reason: 'ChainedRunFailed',
+            message: `the full run ${then.runId} of the best parameters ended ${run.phase}${run.reason ? ` (${run.reason})` : ''}; no model was published`,
+          },
+        }
+      : {}),
+  };
 }
 
 export function finish(record: SweepRecord, now: Date): SweepRecord {

@@ -289,6 +289,48 @@ export const EarlyStoppingSchema = z.discriminatedUnion('rule', [MedianSchema, A
     'rule must be one of median (the median stopping rule), asha (asynchronous successive halving), hyperband',
 });
 
+const runField = RunRequestSchema.shape;
+
+/** `then`: the full run of the best parameters, with overrides (lib/sweep/chain.ts). */
+export const ThenSchema = z.strictObject({
+  numNodes: z.described(
+    z.optional(
+      z.number().check(z.int('numNodes must be a whole number'), z.gte(1, 'numNodes must be at least 1')),
+    ),
+    "Nodes of the full run (default: the template's)",
+  ),
+  resourcesPerNode: runField.resourcesPerNode,
+  numProcPerNode: runField.numProcPerNode,
+  datasetUri: z.described(runField.datasetUri, "The full run's data (default: the template's)"),
+  modelUri: z.described(runField.modelUri, "The full run's starting model (default: the template's)"),
+  args: z.described(
+    z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.maxLength(64, 'at most 64 args'))),
+    'Arguments appended to the trial arguments',
+  ),
+  env: z.described(
+    z.optional(z.record(z.string(), z.string().check(z.maxLength(4096)))),
+    'Environment variables merged over the template’s',
+  ),
+  hyperparameters: z.described(
+    z.optional(
+      z
+        .record(
+          z.string().check(z.regex(PARAMETER_NAME, 'hyperparameter names are identifiers')),
+          z.union([
+            z.number().check(z.refine(Number.isFinite, 'must be finite')),
+            z.string().check(z.maxLength(256)),
+          ]),
+        )
+        .check(z.refine((h) => Object.keys(h).length <= 64, 'at most 64 hyperparameters')),
+    ),
+    'Override searched parameters (injected where they are) or add others (as --<name>=<value>), e.g. epochs',
+  ),
+  runDeadlineSeconds: z.described(
+    z.optional(z.number().check(z.int('runDeadlineSeconds must be a whole number'))),
+    "The full run's deadline (default: the template's)",
+  ),
+});
+
 const SweepRequestObject = z
   .strictObject({
     template: z.described(RunRequestSchema, 'The run every trial starts from'),
@@ -350,6 +392,10 @@ const SweepRequestObject = z
         SWEEP_DEFAULTS.publish,
       ),
       "Whose model is published: the best trial's (default), every trial's, or none",
+    ),
+    then: z.described(
+      z.optional(ThenSchema),
+      "Once the sweep ends with a best trial: run its parameters once more as a full training with these overrides, and publish that run's model (instead of the best trial's)",
     ),
     warmStartFrom: z.described(
       z.optional(
@@ -436,6 +482,9 @@ const SweepRequestObject = z
           }
         }
       }
+      if (s.then && s.publish === 'none') {
+        issue(['then'], "then publishes the full run's model; it contradicts publish none");
+      }
       if (s.warmStartFrom && (s.algorithm.name === 'grid' || s.algorithm.name === 'random')) {
         issue(
           ['warmStartFrom'],
@@ -467,3 +516,4 @@ export type SweepRequestInput = z.input<typeof SweepRequestSchema>;
 export type SweepRequest = z.output<typeof SweepRequestSchema>;
 export type Parameter = z.output<typeof ParameterSchema>;
 export type Objective = z.output<typeof ObjectiveSchema>;
+export type ThenRequest = z.output<typeof ThenSchema>;

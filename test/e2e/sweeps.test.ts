@@ -359,6 +359,40 @@ describe('sweeps on the embedded default', () => {
     await call('POST', `/v1/sweeps/${warm.body.sweepId}/cancel`);
   }, 180_000);
 
+  it("a chained sweep runs the best parameters once more as a full training and publishes that run's model", async () => {
+    const submitted = await call('POST', '/v1/sweeps', {
+      template: { ...template, modelName: 'sweep-chained' },
+      parameters: [{ name: 'lr', type: 'continuous', min: 1e-5, max: 1e-1, scale: 'log' }],
+      objective: { metric: 'accuracy', direction: 'maximize' },
+      algorithm: { name: 'random', seed: 13 },
+      maxTrials: 4,
+      parallelTrials: 4,
+      then: { numNodes: 2, hyperparameters: { epochs: 20 } },
+    });
+    expect(submitted.status).toBe(202);
+    const sweepId = submitted.body.sweepId as string;
+    const sweep = await until(sweepId, ended);
+    expect(sweep.phase).toBe('Succeeded');
+    expectRightBest(sweep);
+    // The best trial itself published nothing; the full run did.
+    expect(sweep.published).toBeUndefined();
+    expect(sweep.then).toMatchObject({ phase: 'Succeeded', model: { name: 'sweep-chained', version: '1' } });
+    const full = await call('GET', `/v1/runs/${sweep.then.runId}`);
+    expect(full.body.phase).toBe('Succeeded');
+    expect(full.body.trial).toBeUndefined();
+    expect(full.body.artifacts?.modelUri).toBe(sweep.then.model.modelUri);
+    // It trained with the best parameters and the overrides, on 2 nodes.
+    expect(full.body.request.numNodes).toBe(2);
+    expect(full.body.request.args).toEqual([`--lr=${sweep.best.parameters.lr}`, '--epochs=20']);
+    expect(full.body.request.hyperparameters).toEqual({ lr: sweep.best.parameters.lr, epochs: 20 });
+    // One version of the model, from the full run's output.
+    const versions = await env.stack.s3.send(
+      new ListObjectsV2Command({ Bucket: env.stack.bucket, Prefix: 'models/sweep-chained/' }),
+    );
+    const manifests = (versions.Contents ?? []).map((o) => o.Key).filter((k) => k?.endsWith('manifest.json'));
+    expect(manifests).toHaveLength(1);
+  }, 180_000);
+
   it('cancel stops the trials in flight and leaves no job behind', async () => {
     const submitted = await call('POST', '/v1/sweeps', {
       template,
