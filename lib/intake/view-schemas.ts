@@ -334,6 +334,15 @@ export const SweepViewSchema = z.strictObject({
       releasedAt: z.string(),
       endedAt: z.optional(z.string()),
       gpuHours: z.described(z.optional(z.number()), 'GPU-hours its run spent Running, once it ended'),
+      attempt: z.described(
+        z.optional(z.number()),
+        'Its retry after an infrastructure failure (1 or 2); absent for its first run',
+      ),
+      retryOf: z.described(
+        z.optional(z.string()),
+        'The run this one retries with the same parameters (lost to Preempted, NodeLost, Evicted, Unschedulable or Stalled)',
+      ),
+      retryReason: z.described(z.optional(z.string()), 'Why the run it retries failed'),
     }),
   ),
   usage: z.described(

@@ -98,6 +98,9 @@ function sweepView(record: SweepRecord, counts: Record<string, number>): SweepVi
       releasedAt: t.releasedAt,
       ...(t.endedAt !== undefined ? { endedAt: t.endedAt } : {}),
       ...(t.gpuHours !== undefined ? { gpuHours: t.gpuHours } : {}),
+      ...(t.retryOf !== undefined
+        ? { attempt: t.attempt, retryOf: t.retryOf, retryReason: t.retryReason }
+        : {}),
     })),
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,

@@ -37,11 +37,27 @@ export const FAILURE_REASONS = [
   'ContainerConfigError',
   'CrashLoopBackOff',
   'Unschedulable',
+  'NodeLost',
+  'Evicted',
+  'Stalled',
   'InternalError',
   /** The embedded default was stopped while the run was in flight (local/restart.ts). */
   'LocalRestart',
 ] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];
+
+/** Failures of the infrastructure, not of the training: the same run may succeed when started again. */
+export const INFRASTRUCTURE_REASONS = [
+  'Preempted',
+  'NodeLost',
+  'Evicted',
+  'Unschedulable',
+  'Stalled',
+] as const;
+
+export function isInfrastructureFailure(reason: string | undefined): boolean {
+  return reason !== undefined && (INFRASTRUCTURE_REASONS as readonly string[]).includes(reason);
+}
 
 export function isTerminal(phase: RunPhase): boolean {
   return TERMINAL_PHASES.includes(phase);

@@ -1,4 +1,5 @@
-import { isTerminal as isRunTerminal, type RunPhase } from '../run/phases.ts';
+import { trialRunId } from '../run/ids.ts';
+import { isInfrastructureFailure, isTerminal as isRunTerminal, type RunPhase } from '../run/phases.ts';
 import { type Curve, shouldStopEarly } from './early-stopping.ts';
 import { type Algorithm, algorithmFor, type Observation } from './samplers.ts';
 import type { SweepRequest } from './schema.ts';
@@ -58,6 +59,46 @@ export interface Trial {
   endedAt?: string;
   /** GPU-hours its run spent Running (GPUs × hours), once it ended. */
   gpuHours?: number;
+  /** Retries after infrastructure failures: 1 or 2 (absent: its first run). */
+  attempt?: number;
+  /** The run this one retries with the same parameters, and why that one was lost. */
+  retryOf?: string;
+  retryReason?: string;
+  /** GPU-hours of the runs lost to infrastructure before this one. */
+  lostGpuHours?: number;
+}
+
+/** Retries of a trial lost to infrastructure (same parameters, a new run) before it counts as Failed. */
+export const MAX_TRIAL_RETRIES = 2;
+
+/**
+ * A trial whose run failed with an infrastructure reason (lib/run/phases.ts INFRASTRUCTURE_REASONS)
+ * is released again with the same parameters as a new run (derived from the sweep, index and
+ * attempt), at most MAX_TRIAL_RETRIES times, while the sweep still runs; it does not count as
+ * failed. Undefined: the trial is not retried.
+ */
+export function retryTrial(
+  sweepId: string,
+  trial: Trial,
+  run: RunObservation,
+  at: string,
+): Trial | undefined {
+  if (run.phase !== 'Failed' || !isInfrastructureFailure(run.reason) || trial.phase === 'Stopping')
+    return undefined;
+  const attempt = (trial.attempt ?? 0) + 1;
+  if (attempt > MAX_TRIAL_RETRIES) return undefined;
+  const lost = (trial.lostGpuHours ?? 0) + (run.gpuHours ?? 0);
+  return {
+    index: trial.index,
+    runId: trialRunId(sweepId, trial.index, attempt),
+    parameters: trial.parameters,
+    phase: 'Queued',
+    releasedAt: at,
+    attempt,
+    retryOf: trial.runId,
+    retryReason: run.reason as string,
+    ...(lost > 0 ? { lostGpuHours: lost } : {}),
+  };
 }
 
 export interface BestTrial {
@@ -243,7 +284,7 @@ export function sweepUsage(trials: readonly Trial[]): SweepUsage {
   let trialsPruned = 0;
   let saved = 0;
   for (const t of trials) {
-    gpuHours += t.gpuHours ?? 0;
+    gpuHours += (t.gpuHours ?? 0) + (t.lostGpuHours ?? 0);
     if (t.phase !== 'EarlyStopped') continue;
     trialsPruned++;
     const p = t.curve?.at(-1)?.[0];
@@ -298,7 +339,9 @@ export function step(
   const trials = record.trials.map((t) => {
     if (isTrialTerminal(t.phase)) return t;
     const run = runs.get(t.runId);
-    return run ? observeTrial(request, t, run, at) : t;
+    if (!run) return t;
+    const retry = record.phase === 'Running' ? retryTrial(record.sweepId, t, run, at) : undefined;
+    return retry ?? observeTrial(request, t, run, at);
   });
   const next: SweepRecord = { ...record, trials };
   // Never a worse best than the one recorded (a stale read of the trials may miss the best one).

@@ -469,6 +469,20 @@ export function makeSweeps(deps: SweepStoreDeps) {
         next = { ...next, trials: next.trials.filter((t) => !left.has(t)) };
         release = [];
       }
+      // Trials released again after an infrastructure failure (a new run id, same index): sent
+      // once their item is written. A caller that cannot send leaves them to the next advance.
+      const readBefore = new Map(record.trials.map((t) => [t.index, t]));
+      const isRetry = (t: Trial) => {
+        const old = readBefore.get(t.index);
+        return old !== undefined && old.runId !== t.runId;
+      };
+      if (!caps.queue && next.trials.some(isRetry)) {
+        next = {
+          ...next,
+          trials: next.trials.map((t) => (isRetry(t) ? (readBefore.get(t.index) as Trial) : t)),
+        };
+      }
+      const retried = caps.queue ? next.trials.filter(isRetry) : [];
       let requeue = caps.queue
         ? next.trials.filter(
             (t) =>
@@ -479,6 +493,14 @@ export function makeSweeps(deps: SweepStoreDeps) {
               now.getTime() - Date.parse(t.releasedAt) > REQUEUE_AFTER_MS,
           )
         : [];
+      if (retried.length > 0) {
+        log({
+          level: 'INFO',
+          msg: 'trials retried after an infrastructure failure',
+          sweepId,
+          trials: retried.map((t) => [t.index, t.retryOf, t.retryReason]),
+        });
+      }
       if (requeue.length > 0) {
         const again = new Set(requeue);
         requeue = requeue.map((t) => ({ ...t, releasedAt: at }));
@@ -576,7 +598,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
       });
 
       release = created;
-      requeue = requeue.filter((t) => !lost.has(t.index));
+      requeue = [...requeue, ...retried].filter((t) => !lost.has(t.index));
       await forEachLimit([...release, ...requeue], 16, async (trial) => {
         const spec = specOf(next, trial);
         await caps.queue?.enqueue(runMessage(spec), runMessageAttributes(spec), opts);
