@@ -153,6 +153,25 @@ describe('chaining a full run after the sweep (then)', () => {
     expect(sweep).toMatchObject({ phase: 'Failed', reason: 'ChainedRunFailed', then: { phase: 'Failed' } });
   });
 
+  it('cancelling the sweep while the full run runs stops it and ends the sweep Cancelled', async () => {
+    const { submit, sweeps, records, queue, caps } = setup();
+    const { record } = await submit({ caller: iam(VISION_ARN), body: body() });
+    for (const t of record.trials) {
+      const spec = sweeps.specOf(record, t);
+      await records.create(newRecord(spec, 'f', clock.now()));
+      await records.update(spec.runId, { phase: 'Succeeded', metrics: { accuracy: 0.5 } });
+    }
+    await sweeps.advance(record.sweepId, caps);
+    const spec = chainedMessages(queue, record.sweepId)[0] as never;
+    await records.create(newRecord(spec, 'f', clock.now()));
+    await records.update(chainedRunId(record.sweepId), { phase: 'Running' });
+    await sweeps.advance(record.sweepId, caps);
+    expect((await sweeps.get(record.sweepId))?.phase).toBe('Completing');
+    const after = await sweeps.cancel(record.sweepId, caps);
+    expect(after).toMatchObject({ phase: 'Cancelled', then: { phase: 'Cancelled', reason: 'Cancelled' } });
+    expect((await records.get(chainedRunId(record.sweepId)))?.phase).toBe('Cancelled');
+  });
+
   it('submits nothing when no trial succeeded', async () => {
     const { submit, sweeps, records, queue, caps } = setup();
     const { record } = await submit({ caller: iam(VISION_ARN), body: body() });
