@@ -300,6 +300,7 @@ export const SweepViewSchema = z.strictObject({
     ),
     "The best trial's model, once published",
   ),
+  // biome-ignore lint/suspicious/noThenProperty: the API's name for the chained run (a plain object, never a function)
   then: z.described(
     z.optional(
       z.strictObject({

@@ -84,7 +84,9 @@ function sweepView(record: SweepRecord, counts: Record<string, number>): SweepVi
     counts,
     ...(record.best ? { best: record.best } : {}),
     ...(record.published ? { published: record.published } : {}),
-    ...(record.then ? { then: record.then } : {}),
+    // `then` (the API's name, as in the request) holds a plain object, never a function: not thenable.
+    // biome-ignore lint/suspicious/noThenProperty: the chained run's field, named as the request's
+    ...(record.chained ? { then: record.chained } : {}),
     ...(record.warmStart
       ? { warmStartedFrom: record.warmStart.from, seededTrials: record.warmStart.history.length }
       : {}),

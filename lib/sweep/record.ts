@@ -152,7 +152,7 @@ export interface SweepRecord {
   best?: BestTrial;
   published?: PublishedModel;
   /** The chained full run (`then`), once submitted: its run id and what its record last said. */
-  then?: ChainedRun;
+  chained?: ChainedRun;
   /** The earlier sweeps' finished trials that seed the sampler (`warmStartFrom`). */
   warmStart?: WarmStart;
   createdAt: string;
@@ -493,7 +493,7 @@ export function releasable(
 export function readyToFinish(record: SweepRecord): boolean {
   if (record.phase !== 'Completing' || !record.outcome) return false;
   if (record.trials.some((t) => !isTrialTerminal(t.phase))) return false;
-  if (record.then && !isRunTerminal(record.then.phase)) return false;
+  if (record.chained && !isRunTerminal(record.chained.phase)) return false;
   return !needsPublish(record) && !needsChain(record);
 }
 
@@ -519,7 +519,7 @@ export function needsChain(record: SweepRecord): boolean {
     record.request.then !== undefined &&
     record.best !== undefined &&
     record.trials.every((t) => isTrialTerminal(t.phase)) &&
-    (record.then === undefined || !isRunTerminal(record.then.phase))
+    (record.chained === undefined || !isRunTerminal(record.chained.phase))
   );
 }
 
@@ -531,7 +531,7 @@ export function observeChained(
   record: SweepRecord,
   run: { phase: RunPhase; reason?: string; model?: ChainedRun['model'] },
 ): SweepRecord | undefined {
-  const then = record.then;
+  const then = record.chained;
   if (!then || isRunTerminal(then.phase)) return undefined;
   if (then.phase === run.phase && then.reason === run.reason && !run.model) return undefined;
   const next: ChainedRun = {
@@ -543,7 +543,7 @@ export function observeChained(
   const failed = run.phase === 'Failed' || run.phase === 'Cancelled';
   return {
     ...record,
-    then: next,
+    chained: next,
     ...(failed && record.outcome?.phase === 'Succeeded'
       ? {
           outcome: {

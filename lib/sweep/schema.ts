@@ -393,6 +393,7 @@ const SweepRequestObject = z
       ),
       "Whose model is published: the best trial's (default), every trial's, or none",
     ),
+    // biome-ignore lint/suspicious/noThenProperty: the API's name for the chained run (a plain object, never a function)
     then: z.described(
       z.optional(ThenSchema),
       "Once the sweep ends with a best trial: run its parameters once more as a full training with these overrides, and publish that run's model (instead of the best trial's)",

@@ -288,10 +288,10 @@ export function makeSweeps(deps: SweepStoreDeps) {
     const { sweepId } = record;
     if (!record.request.then) return;
     const now = clock.now();
-    if (record.then && !isRunTerminal(record.then.phase) && record.outcome?.phase === 'Cancelled') {
+    if (record.chained && !isRunTerminal(record.chained.phase) && record.outcome?.phase === 'Cancelled') {
       await caps.stopRun?.(chainedSpec(record), 'Cancelled', opts);
     } else if (!needsChain(record)) return;
-    if (!record.then) {
+    if (!record.chained) {
       if (!caps.queue) return;
       let claimed = false;
       const at = now.toISOString();
@@ -299,9 +299,9 @@ export function makeSweeps(deps: SweepStoreDeps) {
         sweepId,
         (r) => {
           claimed = false;
-          if (r.then || !needsChain(r)) return undefined;
+          if (r.chained || !needsChain(r)) return undefined;
           claimed = true;
-          return { ...r, then: { runId: chainedRunId(sweepId), phase: 'Accepted', submittedAt: at } };
+          return { ...r, chained: { runId: chainedRunId(sweepId), phase: 'Accepted', submittedAt: at } };
         },
         opts,
       );
@@ -311,7 +311,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
       log({ level: 'INFO', msg: 'chained run submitted', sweepId, runId: spec.runId });
       return;
     }
-    const then = record.then;
+    const then = record.chained;
     const run = await records.get(then.runId, opts);
     if (!run) {
       if (caps.queue && now.getTime() - Date.parse(then.submittedAt) > REQUEUE_AFTER_MS) {
@@ -320,8 +320,8 @@ export function makeSweeps(deps: SweepStoreDeps) {
         await settle(
           sweepId,
           (r) =>
-            r.then && r.then.submittedAt === then.submittedAt
-              ? { ...r, then: { ...r.then, submittedAt: now.toISOString() } }
+            r.chained && r.chained.submittedAt === then.submittedAt
+              ? { ...r, chained: { ...r.chained, submittedAt: now.toISOString() } }
               : undefined,
           opts,
         );

@@ -367,6 +367,7 @@ describe('sweeps on the embedded default', () => {
       algorithm: { name: 'random', seed: 13 },
       maxTrials: 4,
       parallelTrials: 4,
+      // biome-ignore lint/suspicious/noThenProperty: the API's name for the chained run (a plain object, never a function)
       then: { numNodes: 2, hyperparameters: { epochs: 20 } },
     });
     expect(submitted.status).toBe(202);

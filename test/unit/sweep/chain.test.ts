@@ -42,6 +42,7 @@ const body = (over: Record<string, unknown> = {}) => ({
   algorithm: { name: 'random', seed: 1 },
   maxTrials: 2,
   parallelTrials: 2,
+  // biome-ignore lint/suspicious/noThenProperty: the API's name for the chained run (a plain object, never a function)
   then: { numNodes: 2, hyperparameters: { epochs: 30, optimizer: 'sgd' }, datasetUri: 's3://data/full/' },
   ...over,
 });
@@ -120,7 +121,7 @@ describe('chaining a full run after the sweep (then)', () => {
     await records.create(newRecord(spec as never, 'f', clock.now()));
     await records.update(spec.runId, { phase: 'Running' });
     await sweeps.advance(record.sweepId, caps);
-    expect((await sweeps.get(record.sweepId))?.then?.phase).toBe('Running');
+    expect((await sweeps.get(record.sweepId))?.chained?.phase).toBe('Running');
     await records.update(spec.runId, {
       phase: 'Succeeded',
       artifacts: { outputUri: spec.outputUri, modelUri: 's3://b/models/resnet/v1/', version: '1' },
@@ -128,7 +129,7 @@ describe('chaining a full run after the sweep (then)', () => {
     await sweeps.advance(record.sweepId, caps);
     sweep = await sweeps.get(record.sweepId);
     expect(sweep?.phase).toBe('Succeeded');
-    expect(sweep?.then).toMatchObject({
+    expect(sweep?.chained).toMatchObject({
       phase: 'Succeeded',
       model: { name: 'resnet', version: '1', modelUri: 's3://b/models/resnet/v1/' },
     });
@@ -150,7 +151,11 @@ describe('chaining a full run after the sweep (then)', () => {
     await records.update(chainedRunId(record.sweepId), { phase: 'Failed', reason: 'TrainingFailed' });
     await sweeps.advance(record.sweepId, caps);
     const sweep = await sweeps.get(record.sweepId);
-    expect(sweep).toMatchObject({ phase: 'Failed', reason: 'ChainedRunFailed', then: { phase: 'Failed' } });
+    expect(sweep).toMatchObject({
+      phase: 'Failed',
+      reason: 'ChainedRunFailed',
+      chained: { phase: 'Failed' },
+    });
   });
 
   it('cancelling the sweep while the full run runs stops it and ends the sweep Cancelled', async () => {
@@ -168,7 +173,7 @@ describe('chaining a full run after the sweep (then)', () => {
     await sweeps.advance(record.sweepId, caps);
     expect((await sweeps.get(record.sweepId))?.phase).toBe('Completing');
     const after = await sweeps.cancel(record.sweepId, caps);
-    expect(after).toMatchObject({ phase: 'Cancelled', then: { phase: 'Cancelled', reason: 'Cancelled' } });
+    expect(after).toMatchObject({ phase: 'Cancelled', chained: { phase: 'Cancelled', reason: 'Cancelled' } });
     expect((await records.get(chainedRunId(record.sweepId)))?.phase).toBe('Cancelled');
   });
 
