@@ -90,6 +90,30 @@ describe('warm start', () => {
     expect(mean(warm)).toBeLessThan(mean(cold) / 2);
   });
 
+  it("a warm-started CMA-ES sweep's first generation moves toward the earlier sweep's best; a cold one starts at the centre", () => {
+    // The centre of this range (lr = 1) is 2.5 decades from the best lr.
+    const wide = { ...LR, min: 1e-4, max: 1e4 };
+    const earlierWide: WarmSource = {
+      ...earlier(0),
+      request: request({ parameters: [wide] }),
+      trials: Array.from({ length: 40 }, (_, index) => {
+        const parameters = suggest({ name: 'random', seed: 3 }, [wide], index, []);
+        return { index, parameters, phase: 'Succeeded', objective: accuracy(parameters.lr as number) };
+      }),
+    };
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const warm: number[] = [];
+    const cold: number[] = [];
+    for (let seed = 1; seed <= 20; seed++) {
+      const req = request({ parameters: [wide], algorithm: { name: 'cmaes', seed } });
+      warm.push(mean(firstDistances(record(req, [earlierWide]))));
+      cold.push(mean(firstDistances(record(req))));
+    }
+    // Cold: the first generation around the centre (~2.4 decades off). Warm: within a decade.
+    expect(mean(cold)).toBeGreaterThan(2);
+    expect(mean(warm)).toBeLessThan(1);
+  });
+
   it('seeds Succeeded trials by objective and stopped ones as pruned, oriented lower-is-better, inside the space', () => {
     const req = request({ parameters: [{ ...LR, min: 1e-4 }] });
     const source: WarmSource = {
