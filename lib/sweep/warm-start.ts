@@ -9,8 +9,12 @@ import type { Assignment } from './space.ts';
  * sweeps, these functions check them and take their trials.
  */
 
-/** Seeded trials kept at most (the best first), so the sweep item stays small. */
+/**
+ * Seeded trials kept at most (the best first), and their size as JSON: the history lives in the
+ * sweep item, which must stay well below DynamoDB's 400 KB per item.
+ */
 export const WARM_START_MAX_TRIALS = 1000;
+export const WARM_START_MAX_BYTES = 150_000;
 
 /** The earlier sweep as warm start needs it. */
 export interface WarmSource {
@@ -106,7 +110,8 @@ export function inSpace(params: readonly Parameter[], assignment: Assignment): b
 /**
  * The history the earlier sweeps seed: their Succeeded trials (the objective) and trials stopped
  * early (their last value, marked as pruned), inside this sweep's space, losses oriented
- * lower-is-better. More than WARM_START_MAX_TRIALS: the best are kept (stopped ones rank last).
+ * lower-is-better. More than WARM_START_MAX_TRIALS or WARM_START_MAX_BYTES: the best are kept
+ * (stopped ones rank last).
  */
 export function seedHistory(
   target: Pick<SweepRequest, 'parameters' | 'objective'>,
@@ -132,10 +137,20 @@ export function seedHistory(
       }
     }
   }
-  if (history.length <= WARM_START_MAX_TRIALS) return history;
+  const bytes = (o: Observation) => JSON.stringify(o).length;
+  if (
+    history.length <= WARM_START_MAX_TRIALS &&
+    history.reduce((n, o) => n + bytes(o), 0) <= WARM_START_MAX_BYTES
+  ) {
+    return history;
+  }
   const rank = (o: Observation) => (o.stoppedAtPercent === undefined ? 0 : 1);
-  const kept = new Set(
-    [...history].sort((a, b) => rank(a) - rank(b) || a.loss - b.loss).slice(0, WARM_START_MAX_TRIALS),
-  );
+  const kept = new Set<Observation>();
+  let size = 0;
+  for (const o of [...history].sort((a, b) => rank(a) - rank(b) || a.loss - b.loss)) {
+    if (kept.size >= WARM_START_MAX_TRIALS || size + bytes(o) > WARM_START_MAX_BYTES) break;
+    kept.add(o);
+    size += bytes(o);
+  }
   return history.filter((o) => kept.has(o));
 }

@@ -5,6 +5,7 @@ import { type SweepRequest, type SweepRequestInput, SweepRequestSchema } from '.
 import {
   incompatibility,
   seedHistory,
+  WARM_START_MAX_BYTES,
   WARM_START_MAX_TRIALS,
   type WarmSource,
 } from '../../../lib/sweep/warm-start.ts';
@@ -140,6 +141,23 @@ describe('warm start', () => {
     const worstKept = Math.max(...history.map((o) => o.loss));
     const all = source.trials.map((t) => -(t.objective as number)).sort((a, b) => a - b);
     expect(worstKept).toBe(all[WARM_START_MAX_TRIALS - 1]);
+  });
+
+  it('keeps the history small enough for the sweep item when the trials are large', () => {
+    const names = Array.from({ length: 16 }, (_, i) => `a_rather_long_parameter_name_${i}`);
+    const params = names.map((name) => ({ name, type: 'continuous', min: 0, max: 1, scale: 'linear' }));
+    const req = request({ parameters: params as never });
+    const trials = Array.from({ length: 900 }, (_, index) => ({
+      index,
+      parameters: Object.fromEntries(names.map((n, k) => [n, ((index * 7 + k) % 100) / 100 + 0.001234567])),
+      phase: 'Succeeded',
+      objective: index / 900,
+    }));
+    const history = seedHistory(req, [{ sweepId: 'swp-aaaaaaaaaaaaaaaaaaaa', request: req, trials }]);
+    expect(history.length).toBeLessThan(900);
+    expect(JSON.stringify(history).length).toBeLessThanOrEqual(WARM_START_MAX_BYTES + history.length);
+    // The best kept (maximize: the highest objectives).
+    expect(Math.min(...history.map((o) => o.loss))).toBe(-899 / 900);
   });
 
   it.each([
