@@ -119,7 +119,7 @@ export function sweepTable(sweep: SweepView): string {
     t.index === best ? '*' : '',
     String(t.index),
     t.runId,
-    t.phase,
+    t.attempt !== undefined ? `${t.phase} (retry ${t.attempt})` : t.phase,
     t.objective !== undefined ? formatValue(t.objective) : '',
     Object.entries(t.parameters)
       .map(([k, v]) => `${k}=${formatValue(v as number | string)}`)
@@ -128,7 +128,21 @@ export function sweepTable(sweep: SweepView): string {
   const heading = `${sweepLine(sweep)}\nobjective: ${sweep.objective.direction} ${sweep.objective.metric}${
     sweep.best ? `; best: trial ${sweep.best.trialIndex} (${sweep.best.runId})` : '; no best trial yet'
   }`;
-  return `${heading}\n\n${table(['', 'TRIAL', 'RUN', 'PHASE', sweep.objective.metric.toUpperCase(), 'PARAMETERS'], rows)}`;
+  const notes = [
+    sweep.usage
+      ? `GPU-hours: ${formatValue(sweep.usage.gpuHours)}; pruned ${sweep.usage.trialsPruned} trials (~${formatValue(sweep.usage.gpuHoursSavedByPruning)} GPU-hours saved)`
+      : undefined,
+    sweep.warmStartedFrom
+      ? `warm start: ${sweep.seededTrials ?? 0} trials from ${sweep.warmStartedFrom.join(', ')}`
+      : undefined,
+    sweep.then
+      ? `then: full run ${sweep.then.runId} ${sweep.then.phase}${
+          sweep.then.model ? `, model ${sweep.then.model.name} v${sweep.then.model.version ?? '?'}` : ''
+        }`
+      : undefined,
+  ].filter((n): n is string => n !== undefined);
+  const head = [heading, ...notes].join('\n');
+  return `${head}\n\n${table(['', 'TRIAL', 'RUN', 'PHASE', sweep.objective.metric.toUpperCase(), 'PARAMETERS'], rows)}`;
 }
 
 /** An API error body as lines: its message, then each issue as `field: rule` (400), the rule (403). */

@@ -56,6 +56,8 @@ export interface StackOptions {
   orphanGraceSeconds?: number;
   /** GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS (default 120). */
   admittedSuspendedGraceSeconds?: number;
+  /** GANTRY_UNSCHEDULABLE_GRACE_SECONDS (default 300). */
+  unschedulableGraceSeconds?: number;
   teams?: GantryConfig['teams'];
   /** How JWT callers are read and checked (`auth.jwt` of the configuration; default: its defaults, no issuer). */
   jwt?: Partial<GantryConfig['auth']['jwt']>;
@@ -368,6 +370,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       GANTRY_SFN_ANSWERS_BURST: '5000',
       GANTRY_SFN_DESCRIBE_PER_SECOND: '1000',
       GANTRY_SFN_DESCRIBE_BURST: '1000',
+      ...(opts.unschedulableGraceSeconds !== undefined
+        ? { GANTRY_UNSCHEDULABLE_GRACE_SECONDS: String(opts.unschedulableGraceSeconds) }
+        : {}),
       ...(opts.admittedSuspendedGraceSeconds !== undefined
         ? { GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS: String(opts.admittedSuspendedGraceSeconds) }
         : {}),

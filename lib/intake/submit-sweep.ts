@@ -2,18 +2,20 @@ import { randomInt } from 'node:crypto';
 import type { ModelOwners } from '../artifacts/ownership.ts';
 import { ForbiddenError, IdempotencyConflictError, ValidationError } from '../errors.ts';
 import type { CallOptions } from '../ports.ts';
-import { newSweepId, requestFingerprint, sweepIdFromKey, trialRunId } from '../run/ids.ts';
+import { chainedRunId, newSweepId, requestFingerprint, sweepIdFromKey, trialRunId } from '../run/ids.ts';
 import { RunRequestSchema } from '../run/schema.ts';
 import { parseWith, toIssues } from '../run/validate.ts';
+import { chainedRequest } from '../sweep/chain.ts';
 import type { SweepRecord } from '../sweep/record.ts';
 import { suggest } from '../sweep/samplers.ts';
 import { SWEEP_DEFAULTS, type SweepRequest, SweepRequestSchema } from '../sweep/schema.ts';
 import { gridPoint } from '../sweep/space.ts';
 import { trialRequest, trialSpec } from '../sweep/trials.ts';
+import { incompatibility, seedHistory, type WarmSource, type WarmStart } from '../sweep/warm-start.ts';
 import { runMessage } from './message.ts';
 import { checkModelOwner, MAX_SPEC_BYTES, resolveIdempotencyKey } from './submit-run.ts';
 import type { SweepIntakeDeps } from './sweeps.ts';
-import { type Caller, checkTenancy, requestedTotals, requireTeam } from './tenancy.ts';
+import { type Caller, checkTenancy, requestedTotals, requireTeam, requireTeams } from './tenancy.ts';
 
 /** The fingerprint that tells a replay from a conflict: the parsed request without its key. */
 export function sweepFingerprint(request: SweepRequest): string {
@@ -80,6 +82,79 @@ function checkTrials(
   }
 }
 
+/**
+ * The warm start of a sweep: each sweep in `warmStartFrom` must be one the caller may read (a
+ * sweep of one of their teams) with the same search space and objective; their finished trials
+ * become the seeded history. Every rule broken is a 400 naming the sweep's place in the list.
+ */
+async function warmStartOf(
+  deps: SweepIntakeDeps,
+  caller: Caller,
+  request: SweepRequest,
+  opts?: CallOptions,
+): Promise<WarmStart | undefined> {
+  const ids = request.warmStartFrom;
+  if (!ids) return undefined;
+  const teams = requireTeams(caller, deps.config);
+  const sources: WarmSource[] = [];
+  const issues: Array<{ field: string; rule: string }> = [];
+  for (const [i, id] of ids.entries()) {
+    const source = await deps.sweeps.get(id, opts);
+    if (!source || !teams.some((t) => t.name === source.team)) {
+      issues.push({
+        field: `warmStartFrom.${i}`,
+        rule: `sweep ${id} does not exist or is not one of your teams'`,
+      });
+      continue;
+    }
+    const why = incompatibility(request, source.request);
+    if (why) {
+      issues.push({ field: `warmStartFrom.${i}`, rule: `sweep ${id} searches another space: ${why}` });
+      continue;
+    }
+    sources.push(source);
+  }
+  if (issues.length > 0) throw new ValidationError(issues);
+  return { from: [...ids], history: seedHistory(request, sources) };
+}
+
+/**
+ * The chained full run (`then`) must be a valid run the team may start: the best parameters are
+ * not known yet, so the request is built from the corner of the space and checked as a run
+ * (rules named under then.*), then placed like any run of the team (403 when it may not run).
+ */
+function checkChained(
+  request: SweepRequest,
+  team: Parameters<typeof checkTenancy>[1],
+  deps: SweepIntakeDeps,
+  sweepId: string,
+) {
+  if (!request.then) return;
+  const corner = Object.fromEntries(
+    request.parameters.map((p) => [
+      p.name,
+      p.type === 'categorical' || p.type === 'discrete' ? p.values[0] : p.min,
+    ]),
+  );
+  const built = chainedRequest(request.template, request.parameters, corner as never, request.then);
+  const parsed = RunRequestSchema.safeParse(built);
+  if (!parsed.success) {
+    throw new ValidationError(
+      toIssues(parsed.error).map((i) => ({
+        field: `then.${i.field}`,
+        rule: `the full run (the template with then's overrides): ${i.rule}`,
+      })),
+    );
+  }
+  checkTenancy(parsed.data, team, deps.config, { bucket: deps.bucket, runId: chainedRunId(sweepId) });
+  const gpus = requestedTotals(parsed.data).gpu;
+  if (gpus > team.maxGpusInFlight) {
+    throw new ForbiddenError(
+      `then: the full run needs ${gpus} GPUs, more than team ${team.name}'s maxGpusInFlight ${team.maxGpusInFlight}`,
+    );
+  }
+}
+
 export interface SubmitSweepInput {
   caller: Caller;
   body: unknown;
@@ -119,6 +194,7 @@ export function makeSubmitSweep(deps: SweepIntakeDeps & { owners: Pick<ModelOwne
       ...(placement.queue !== undefined ? { queue: placement.queue } : {}),
     };
     checkTrials(request, sweepId, deps.bucket, where);
+    checkChained(request, team, deps, sweepId);
     const perTrial = requestedTotals(request.template).gpu;
     const parallel = request.parallelTrials ?? SWEEP_DEFAULTS.parallelTrials;
     if (perTrial * parallel > team.maxGpusInFlight) {
@@ -127,6 +203,7 @@ export function makeSubmitSweep(deps: SweepIntakeDeps & { owners: Pick<ModelOwne
       );
     }
     await checkModelOwner(deps.owners, request.template, opts);
+    const warmStart = await warmStartOf(deps, input.caller, request, opts);
     const fingerprint = sweepFingerprint(request);
     const seed = deps.newSeed ?? (() => randomInt(0, 2 ** 31 - 1));
     const algorithm =
@@ -142,6 +219,7 @@ export function makeSubmitSweep(deps: SweepIntakeDeps & { owners: Pick<ModelOwne
         request: { ...request, algorithm, ...(key !== undefined ? { idempotencyKey: key } : {}) },
         fingerprint,
         placement: where,
+        ...(warmStart ? { warmStart } : {}),
         trials: [],
         createdAt: at,
         updatedAt: at,

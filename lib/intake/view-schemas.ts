@@ -287,7 +287,7 @@ export const SweepViewSchema = z.strictObject({
   ),
   reason: z.described(
     z.optional(z.string()),
-    'GoalReached, TrialsExhausted, TooManyFailedTrials, NoSuccessfulTrial, Cancelled',
+    'GoalReached, TrialsExhausted, TooManyFailedTrials, NoSuccessfulTrial, Cancelled, ChainedRunFailed (the full run of then failed), ModelOwned',
   ),
   message: z.optional(z.string()),
   outcome: z.optional(z.strictObject({ phase: z.string(), reason: z.string(), message: z.string() })),
@@ -329,6 +329,30 @@ export const SweepViewSchema = z.strictObject({
     ),
     "The best trial's model, once published",
   ),
+  // biome-ignore lint/suspicious/noThenProperty: the API's name for the chained run (a plain object, never a function)
+  then: z.described(
+    z.optional(
+      z.strictObject({
+        runId: z.string(),
+        phase: z.enum(PHASES),
+        reason: z.optional(z.string()),
+        submittedAt: z.string(),
+        model: z.optional(
+          z.strictObject({
+            name: z.string(),
+            version: z.optional(z.string()),
+            modelUri: z.optional(z.string()),
+          }),
+        ),
+      }),
+    ),
+    'The chained full run of the best parameters (then): its run id, phase and published model',
+  ),
+  warmStartedFrom: z.described(
+    z.optional(z.array(z.string())),
+    'The sweeps whose finished trials seeded the sampler (warmStartFrom)',
+  ),
+  seededTrials: z.described(z.optional(z.number()), 'How many earlier trials seeded the sampler'),
   trials: z.array(
     z.strictObject({
       index: z.number(),
@@ -339,7 +363,30 @@ export const SweepViewSchema = z.strictObject({
       reason: z.optional(z.string()),
       releasedAt: z.string(),
       endedAt: z.optional(z.string()),
+      gpuHours: z.described(z.optional(z.number()), 'GPU-hours its run spent Running, once it ended'),
+      attempt: z.described(
+        z.optional(z.number()),
+        'Its retry after an infrastructure failure (1 or 2); absent for its first run',
+      ),
+      retryOf: z.described(
+        z.optional(z.string()),
+        'The run this one retries with the same parameters (lost to Preempted, NodeLost, Evicted, Unschedulable or Stalled)',
+      ),
+      retryReason: z.described(z.optional(z.string()), 'Why the run it retries failed'),
     }),
+  ),
+  usage: z.described(
+    z.optional(
+      z.strictObject({
+        gpuHours: z.described(z.number(), 'GPU-hours of the trials that ended (GPUs × hours Running)'),
+        trialsPruned: z.described(z.number(), 'Trials stopped early (EarlyStopped)'),
+        gpuHoursSavedByPruning: z.described(
+          z.number(),
+          'Estimate: each pruned trial run on at its pace to 100 % (its GPU-hours × (100 − p) / p)',
+        ),
+      }),
+    ),
+    'What the trials cost and what pruning saved (GET /v1/sweeps/{id}; not in lists)',
   ),
   createdAt: z.string(),
   updatedAt: z.string(),
@@ -348,7 +395,7 @@ export const SweepViewSchema = z.strictObject({
 });
 
 /** A sweep in a list: the sweep view without its trials (GET /v1/sweeps/{id} has them). */
-export const SweepSummarySchema = z.omit(SweepViewSchema, { trials: true });
+export const SweepSummarySchema = z.omit(SweepViewSchema, { trials: true, usage: true });
 
 export const SweepListSchema = z.strictObject({
   sweeps: z.array(SweepSummarySchema),

@@ -1,5 +1,5 @@
 import { openStall, type RunRecord } from '../run/record.ts';
-import { type SweepRecord, trialBudget } from '../sweep/record.ts';
+import { type SweepRecord, sweepUsage, trialBudget } from '../sweep/record.ts';
 import type { RunSummary, RunView, SubmitResponse, SweepSummary, SweepView } from './view-schemas.ts';
 
 /**
@@ -77,7 +77,7 @@ export function sweepLinks(sweepId: string) {
 export function toSweepView(record: SweepRecord): SweepView {
   const counts: Record<string, number> = {};
   for (const t of record.trials) counts[t.phase] = (counts[t.phase] ?? 0) + 1;
-  return sweepView(record, counts);
+  return { ...sweepView(record, counts), usage: sweepUsage(record.trials) };
 }
 
 function sweepView(record: SweepRecord, counts: Record<string, number>): SweepView {
@@ -100,6 +100,12 @@ function sweepView(record: SweepRecord, counts: Record<string, number>): SweepVi
     counts,
     ...(record.best ? { best: record.best } : {}),
     ...(record.published ? { published: record.published } : {}),
+    // `then` (the API's name, as in the request) holds a plain object, never a function: not thenable.
+    // biome-ignore lint/suspicious/noThenProperty: the chained run's field, named as the request's
+    ...(record.chained ? { then: record.chained } : {}),
+    ...(record.warmStart
+      ? { warmStartedFrom: record.warmStart.from, seededTrials: record.warmStart.history.length }
+      : {}),
     trials: record.trials.map((t) => ({
       index: t.index,
       runId: t.runId,
@@ -109,6 +115,10 @@ function sweepView(record: SweepRecord, counts: Record<string, number>): SweepVi
       ...(t.reason !== undefined ? { reason: t.reason } : {}),
       releasedAt: t.releasedAt,
       ...(t.endedAt !== undefined ? { endedAt: t.endedAt } : {}),
+      ...(t.gpuHours !== undefined ? { gpuHours: t.gpuHours } : {}),
+      ...(t.retryOf !== undefined
+        ? { attempt: t.attempt, retryOf: t.retryOf, retryReason: t.retryReason }
+        : {}),
     })),
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,

@@ -90,10 +90,15 @@ export function runEndMetrics(record: RunRecord): MetricPoint[] {
   const ran = seconds(running, firstAt(record, [record.phase]));
   if (ran !== undefined) {
     points.push({ name: METRIC.runDuration, unit: 'Seconds', value: ran });
-    const gpus = (record.spec.request.resourcesPerNode?.gpu ?? 0) * record.spec.request.numNodes;
-    points.push({ name: METRIC.gpuHours, unit: 'Count', value: (gpus * runningSeconds(record)) / 3600 });
+    points.push({ name: METRIC.gpuHours, unit: 'Count', value: gpuHoursOf(record) });
   }
   return points;
+}
+
+/** GPUs per node × nodes × hours spent Running (no GPUs → 0). */
+export function gpuHoursOf(record: RunRecord): number {
+  const gpus = (record.spec.request.resourcesPerNode?.gpu ?? 0) * record.spec.request.numNodes;
+  return (gpus * runningSeconds(record)) / 3600;
 }
 
 /** Seconds spent in Running: every Running interval, to the next transition. */

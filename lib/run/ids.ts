@@ -44,9 +44,13 @@ export function newRunId(): string {
   return `run-${base32(randomBytes(16), ID_CHARS)}`;
 }
 
-/** The run id of a sweep's trial: the same sweep and index always give the same run. */
-export function trialRunId(sweepId: string, trialIndex: number): string {
-  return `run-${base32(digest('gantry:trial:v1', sweepId, String(trialIndex)), ID_CHARS)}`;
+/**
+ * The run id of a sweep's trial: the same sweep, index and attempt always give the same run.
+ * Attempt 0 is the trial's first run; attempt n its n-th retry after an infrastructure failure.
+ */
+export function trialRunId(sweepId: string, trialIndex: number, attempt = 0): string {
+  const parts = attempt === 0 ? [String(trialIndex)] : [String(trialIndex), `retry${attempt}`];
+  return `run-${base32(digest('gantry:trial:v1', sweepId, ...parts), ID_CHARS)}`;
 }
 
 export function sweepIdFromKey(team: string, key: string): string {
@@ -81,4 +85,9 @@ export function requestFingerprint(request: unknown): string {
  */
 export function fingerprintOf(request: RunRequest): string {
   return requestFingerprint({ ...request, idempotencyKey: undefined });
+}
+
+/** The run id of a sweep's chained full run (`then`): one per sweep, whoever submits it. */
+export function chainedRunId(sweepId: string): string {
+  return `run-${base32(digest('gantry:sweep-then:v1', sweepId), ID_CHARS)}`;
 }

@@ -37,6 +37,8 @@ export const FAILURE_REASONS = [
   'ContainerConfigError',
   'CrashLoopBackOff',
   'Unschedulable',
+  'NodeLost',
+  'Evicted',
   /** A running job reported no progress or metric for its `stallAfterSeconds` and the request asked to restart it. */
   'Stalled',
   'InternalError',
@@ -44,6 +46,19 @@ export const FAILURE_REASONS = [
   'LocalRestart',
 ] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];
+
+/** Failures of the infrastructure, not of the training: the same run may succeed when started again. */
+export const INFRASTRUCTURE_REASONS = [
+  'Preempted',
+  'NodeLost',
+  'Evicted',
+  'Unschedulable',
+  'Stalled',
+] as const;
+
+export function isInfrastructureFailure(reason: string | undefined): boolean {
+  return reason !== undefined && (INFRASTRUCTURE_REASONS as readonly string[]).includes(reason);
+}
 
 export function isTerminal(phase: RunPhase): boolean {
   return TERMINAL_PHASES.includes(phase);

@@ -1,9 +1,11 @@
-import type { RunPhase } from '../run/phases.ts';
+import { trialRunId } from '../run/ids.ts';
+import { isInfrastructureFailure, isTerminal as isRunTerminal, type RunPhase } from '../run/phases.ts';
 import { type Curve, shouldStopEarly } from './early-stopping.ts';
 import { type Algorithm, algorithmFor, type Observation } from './samplers.ts';
 import type { SweepRequest } from './schema.ts';
 import { type Assignment, gridSize } from './space.ts';
 import type { SweepPlacement } from './trials.ts';
+import type { WarmStart } from './warm-start.ts';
 
 /**
  * The sweep record and the pure decision of what a sweep does next. In the state table a sweep is
@@ -55,6 +57,48 @@ export interface Trial {
   waitingForQuota?: boolean;
   releasedAt: string;
   endedAt?: string;
+  /** GPU-hours its run spent Running (GPUs × hours), once it ended. */
+  gpuHours?: number;
+  /** Retries after infrastructure failures: 1 or 2 (absent: its first run). */
+  attempt?: number;
+  /** The run this one retries with the same parameters, and why that one was lost. */
+  retryOf?: string;
+  retryReason?: string;
+  /** GPU-hours of the runs lost to infrastructure before this one. */
+  lostGpuHours?: number;
+}
+
+/** Retries of a trial lost to infrastructure (same parameters, a new run) before it counts as Failed. */
+export const MAX_TRIAL_RETRIES = 2;
+
+/**
+ * A trial whose run failed with an infrastructure reason (lib/run/phases.ts INFRASTRUCTURE_REASONS)
+ * is released again with the same parameters as a new run (derived from the sweep, index and
+ * attempt), at most MAX_TRIAL_RETRIES times, while the sweep still runs; it does not count as
+ * failed. Undefined: the trial is not retried.
+ */
+export function retryTrial(
+  sweepId: string,
+  trial: Trial,
+  run: RunObservation,
+  at: string,
+): Trial | undefined {
+  if (run.phase !== 'Failed' || !isInfrastructureFailure(run.reason) || trial.phase === 'Stopping')
+    return undefined;
+  const attempt = (trial.attempt ?? 0) + 1;
+  if (attempt > MAX_TRIAL_RETRIES) return undefined;
+  const lost = (trial.lostGpuHours ?? 0) + (run.gpuHours ?? 0);
+  return {
+    index: trial.index,
+    runId: trialRunId(sweepId, trial.index, attempt),
+    parameters: trial.parameters,
+    phase: 'Queued',
+    releasedAt: at,
+    attempt,
+    retryOf: trial.runId,
+    retryReason: run.reason as string,
+    ...(lost > 0 ? { lostGpuHours: lost } : {}),
+  };
 }
 
 export interface BestTrial {
@@ -72,6 +116,15 @@ export interface PublishedModel {
   modelUri?: string;
   manifestUri?: string;
   notified?: boolean;
+}
+
+export interface ChainedRun {
+  runId: string;
+  phase: RunPhase;
+  reason?: string;
+  submittedAt: string;
+  /** The model the full run published (once Succeeded). */
+  model?: { name: string; version?: string; modelUri?: string };
 }
 
 export interface SweepRecord {
@@ -98,6 +151,10 @@ export interface SweepRecord {
   finalCounts?: Record<string, number>;
   best?: BestTrial;
   published?: PublishedModel;
+  /** The chained full run (`then`), once submitted: its run id and what its record last said. */
+  chained?: ChainedRun;
+  /** The earlier sweeps' finished trials that seed the sampler (`warmStartFrom`). */
+  warmStart?: WarmStart;
   createdAt: string;
   updatedAt: string;
   endedAt?: string;
@@ -113,6 +170,8 @@ export interface RunObservation {
   waitingForQuota?: boolean;
   /** When the run ended (terminal phases). */
   endedAt?: string;
+  /** GPU-hours the run spent Running (terminal phases). */
+  gpuHours?: number;
 }
 
 /**
@@ -166,6 +225,7 @@ function observeTrial(request: SweepRequest, trial: Trial, run: RunObservation, 
     if (!last || run.percent - last[0] >= CURVE_SPACING) curve.push([run.percent, value]);
     next.curve = curve;
   }
+  if (run.gpuHours !== undefined) next.gpuHours = run.gpuHours;
   switch (run.phase) {
     case 'Accepted':
     case 'Submitting':
@@ -204,6 +264,35 @@ function observeTrial(request: SweepRequest, trial: Trial, run: RunObservation, 
       break;
   }
   return next;
+}
+
+export interface SweepUsage {
+  /** GPU-hours of the trials that ended. */
+  gpuHours: number;
+  /** Trials stopped early (pruned). */
+  trialsPruned: number;
+  /**
+   * GPU-hours pruning saved, estimated: each pruned trial would have run on at its pace to 100 %
+   * (its GPU-hours × (100 − p) / p, p the progress it was stopped at).
+   */
+  gpuHoursSavedByPruning: number;
+}
+
+/** What a sweep's trials cost and what pruning saved (from the trials' records). */
+export function sweepUsage(trials: readonly Trial[]): SweepUsage {
+  let gpuHours = 0;
+  let trialsPruned = 0;
+  let saved = 0;
+  for (const t of trials) {
+    gpuHours += (t.gpuHours ?? 0) + (t.lostGpuHours ?? 0);
+    if (t.phase !== 'EarlyStopped') continue;
+    trialsPruned++;
+    const p = t.curve?.at(-1)?.[0];
+    if (p !== undefined && p > 0 && p < 100 && t.gpuHours !== undefined)
+      saved += (t.gpuHours * (100 - p)) / p;
+  }
+  const round = (x: number) => Math.round(x * 1e6) / 1e6;
+  return { gpuHours: round(gpuHours), trialsPruned, gpuHoursSavedByPruning: round(saved) };
 }
 
 export function bestOf(request: SweepRequest, trials: readonly Trial[]): BestTrial | undefined {
@@ -250,7 +339,9 @@ export function step(
   const trials = record.trials.map((t) => {
     if (isTrialTerminal(t.phase)) return t;
     const run = runs.get(t.runId);
-    return run ? observeTrial(request, t, run, at) : t;
+    if (!run) return t;
+    const retry = record.phase === 'Running' ? retryTrial(record.sweepId, t, run, at) : undefined;
+    return retry ?? observeTrial(request, t, run, at);
   });
   const next: SweepRecord = { ...record, trials };
   // Never a worse best than the one recorded (a stale read of the trials may miss the best one).
@@ -308,7 +399,8 @@ export function step(
       const waiting = next.trials.some((t) => t.waitingForQuota);
       // Finished trials, and trials stopped early with their last value (samplers rank those
       // after the completed ones, as Optuna does with pruned trials).
-      const history: Observation[] = next.trials.flatMap((t): Observation[] => {
+      // A warm-started sweep's sampler sees the earlier sweeps' trials first, as if run here.
+      const own: Observation[] = next.trials.flatMap((t): Observation[] => {
         if (t.phase === 'Succeeded' && t.objective !== undefined) {
           return [{ assignment: t.parameters, loss: lossOf(request, t.objective) }];
         }
@@ -318,6 +410,7 @@ export function step(
           ? [{ assignment: t.parameters, loss: lossOf(request, last[1]), stoppedAtPercent: last[0] }]
           : [];
       });
+      const history = record.warmStart ? [...record.warmStart.history, ...own] : own;
       if (!waiting) {
         // A trial's own advance (`only`: its run) releases its successor the moment it ends; any
         // other advance (the reconciler's) the successors of trials already recorded as ended,
@@ -393,20 +486,74 @@ export function releasable(
   return out.sort((a, b) => a - b);
 }
 
-/** The sweep is done once its outcome is decided, nothing is in flight and the best is published. */
+/**
+ * The sweep is done once its outcome is decided, nothing is in flight, the best is published and
+ * the chained full run (`then`) ended.
+ */
 export function readyToFinish(record: SweepRecord): boolean {
   if (record.phase !== 'Completing' || !record.outcome) return false;
   if (record.trials.some((t) => !isTrialTerminal(t.phase))) return false;
-  return !needsPublish(record);
+  if (record.chained && !isRunTerminal(record.chained.phase)) return false;
+  return !needsPublish(record) && !needsChain(record);
 }
 
+/** The best trial's own model is published (not when `then` runs a full training that publishes). */
 export function needsPublish(record: SweepRecord): boolean {
   return (
     record.outcome?.phase === 'Succeeded' &&
     record.request.publish === 'best' &&
+    record.request.then === undefined &&
     record.best !== undefined &&
     record.published === undefined
   );
+}
+
+/**
+ * The chained full run is still to be submitted or to end: the sweep succeeded with a best trial,
+ * nothing else is in flight, `then` is asked for and its run has not ended.
+ */
+export function needsChain(record: SweepRecord): boolean {
+  return (
+    record.phase === 'Completing' &&
+    record.outcome?.phase === 'Succeeded' &&
+    record.request.then !== undefined &&
+    record.best !== undefined &&
+    record.trials.every((t) => isTrialTerminal(t.phase)) &&
+    (record.chained === undefined || !isRunTerminal(record.chained.phase))
+  );
+}
+
+/**
+ * What the chained run's record says, folded into the sweep (undefined: nothing changed). A full
+ * run that ended Failed or Cancelled fails the sweep (ChainedRunFailed): its model was not published.
+ */
+export function observeChained(
+  record: SweepRecord,
+  run: { phase: RunPhase; reason?: string; model?: ChainedRun['model'] },
+): SweepRecord | undefined {
+  const then = record.chained;
+  if (!then || isRunTerminal(then.phase)) return undefined;
+  if (then.phase === run.phase && then.reason === run.reason && !run.model) return undefined;
+  const next: ChainedRun = {
+    ...then,
+    phase: run.phase,
+    ...(run.reason !== undefined ? { reason: run.reason } : {}),
+    ...(run.model ? { model: run.model } : {}),
+  };
+  const failed = run.phase === 'Failed' || run.phase === 'Cancelled';
+  return {
+    ...record,
+    chained: next,
+    ...(failed && record.outcome?.phase === 'Succeeded'
+      ? {
+          outcome: {
+            phase: 'Failed' as const,
+            reason: 'ChainedRunFailed',
+            message: `the full run ${then.runId} of the best parameters ended ${run.phase}${run.reason ? ` (${run.reason})` : ''}; no model was published`,
+          },
+        }
+      : {}),
+  };
 }
 
 export function finish(record: SweepRecord, now: Date): SweepRecord {

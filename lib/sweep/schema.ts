@@ -1,3 +1,4 @@
+import { SWEEP_ID } from '../run/ids.ts';
 import { ENV_NAME, RESERVED_ENV_PREFIX } from '../run/limits.ts';
 import { RunRequestSchema } from '../run/schema.ts';
 import * as z from '../zod.ts';
@@ -16,6 +17,7 @@ export const SWEEP_LIMITS = {
   maxTrials: 10_000,
   parallelTrials: 256,
   metricName: 64,
+  warmStartSweeps: 10,
 } as const;
 
 export const SWEEP_DEFAULTS = {
@@ -287,6 +289,48 @@ export const EarlyStoppingSchema = z.discriminatedUnion('rule', [MedianSchema, A
     'rule must be one of median (the median stopping rule), asha (asynchronous successive halving), hyperband',
 });
 
+const runField = RunRequestSchema.shape;
+
+/** `then`: the full run of the best parameters, with overrides (lib/sweep/chain.ts). */
+export const ThenSchema = z.strictObject({
+  numNodes: z.described(
+    z.optional(
+      z.number().check(z.int('numNodes must be a whole number'), z.gte(1, 'numNodes must be at least 1')),
+    ),
+    "Nodes of the full run (default: the template's)",
+  ),
+  resourcesPerNode: runField.resourcesPerNode,
+  numProcPerNode: runField.numProcPerNode,
+  datasetUri: z.described(runField.datasetUri, "The full run's data (default: the template's)"),
+  modelUri: z.described(runField.modelUri, "The full run's starting model (default: the template's)"),
+  args: z.described(
+    z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.maxLength(64, 'at most 64 args'))),
+    'Arguments appended to the trial arguments',
+  ),
+  env: z.described(
+    z.optional(z.record(z.string(), z.string().check(z.maxLength(4096)))),
+    'Environment variables merged over the template’s',
+  ),
+  hyperparameters: z.described(
+    z.optional(
+      z
+        .record(
+          z.string().check(z.regex(PARAMETER_NAME, 'hyperparameter names are identifiers')),
+          z.union([
+            z.number().check(z.refine(Number.isFinite, 'must be finite')),
+            z.string().check(z.maxLength(256)),
+          ]),
+        )
+        .check(z.refine((h) => Object.keys(h).length <= 64, 'at most 64 hyperparameters')),
+    ),
+    'Override searched parameters (injected where they are) or add others (as --<name>=<value>), e.g. epochs',
+  ),
+  runDeadlineSeconds: z.described(
+    z.optional(z.number().check(z.int('runDeadlineSeconds must be a whole number'))),
+    "The full run's deadline (default: the template's)",
+  ),
+});
+
 const SweepRequestObject = z
   .strictObject({
     template: z.described(RunRequestSchema, 'The run every trial starts from'),
@@ -348,6 +392,28 @@ const SweepRequestObject = z
         SWEEP_DEFAULTS.publish,
       ),
       "Whose model is published: the best trial's (default), every trial's, or none",
+    ),
+    // biome-ignore lint/suspicious/noThenProperty: the API's name for the chained run (a plain object, never a function)
+    then: z.described(
+      z.optional(ThenSchema),
+      "Once the sweep ends with a best trial: run its parameters once more as a full training with these overrides, and publish that run's model (instead of the best trial's)",
+    ),
+    warmStartFrom: z.described(
+      z.optional(
+        z
+          .array(
+            z.string().check(z.regex(SWEEP_ID, 'must be a sweep id (swp-<20 lowercase base32 characters>)')),
+          )
+          .check(
+            z.minLength(1, 'warmStartFrom must not be empty (omit it for a cold start)'),
+            z.maxLength(
+              SWEEP_LIMITS.warmStartSweeps,
+              `warmStartFrom names at most ${SWEEP_LIMITS.warmStartSweeps} sweeps`,
+            ),
+            z.refine((v) => new Set(v).size === v.length, 'warmStartFrom must not name a sweep twice'),
+          ),
+      ),
+      'Earlier sweeps (of your teams, same parameters, types, overlapping ranges and objective) whose finished trials seed the sampler (tpe, cmaes)',
     ),
     idempotencyKey: z.described(
       z.optional(
@@ -417,6 +483,15 @@ const SweepRequestObject = z
           }
         }
       }
+      if (s.then && s.publish === 'none') {
+        issue(['then'], "then publishes the full run's model; it contradicts publish none");
+      }
+      if (s.warmStartFrom && (s.algorithm.name === 'grid' || s.algorithm.name === 'random')) {
+        issue(
+          ['warmStartFrom'],
+          `algorithm ${s.algorithm.name} draws without history, so there is nothing to seed; use tpe or cmaes`,
+        );
+      }
       if (s.parallelTrials !== undefined && s.parallelTrials > s.maxTrials) {
         issue(['parallelTrials'], `must not exceed maxTrials (${s.maxTrials})`);
       }
@@ -442,3 +517,4 @@ export type SweepRequestInput = z.input<typeof SweepRequestSchema>;
 export type SweepRequest = z.output<typeof SweepRequestSchema>;
 export type Parameter = z.output<typeof ParameterSchema>;
 export type Objective = z.output<typeof ObjectiveSchema>;
+export type ThenRequest = z.output<typeof ThenSchema>;

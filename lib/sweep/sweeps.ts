@@ -1,18 +1,24 @@
 import { ConcurrentUpdateError, ModelOwnedError, NotFoundError } from '../errors.ts';
 import { runMessage, runMessageAttributes } from '../intake/message.ts';
+import { metricsUri } from '../metrics/channel.ts';
+import { gpuHoursOf } from '../observability/metrics.ts';
 import type { CallOptions, Clock, RunQueue } from '../ports.ts';
-import { trialRunId } from '../run/ids.ts';
+import { chainedRunId, trialRunId } from '../run/ids.ts';
 import { isTerminal as isRunTerminal } from '../run/phases.ts';
 import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
+import type { RunRequest } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
 import { byCreation, type IndexEntries, type StateTable, type StoredItem } from '../state/table.ts';
+import { chainedRequest } from './chain.ts';
 import {
   algorithmOf,
   finish,
   isSweepFinal,
   isTrialTerminal,
+  needsChain,
   needsPublish,
+  observeChained,
   type PublishedModel,
   type RunObservation,
   readyToFinish,
@@ -248,6 +254,102 @@ export function makeSweeps(deps: SweepStoreDeps) {
   }
 
   /**
+   * The chained full run's spec (`then`): the best parameters with the overrides, placed where the
+   * trials run, publishing its model as any run does (it is not a trial). Its request was checked
+   * at submit (lib/intake/submit-sweep.ts), with the template's defaults already filled.
+   */
+  function chainedSpec(record: SweepRecord): RunSpec {
+    const runId = chainedRunId(record.sweepId);
+    const { template, parameters, then } = record.request;
+    const request = chainedRequest(template, parameters, record.best?.parameters ?? {}, then ?? {});
+    const { placement } = record;
+    return {
+      runId,
+      cluster: placement.cluster,
+      jobName: runId,
+      namespace: placement.namespace,
+      request: {
+        ...(request as RunRequest),
+        ...(placement.queue !== undefined ? { queue: placement.queue } : {}),
+      },
+      outputUri: `s3://${deps.bucket}/runs/${runId}/output/`,
+      metricsUri: metricsUri(deps.bucket, runId),
+    };
+  }
+
+  /**
+   * Chaining (`then`), once every trial ended: submit the full run once — the sweep item records
+   * it first, at the version read (a conditional write: of two advancers only the one that
+   * recorded it enqueues; the run id is derived from the sweep, so even a repeated message starts
+   * one run) — then follow its record until it ends. A message lost after the write is sent
+   * again once REQUEUE_AFTER_MS passed without a run record. A cancelled sweep stops it.
+   */
+  async function chain(record: SweepRecord, caps: SweepCapabilities, opts?: CallOptions) {
+    const { sweepId } = record;
+    if (!record.request.then) return;
+    const now = clock.now();
+    if (record.chained && !isRunTerminal(record.chained.phase) && record.outcome?.phase === 'Cancelled') {
+      await caps.stopRun?.(chainedSpec(record), 'Cancelled', opts);
+    } else if (!needsChain(record)) return;
+    if (!record.chained) {
+      if (!caps.queue) return;
+      let claimed = false;
+      const at = now.toISOString();
+      const after = await settle(
+        sweepId,
+        (r) => {
+          claimed = false;
+          if (r.chained || !needsChain(r)) return undefined;
+          claimed = true;
+          return { ...r, chained: { runId: chainedRunId(sweepId), phase: 'Accepted', submittedAt: at } };
+        },
+        opts,
+      );
+      if (!claimed || !after) return;
+      const spec = chainedSpec(after);
+      await caps.queue.enqueue(runMessage(spec), runMessageAttributes(spec), opts);
+      log({ level: 'INFO', msg: 'chained run submitted', sweepId, runId: spec.runId });
+      return;
+    }
+    const then = record.chained;
+    const run = await records.get(then.runId, opts);
+    if (!run) {
+      if (caps.queue && now.getTime() - Date.parse(then.submittedAt) > REQUEUE_AFTER_MS) {
+        const spec = chainedSpec(record);
+        await caps.queue.enqueue(runMessage(spec), runMessageAttributes(spec), opts);
+        await settle(
+          sweepId,
+          (r) =>
+            r.chained && r.chained.submittedAt === then.submittedAt
+              ? { ...r, chained: { ...r.chained, submittedAt: now.toISOString() } }
+              : undefined,
+          opts,
+        );
+      }
+      return;
+    }
+    const seen = {
+      phase: run.phase,
+      ...(run.reason !== undefined ? { reason: run.reason } : {}),
+      ...(run.phase === 'Succeeded' && run.artifacts?.modelUri
+        ? {
+            model: {
+              name: run.spec.request.modelName,
+              modelUri: run.artifacts.modelUri,
+              ...(run.artifacts.version !== undefined ? { version: run.artifacts.version } : {}),
+            },
+          }
+        : {}),
+    };
+    if (observeChained(record, seen)) {
+      await settle(sweepId, (r) => observeChained(r, seen), opts);
+      if (isRunTerminal(run.phase)) {
+        log({ level: 'INFO', msg: 'chained run ended', sweepId, runId: run.runId, phase: run.phase });
+      }
+    }
+  }
+
+  /**
    * What the run records of the open trials say. `seen` carries what an earlier attempt of the
    * same call read: a lost write race re-reads the sweep record, not every run record (a stale
    * observation only delays a release to the next advance; it never over-releases, because a
@@ -276,7 +378,9 @@ export function makeSweeps(deps: SweepStoreDeps) {
         ...(run.metrics ? { metrics: run.metrics } : {}),
         ...(run.progress?.percent !== undefined ? { percent: run.progress.percent } : {}),
         ...(run.phase === 'Pending' && run.admission ? { waitingForQuota: true } : {}),
-        ...(isRunTerminal(run.phase) ? { endedAt: run.transitions.at(-1)?.at ?? run.updatedAt } : {}),
+        ...(isRunTerminal(run.phase)
+          ? { endedAt: run.transitions.at(-1)?.at ?? run.updatedAt, gpuHours: gpuHoursOf(run) }
+          : {}),
       });
     });
     return { runs };
@@ -365,6 +469,20 @@ export function makeSweeps(deps: SweepStoreDeps) {
         next = { ...next, trials: next.trials.filter((t) => !left.has(t)) };
         release = [];
       }
+      // Trials released again after an infrastructure failure (a new run id, same index): sent
+      // once their item is written. A caller that cannot send leaves them to the next advance.
+      const readBefore = new Map(record.trials.map((t) => [t.index, t]));
+      const isRetry = (t: Trial) => {
+        const old = readBefore.get(t.index);
+        return old !== undefined && old.runId !== t.runId;
+      };
+      if (!caps.queue && next.trials.some(isRetry)) {
+        next = {
+          ...next,
+          trials: next.trials.map((t) => (isRetry(t) ? (readBefore.get(t.index) as Trial) : t)),
+        };
+      }
+      const retried = caps.queue ? next.trials.filter(isRetry) : [];
       let requeue = caps.queue
         ? next.trials.filter(
             (t) =>
@@ -375,6 +493,14 @@ export function makeSweeps(deps: SweepStoreDeps) {
               now.getTime() - Date.parse(t.releasedAt) > REQUEUE_AFTER_MS,
           )
         : [];
+      if (retried.length > 0) {
+        log({
+          level: 'INFO',
+          msg: 'trials retried after an infrastructure failure',
+          sweepId,
+          trials: retried.map((t) => [t.index, t.retryOf, t.retryReason]),
+        });
+      }
       if (requeue.length > 0) {
         const again = new Set(requeue);
         requeue = requeue.map((t) => ({ ...t, releasedAt: at }));
@@ -472,7 +598,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
       });
 
       release = created;
-      requeue = requeue.filter((t) => !lost.has(t.index));
+      requeue = [...requeue, ...retried].filter((t) => !lost.has(t.index));
       await forEachLimit([...release, ...requeue], 16, async (trial) => {
         const spec = specOf(next, trial);
         await caps.queue?.enqueue(runMessage(spec), runMessageAttributes(spec), opts);
@@ -541,6 +667,10 @@ export function makeSweeps(deps: SweepStoreDeps) {
             version: published.version,
           });
         }
+      }
+      if (next.request.then && next.trials.every((t) => isTrialTerminal(t.phase))) {
+        const current = await load(sweepId, opts);
+        if (current) await chain(current.record, caps, opts);
       }
       const ended = await settle(
         sweepId,

@@ -128,6 +128,8 @@ export interface ControllerOptions {
   capacity?: Record<string, number | string> | undefined;
   s3?: S3Client | undefined;
   defaultDurationSeconds: number;
+  /** A job's pod scenario beyond its `sim.gantry.dev/pod-failure` annotation (SimulatorOptions.podFailure). */
+  podFailure?: ((job: Json) => PodScenario | undefined) | undefined;
   /** Kueue's UnadmittedWorkloadsObservability gate: granular QuotaReserved reasons instead of `Pending`. */
   kueueGranularReasons: boolean;
   /** Write status.trainerStatus (Trainer v2.2+ with the TrainJobStatus gate). */
@@ -667,7 +669,7 @@ export class Controllers {
       gateOpen: gate !== 'podgroup',
       everSuspended: false,
       suspended: isSuspended(def, job),
-      podScenario: podScenarioOf(job),
+      podScenario: podScenarioOf(job) ?? this.o.podFailure?.(job),
       podMessage: annotation(job, POD_FAILURE_MESSAGE_ANNOTATION),
       nextCrashAt: undefined,
     };

@@ -15,6 +15,7 @@ import {
   type KueueVersion,
   type WaitForPodsReady,
 } from './kueue.ts';
+import type { PodScenario } from './pods.ts';
 import { Registry } from './registry.ts';
 import type { TrainerVersion } from './stubs.ts';
 import { kueueWebhook, trainerWebhooks } from './webhooks.ts';
@@ -38,6 +39,7 @@ export type { Gang } from './crds.ts';
 export type { Fault, RequestStats } from './http.ts';
 export { KUEUE_DEFAULT_INTEGRATIONS } from './kueue.ts';
 export { finalAccuracy, OPTIMUM, parseHyperparameters } from './objective.ts';
+export type { PodScenario } from './pods.ts';
 export type { TrainerVersion } from './stubs.ts';
 
 export interface SimulatorOptions {
@@ -72,6 +74,13 @@ export interface SimulatorOptions {
   capacity?: Record<string, number | string>;
   /** Simulated seconds a job trains once its gang runs (default 60; annotation sim.gantry.dev/duration-seconds overrides). */
   defaultDurationSeconds?: number;
+  /**
+   * How a job's pods fail to start, decided when the job is created, for jobs without the
+   * `sim.gantry.dev/pod-failure` annotation (which wins): tests pick one job of many (e.g. one
+   * sweep trial) without reaching into what Gantry builds. Default: none — pods start, as on a
+   * healthy cluster.
+   */
+  podFailure?: (job: Record<string, unknown>) => PodScenario | undefined;
   /** Kueue's UnadmittedWorkloadsObservability feature gate (granular QuotaReserved reasons). Default false, as in Kueue v0.19. */
   kueueGranularReasons?: boolean;
   /**
@@ -216,6 +225,7 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     capacity: opts.capacity,
     s3: opts.s3,
     defaultDurationSeconds: opts.defaultDurationSeconds ?? 60,
+    podFailure: opts.podFailure,
     kueueGranularReasons: opts.kueueGranularReasons ?? false,
     trainerStatus: (opts.trainerStatus ?? false) && (trainerVersion === '2.2' || trainerVersion === '2.3'),
     metricChannel: opts.metricChannel ?? true,

@@ -30,6 +30,7 @@ type Trial = {
   parameters: Record<string, number | string>;
   phase: string;
   objective?: number;
+  reason?: string;
 };
 
 /** The accuracy the simulator gives these parameters, read the way it reads a trial's args. */
@@ -236,6 +237,161 @@ describe('sweeps on the embedded default', () => {
     // A stopped trial's run ended Cancelled with the reason, and its job is gone.
     const run = await call('GET', `/v1/runs/${stopped[0]?.runId}`);
     expect(run.body).toMatchObject({ phase: 'Cancelled', reason: 'EarlyStopped' });
+  }, 180_000);
+
+  it('an ASHA sweep stops low-rung trials early from their intermediate metrics, lets the good ones finish, and shows the GPU-hours saved', async () => {
+    const submitted = await call('POST', '/v1/sweeps', {
+      template,
+      parameters: [{ name: 'lr', type: 'continuous', min: 1e-7, max: 1, scale: 'log' }],
+      objective: { metric: 'accuracy', direction: 'maximize' },
+      algorithm: { name: 'random', seed: 5 },
+      maxTrials: 16,
+      parallelTrials: 4,
+      earlyStopping: { rule: 'asha', minResourcePercent: 20, reductionFactor: 3, minTrialsAtRung: 2 },
+    });
+    expect(submitted.status).toBe(202);
+    const sweep = await until(submitted.body.sweepId, ended);
+    expect(sweep.phase).toBe('Succeeded');
+    const trials = sweep.trials as Trial[];
+    const stopped = trials.filter((t) => t.phase === 'EarlyStopped');
+    const completed = trials.filter((t) => t.phase === 'Succeeded');
+    expect(stopped.length).toBeGreaterThan(0);
+    expect(completed.length).toBeGreaterThan(0);
+    // The stopped trials are the bad ones: each is worse than the best completed trial, and the
+    // worst trials of the sweep were stopped rather than run to the end.
+    const best = Math.max(...completed.map((t) => trueAccuracy(t.parameters)));
+    for (const t of stopped) expect(trueAccuracy(t.parameters)).toBeLessThan(best);
+    const worst = [...trials].sort((a, b) => trueAccuracy(a.parameters) - trueAccuracy(b.parameters))[0];
+    expect(worst?.phase).toBe('EarlyStopped');
+    expect(trueAccuracy(sweep.best.parameters)).toBe(best);
+    expectRightBest(sweep);
+    // Each stopped trial's run ended Cancelled/EarlyStopped before the end of its training.
+    for (const t of stopped) {
+      expect(t.reason).toBe('EarlyStopped');
+      const run = await call('GET', `/v1/runs/${t.runId}`);
+      expect(run.body).toMatchObject({ phase: 'Cancelled', reason: 'EarlyStopped' });
+      expect(run.body.progress?.percent ?? 0).toBeLessThan(100);
+    }
+    // The sweep view shows what the trials cost and what pruning saved.
+    expect(sweep.usage.trialsPruned).toBe(stopped.length);
+    expect(sweep.usage.gpuHours).toBeGreaterThan(0);
+    expect(sweep.usage.gpuHoursSavedByPruning).toBeGreaterThan(0);
+    const perTrial = (sweep.trials as Array<Trial & { gpuHours?: number }>).map((t) => t.gpuHours ?? 0);
+    expect(sweep.usage.gpuHours).toBeCloseTo(
+      perTrial.reduce((a, b) => a + b, 0),
+      4,
+    );
+    // A stopped trial spent fewer GPU-hours than a completed one (same GPUs, shorter run).
+    const hours = (t: Trial) => (t as Trial & { gpuHours?: number }).gpuHours ?? 0;
+    expect(Math.max(...stopped.map(hours))).toBeLessThan(Math.max(...completed.map(hours)));
+  }, 180_000);
+
+  it("a warm-started TPE sweep's first suggestions use the earlier sweep's trials", async () => {
+    const LR = { name: 'lr', type: 'continuous', min: 1e-7, max: 1, scale: 'log' };
+    const objective = { metric: 'accuracy', direction: 'maximize' };
+    const earlier = await call('POST', '/v1/sweeps', {
+      template,
+      parameters: [LR],
+      objective,
+      algorithm: { name: 'random', seed: 21 },
+      maxTrials: 12,
+      parallelTrials: 4,
+      publish: 'none',
+    });
+    expect(earlier.status).toBe(202);
+    const source = await until(earlier.body.sweepId, ended);
+    expect(source.phase).toBe('Succeeded');
+    const finished = (source.trials as Trial[]).filter((t) => t.phase === 'Succeeded');
+
+    // A space that is not the earlier one's is a 400 naming the field.
+    const mismatch = await call('POST', '/v1/sweeps', {
+      template,
+      parameters: [{ ...LR, scale: 'linear' }],
+      objective,
+      algorithm: { name: 'tpe', seed: 4 },
+      maxTrials: 4,
+      parallelTrials: 4,
+      warmStartFrom: [source.sweepId],
+    });
+    expect(mismatch.status).toBe(400);
+    expect(mismatch.body.issues?.[0]).toMatchObject({ field: 'warmStartFrom.0' });
+    expect(mismatch.body.issues?.[0]?.rule).toMatch(/searches another space: parameter lr is on a log scale/);
+    const unknown = await call('POST', '/v1/sweeps', {
+      template,
+      parameters: [LR],
+      objective,
+      algorithm: { name: 'tpe', seed: 4 },
+      maxTrials: 4,
+      warmStartFrom: ['swp-aaaaaaaaaaaaaaaaaaaa'],
+    });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.issues?.[0]?.rule).toMatch(/does not exist/);
+
+    // The same TPE sweep (same seed), cold and warm: their first released trials.
+    const distance = (t: Trial) => Math.abs(Math.log10(t.parameters.lr as number) + 2.5);
+    const mean = (ts: Trial[]) => ts.reduce((a, t) => a + distance(t), 0) / ts.length;
+    const submit = (warm: boolean) =>
+      call('POST', '/v1/sweeps', {
+        template,
+        parameters: [LR],
+        objective,
+        algorithm: { name: 'tpe', seed: 4 },
+        maxTrials: 4,
+        parallelTrials: 4,
+        publish: 'none',
+        ...(warm ? { warmStartFrom: [source.sweepId] } : {}),
+      });
+    const cold = await submit(false);
+    const warm = await submit(true);
+    expect(warm.status).toBe(202);
+    expect(warm.body).toMatchObject({ warmStartedFrom: [source.sweepId], seededTrials: finished.length });
+    expect(cold.body.warmStartedFrom).toBeUndefined();
+    const coldFirst = cold.body.trials as Trial[];
+    const warmFirst = warm.body.trials as Trial[];
+    expect(warmFirst).toHaveLength(4);
+    // Cold TPE starts at random (the seed's draws); warm TPE starts from the earlier history, so
+    // its first trials differ and lie closer to the best region the earlier sweep found.
+    expect(warmFirst.map((t) => t.parameters.lr)).not.toEqual(coldFirst.map((t) => t.parameters.lr));
+    const earlierBest = Math.min(...finished.map(distance));
+    expect(mean(warmFirst)).toBeLessThan(mean(coldFirst));
+    expect(Math.min(...warmFirst.map(distance))).toBeLessThan(earlierBest + 1);
+    await call('POST', `/v1/sweeps/${cold.body.sweepId}/cancel`);
+    await call('POST', `/v1/sweeps/${warm.body.sweepId}/cancel`);
+  }, 180_000);
+
+  it("a chained sweep runs the best parameters once more as a full training and publishes that run's model", async () => {
+    const submitted = await call('POST', '/v1/sweeps', {
+      template: { ...template, modelName: 'sweep-chained' },
+      parameters: [{ name: 'lr', type: 'continuous', min: 1e-5, max: 1e-1, scale: 'log' }],
+      objective: { metric: 'accuracy', direction: 'maximize' },
+      algorithm: { name: 'random', seed: 13 },
+      maxTrials: 4,
+      parallelTrials: 4,
+      // biome-ignore lint/suspicious/noThenProperty: the API's name for the chained run (a plain object, never a function)
+      then: { numNodes: 2, hyperparameters: { epochs: 20 } },
+    });
+    expect(submitted.status).toBe(202);
+    const sweepId = submitted.body.sweepId as string;
+    const sweep = await until(sweepId, ended);
+    expect(sweep.phase).toBe('Succeeded');
+    expectRightBest(sweep);
+    // The best trial itself published nothing; the full run did.
+    expect(sweep.published).toBeUndefined();
+    expect(sweep.then).toMatchObject({ phase: 'Succeeded', model: { name: 'sweep-chained', version: '1' } });
+    const full = await call('GET', `/v1/runs/${sweep.then.runId}`);
+    expect(full.body.phase).toBe('Succeeded');
+    expect(full.body.trial).toBeUndefined();
+    expect(full.body.artifacts?.modelUri).toBe(sweep.then.model.modelUri);
+    // It trained with the best parameters and the overrides, on 2 nodes.
+    expect(full.body.request.numNodes).toBe(2);
+    expect(full.body.request.args).toEqual([`--lr=${sweep.best.parameters.lr}`, '--epochs=20']);
+    expect(full.body.request.hyperparameters).toEqual({ lr: sweep.best.parameters.lr, epochs: 20 });
+    // One version of the model, from the full run's output.
+    const versions = await env.stack.s3.send(
+      new ListObjectsV2Command({ Bucket: env.stack.bucket, Prefix: 'models/sweep-chained/' }),
+    );
+    const manifests = (versions.Contents ?? []).map((o) => o.Key).filter((k) => k?.endsWith('manifest.json'));
+    expect(manifests).toHaveLength(1);
   }, 180_000);
 
   it('cancel stops the trials in flight and leaves no job behind', async () => {

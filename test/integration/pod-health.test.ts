@@ -39,6 +39,8 @@ beforeAll(async () => {
     // The reconciler here runs on the simulator's clock (advance()), so the pods' condition times
     // must be simulated too for the unschedulable grace to count the same time.
     timestamps: 'simulated',
+    // Jobs picked by name fail to schedule without the annotation (SimulatorOptions.podFailure).
+    podFailure: (job) => (picked.has((job.metadata as { name: string }).name) ? 'Unschedulable' : undefined),
     trainerVersion: '2.2',
     namespaces: [NS],
     queues: [
@@ -57,6 +59,7 @@ afterAll(async () => {
 });
 
 let seq = 0;
+const picked = new Set<string>();
 /** A run's job as Gantry builds it (Kueue queue, 2 nodes × 1 GPU), with scenario annotations. */
 async function submit(annotations: Record<string, string> = {}, numNodes = 2) {
   const runId = `run-podhealth${String(seq++).padStart(8, '0')}`;
@@ -74,6 +77,20 @@ const podsOf = async (runId: string) =>
 const getJob = async (name: string) => (await gateway.getJob(API, NS, name)) as K8sObject & { status?: Obj };
 
 describe('simulator: jobs have pods', () => {
+  it('the podFailure option gives a job without the annotation its scenario; others start', async () => {
+    picked.add(`run-podhealth${String(seq).padStart(8, '0')}`);
+    const lost = await submit({}, 1);
+    const fine = await submit({}, 1);
+    expect(picked.has(lost)).toBe(true);
+    const [pod] = await podsOf(lost);
+    expect(pod?.status?.phase).toBe('Pending');
+    expect(pod?.status?.conditions?.find((c) => c.type === 'PodScheduled')).toMatchObject({
+      status: 'False',
+      reason: 'Unschedulable',
+    });
+    expect((await podsOf(fine)).map((p) => p.status?.phase)).toEqual(['Running']);
+  });
+
   it('creates numNodes pods per job, labelled so that Gantry finds them, and derives jobsStatus from them', async () => {
     const runId = await submit({}, 3);
     const pods = await podsOf(runId);

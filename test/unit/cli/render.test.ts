@@ -198,6 +198,30 @@ describe('the trials table', () => {
     expect(lines.filter((l) => l.startsWith('*'))).toHaveLength(1);
   });
 
+  it('shows usage, warm start, the chained run and retries when the sweep has them', () => {
+    const lines = sweepTable(
+      sweep({
+        trials: [{ ...trial(0, 'Running'), attempt: 1, retryOf: 'run-x', retryReason: 'NodeLost' }],
+        usage: { gpuHours: 1.5, trialsPruned: 2, gpuHoursSavedByPruning: 3 },
+        warmStartedFrom: ['swp-aaaaaaaaaaaaaaaaaaaa'],
+        seededTrials: 12,
+        // biome-ignore lint/suspicious/noThenProperty: the sweep view's field (a plain object)
+        then: {
+          runId: 'run-full',
+          phase: 'Succeeded',
+          submittedAt: 'x',
+          model: { name: 'm', version: '3' },
+        },
+      }),
+    ).split('\n');
+    expect(lines.slice(2, 5)).toEqual([
+      'GPU-hours: 1.5; pruned 2 trials (~3 GPU-hours saved)',
+      'warm start: 12 trials from swp-aaaaaaaaaaaaaaaaaaaa',
+      'then: full run run-full Succeeded, model m v3',
+    ]);
+    expect(lines.at(-1)).toMatch(/Running \(retry 1\)/);
+  });
+
   it('says when there is no best trial yet', () => {
     expect(sweepTable(sweep({ trials: [trial(0, 'Running')] })).split('\n')[1]).toBe(
       'objective: maximize accuracy; no best trial yet',

@@ -7,6 +7,7 @@ import {
   releasable,
   type SweepRecord,
   step,
+  sweepUsage,
   type Trial,
 } from '../../../lib/sweep/record.ts';
 import { type SweepRequestInput, SweepRequestSchema } from '../../../lib/sweep/schema.ts';
@@ -329,5 +330,29 @@ describe('early stopping (asha), wired', () => {
       [2, 'EarlyStopped'],
       [3, 'EarlyStopped'],
     ]);
+  });
+});
+
+describe('usage', () => {
+  it('sums the GPU-hours of ended trials and estimates what pruning saved', () => {
+    const out = step(
+      sweep({}, [trial(0, 'Running'), trial(1, 'Running')]),
+      runs([
+        ['run-0', { phase: 'Succeeded', metrics: { accuracy: 0.9 }, gpuHours: 2 }],
+        ['run-1', { phase: 'Cancelled', reason: 'EarlyStopped', gpuHours: 0.5 }],
+      ]),
+      NOW,
+      newTrial,
+      true,
+    );
+    expect(out.record.trials.slice(0, 2).map((t) => t.gpuHours)).toEqual([2, 0.5]);
+    // Trial 1 was stopped at 25 %: run on to 100 % it would have spent 3 × 0.5 more.
+    const stopped = { ...(out.record.trials[1] as Trial), curve: [[25, 0.4]] as Array<[number, number]> };
+    expect(sweepUsage([out.record.trials[0] as Trial, stopped])).toEqual({
+      gpuHours: 2.5,
+      trialsPruned: 1,
+      gpuHoursSavedByPruning: 1.5,
+    });
+    expect(sweepUsage([])).toEqual({ gpuHours: 0, trialsPruned: 0, gpuHoursSavedByPruning: 0 });
   });
 });
