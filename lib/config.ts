@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { DataTriggerRuleSchema } from './datatrigger/rules.ts';
+import { dataTriggerRuleSchema } from './datatrigger/rules.ts';
 import { ValidationError } from './errors.ts';
+import { lazily } from './lazily.ts';
 import { RFC1035_LABEL, RFC1123_SUBDOMAIN } from './run/limits.ts';
 import { parseWith } from './run/validate.ts';
 import * as z from './zod.ts';
@@ -12,160 +13,6 @@ import * as z from './zod.ts';
  * loudly with every problem named; it never half-works.
  */
 
-const name = z.string().check(z.regex(RFC1035_LABEL, 'must be an RFC 1035 label'), z.maxLength(63));
-
-export const ClusterConfigSchema = z
-  .strictObject({
-    name,
-    /** An EKS cluster: endpoint and CA from DescribeCluster, a bearer token from STS. */
-    eks: z.optional(
-      z
-        .strictObject({
-          clusterName: z.string().check(z.minLength(1), z.maxLength(100)),
-          region: z.string().check(z.minLength(1)),
-          /**
-           * Endpoint and CA (DescribeCluster's `endpoint` and `certificateAuthority.data`), resolved at
-           * deploy time: with both, functions connect without the EKS SDK (a smaller, faster cold start).
-           */
-          endpoint: z.optional(z.string().check(z.startsWith('https://'))),
-          caData: z.optional(z.string().check(z.minLength(1))),
-        })
-        .check(
-          z.refine(
-            (e) => Boolean(e.endpoint) === Boolean(e.caData),
-            'give both endpoint and caData, or neither',
-          ),
-        ),
-    ),
-    /** A kubeconfig (path or inline YAML) for local use and non-EKS clusters. */
-    kubeconfig: z.optional(z.string().check(z.minLength(1))),
-    /** Training Operator v1 kinds the reconciler lists on this cluster, besides TrainJobs. */
-    legacyKinds: z._default(z.array(z.enum(['PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob', 'JAXJob'])), []),
-    /**
-     * The job kinds this cluster's Kueue manages (the kinds of its enabled `integrations.frameworks`).
-     * Default: Kueue v0.19's default configuration, TrainJob only. A queued run of another kind is
-     * refused (lib/trainjob/kueue-kinds.ts). Never MPIJob: Kueue has no integration for the v1 MPIJob.
-     */
-    kueueManagedKinds: z._default(
-      z
-        .array(z.enum(['TrainJob', 'PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob', 'JAXJob']))
-        .check(
-          z.refine(
-            (kinds) => !kinds.includes('MPIJob'),
-            "must not list MPIJob: Kueue's kubeflow.org/mpijob integration manages MPI Operator v2beta1 MPIJobs, not the Training Operator v1 MPIJob Gantry creates",
-          ),
-        ),
-      ['TrainJob'],
-    ),
-    /**
-     * Seconds a queued job may go without its Kueue Workload before its run fails as not managed by
-     * Kueue (Kueue creates the Workload within seconds of the job).
-     */
-    kueueWorkloadGraceSeconds: z._default(z.number().check(z.int(), z.gte(10), z.lte(3600)), 120),
-  })
-  .check(
-    z.refine(
-      (c) => Boolean(c.eks) !== Boolean(c.kubeconfig),
-      'a cluster needs exactly one of eks or kubeconfig',
-    ),
-  );
-
-/**
- * A team's webhook (lib/events): every lifecycle event of the team's runs is POSTed to `url`,
- * signed with the secret named here (never the secret itself: an environment variable of the
- * events function, or an SSM SecureString parameter).
- */
-export const WebhookConfigSchema = z
-  .strictObject({
-    name,
-    url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
-    /** The environment variable holding the signing secret (locally, or set by your deploy). */
-    secretEnv: z.optional(
-      z.string().check(z.regex(/^[A-Z_][A-Z0-9_]{0,127}$/, 'must be an environment variable name')),
-    ),
-    /** An SSM parameter (SecureString) holding the signing secret, e.g. `/gantry/webhooks/vision`. */
-    secretParameter: z.optional(
-      z
-        .string()
-        .check(z.regex(/^\/[A-Za-z0-9_.\-/]{1,1010}$/, 'must be an SSM parameter name starting with /')),
-    ),
-  })
-  .check(
-    z.refine(
-      (w) => Boolean(w.secretEnv) !== Boolean(w.secretParameter),
-      'give exactly one of secretEnv or secretParameter',
-    ),
-  );
-
-export const TeamConfigSchema = z.strictObject({
-  name,
-  /** Who belongs to the team: IAM principal ARNs (a trailing * matches a prefix) or JWT `sub`/group values. */
-  principals: z
-    .array(z.string().check(z.minLength(1)))
-    .check(z.minLength(1, 'a team needs at least one principal')),
-  namespaces: z.array(name).check(z.minLength(1, 'a team needs at least one namespace')),
-  queues: z._default(z.array(name), []),
-  /** Allowed runtimes; empty means any runtime the cluster has. */
-  runtimes: z._default(z.array(z.string().check(z.minLength(1))), []),
-  /** Allowed image prefixes, e.g. `123456789012.dkr.ecr.us-east-1.amazonaws.com/vision/`. */
-  imagePrefixes: z
-    .array(z.string().check(z.minLength(1)))
-    .check(z.minLength(1, 'a team needs at least one allowed image prefix')),
-  maxNodes: z._default(z.number().check(z.int(), z.gte(1)), 16),
-  maxGpusPerRun: z._default(z.number().check(z.int(), z.gte(0)), 64),
-  /**
-   * GPUs the team's runs in flight (Accepted to Publishing) may request together: a new run past
-   * it is refused at intake (429, Retry-After), and a sweep's parallelTrials × GPUs per trial must fit.
-   */
-  maxGpusInFlight: z._default(z.number().check(z.int(), z.gte(0)), 128),
-  /** Runs the team may have in flight (Accepted to Publishing); a new run past it is a 429. */
-  maxRunsInFlight: z._default(z.number().check(z.int(), z.gte(1)), 100),
-  cluster: z.optional(name),
-  /**
-   * Kueue WorkloadPriorityClasses the team's runs may name (`priorityClass`). Default: none, so a
-   * team cannot preempt another team's jobs by naming a high priority. Never `system-*`.
-   */
-  priorityClasses: z._default(
-    z.array(
-      z.string().check(
-        z.regex(RFC1123_SUBDOMAIN, 'must be a DNS subdomain'),
-        z.refine((p) => !p.startsWith('system-'), 'must not be a system-* priority class'),
-      ),
-    ),
-    [],
-  ),
-  /** Where the team's runs' lifecycle events are POSTed (HMAC-signed, retried, dead-lettered). */
-  webhooks: z.optional(
-    z.array(WebhookConfigSchema).check(
-      z.maxLength(10),
-      z.refine((ws) => new Set(ws.map((w) => w.name)).size === ws.length, 'webhook names must be unique'),
-    ),
-  ),
-  /**
-   * Where the team's runs may write (`output.uri`) besides their own run prefix in Gantry's bucket:
-   * `s3://bucket/prefix/` URIs, each ending in `/`. Default: none.
-   */
-  outputPrefixes: z._default(
-    z.array(
-      z.string().check(
-        z.regex(
-          /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/([^/]+\/)*$/,
-          'must be an s3://bucket/prefix/ URI ending in /',
-        ),
-        z.refine((u) => !u.split('/').includes('..'), "must not contain '..' segments"),
-      ),
-    ),
-    [],
-  ),
-});
-
-/** A JWT claim name: `sub`, `email`, `cognito:groups`, `https://example.com/roles`… */
-const claimName = z.string().check(z.minLength(1), z.maxLength(256));
-/** An OAuth scope: no whitespace (a token's `scope` claim is space-separated). */
-const scopeName = z
-  .string()
-  .check(z.regex(/^[\x21-\x7e]{1,256}$/, 'must be a non-empty scope name without spaces'));
-
 export const JWT_DEFAULTS = {
   principalClaim: 'sub',
   groupsClaims: ['groups', 'cognito:groups'],
@@ -174,142 +21,317 @@ export const JWT_DEFAULTS = {
 };
 
 /**
- * How JWT callers (auth=jwt) are read (lib/intake/jwt.ts): which claim names the principal, which
- * claims carry groups (both matched against teams' `principals`), the issuer every token must come
- * from, and the scopes of the read (GET) and write (POST) routes. The write scope grants read too.
+ * The configuration's schemas, built on first use rather than at import: constructing them is a
+ * large share of a function's cold start (bench/results/function-bundles.md), and a function needs
+ * them only when its first invocation reads the configuration and the environment.
  */
-export const JwtConfigSchema = z
-  .strictObject({
+export const configSchemas = /* @__PURE__ */ lazily(() => {
+  const name = z.string().check(z.regex(RFC1035_LABEL, 'must be an RFC 1035 label'), z.maxLength(63));
+
+  const ClusterConfigSchema = z
+    .strictObject({
+      name,
+      /** An EKS cluster: endpoint and CA from DescribeCluster, a bearer token from STS. */
+      eks: z.optional(
+        z
+          .strictObject({
+            clusterName: z.string().check(z.minLength(1), z.maxLength(100)),
+            region: z.string().check(z.minLength(1)),
+            /**
+             * Endpoint and CA (DescribeCluster's `endpoint` and `certificateAuthority.data`), resolved at
+             * deploy time: with both, functions connect without the EKS SDK (a smaller, faster cold start).
+             */
+            endpoint: z.optional(z.string().check(z.startsWith('https://'))),
+            caData: z.optional(z.string().check(z.minLength(1))),
+          })
+          .check(
+            z.refine(
+              (e) => Boolean(e.endpoint) === Boolean(e.caData),
+              'give both endpoint and caData, or neither',
+            ),
+          ),
+      ),
+      /** A kubeconfig (path or inline YAML) for local use and non-EKS clusters. */
+      kubeconfig: z.optional(z.string().check(z.minLength(1))),
+      /** Training Operator v1 kinds the reconciler lists on this cluster, besides TrainJobs. */
+      legacyKinds: z._default(z.array(z.enum(['PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob', 'JAXJob'])), []),
+      /**
+       * The job kinds this cluster's Kueue manages (the kinds of its enabled `integrations.frameworks`).
+       * Default: Kueue v0.19's default configuration, TrainJob only. A queued run of another kind is
+       * refused (lib/trainjob/kueue-kinds.ts). Never MPIJob: Kueue has no integration for the v1 MPIJob.
+       */
+      kueueManagedKinds: z._default(
+        z
+          .array(z.enum(['TrainJob', 'PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob', 'JAXJob']))
+          .check(
+            z.refine(
+              (kinds) => !kinds.includes('MPIJob'),
+              "must not list MPIJob: Kueue's kubeflow.org/mpijob integration manages MPI Operator v2beta1 MPIJobs, not the Training Operator v1 MPIJob Gantry creates",
+            ),
+          ),
+        ['TrainJob'],
+      ),
+      /**
+       * Seconds a queued job may go without its Kueue Workload before its run fails as not managed by
+       * Kueue (Kueue creates the Workload within seconds of the job).
+       */
+      kueueWorkloadGraceSeconds: z._default(z.number().check(z.int(), z.gte(10), z.lte(3600)), 120),
+    })
+    .check(
+      z.refine(
+        (c) => Boolean(c.eks) !== Boolean(c.kubeconfig),
+        'a cluster needs exactly one of eks or kubeconfig',
+      ),
+    );
+
+  /**
+   * A team's webhook (lib/events): every lifecycle event of the team's runs is POSTed to `url`,
+   * signed with the secret named here (never the secret itself: an environment variable of the
+   * events function, or an SSM SecureString parameter).
+   */
+  const WebhookConfigSchema = z
+    .strictObject({
+      name,
+      url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+      /** The environment variable holding the signing secret (locally, or set by your deploy). */
+      secretEnv: z.optional(
+        z.string().check(z.regex(/^[A-Z_][A-Z0-9_]{0,127}$/, 'must be an environment variable name')),
+      ),
+      /** An SSM parameter (SecureString) holding the signing secret, e.g. `/gantry/webhooks/vision`. */
+      secretParameter: z.optional(
+        z
+          .string()
+          .check(z.regex(/^\/[A-Za-z0-9_.\-/]{1,1010}$/, 'must be an SSM parameter name starting with /')),
+      ),
+    })
+    .check(
+      z.refine(
+        (w) => Boolean(w.secretEnv) !== Boolean(w.secretParameter),
+        'give exactly one of secretEnv or secretParameter',
+      ),
+    );
+
+  const TeamConfigSchema = z.strictObject({
+    name,
+    /** Who belongs to the team: IAM principal ARNs (a trailing * matches a prefix) or JWT `sub`/group values. */
+    principals: z
+      .array(z.string().check(z.minLength(1)))
+      .check(z.minLength(1, 'a team needs at least one principal')),
+    namespaces: z.array(name).check(z.minLength(1, 'a team needs at least one namespace')),
+    queues: z._default(z.array(name), []),
+    /** Allowed runtimes; empty means any runtime the cluster has. */
+    runtimes: z._default(z.array(z.string().check(z.minLength(1))), []),
+    /** Allowed image prefixes, e.g. `123456789012.dkr.ecr.us-east-1.amazonaws.com/vision/`. */
+    imagePrefixes: z
+      .array(z.string().check(z.minLength(1)))
+      .check(z.minLength(1, 'a team needs at least one allowed image prefix')),
+    maxNodes: z._default(z.number().check(z.int(), z.gte(1)), 16),
+    maxGpusPerRun: z._default(z.number().check(z.int(), z.gte(0)), 64),
     /**
-     * The token issuer (`iss`) every JWT caller must have. On AWS the stack's `jwtIssuerUrl` param
-     * (GANTRY_JWT_ISSUER) sets it; if both are given they must be equal.
+     * GPUs the team's runs in flight (Accepted to Publishing) may request together: a new run past
+     * it is refused at intake (429, Retry-After), and a sweep's parallelTrials × GPUs per trial must fit.
      */
-    issuer: z.optional(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' })),
-    principalClaim: z._default(claimName, JWT_DEFAULTS.principalClaim),
-    groupsClaims: z._default(z.array(claimName).check(z.maxLength(10)), JWT_DEFAULTS.groupsClaims),
-    readScope: z._default(scopeName, JWT_DEFAULTS.readScope),
-    writeScope: z._default(scopeName, JWT_DEFAULTS.writeScope),
-  })
-  .check(
-    z.superRefine((j, ctx) => {
-      if (j.readScope === j.writeScope) {
-        ctx.addIssue({ code: 'custom', path: ['writeScope'], message: 'must differ from readScope' });
-      }
-      if (j.groupsClaims.includes(j.principalClaim)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['groupsClaims'],
-          message: `must not include the principalClaim (${j.principalClaim})`,
-        });
-      }
-    }),
-  );
+    maxGpusInFlight: z._default(z.number().check(z.int(), z.gte(0)), 128),
+    /** Runs the team may have in flight (Accepted to Publishing); a new run past it is a 429. */
+    maxRunsInFlight: z._default(z.number().check(z.int(), z.gte(1)), 100),
+    cluster: z.optional(name),
+    /**
+     * Kueue WorkloadPriorityClasses the team's runs may name (`priorityClass`). Default: none, so a
+     * team cannot preempt another team's jobs by naming a high priority. Never `system-*`.
+     */
+    priorityClasses: z._default(
+      z.array(
+        z.string().check(
+          z.regex(RFC1123_SUBDOMAIN, 'must be a DNS subdomain'),
+          z.refine((p) => !p.startsWith('system-'), 'must not be a system-* priority class'),
+        ),
+      ),
+      [],
+    ),
+    /** Where the team's runs' lifecycle events are POSTed (HMAC-signed, retried, dead-lettered). */
+    webhooks: z.optional(
+      z.array(WebhookConfigSchema).check(
+        z.maxLength(10),
+        z.refine((ws) => new Set(ws.map((w) => w.name)).size === ws.length, 'webhook names must be unique'),
+      ),
+    ),
+    /**
+     * Where the team's runs may write (`output.uri`) besides their own run prefix in Gantry's bucket:
+     * `s3://bucket/prefix/` URIs, each ending in `/`. Default: none.
+     */
+    outputPrefixes: z._default(
+      z.array(
+        z.string().check(
+          z.regex(
+            /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/([^/]+\/)*$/,
+            'must be an s3://bucket/prefix/ URI ending in /',
+          ),
+          z.refine((u) => !u.split('/').includes('..'), "must not contain '..' segments"),
+        ),
+      ),
+      [],
+    ),
+  });
 
-export const AuthConfigSchema = z.strictObject({
-  jwt: z._default(JwtConfigSchema, { ...JWT_DEFAULTS }),
-});
+  /** A JWT claim name: `sub`, `email`, `cognito:groups`, `https://example.com/roles`… */
+  const claimName = z.string().check(z.minLength(1), z.maxLength(256));
+  /** An OAuth scope: no whitespace (a token's `scope` claim is space-separated). */
+  const scopeName = z
+    .string()
+    .check(z.regex(/^[\x21-\x7e]{1,256}$/, 'must be a non-empty scope name without spaces'));
 
-export const GantryConfigSchema = z
-  .strictObject({
-    clusters: z.array(ClusterConfigSchema).check(z.minLength(1, 'at least one cluster')),
-    teams: z._default(z.array(TeamConfigSchema), []),
-    defaultCluster: z.optional(name),
-    /** Retraining on new data (lib/datatrigger/rules.ts): S3 objects under a prefix → runs. */
-    dataTriggers: z._default(z.array(DataTriggerRuleSchema), []),
-    /** How API callers are authenticated beyond what API Gateway checks (JWT claims, issuer, scopes). */
-    auth: z._default(AuthConfigSchema, { jwt: { ...JWT_DEFAULTS } }),
-  })
-  .check(
-    z.superRefine((c, ctx) => {
-      const clusters = new Set(c.clusters.map((x) => x.name));
-      if (clusters.size !== c.clusters.length)
-        ctx.addIssue({ code: 'custom', path: ['clusters'], message: 'duplicate cluster names' });
-      if (c.defaultCluster && !clusters.has(c.defaultCluster)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['defaultCluster'],
-          message: `no cluster named ${c.defaultCluster}`,
-        });
-      }
-      c.teams.forEach((t, i) => {
-        if (t.cluster && !clusters.has(t.cluster)) {
+  /**
+   * How JWT callers (auth=jwt) are read (lib/intake/jwt.ts): which claim names the principal, which
+   * claims carry groups (both matched against teams' `principals`), the issuer every token must come
+   * from, and the scopes of the read (GET) and write (POST) routes. The write scope grants read too.
+   */
+  const JwtConfigSchema = z
+    .strictObject({
+      /**
+       * The token issuer (`iss`) every JWT caller must have. On AWS the stack's `jwtIssuerUrl` param
+       * (GANTRY_JWT_ISSUER) sets it; if both are given they must be equal.
+       */
+      issuer: z.optional(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' })),
+      principalClaim: z._default(claimName, JWT_DEFAULTS.principalClaim),
+      groupsClaims: z._default(z.array(claimName).check(z.maxLength(10)), JWT_DEFAULTS.groupsClaims),
+      readScope: z._default(scopeName, JWT_DEFAULTS.readScope),
+      writeScope: z._default(scopeName, JWT_DEFAULTS.writeScope),
+    })
+    .check(
+      z.superRefine((j, ctx) => {
+        if (j.readScope === j.writeScope) {
+          ctx.addIssue({ code: 'custom', path: ['writeScope'], message: 'must differ from readScope' });
+        }
+        if (j.groupsClaims.includes(j.principalClaim)) {
           ctx.addIssue({
             code: 'custom',
-            path: ['teams', i, 'cluster'],
-            message: `no cluster named ${t.cluster}`,
+            path: ['groupsClaims'],
+            message: `must not include the principalClaim (${j.principalClaim})`,
           });
         }
-      });
-    }),
-  );
+      }),
+    );
 
-export type GantryConfig = z.output<typeof GantryConfigSchema>;
-export type TeamConfig = z.output<typeof TeamConfigSchema>;
-export type ClusterConfig = z.output<typeof ClusterConfigSchema>;
-export type JwtConfig = z.output<typeof JwtConfigSchema>;
-export type WebhookConfig = z.output<typeof WebhookConfigSchema>;
+  const AuthConfigSchema = z.strictObject({
+    jwt: z._default(JwtConfigSchema, { ...JWT_DEFAULTS }),
+  });
 
-/** Where the service's AWS resources are, from the Lambda environment (serverless.yml sets it). */
-export const RuntimeEnvSchema = z.object({
-  GANTRY_BUCKET: z.string().check(z.minLength(3)),
-  /** The state table (runs, sweeps, data-trigger state): DynamoDB, serverless.yml StateTable. */
-  GANTRY_STATE_TABLE: z.optional(z.string().check(z.minLength(3))),
-  GANTRY_STATE_MACHINE_ARN: z.string().check(z.startsWith('arn:')),
-  GANTRY_RUNS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
-  GANTRY_SERVING_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
-  /** The runs DLQ: the consumer moves refused (unauthorized) run messages there, with the reason. */
-  GANTRY_RUNS_DLQ_URL: z.optional(z.string().check(z.startsWith('http'))),
-  /** The data-events queue: S3 notifications in, the data trigger's delayed checks out and in. */
-  GANTRY_DATA_EVENTS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
-  /** The lifecycle events queue (FIFO): the change stream's outbox in, deliveries out (lib/events). */
-  GANTRY_EVENTS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
-  /** The EventBridge bus lifecycle events are put on; unset or empty = no EventBridge delivery. */
-  GANTRY_EVENT_BUS_NAME: z.optional(z.string()),
-  /** Delivery retries: the first wait and the cap of the exponential backoff (lib/events/backoff.ts). */
-  GANTRY_EVENTS_RETRY_BASE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 5),
-  GANTRY_EVENTS_RETRY_MAX_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(43200)), 900),
-  /** Locally: a JSON-lines file every lifecycle event is appended to (the embedded default's sink). */
-  GANTRY_EVENTS_SINK_FILE: z.optional(z.string().check(z.minLength(1))),
-  GANTRY_CONFIG: z.optional(z.string()),
-  /** The JWT issuer API Gateway's authorizer trusts (serverless param jwtIssuerUrl); empty with IAM auth. */
-  GANTRY_JWT_ISSUER: z.optional(z.string()),
-  GANTRY_CONFIG_FILE: z.optional(z.string()),
-  AWS_REGION: z._default(z.string(), 'us-east-1'),
-  /** A job with no waiting task token is an orphan only after this long (covers the gap between steps). */
-  GANTRY_ORPHAN_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 300),
-  /** Reconciler shards: the scheduled invocations a minute, each over its share of the clusters (lib/orchestration/shards.ts). */
-  GANTRY_RECONCILER_SHARDS: z._default(z.coerce.number().check(z.int(), z.gte(1)), 1),
-  /** The reconciler's passes within one scheduled invocation are this many seconds apart (0/unset: one pass). */
-  GANTRY_RECONCILE_PASS_SECONDS: z.optional(z.coerce.number().check(z.gte(0))),
-  /**
-   * The reconciler's Step Functions calls: SendTask* at most this many a second after a burst of
-   * GANTRY_SFN_ANSWERS_BURST, DescribeExecution likewise (about half of Step Functions' quotas in
-   * the smaller regions: SendTask* 1,500 burst / 300 per s, DescribeExecution 250 / 10 per s).
-   */
-  GANTRY_SFN_ANSWERS_PER_SECOND: z._default(z.coerce.number().check(z.gt(0)), 150),
-  GANTRY_SFN_ANSWERS_BURST: z._default(z.coerce.number().check(z.int(), z.gte(1)), 750),
-  GANTRY_SFN_DESCRIBE_PER_SECOND: z._default(z.coerce.number().check(z.gt(0)), 5),
-  GANTRY_SFN_DESCRIBE_BURST: z._default(z.coerce.number().check(z.int(), z.gte(1)), 120),
-  /** The reconciler heartbeats a waiting task token at most this often (default: half the ASL's HeartbeatSeconds). */
-  GANTRY_HEARTBEAT_EVERY_SECONDS: z.optional(z.coerce.number().check(z.gt(0))),
-  /** Divides every run's `stallAfterSeconds` (the embedded default's time compression; 1 on AWS). */
-  GANTRY_STALL_TIME_SCALE: z._default(z.coerce.number().check(z.gt(0)), 1),
-  /** A job still suspended this long after Kueue admitted it fails the run (AdmissionStalled; Kueue/Trainer mismatch). */
-  GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(1)), 120),
-  /** An admitted job whose pods stay unschedulable this long fails `Unschedulable` (and frees its quota). */
-  GANTRY_UNSCHEDULABLE_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 300),
-  /** A job whose container restarted (CrashLoopBackOff) this many times fails `CrashLoopBackOff`. */
-  GANTRY_CRASHLOOP_RESTART_LIMIT: z._default(z.coerce.number().check(z.int(), z.gte(1)), 5),
-  /** Local endpoints for the embedded default; unset on AWS. */
-  GANTRY_S3_ENDPOINT: z.optional(z.string().check(z.url())),
-  GANTRY_SQS_ENDPOINT: z.optional(z.string().check(z.url())),
-  GANTRY_SFN_ENDPOINT: z.optional(z.string().check(z.url())),
-  GANTRY_DYNAMODB_ENDPOINT: z.optional(z.string().check(z.url())),
+  const GantryConfigSchema = z
+    .strictObject({
+      clusters: z.array(ClusterConfigSchema).check(z.minLength(1, 'at least one cluster')),
+      teams: z._default(z.array(TeamConfigSchema), []),
+      defaultCluster: z.optional(name),
+      /** Retraining on new data (lib/datatrigger/rules.ts): S3 objects under a prefix → runs. */
+      dataTriggers: z._default(z.array(dataTriggerRuleSchema()), []),
+      /** How API callers are authenticated beyond what API Gateway checks (JWT claims, issuer, scopes). */
+      auth: z._default(AuthConfigSchema, { jwt: { ...JWT_DEFAULTS } }),
+    })
+    .check(
+      z.superRefine((c, ctx) => {
+        const clusters = new Set(c.clusters.map((x) => x.name));
+        if (clusters.size !== c.clusters.length)
+          ctx.addIssue({ code: 'custom', path: ['clusters'], message: 'duplicate cluster names' });
+        if (c.defaultCluster && !clusters.has(c.defaultCluster)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['defaultCluster'],
+            message: `no cluster named ${c.defaultCluster}`,
+          });
+        }
+        c.teams.forEach((t, i) => {
+          if (t.cluster && !clusters.has(t.cluster)) {
+            ctx.addIssue({
+              code: 'custom',
+              path: ['teams', i, 'cluster'],
+              message: `no cluster named ${t.cluster}`,
+            });
+          }
+        });
+      }),
+    );
+
+  /** Where the service's AWS resources are, from the Lambda environment (serverless.yml sets it). */
+  const RuntimeEnvSchema = z.object({
+    GANTRY_BUCKET: z.string().check(z.minLength(3)),
+    /** The state table (runs, sweeps, data-trigger state): DynamoDB, serverless.yml StateTable. */
+    GANTRY_STATE_TABLE: z.optional(z.string().check(z.minLength(3))),
+    GANTRY_STATE_MACHINE_ARN: z.string().check(z.startsWith('arn:')),
+    GANTRY_RUNS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
+    GANTRY_SERVING_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
+    /** The runs DLQ: the consumer moves refused (unauthorized) run messages there, with the reason. */
+    GANTRY_RUNS_DLQ_URL: z.optional(z.string().check(z.startsWith('http'))),
+    /** The data-events queue: S3 notifications in, the data trigger's delayed checks out and in. */
+    GANTRY_DATA_EVENTS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
+    /** The lifecycle events queue (FIFO): the change stream's outbox in, deliveries out (lib/events). */
+    GANTRY_EVENTS_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
+    /** The EventBridge bus lifecycle events are put on; unset or empty = no EventBridge delivery. */
+    GANTRY_EVENT_BUS_NAME: z.optional(z.string()),
+    /** Delivery retries: the first wait and the cap of the exponential backoff (lib/events/backoff.ts). */
+    GANTRY_EVENTS_RETRY_BASE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 5),
+    GANTRY_EVENTS_RETRY_MAX_SECONDS: z._default(
+      z.coerce.number().check(z.int(), z.gte(0), z.lte(43200)),
+      900,
+    ),
+    /** Locally: a JSON-lines file every lifecycle event is appended to (the embedded default's sink). */
+    GANTRY_EVENTS_SINK_FILE: z.optional(z.string().check(z.minLength(1))),
+    GANTRY_CONFIG: z.optional(z.string()),
+    /** The JWT issuer API Gateway's authorizer trusts (serverless param jwtIssuerUrl); empty with IAM auth. */
+    GANTRY_JWT_ISSUER: z.optional(z.string()),
+    GANTRY_CONFIG_FILE: z.optional(z.string()),
+    AWS_REGION: z._default(z.string(), 'us-east-1'),
+    /** A job with no waiting task token is an orphan only after this long (covers the gap between steps). */
+    GANTRY_ORPHAN_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 300),
+    /** Reconciler shards: the scheduled invocations a minute, each over its share of the clusters (lib/orchestration/shards.ts). */
+    GANTRY_RECONCILER_SHARDS: z._default(z.coerce.number().check(z.int(), z.gte(1)), 1),
+    /** The reconciler's passes within one scheduled invocation are this many seconds apart (0/unset: one pass). */
+    GANTRY_RECONCILE_PASS_SECONDS: z.optional(z.coerce.number().check(z.gte(0))),
+    /**
+     * The reconciler's Step Functions calls: SendTask* at most this many a second after a burst of
+     * GANTRY_SFN_ANSWERS_BURST, DescribeExecution likewise (about half of Step Functions' quotas in
+     * the smaller regions: SendTask* 1,500 burst / 300 per s, DescribeExecution 250 / 10 per s).
+     */
+    GANTRY_SFN_ANSWERS_PER_SECOND: z._default(z.coerce.number().check(z.gt(0)), 150),
+    GANTRY_SFN_ANSWERS_BURST: z._default(z.coerce.number().check(z.int(), z.gte(1)), 750),
+    GANTRY_SFN_DESCRIBE_PER_SECOND: z._default(z.coerce.number().check(z.gt(0)), 5),
+    GANTRY_SFN_DESCRIBE_BURST: z._default(z.coerce.number().check(z.int(), z.gte(1)), 120),
+    /** The reconciler heartbeats a waiting task token at most this often (default: half the ASL's HeartbeatSeconds). */
+    GANTRY_HEARTBEAT_EVERY_SECONDS: z.optional(z.coerce.number().check(z.gt(0))),
+    /** Divides every run's `stallAfterSeconds` (the embedded default's time compression; 1 on AWS). */
+    GANTRY_STALL_TIME_SCALE: z._default(z.coerce.number().check(z.gt(0)), 1),
+    /** A job still suspended this long after Kueue admitted it fails the run (AdmissionStalled; Kueue/Trainer mismatch). */
+    GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(1)), 120),
+    /** An admitted job whose pods stay unschedulable this long fails `Unschedulable` (and frees its quota). */
+    GANTRY_UNSCHEDULABLE_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 300),
+    /** A job whose container restarted (CrashLoopBackOff) this many times fails `CrashLoopBackOff`. */
+    GANTRY_CRASHLOOP_RESTART_LIMIT: z._default(z.coerce.number().check(z.int(), z.gte(1)), 5),
+    /** Local endpoints for the embedded default; unset on AWS. */
+    GANTRY_S3_ENDPOINT: z.optional(z.string().check(z.url())),
+    GANTRY_SQS_ENDPOINT: z.optional(z.string().check(z.url())),
+    GANTRY_SFN_ENDPOINT: z.optional(z.string().check(z.url())),
+    GANTRY_DYNAMODB_ENDPOINT: z.optional(z.string().check(z.url())),
+  });
+
+  return {
+    ClusterConfigSchema,
+    WebhookConfigSchema,
+    TeamConfigSchema,
+    JwtConfigSchema,
+    AuthConfigSchema,
+    GantryConfigSchema,
+    RuntimeEnvSchema,
+  };
 });
-export type RuntimeEnv = z.output<typeof RuntimeEnvSchema>;
+
+type Schemas = ReturnType<typeof configSchemas>;
+export type GantryConfig = z.output<Schemas['GantryConfigSchema']>;
+export type TeamConfig = z.output<Schemas['TeamConfigSchema']>;
+export type ClusterConfig = z.output<Schemas['ClusterConfigSchema']>;
+export type JwtConfig = z.output<Schemas['JwtConfigSchema']>;
+export type WebhookConfig = z.output<Schemas['WebhookConfigSchema']>;
+export type RuntimeEnv = z.output<Schemas['RuntimeEnvSchema']>;
 
 export function parseConfig(document: unknown): GantryConfig {
-  return parseWith(GantryConfigSchema, document);
+  return parseWith(configSchemas().GantryConfigSchema, document);
 }
 
 /** Read and validate the configuration named by the environment. Throws with every problem named. */
@@ -329,5 +351,5 @@ export function loadConfig(env: RuntimeEnv): GantryConfig {
 }
 
 export function loadRuntimeEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv {
-  return parseWith(RuntimeEnvSchema, env);
+  return parseWith(configSchemas().RuntimeEnvSchema, env);
 }

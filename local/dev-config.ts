@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { ClusterConfigSchema, JwtConfigSchema, type TeamConfig, TeamConfigSchema } from '../lib/config.ts';
-import { DataTriggerRuleSchema } from '../lib/datatrigger/rules.ts';
+import { configSchemas, type TeamConfig } from '../lib/config.ts';
+import { dataTriggerRuleSchema } from '../lib/datatrigger/rules.ts';
 import { ValidationError } from '../lib/errors.ts';
 import { RFC1035_LABEL } from '../lib/run/limits.ts';
 import { parseWith } from '../lib/run/validate.ts';
@@ -48,6 +48,7 @@ export const SimulatorSettingsSchema = z.strictObject({
   trainerVersion: z.optional(z.enum(['2.1', '2.2', '2.3'])),
 });
 
+const { ClusterConfigSchema, JwtConfigSchema, TeamConfigSchema } = configSchemas();
 const clusterShape = ClusterConfigSchema.shape;
 
 export const DevClusterSchema = z
@@ -83,7 +84,7 @@ export const DevConfigSchema = z
     /** The clusters; the first is the default. Default one simulator cluster named `local`. */
     clusters: z.optional(z.array(DevClusterSchema).check(z.minLength(1, 'at least one cluster'))),
     /** Retraining on new data (lib/datatrigger/rules.ts): objects under a prefix of the local bucket → runs. */
-    dataTriggers: z._default(z.array(DataTriggerRuleSchema), []),
+    dataTriggers: z._default(z.array(dataTriggerRuleSchema()), []),
     /** How JWT callers are read (`auth.jwt` of the service's configuration). */
     jwt: z.optional(JwtConfigSchema),
     speed: z.optional(SpeedSchema),

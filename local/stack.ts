@@ -9,7 +9,7 @@ import {
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { startFauxqs } from 'fauxqs';
 import { type GantryConfig, JWT_DEFAULTS } from '../lib/config.ts';
-import { DataTriggerRuleSchema } from '../lib/datatrigger/rules.ts';
+import { dataTriggerRuleSchema } from '../lib/datatrigger/rules.ts';
 import { METRIC_OBJECT_SUFFIX } from '../lib/metrics/channel.ts';
 import { HEARTBEAT_EVERY_SECONDS } from '../lib/orchestration/reconcile.ts';
 import { ACCOUNT, functionArn, loadDefinition, REGION, STATE_MACHINE, TASK_FUNCTIONS } from './definition.ts';
@@ -169,7 +169,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     );
     closers.push(() => state.close());
     const bucket = 'gantry-local';
-    const dataTriggers = (opts.dataTriggers ?? []).map((r) => DataTriggerRuleSchema.parse(r));
+    const dataTriggers = (opts.dataTriggers ?? []).map((r) => dataTriggerRuleSchema().parse(r));
     const dataEvents: string[] = [];
     let sendDataEvent: (body: string) => Promise<void> = async () => undefined;
     let sendMetricEvent: (body: string) => Promise<void> = async () => undefined;

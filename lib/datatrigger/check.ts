@@ -9,7 +9,7 @@ import {
   bindRules,
   type DataRef,
   type DataTriggerRule,
-  type DataTriggerRuleSchema,
+  type dataTriggerRuleSchema,
   partitionUri,
   requestFor,
 } from './rules.ts';
@@ -36,7 +36,7 @@ const SAMPLE: Omit<DataRef, 'rule' | 'bucket' | 'dataUri'> = {
  * paths under `dataTriggers.<i>` and name the rule.
  */
 function checkRules(
-  rules: ReadonlyArray<z.output<typeof DataTriggerRuleSchema>>,
+  rules: ReadonlyArray<z.output<ReturnType<typeof dataTriggerRuleSchema>>>,
   teams: readonly TeamConfig[],
   addIssue: (path: Array<string | number>, message: string) => void,
 ): Array<{ rule: DataTriggerRule; index: number; request: RunRequest }> {

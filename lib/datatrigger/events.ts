@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ValidationError } from '../errors.ts';
+import { lazily } from '../lazily.ts';
 import { RFC1035_LABEL } from '../run/limits.ts';
 import { toIssues } from '../run/validate.ts';
 import * as z from '../zod.ts';
@@ -11,40 +12,48 @@ import * as z from '../zod.ts';
  */
 
 /** One S3 event record (the fields Gantry reads; S3 sends more, which are ignored). */
-const S3RecordSchema = z.object({
-  eventSource: z.literal('aws:s3'),
-  eventName: z.string().check(z.minLength(1)),
-  eventTime: z.string().check(z.minLength(1)),
-  s3: z.object({
-    bucket: z.object({ name: z.string().check(z.minLength(3), z.maxLength(63)) }),
-    object: z.object({
-      /** URL-encoded, as in an HTML form (a space is '+'). */
-      key: z.string().check(z.minLength(1), z.maxLength(4096)),
-      size: z.optional(z.number().check(z.int(), z.gte(0))),
-      eTag: z.optional(z.string().check(z.minLength(1), z.maxLength(128))),
-      versionId: z.optional(z.string().check(z.minLength(1), z.maxLength(1024))),
-      sequencer: z.optional(z.string().check(z.minLength(1), z.maxLength(64))),
+const s3RecordSchema = /* @__PURE__ */ lazily(() =>
+  z.object({
+    eventSource: z.literal('aws:s3'),
+    eventName: z.string().check(z.minLength(1)),
+    eventTime: z.string().check(z.minLength(1)),
+    s3: z.object({
+      bucket: z.object({ name: z.string().check(z.minLength(3), z.maxLength(63)) }),
+      object: z.object({
+        /** URL-encoded, as in an HTML form (a space is '+'). */
+        key: z.string().check(z.minLength(1), z.maxLength(4096)),
+        size: z.optional(z.number().check(z.int(), z.gte(0))),
+        eTag: z.optional(z.string().check(z.minLength(1), z.maxLength(128))),
+        versionId: z.optional(z.string().check(z.minLength(1), z.maxLength(1024))),
+        sequencer: z.optional(z.string().check(z.minLength(1), z.maxLength(64))),
+      }),
     }),
   }),
-});
+);
 
-const S3NotificationSchema = z.object({
-  Records: z.array(S3RecordSchema).check(z.minLength(1), z.maxLength(100)),
-});
+const s3NotificationSchema = /* @__PURE__ */ lazily(() =>
+  z.object({
+    Records: z.array(s3RecordSchema()).check(z.minLength(1), z.maxLength(100)),
+  }),
+);
 
-const S3TestEventSchema = z.object({ Service: z.literal('Amazon S3'), Event: z.literal('s3:TestEvent') });
+const s3TestEventSchema = /* @__PURE__ */ lazily(() =>
+  z.object({ Service: z.literal('Amazon S3'), Event: z.literal('s3:TestEvent') }),
+);
 
 /** A delayed check: is the partition quiet yet (`quiet`), may the rule's queued data start (`queue`)? */
-export const CheckMessageSchema = z.strictObject({
-  kind: z.literal('gantry.datatrigger.check'),
-  check: z.enum(['quiet', 'queue']),
-  rule: z.string().check(z.regex(RFC1035_LABEL), z.maxLength(63)),
-  /** The partition (quiet checks). */
-  partition: z.optional(z.string().check(z.maxLength(1024))),
-  /** The state's token when this check was sent: a check whose token the state no longer names is stale. */
-  token: z.string().check(z.minLength(1), z.maxLength(64)),
-});
-export type CheckMessage = z.output<typeof CheckMessageSchema>;
+export const checkMessageSchema = /* @__PURE__ */ lazily(() =>
+  z.strictObject({
+    kind: z.literal('gantry.datatrigger.check'),
+    check: z.enum(['quiet', 'queue']),
+    rule: z.string().check(z.regex(RFC1035_LABEL), z.maxLength(63)),
+    /** The partition (quiet checks). */
+    partition: z.optional(z.string().check(z.maxLength(1024))),
+    /** The state's token when this check was sent: a check whose token the state no longer names is stale. */
+    token: z.string().check(z.minLength(1), z.maxLength(64)),
+  }),
+);
+export type CheckMessage = z.output<ReturnType<typeof checkMessageSchema>>;
 
 /** A new object, decoded. */
 export interface ObjectEvent {
@@ -81,12 +90,12 @@ export function parseDataMessage(body: string): DataMessage {
     throw new ValidationError([{ field: '', rule: 'the message body is not JSON' }]);
   }
   if (doc !== null && typeof doc === 'object' && 'kind' in doc) {
-    const check = CheckMessageSchema.safeParse(doc);
+    const check = checkMessageSchema().safeParse(doc);
     if (!check.success) throw new ValidationError(toIssues(check.error).slice(0, 5));
     return { kind: 'check', check: check.data };
   }
-  if (S3TestEventSchema.safeParse(doc).success) return { kind: 'test' };
-  const parsed = S3NotificationSchema.safeParse(doc);
+  if (s3TestEventSchema().safeParse(doc).success) return { kind: 'test' };
+  const parsed = s3NotificationSchema().safeParse(doc);
   if (!parsed.success) throw new ValidationError(toIssues(parsed.error).slice(0, 5));
   const objects: ObjectEvent[] = [];
   let ignored = 0;

@@ -1,3 +1,4 @@
+import { lazily } from '../lazily.ts';
 import { ENV_NAME, RFC1035_LABEL } from '../run/limits.ts';
 import type { DataTriggerRef } from '../run/spec.ts';
 import * as z from '../zod.ts';
@@ -18,87 +19,90 @@ export const PLACEHOLDERS = ['{dataUri}', '{dataVersion}', '{partition}', '{buck
 
 const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 
-export const DataTriggerRuleSchema = z
-  .strictObject({
-    /** The rule's name: part of run ids, logs and `triggers/<name>/` in the Gantry bucket. */
-    name: z.string().check(z.regex(RFC1035_LABEL, 'must be an RFC 1035 label'), z.maxLength(63)),
-    /** The team the runs belong to (one of `teams`): its namespaces, images and caps apply. */
-    team: z.string().check(z.regex(RFC1035_LABEL, 'must be an RFC 1035 label'), z.maxLength(63)),
-    /** The bucket the data lands in; default the Gantry bucket (whose `data/` prefix notifies the data-events queue). */
-    bucket: z.optional(z.string().check(z.regex(BUCKET_NAME, 'must be an S3 bucket name'))),
-    /** Keys under this prefix (no leading '/'; '' = the whole bucket; a trailing '/' is usual). */
-    prefix: z.string().check(
-      z.maxLength(1024),
-      z.refine((p) => !p.startsWith('/'), 'must not start with /'),
-    ),
-    /** Only keys ending with this count as data (e.g. `.parquet`); the marker always counts. */
-    suffix: z.optional(z.string().check(z.minLength(1), z.maxLength(256))),
-    /** The completion marker's file name (e.g. `_SUCCESS`, `manifest.json`): its arrival starts the run. */
-    marker: z.optional(
-      z.string().check(
-        z.minLength(1),
-        z.maxLength(255),
-        z.refine((m) => !m.includes('/'), 'must be a file name without /'),
+/** A data-trigger rule's schema, built on first use (not when a function's bundle loads). */
+export const dataTriggerRuleSchema = /* @__PURE__ */ lazily(() =>
+  z
+    .strictObject({
+      /** The rule's name: part of run ids, logs and `triggers/<name>/` in the Gantry bucket. */
+      name: z.string().check(z.regex(RFC1035_LABEL, 'must be an RFC 1035 label'), z.maxLength(63)),
+      /** The team the runs belong to (one of `teams`): its namespaces, images and caps apply. */
+      team: z.string().check(z.regex(RFC1035_LABEL, 'must be an RFC 1035 label'), z.maxLength(63)),
+      /** The bucket the data lands in; default the Gantry bucket (whose `data/` prefix notifies the data-events queue). */
+      bucket: z.optional(z.string().check(z.regex(BUCKET_NAME, 'must be an S3 bucket name'))),
+      /** Keys under this prefix (no leading '/'; '' = the whole bucket; a trailing '/' is usual). */
+      prefix: z.string().check(
+        z.maxLength(1024),
+        z.refine((p) => !p.startsWith('/'), 'must not start with /'),
       ),
-    ),
-    /** Without a marker: start once the partition has had no new object for this long. */
-    quietPeriodSeconds: z.optional(z.number().check(z.int(), z.gte(1), z.lte(86_400))),
-    /**
-     * How a key maps to its partition: `depth` = the first N path segments below the prefix
-     * (`dt=2026-01-02/` for depth 1); without it, the key's directory below the prefix.
-     */
-    partitionDepth: z.optional(z.number().check(z.int(), z.gte(1), z.lte(32))),
-    /** The run to start: a run request (lib/run/schema.ts) without `team` and `idempotencyKey`. */
-    run: z.record(z.string(), z.unknown()),
-    /** How the partition's URI and version reach the job. */
-    inject: z._default(
-      z.strictObject({
-        /** Set the request's `datasetUri` (the runtime's dataset initializer, else `DATASET_URI`) to the partition's URI. */
-        datasetUri: z._default(z.boolean(), true),
-        /** An env var that receives the partition's URI. */
-        env: z.optional(z.string().check(z.regex(ENV_NAME, 'must be an env var name'))),
-        /** An env var that receives the data version (the marker's version id or ETag). */
-        versionEnv: z.optional(z.string().check(z.regex(ENV_NAME, 'must be an env var name'))),
-        /** Appended to the template's args, with {dataUri} {dataVersion} {partition} {bucket} replaced. */
-        args: z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.maxLength(32))),
-      }),
-      { datasetUri: true },
-    ),
-    /** New data while the rule's retraining runs: `queue` after it, `replace` it, or `skip` the new data. */
-    concurrency: z._default(z.enum(['queue', 'replace', 'skip']), 'queue'),
-    /** How often a queued retraining checks whether the current one has ended. */
-    recheckSeconds: z._default(z.number().check(z.int(), z.gte(1), z.lte(MAX_DELAY_SECONDS)), 60),
-  })
-  .check(
-    z.superRefine((r, ctx) => {
-      if ((r.marker === undefined) === (r.quietPeriodSeconds === undefined)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['marker'],
-          message: 'give exactly one of marker (a completion file) or quietPeriodSeconds',
-        });
-      }
-      for (const field of ['team', 'idempotencyKey'] as const) {
-        if (field in r.run) {
+      /** Only keys ending with this count as data (e.g. `.parquet`); the marker always counts. */
+      suffix: z.optional(z.string().check(z.minLength(1), z.maxLength(256))),
+      /** The completion marker's file name (e.g. `_SUCCESS`, `manifest.json`): its arrival starts the run. */
+      marker: z.optional(
+        z.string().check(
+          z.minLength(1),
+          z.maxLength(255),
+          z.refine((m) => !m.includes('/'), 'must be a file name without /'),
+        ),
+      ),
+      /** Without a marker: start once the partition has had no new object for this long. */
+      quietPeriodSeconds: z.optional(z.number().check(z.int(), z.gte(1), z.lte(86_400))),
+      /**
+       * How a key maps to its partition: `depth` = the first N path segments below the prefix
+       * (`dt=2026-01-02/` for depth 1); without it, the key's directory below the prefix.
+       */
+      partitionDepth: z.optional(z.number().check(z.int(), z.gte(1), z.lte(32))),
+      /** The run to start: a run request (lib/run/schema.ts) without `team` and `idempotencyKey`. */
+      run: z.record(z.string(), z.unknown()),
+      /** How the partition's URI and version reach the job. */
+      inject: z._default(
+        z.strictObject({
+          /** Set the request's `datasetUri` (the runtime's dataset initializer, else `DATASET_URI`) to the partition's URI. */
+          datasetUri: z._default(z.boolean(), true),
+          /** An env var that receives the partition's URI. */
+          env: z.optional(z.string().check(z.regex(ENV_NAME, 'must be an env var name'))),
+          /** An env var that receives the data version (the marker's version id or ETag). */
+          versionEnv: z.optional(z.string().check(z.regex(ENV_NAME, 'must be an env var name'))),
+          /** Appended to the template's args, with {dataUri} {dataVersion} {partition} {bucket} replaced. */
+          args: z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.maxLength(32))),
+        }),
+        { datasetUri: true },
+      ),
+      /** New data while the rule's retraining runs: `queue` after it, `replace` it, or `skip` the new data. */
+      concurrency: z._default(z.enum(['queue', 'replace', 'skip']), 'queue'),
+      /** How often a queued retraining checks whether the current one has ended. */
+      recheckSeconds: z._default(z.number().check(z.int(), z.gte(1), z.lte(MAX_DELAY_SECONDS)), 60),
+    })
+    .check(
+      z.superRefine((r, ctx) => {
+        if ((r.marker === undefined) === (r.quietPeriodSeconds === undefined)) {
           ctx.addIssue({
             code: 'custom',
-            path: ['run', field],
-            message:
-              field === 'team'
-                ? "set the rule's team, not the template's"
-                : 'data runs get their identity from the data event',
+            path: ['marker'],
+            message: 'give exactly one of marker (a completion file) or quietPeriodSeconds',
           });
         }
-      }
-    }),
-  );
+        for (const field of ['team', 'idempotencyKey'] as const) {
+          if (field in r.run) {
+            ctx.addIssue({
+              code: 'custom',
+              path: ['run', field],
+              message:
+                field === 'team'
+                  ? "set the rule's team, not the template's"
+                  : 'data runs get their identity from the data event',
+            });
+          }
+        }
+      }),
+    ),
+);
 
 /** A rule as the trigger uses it: its bucket resolved (the Gantry bucket when the rule names none). */
-export type DataTriggerRule = z.output<typeof DataTriggerRuleSchema> & { bucket: string };
+export type DataTriggerRule = z.output<ReturnType<typeof dataTriggerRuleSchema>> & { bucket: string };
 
 /** The rules with their buckets resolved against the Gantry bucket. */
 export function bindRules(
-  rules: ReadonlyArray<z.output<typeof DataTriggerRuleSchema>>,
+  rules: ReadonlyArray<z.output<ReturnType<typeof dataTriggerRuleSchema>>>,
   gantryBucket: string,
 ): DataTriggerRule[] {
   return rules.map((r) => ({ ...r, bucket: r.bucket ?? gantryBucket }));

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { GantryConfig } from '../config.ts';
 import { ValidationError } from '../errors.ts';
+import { lazily } from '../lazily.ts';
 import type { CallOptions } from '../ports.ts';
 import type { IndexName, ItemMeta, StateTable } from '../state/table.ts';
 import * as z from '../zod.ts';
@@ -17,7 +18,8 @@ export const DEFAULT_PAGE = 20;
 /** A filter the index does not cover reads at most this many pages of items for one page. */
 export const MAX_PAGES_READ = 2;
 
-export const PageQueryFields = {
+/** The query fields every list shares, built on first use (not when a function's bundle loads). */
+export const pageQueryFields = /* @__PURE__ */ lazily(() => ({
   team: z.described(
     z.optional(z.string().check(z.minLength(1), z.maxLength(63))),
     'The team whose items to list; required only when the caller belongs to several teams',
@@ -44,7 +46,7 @@ export const PageQueryFields = {
     ),
     'The nextToken of the previous page',
   ),
-};
+}));
 
 /** The team a list is for: the one named (one of the caller's), or the caller's only team. */
 export function listTeam(caller: Caller, config: GantryConfig, named: string | undefined): string {

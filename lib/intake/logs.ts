@@ -1,5 +1,6 @@
 import type { GantryConfig } from '../config.ts';
 import { ClusterRejectedError, NotFoundError, ValidationError } from '../errors.ts';
+import { lazily } from '../lazily.ts';
 import type { CallOptions, ClusterGateway } from '../ports.ts';
 import { isTerminal } from '../run/phases.ts';
 import type { RunRecord } from '../run/record.ts';
@@ -25,24 +26,29 @@ export const MAX_TAIL_LINES = 1000;
 const wholeNumber = (rule: string) =>
   z.pipe(z.string().check(z.regex(/^[0-9]{1,7}$/, rule)), z.transform(Number));
 
-export const RunLogsQuerySchema = z.strictObject({
-  node: z.described(
-    z.optional(wholeNumber('must be a whole number from 0 (the node index)')),
-    "The node (0-based index, below the run's numNodes) whose trainer container to read (default 0)",
-  ),
-  tailLines: z.described(
-    z.optional(
-      z.pipe(
-        wholeNumber(`must be a whole number from 1 to ${MAX_TAIL_LINES}`),
-        z
-          .number()
-          .check(z.gte(1, 'must be at least 1'), z.lte(MAX_TAIL_LINES, `must be at most ${MAX_TAIL_LINES}`)),
-      ),
+export const runLogsQuerySchema = /* @__PURE__ */ lazily(() =>
+  z.strictObject({
+    node: z.described(
+      z.optional(wholeNumber('must be a whole number from 0 (the node index)')),
+      "The node (0-based index, below the run's numNodes) whose trainer container to read (default 0)",
     ),
-    `How many lines from the end of the log, 1–${MAX_TAIL_LINES} (default ${DEFAULT_TAIL_LINES})`,
-  ),
-});
-export type RunLogsQuery = z.input<typeof RunLogsQuerySchema>;
+    tailLines: z.described(
+      z.optional(
+        z.pipe(
+          wholeNumber(`must be a whole number from 1 to ${MAX_TAIL_LINES}`),
+          z
+            .number()
+            .check(
+              z.gte(1, 'must be at least 1'),
+              z.lte(MAX_TAIL_LINES, `must be at most ${MAX_TAIL_LINES}`),
+            ),
+        ),
+      ),
+      `How many lines from the end of the log, 1–${MAX_TAIL_LINES} (default ${DEFAULT_TAIL_LINES})`,
+    ),
+  }),
+);
+export type RunLogsQuery = z.input<ReturnType<typeof runLogsQuerySchema>>;
 
 export interface RunLogs {
   runId: string;
@@ -92,7 +98,7 @@ export function makeGetRunLogs(deps: {
     input: { caller: Caller; runId: unknown; query: unknown },
     opts?: CallOptions,
   ): Promise<RunLogs> {
-    const query = parseWith(RunLogsQuerySchema, input.query ?? {});
+    const query = parseWith(runLogsQuerySchema(), input.query ?? {});
     const record = await getRun({ caller: input.caller, runId: input.runId }, opts);
     const node = query.node ?? 0;
     const tailLines = query.tailLines ?? DEFAULT_TAIL_LINES;

@@ -1,11 +1,11 @@
 import { RunRequestSchema } from '../run/schema.ts';
 import { SweepRequestSchema } from '../sweep/schema.ts';
 import * as z from '../zod.ts';
-import { RunLogsQuerySchema } from './logs.ts';
+import { runLogsQuerySchema } from './logs.ts';
 import { ROUTES, type Route } from './routes.ts';
-import { ListRunsQuerySchema } from './runs.ts';
+import { listRunsQuerySchema } from './runs.ts';
 import { IDEMPOTENCY_HEADER } from './submit-run.ts';
-import { ListSweepsQuerySchema } from './sweeps.ts';
+import { listSweepsQuerySchema } from './sweeps.ts';
 import {
   CancelResponseSchema,
   ErrorBodySchema,
@@ -153,7 +153,7 @@ function operation(route: Route): Json {
     case 'listRuns':
       return {
         ...common,
-        parameters: queryParameters(ListRunsQuerySchema.shape),
+        parameters: queryParameters(listRunsQuerySchema().shape),
         responses: {
           200: json(ref('RunList'), "A page of one of the caller's teams' runs, newest first"),
           400: ERRORS[400],
@@ -165,7 +165,7 @@ function operation(route: Route): Json {
     case 'listSweeps':
       return {
         ...common,
-        parameters: queryParameters(ListSweepsQuerySchema.shape),
+        parameters: queryParameters(listSweepsQuerySchema().shape),
         responses: {
           200: json(ref('SweepList'), "A page of one of the caller's teams' sweeps, newest first"),
           400: ERRORS[400],
@@ -216,7 +216,7 @@ function operation(route: Route): Json {
     case 'getRunLogs':
       return {
         ...common,
-        parameters: [runIdParameter, ...queryParameters(RunLogsQuerySchema.shape)],
+        parameters: [runIdParameter, ...queryParameters(runLogsQuerySchema().shape)],
         responses: {
           200: json(ref('RunLogs'), "The last lines of the node's trainer container"),
           400: ERRORS[400],

@@ -1,6 +1,7 @@
 import type { GantryConfig } from '../config.ts';
 import { NotFoundError } from '../errors.ts';
 import { runEvents } from '../events/event.ts';
+import { lazily } from '../lazily.ts';
 import type { MetricHistory } from '../metrics/channel.ts';
 import type { CallOptions, WorkflowEngine } from '../ports.ts';
 import { RUN_ID, SWEEP_ID } from '../run/ids.ts';
@@ -12,18 +13,20 @@ import { parseWith } from '../run/validate.ts';
 import type { StateTable } from '../state/table.ts';
 import * as z from '../zod.ts';
 import { RunFinishedError } from './errors.ts';
-import { type ListPlan, listTeam, PageQueryFields, readPage } from './list-page.ts';
+import { type ListPlan, listTeam, pageQueryFields, readPage } from './list-page.ts';
 import { type Caller, requireTeams } from './tenancy.ts';
 
 /** Get, list and cancel runs: always scoped to the caller's teams. */
 
-const RunIdSchema = z.strictObject({
-  runId: z.string().check(z.regex(RUN_ID, 'must be a run id (run-<20 lowercase base32 characters>)')),
-});
+const runIdSchema = /* @__PURE__ */ lazily(() =>
+  z.strictObject({
+    runId: z.string().check(z.regex(RUN_ID, 'must be a run id (run-<20 lowercase base32 characters>)')),
+  }),
+);
 
 /** A run id from the path, checked before it becomes part of an object key. */
 export function parseRunId(runId: unknown): string {
-  return parseWith(RunIdSchema, { runId }).runId;
+  return parseWith(runIdSchema(), { runId }).runId;
 }
 
 async function ownRecord(
@@ -83,28 +86,30 @@ export function makeGetRunMetrics(deps: {
 
 export { DEFAULT_PAGE, MAX_PAGE } from './list-page.ts';
 
-export const ListRunsQuerySchema = z.strictObject({
-  ...PageQueryFields,
-  phase: z.described(z.optional(z.enum(PHASES)), 'Only runs in this phase'),
-  sweepId: z.described(
-    z.optional(z.string().check(z.regex(SWEEP_ID, 'must be a sweep id (swp-…)'))),
-    'Only trials of this sweep',
-  ),
-  model: z.described(
-    z.optional(
-      z.string().check(z.maxLength(LIMITS.modelName), z.regex(RFC1035_LABEL, 'must be a model name')),
+export const listRunsQuerySchema = /* @__PURE__ */ lazily(() =>
+  z.strictObject({
+    ...pageQueryFields(),
+    phase: z.described(z.optional(z.enum(PHASES)), 'Only runs in this phase'),
+    sweepId: z.described(
+      z.optional(z.string().check(z.regex(SWEEP_ID, 'must be a sweep id (swp-…)'))),
+      'Only trials of this sweep',
     ),
-    'Only runs of this model',
-  ),
-});
-export type ListRunsQuery = z.input<typeof ListRunsQuerySchema>;
+    model: z.described(
+      z.optional(
+        z.string().check(z.maxLength(LIMITS.modelName), z.regex(RFC1035_LABEL, 'must be a model name')),
+      ),
+      'Only runs of this model',
+    ),
+  }),
+);
+export type ListRunsQuery = z.input<ReturnType<typeof listRunsQuerySchema>>;
 
 /**
  * Which index answers a run query: a sweep's trials, a model's runs, a phase, or the team's
  * runs — one index partition, newest first. A second filter (phase with model or sweep, model
  * with sweep) is checked on the items read (readPage bounds how many).
  */
-export function planRunList(team: string, q: z.output<typeof ListRunsQuerySchema>): ListPlan {
+export function planRunList(team: string, q: z.output<ReturnType<typeof listRunsQuerySchema>>): ListPlan {
   const filters = { phase: q.phase, sweepId: q.sweepId, model: q.model };
   const since = q.since === undefined ? undefined : new Date(q.since).toISOString();
   const base = { team, filters, ...(since ? { since } : {}) };
@@ -128,7 +133,7 @@ export function makeListRuns(deps: { table: StateTable; config: GantryConfig }) 
     input: { caller: Caller; query: unknown },
     opts?: CallOptions,
   ): Promise<{ runs: RunRecord[]; nextToken?: string }> {
-    const query = parseWith(ListRunsQuerySchema, input.query ?? {});
+    const query = parseWith(listRunsQuerySchema(), input.query ?? {});
     const team = listTeam(input.caller, deps.config, query.team);
     const page = await readPage<RunRecord>(deps.table, planRunList(team, query), query, opts);
     return { runs: page.items, ...(page.nextToken ? { nextToken: page.nextToken } : {}) };

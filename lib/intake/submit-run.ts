@@ -1,6 +1,7 @@
 import { type ModelOwners, ownedByAnother, ownershipRule } from '../artifacts/ownership.ts';
 import type { GantryConfig } from '../config.ts';
 import { ForbiddenError, IdempotencyConflictError, ValidationError } from '../errors.ts';
+import { lazily } from '../lazily.ts';
 import { metricsUri } from '../metrics/channel.ts';
 import type { CallOptions, Clock, RunQueue } from '../ports.ts';
 import { fingerprintOf, newRunId, runIdFromKey } from '../run/ids.ts';
@@ -8,7 +9,6 @@ import { LIMITS } from '../run/limits.ts';
 import { newRecord, type RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunRequest } from '../run/schema.ts';
-import { parseRunRequest } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
 import { parseWith } from '../run/validate.ts';
 import { checkKueueKind } from '../trainjob/kueue-kinds.ts';
@@ -26,13 +26,15 @@ export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
  */
 export const MAX_SPEC_BYTES = 192 * 1024;
 
-const KeySchema = z
-  .string()
-  .check(
-    z.minLength(1, 'must not be empty'),
-    z.maxLength(LIMITS.idempotencyKeyLength, `must be at most ${LIMITS.idempotencyKeyLength} characters`),
-    z.regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
-  );
+const keySchema = /* @__PURE__ */ lazily(() =>
+  z
+    .string()
+    .check(
+      z.minLength(1, 'must not be empty'),
+      z.maxLength(LIMITS.idempotencyKeyLength, `must be at most ${LIMITS.idempotencyKeyLength} characters`),
+      z.regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
+    ),
+);
 
 /** The effective idempotency key: the header's, or the body's; both given and different is a 400. */
 export function resolveIdempotencyKey(
@@ -49,7 +51,7 @@ export function resolveIdempotencyKey(
       },
     ]);
   }
-  const key = parseWith(z.object({ [IDEMPOTENCY_HEADER]: KeySchema }), { [IDEMPOTENCY_HEADER]: header })[
+  const key = parseWith(z.object({ [IDEMPOTENCY_HEADER]: keySchema() }), { [IDEMPOTENCY_HEADER]: header })[
     IDEMPOTENCY_HEADER
   ] as string;
   if (body !== undefined && body !== key) {
@@ -99,11 +101,22 @@ export interface AcceptedRequest {
   spec: RunSpec;
 }
 
+/**
+ * The run request's schema (lib/run/schema.ts), loaded on the first request: building it is the
+ * largest single part of Gantry's own cold start (bench/results/function-bundles.md).
+ */
+let runSchema: Promise<typeof import('../run/schema.ts')> | undefined;
+const loadRunSchema = () => {
+  runSchema ??= import('../run/schema.ts');
+  return runSchema;
+};
+
 /** Schema, identity and tenancy: everything submit and validate check before touching storage. */
-export function acceptRequest(
+export async function acceptRequest(
   input: SubmitRunInput,
   deps: { config: GantryConfig; bucket: string; newId?: () => string },
-): AcceptedRequest {
+): Promise<AcceptedRequest> {
+  const { parseRunRequest } = await loadRunSchema();
   const request = parseRunRequest(input.body);
   const key = resolveIdempotencyKey(input.idempotencyKey, request.idempotencyKey);
   const team = requireTeam(input.caller, deps.config, request.team);
@@ -164,7 +177,7 @@ export function makeSubmitRun(deps: SubmitRunDeps) {
     input: SubmitRunInput,
     opts?: CallOptions,
   ): Promise<{ record: RunRecord; created: boolean }> {
-    const { request, key, spec } = acceptRequest(input, deps);
+    const { request, key, spec } = await acceptRequest(input, deps);
     await checkModelOwner(deps.owners, request, opts);
     const fingerprint = fingerprintOf(request);
     // A replay of a recorded run is answered whatever the team's load; a new run must fit its caps.

@@ -3,12 +3,11 @@ import type { ModelOwners } from '../artifacts/ownership.ts';
 import { ForbiddenError, IdempotencyConflictError, ValidationError } from '../errors.ts';
 import type { CallOptions } from '../ports.ts';
 import { chainedRunId, newSweepId, requestFingerprint, sweepIdFromKey, trialRunId } from '../run/ids.ts';
-import { RunRequestSchema } from '../run/schema.ts';
 import { parseWith, toIssues } from '../run/validate.ts';
 import { chainedRequest } from '../sweep/chain.ts';
 import type { SweepRecord } from '../sweep/record.ts';
 import { suggest } from '../sweep/samplers.ts';
-import { SWEEP_DEFAULTS, type SweepRequest, SweepRequestSchema } from '../sweep/schema.ts';
+import type { SweepRequest } from '../sweep/schema.ts';
 import { gridPoint } from '../sweep/space.ts';
 import { trialRequest, trialSpec } from '../sweep/trials.ts';
 import { incompatibility, seedHistory, type WarmSource, type WarmStart } from '../sweep/warm-start.ts';
@@ -16,6 +15,16 @@ import { runMessage } from './message.ts';
 import { checkModelOwner, MAX_SPEC_BYTES, resolveIdempotencyKey } from './submit-run.ts';
 import type { SweepIntakeDeps } from './sweeps.ts';
 import { type Caller, checkTenancy, requestedTotals, requireTeam, requireTeams } from './tenancy.ts';
+
+/**
+ * The sweep and run request schemas, loaded on the first request: building them is most of what
+ * loading this function would otherwise cost (bench/results/function-bundles.md).
+ */
+let schemas: Promise<[typeof import('../sweep/schema.ts'), typeof import('../run/schema.ts')]> | undefined;
+const loadSchemas = () => {
+  schemas ??= Promise.all([import('../sweep/schema.ts'), import('../run/schema.ts')]);
+  return schemas;
+};
 
 /** The fingerprint that tells a replay from a conflict: the parsed request without its key. */
 export function sweepFingerprint(request: SweepRequest): string {
@@ -28,6 +37,7 @@ export function sweepFingerprint(request: SweepRequest): string {
  * produce invalid trials is a 400 now, not a stream of failed trials later.
  */
 function checkTrials(
+  RunRequestSchema: typeof import('../run/schema.ts')['RunRequestSchema'],
   request: SweepRequest,
   sweepId: string,
   bucket: string,
@@ -124,6 +134,7 @@ async function warmStartOf(
  * (rules named under then.*), then placed like any run of the team (403 when it may not run).
  */
 function checkChained(
+  RunRequestSchema: typeof import('../run/schema.ts')['RunRequestSchema'],
   request: SweepRequest,
   team: Parameters<typeof checkTenancy>[1],
   deps: SweepIntakeDeps,
@@ -172,6 +183,7 @@ export function makeSubmitSweep(deps: SweepIntakeDeps & { owners: Pick<ModelOwne
     input: SubmitSweepInput,
     opts?: CallOptions,
   ): Promise<{ record: SweepRecord; created: boolean }> {
+    const [{ SweepRequestSchema, SWEEP_DEFAULTS }, { RunRequestSchema }] = await loadSchemas();
     const request = parseWith(SweepRequestSchema, input.body);
     const key = resolveIdempotencyKey(input.idempotencyKey, request.idempotencyKey);
     const team = requireTeam(input.caller, deps.config, request.template.team);
@@ -193,8 +205,8 @@ export function makeSubmitSweep(deps: SweepIntakeDeps & { owners: Pick<ModelOwne
       namespace: placement.namespace,
       ...(placement.queue !== undefined ? { queue: placement.queue } : {}),
     };
-    checkTrials(request, sweepId, deps.bucket, where);
-    checkChained(request, team, deps, sweepId);
+    checkTrials(RunRequestSchema, request, sweepId, deps.bucket, where);
+    checkChained(RunRequestSchema, request, team, deps, sweepId);
     const perTrial = requestedTotals(request.template).gpu;
     const parallel = request.parallelTrials ?? SWEEP_DEFAULTS.parallelTrials;
     if (perTrial * parallel > team.maxGpusInFlight) {

@@ -1,5 +1,6 @@
 import type { GantryConfig } from '../config.ts';
 import { NotFoundError } from '../errors.ts';
+import { lazily } from '../lazily.ts';
 import type { CallOptions, Clock } from '../ports.ts';
 import { SWEEP_ID } from '../run/ids.ts';
 import { parseWith } from '../run/validate.ts';
@@ -8,7 +9,7 @@ import { SWEEP_PHASES, type SweepRecord } from '../sweep/record.ts';
 import type { SweepCapabilities, Sweeps } from '../sweep/sweeps.ts';
 import * as z from '../zod.ts';
 import { SweepFinishedError } from './errors.ts';
-import { listTeam, PageQueryFields, readPage } from './list-page.ts';
+import { listTeam, pageQueryFields, readPage } from './list-page.ts';
 import { type Caller, requireTeams } from './tenancy.ts';
 
 /**
@@ -27,12 +28,14 @@ export interface SweepIntakeDeps {
   newSeed?: () => number;
 }
 
-const SweepIdSchema = z.strictObject({
-  sweepId: z.string().check(z.regex(SWEEP_ID, 'must be a sweep id (swp-<20 lowercase base32 characters>)')),
-});
+const sweepIdSchema = /* @__PURE__ */ lazily(() =>
+  z.strictObject({
+    sweepId: z.string().check(z.regex(SWEEP_ID, 'must be a sweep id (swp-<20 lowercase base32 characters>)')),
+  }),
+);
 
 async function ownSweep(deps: SweepIntakeDeps, caller: Caller, sweepId: unknown, opts?: CallOptions) {
-  const id = parseWith(SweepIdSchema, { sweepId }).sweepId;
+  const id = parseWith(sweepIdSchema(), { sweepId }).sweepId;
   const teams = requireTeams(caller, deps.config);
   const record = await deps.sweeps.get(id, opts);
   // Another team's sweep answers exactly as an unknown one.
@@ -65,10 +68,12 @@ export function makeCancelSweep(deps: SweepIntakeDeps) {
   };
 }
 
-export const ListSweepsQuerySchema = z.strictObject({
-  ...PageQueryFields,
-  phase: z.described(z.optional(z.enum(SWEEP_PHASES)), 'Only sweeps in this phase'),
-});
+export const listSweepsQuerySchema = /* @__PURE__ */ lazily(() =>
+  z.strictObject({
+    ...pageQueryFields(),
+    phase: z.described(z.optional(z.enum(SWEEP_PHASES)), 'Only sweeps in this phase'),
+  }),
+);
 
 /** List one team's sweeps (the caller's), newest first, by phase and creation time: one index partition a page. */
 export function makeListSweeps(deps: { table: StateTable; config: GantryConfig }) {
@@ -76,7 +81,7 @@ export function makeListSweeps(deps: { table: StateTable; config: GantryConfig }
     input: { caller: Caller; query: unknown },
     opts?: CallOptions,
   ): Promise<{ sweeps: SweepRecord[]; nextToken?: string }> => {
-    const query = parseWith(ListSweepsQuerySchema, input.query ?? {});
+    const query = parseWith(listSweepsQuerySchema(), input.query ?? {});
     const team = listTeam(input.caller, deps.config, query.team);
     const since = query.since === undefined ? undefined : new Date(query.since).toISOString();
     const page = await readPage<SweepRecord>(

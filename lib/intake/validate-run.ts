@@ -51,7 +51,7 @@ export interface ValidateResult {
  */
 export function makeValidateRun(deps: ValidateRunDeps) {
   return async function validateRun(input: SubmitRunInput, opts?: CallOptions): Promise<ValidateResult> {
-    const accepted = acceptRequest(input, deps);
+    const accepted = await acceptRequest(input, deps);
     const { request, placement } = accepted;
     if (deps.owners) await checkModelOwner(deps.owners, request, opts);
     const checks: Check[] = [

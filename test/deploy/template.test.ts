@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { inflateRawSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RuntimeEnvSchema } from '../../lib/config.ts';
+import { configSchemas } from '../../lib/config.ts';
 import { ROUTES, routeKey } from '../../lib/intake/routes.ts';
 import { DASHBOARD_ASSETS, DASHBOARD_ROUTES } from '../../lib/web/assets.ts';
 import { TASK_FUNCTIONS as LOCAL_TASK_FUNCTIONS } from '../../local/definition.ts';
@@ -501,7 +501,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
   });
 
   it('sets the environment lib/config.ts reads, and ships the config file it names', () => {
-    const known = new Set(Object.keys(RuntimeEnvSchema.shape));
+    const known = new Set(Object.keys(configSchemas().RuntimeEnvSchema.shape));
     for (const [id, fn] of fns) {
       const vars = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
       for (const name of Object.keys(vars).filter((n) => n.startsWith('GANTRY_'))) {

@@ -2,15 +2,12 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import {
-  ClusterConfigSchema,
-  GantryConfigSchema,
-  RuntimeEnvSchema,
-  TeamConfigSchema,
-} from '../../lib/config.ts';
+import { configSchemas } from '../../lib/config.ts';
 import { ROUTES } from '../../lib/intake/routes.ts';
 import { DevClusterSchema, DevConfigSchema, SimulatorSettingsSchema } from '../../local/dev-config.ts';
 import { ROOT } from '../helpers/tiers.ts';
+
+const { ClusterConfigSchema, GantryConfigSchema, RuntimeEnvSchema, TeamConfigSchema } = configSchemas();
 
 /**
  * README says what the code does: the counts of routes and functions `serverless.yml` deploys,

@@ -19,7 +19,7 @@ import { addObjects, checkQuiet, closeBurst, type PartitionState } from '../../.
 import {
   bindRules,
   type DataRef,
-  DataTriggerRuleSchema,
+  dataTriggerRuleSchema,
   matchKey,
   partitionUri,
   requestFor,
@@ -50,7 +50,7 @@ const ruleInput = (over: Record<string, unknown> = {}) => ({
   ...over,
 });
 const rule = (over: Record<string, unknown> = {}) =>
-  bindRules([DataTriggerRuleSchema.parse(ruleInput(over))], 'gantry')[0] as ReturnType<
+  bindRules([dataTriggerRuleSchema().parse(ruleInput(over))], 'gantry')[0] as ReturnType<
     typeof bindRules
   >[number];
 const config = (rules: unknown[]) => ({
