@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { makeDynamoStateTable } from '../lib/adapters/aws/dynamodb-table.ts';
 import { makeKubernetesGateway } from '../lib/adapters/kubernetes/gateway.ts';
 import { kubeConfigFromYaml } from '../lib/adapters/kubernetes/kubeconfig.ts';
+import { mapLimit } from '../lib/concurrency.ts';
 import { HEARTBEAT_EVERY_SECONDS, makeReconciler, type TickReport } from '../lib/orchestration/reconcile.ts';
 import type { JobApi, WorkflowEngine } from '../lib/ports.ts';
 import { requestFingerprint } from '../lib/run/ids.ts';
@@ -82,18 +83,6 @@ async function startSimulator() {
   });
   const stats = async () => (await (await fetch(`${url}/_sim/stats`)).json()) as SimStats;
   return { url, kubeconfig, stats, stop: () => child.kill('SIGTERM') };
-}
-
-async function mapLimit<T>(items: T[], limit: number, fn: (item: T, i: number) => Promise<void>) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        await fn(items[i] as T, i);
-      }
-    }),
-  );
 }
 
 function countingTable(table: StateTable, counts: Record<string, number>): StateTable {
