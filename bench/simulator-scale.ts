@@ -8,12 +8,11 @@
  *
  * Run: `node bench/simulator-scale.ts [jobs=1000] [speed=3600]`; writes bench/results/simulator-scale.md.
  */
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { spawnSimulator } from './sim-process.ts';
 
 const JOBS = Number(process.argv[2] ?? 1000);
 const SPEED = Number(process.argv[3] ?? 3600);
@@ -94,31 +93,16 @@ function jobs(n: number) {
 
 /** The simulator as its own process, with a `bench` namespace; resolves with a request helper. */
 async function startSimulator(speed: number) {
-  const child = spawn(
-    process.execPath,
-    [
-      ...(process.env.SIM_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/simprof'] : []),
-      resolve(ROOT, 'local/simulator/main.ts'),
-      '--port',
-      '0',
-      '--speed',
-      String(speed),
-      '--trainer',
-      '2.2',
-      '--queue',
-      `bench=${QUOTA_GPUS}`,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
+  const sim = await spawnSimulator(
+    ['--speed', String(speed), '--trainer', '2.2', '--queue', `bench=${QUOTA_GPUS}`],
+    {
+      nodeArgs: process.env.SIM_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/simprof'] : [],
+    },
   );
-  const first = await new Promise<string>((res, rej) => {
-    const rl = createInterface({ input: child.stdout! });
-    rl.once('line', res);
-    child.once('exit', (code) => rej(new Error(`simulator exited (${code})`)));
-  });
-  const { url } = JSON.parse(first) as { url: string };
+  const { child, url } = sim;
   const api = (path: string, init?: RequestInit) =>
     fetch(`${url}${path}`, { ...init, headers: { 'Content-Type': 'application/json', ...init?.headers } });
-  const stats = async () => (await (await api('/_sim/stats')).json()) as SimStats;
+  const stats = () => sim.stats<SimStats>();
   await api('/api/v1/namespaces', { method: 'POST', body: JSON.stringify({ metadata: { name: 'bench' } }) });
   await new Promise((r) => setTimeout(r, 200)); // the LocalQueue follows the namespace
   return { child, api, stats };

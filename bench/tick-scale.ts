@@ -14,10 +14,8 @@
  *
  * Run: `node bench/tick-scale.ts [1000,3000,10000]`; writes bench/results/tick-scale.md.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { makeDynamoStateTable } from '../lib/adapters/aws/dynamodb-table.ts';
 import { makeKubernetesGateway } from '../lib/adapters/kubernetes/gateway.ts';
 import { kubeConfigFromYaml } from '../lib/adapters/kubernetes/kubeconfig.ts';
@@ -33,6 +31,7 @@ import { buildJob, jobApi } from '../lib/trainjob/build.ts';
 import { ANNOTATION } from '../lib/trainjob/labels.ts';
 import { startLocalStateTable } from '../local/state-table.ts';
 import { aRunRequest } from '../test/helpers/builders.ts';
+import { spawnSimulator } from './sim-process.ts';
 
 const SIZES = (process.argv[2] ?? '1000,3000,10000').split(',').map(Number);
 const TICK_SECONDS = 60;
@@ -56,33 +55,11 @@ interface TickRow {
   report: TickReport;
 }
 
-async function startSimulator() {
-  const kubeconfig = join(mkdtempSync(join(tmpdir(), 'gantry-tick-')), 'sim.kubeconfig');
-  const child = spawn(
-    process.execPath,
-    [
-      new URL('../local/simulator/main.ts', import.meta.url).pathname,
-      '--port=0',
-      '--speed=1',
-      '--trainer=2.2',
-      '--queue=demo-queue=64',
-      `--duration-seconds=${30 * 24 * 3600}`,
-      `--kubeconfig=${kubeconfig}`,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
+function startSimulator() {
+  return spawnSimulator(
+    ['--speed=1', '--trainer=2.2', '--queue=demo-queue=64', `--duration-seconds=${30 * 24 * 3600}`],
+    { kubeconfig: true },
   );
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.setEncoding('utf8');
-    let buf = '';
-    child.stdout.on('data', (d: string) => {
-      buf += d;
-      const line = buf.split('\n').find((l) => l.startsWith('{'));
-      if (line) resolve((JSON.parse(line) as { url: string }).url);
-    });
-    child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
-  });
-  const stats = async () => (await (await fetch(`${url}/_sim/stats`)).json()) as SimStats;
-  return { url, kubeconfig, stats, stop: () => child.kill('SIGTERM') };
 }
 
 function countingTable(table: StateTable, counts: Record<string, number>): StateTable {
@@ -207,13 +184,13 @@ async function measure(n: number) {
     const tick = async (label: string) => {
       for (const k of Object.keys(sfnCounts)) delete sfnCounts[k];
       for (const k of Object.keys(storeCounts)) delete storeCounts[k];
-      const before = await sim.stats();
+      const before = await sim.stats<SimStats>();
       const cpu0 = process.cpuUsage();
       const w0 = performance.now();
       const report = await reconciler.tick();
       const wallMs = performance.now() - w0;
       const cpu = process.cpuUsage(cpu0);
-      const after = await sim.stats();
+      const after = await sim.stats<SimStats>();
       const k8sBy: Record<string, number> = {};
       for (const [k, v] of Object.entries(after.requests.byVerbResource)) {
         const d = v - (before.requests.byVerbResource[k] ?? 0);
@@ -250,7 +227,7 @@ async function measure(n: number) {
     await tick(`cold restart (t=${7 * TICK_SECONDS}s)`);
     nowMs += TICK_SECONDS * 1000;
     await tick(`steady (t=${8 * TICK_SECONDS}s)`);
-    const simStats = await sim.stats();
+    const simStats = await sim.stats<SimStats>();
     return { n, setupSeconds, rows, running: simStats.jobs.running };
   } finally {
     await state.close();
