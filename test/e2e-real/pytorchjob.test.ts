@@ -10,6 +10,7 @@ import {
   realStackOptions,
   startRealStack,
   stopRealStack,
+  watchUntil,
 } from '../helpers/real-stack.ts';
 import { type HeavyControlPlane, heavyMissing, KWOK_ENV, versionSet } from '../helpers/realcp-heavy.ts';
 import { runDriver } from '../helpers/runs.ts';
@@ -115,37 +116,15 @@ describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
     );
 
   /** Watch the PyTorchJob until its Succeeded condition (caught even if Gantry deletes it right after). */
-  async function succeeded(run: RunSpec, timeoutMs = 90_000): Promise<Condition> {
-    const base = `${PYTORCHJOBS}/namespaces/${run.namespace}/pytorchjobs`;
-    const sel = `fieldSelector=metadata.name%3D${run.jobName}`;
-    const list = await hc.request<{ metadata: { resourceVersion: string }; items: Obj[] }>(
-      'GET',
-      `${base}?${sel}`,
+  function succeeded(run: RunSpec, timeoutMs = 90_000): Promise<Condition> {
+    return watchUntil<Obj, Condition>(
+      hc,
+      `${PYTORCHJOBS}/namespaces/${run.namespace}/pytorchjobs`,
+      run.jobName,
+      (o) => o?.status?.conditions?.find((c) => c.type === 'Succeeded' && c.status === 'True'),
+      `PyTorchJob ${run.jobName} Succeeded`,
+      timeoutMs,
     );
-    const hit = (o: Obj | undefined) =>
-      o?.status?.conditions?.find((c) => c.type === 'Succeeded' && c.status === 'True');
-    const found = hit(list.body.items[0]);
-    if (found) return found;
-    let rv = list.body.metadata.resourceVersion;
-    const until = Date.now() + timeoutMs;
-    while (Date.now() < until) {
-      const w = await hc.request(
-        'GET',
-        `${base}?${sel}&watch=1&allowWatchBookmarks=false&timeoutSeconds=2&resourceVersion=${rv}`,
-      );
-      for (const line of w.text.split('\n').filter(Boolean)) {
-        const ev = JSON.parse(line) as {
-          type: string;
-          object: Obj & { metadata: { resourceVersion?: string } };
-        };
-        if (ev.type === 'ERROR') throw new Error(`watch failed: ${line}`);
-        rv = ev.object.metadata.resourceVersion ?? rv;
-        const c = hit(ev.object);
-        if (c) return c;
-        if (ev.type === 'DELETED') throw new Error(`PyTorchJob ${run.jobName} deleted without Succeeded`);
-      }
-    }
-    throw new Error(`timed out waiting for PyTorchJob ${run.jobName} Succeeded`);
   }
 
   it('succeeds: the operator makes master + worker pods on kwok GPU nodes, Succeeded → record Succeeded', async () => {

@@ -5,7 +5,13 @@ import { RUNTIME_PATCH_MANAGER } from '../../lib/trainjob/build.ts';
 import { LABEL } from '../../lib/trainjob/labels.ts';
 import type { K8sObject } from '../../lib/trainjob/types.ts';
 import { DEMO_TEAM, type Stack } from '../../local/stack.ts';
-import { REAL_STACK_START_MS, type RealStack, startRealStack, stopRealStack } from '../helpers/real-stack.ts';
+import {
+  REAL_STACK_START_MS,
+  type RealStack,
+  startRealStack,
+  stopRealStack,
+  watchUntil,
+} from '../helpers/real-stack.ts';
 import {
   type HeavyControlPlane,
   heavyMissing,
@@ -96,40 +102,18 @@ for (const setName of SETS) {
      * A watch sees every update, so the condition is caught even though Gantry deletes the job
      * within moments of it.
      */
-    async function terminalCondition(run: RunSpec, type: 'Complete' | 'Failed', timeoutMs = 90_000) {
-      const base = `${TRAINJOBS}/namespaces/${run.namespace}/trainjobs`;
-      const sel = `fieldSelector=metadata.name%3D${run.jobName}`;
-      const list = await hc.request<{ metadata: { resourceVersion: string }; items: Obj[] }>(
-        'GET',
-        `${base}?${sel}`,
+    function terminalCondition(run: RunSpec, type: 'Complete' | 'Failed', timeoutMs = 90_000) {
+      return watchUntil<Obj, Condition>(
+        hc,
+        `${TRAINJOBS}/namespaces/${run.namespace}/trainjobs`,
+        run.jobName,
+        (o) => {
+          const c = cond(o, type);
+          return c?.status === 'True' ? c : undefined;
+        },
+        `TrainJob ${run.jobName} ${type}`,
+        timeoutMs,
       );
-      const hit = (o: Obj | undefined) => {
-        const c = cond(o, type);
-        return c?.status === 'True' ? c : undefined;
-      };
-      const found = hit(list.body.items[0]);
-      if (found) return found;
-      let rv = list.body.metadata.resourceVersion;
-      const until = Date.now() + timeoutMs;
-      while (Date.now() < until) {
-        const w = await hc.request(
-          'GET',
-          `${base}?${sel}&watch=1&allowWatchBookmarks=false&timeoutSeconds=2&resourceVersion=${rv}`,
-        );
-        for (const line of w.text.split('\n').filter(Boolean)) {
-          const ev = JSON.parse(line) as {
-            type: string;
-            object: Obj & { metadata: { resourceVersion?: string } };
-          };
-          if (ev.type === 'ERROR') throw new Error(`watch failed: ${line}`);
-          rv = ev.object.metadata.resourceVersion ?? rv;
-          const c = hit(ev.object);
-          if (c) return c;
-          if (ev.type === 'DELETED')
-            throw new Error(`TrainJob ${run.jobName} deleted without a ${type} condition`);
-        }
-      }
-      throw new Error(`timed out waiting for TrainJob ${run.jobName} ${type}`);
     }
 
     it('succeeds: admitted by Kueue, run as a JobSet on kwok GPU nodes, Complete → record Succeeded', async () => {

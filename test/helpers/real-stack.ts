@@ -83,3 +83,43 @@ export async function stopRealStack(real: Partial<RealStack> | undefined): Promi
   await real?.stack?.close();
   await real?.hc?.stop();
 }
+
+/**
+ * Watch one object (`collection` is its list path, e.g. `/apis/…/namespaces/ns/trainjobs`) in short
+ * rounds of the watch API until `hit` finds what is sought in it, and return that. A watch sees
+ * every update, so a state is caught even when Gantry deletes the object within moments of it.
+ * `what` names the awaited state in errors (`TrainJob x Complete`).
+ */
+export async function watchUntil<O extends { metadata: { resourceVersion?: string } }, R>(
+  hc: Pick<HeavyControlPlane, 'request'>,
+  collection: string,
+  name: string,
+  hit: (o: O | undefined) => R | undefined,
+  what: string,
+  timeoutMs: number,
+): Promise<R> {
+  const sel = `fieldSelector=metadata.name%3D${name}`;
+  const list = await hc.request<{ metadata: { resourceVersion: string }; items: O[] }>(
+    'GET',
+    `${collection}?${sel}`,
+  );
+  const found = hit(list.body.items[0]);
+  if (found !== undefined) return found;
+  let rv = list.body.metadata.resourceVersion;
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const w = await hc.request(
+      'GET',
+      `${collection}?${sel}&watch=1&allowWatchBookmarks=false&timeoutSeconds=2&resourceVersion=${rv}`,
+    );
+    for (const line of w.text.split('\n').filter(Boolean)) {
+      const ev = JSON.parse(line) as { type: string; object: O };
+      if (ev.type === 'ERROR') throw new Error(`watch failed: ${line}`);
+      rv = ev.object.metadata.resourceVersion ?? rv;
+      const c = hit(ev.object);
+      if (c !== undefined) return c;
+      if (ev.type === 'DELETED') throw new Error(`${what}: deleted first`);
+    }
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
