@@ -171,11 +171,7 @@ async function requestsPerTick(n: number) {
     { kubeconfig: true },
   );
   const { url: simUrl, kubeconfig } = sim;
-  const simStats = () =>
-    sim.stats<{
-      requests: { total: number; byVerbResource: Record<string, number> };
-      jobs: { running: number };
-    }>();
+  const simStats = () => sim.stats();
   await fetch(`${simUrl}/api/v1/namespaces`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

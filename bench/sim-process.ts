@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
+import type { SimulatorStats } from '../local/simulator/index.ts';
 
 /**
  * The cluster simulator (local/simulator/main.ts) as a process of its own, for the benchmarks that
@@ -16,7 +17,7 @@ export interface SimProcess {
   /** The kubeconfig file the simulator wrote (when asked for with `kubeconfig`). */
   kubeconfig: string;
   /** `GET /_sim/stats` (admin calls are not counted among the requests). */
-  stats<T>(): Promise<T>;
+  stats(): Promise<SimulatorStats>;
   stop(): void;
 }
 
@@ -56,7 +57,7 @@ export async function spawnSimulator(
     child,
     url,
     kubeconfig,
-    stats: async <T>() => (await (await fetch(`${url}/_sim/stats`)).json()) as T,
+    stats: async () => (await (await fetch(`${url}/_sim/stats`)).json()) as SimulatorStats,
     stop: () => child.kill('SIGTERM'),
   };
 }

@@ -12,6 +12,7 @@ import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { mapLimit } from '../lib/concurrency.ts';
 import { spawnSimulator } from './sim-process.ts';
 
 const JOBS = Number(process.argv[2] ?? 1000);
@@ -20,26 +21,6 @@ const QUOTA_GPUS = 64;
 const CREATE_CONCURRENCY = 16;
 const POLL_MS = 250;
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-
-interface SimStats {
-  requests: { total: number; byVerb: Record<string, number>; byVerbResource: Record<string, number> };
-  jobs: {
-    admitted: number;
-    running: number;
-    peakRunning: number;
-    completed: number;
-    failed: number;
-    pending: number;
-  };
-  process: {
-    rssMiB: number;
-    maxRssMiB: number;
-    cpuUserSeconds: number;
-    cpuSystemSeconds: number;
-    uptimeSeconds: number;
-  };
-  objects: Record<string, number>;
-}
 
 /** Deterministic job mix (mulberry32). */
 function rng(seed: number): () => number {
@@ -102,7 +83,7 @@ async function startSimulator(speed: number) {
   const { child, url } = sim;
   const api = (path: string, init?: RequestInit) =>
     fetch(`${url}${path}`, { ...init, headers: { 'Content-Type': 'application/json', ...init?.headers } });
-  const stats = () => sim.stats<SimStats>();
+  const stats = () => sim.stats();
   await api('/api/v1/namespaces', { method: 'POST', body: JSON.stringify({ metadata: { name: 'bench' } }) });
   await new Promise((r) => setTimeout(r, 200)); // the LocalQueue follows the namespace
   return { child, api, stats };
@@ -113,21 +94,15 @@ type Api = Awaited<ReturnType<typeof startSimulator>>['api'];
 /** Create every job, CREATE_CONCURRENCY requests in flight; resolves with the elapsed ms. */
 async function createAll(api: Api, list: unknown[]): Promise<number> {
   const t0 = performance.now();
-  let next = 0;
   const errors: string[] = [];
-  await Promise.all(
-    Array.from({ length: CREATE_CONCURRENCY }, async () => {
-      while (next < list.length) {
-        const job = list[next++];
-        const res = await api('/apis/trainer.kubeflow.org/v1alpha1/namespaces/bench/trainjobs', {
-          method: 'POST',
-          body: JSON.stringify(job),
-        });
-        if (res.status !== 201) errors.push(`${res.status} ${await res.text()}`);
-        else await res.arrayBuffer();
-      }
-    }),
-  );
+  await mapLimit(list, CREATE_CONCURRENCY, async (job) => {
+    const res = await api('/apis/trainer.kubeflow.org/v1alpha1/namespaces/bench/trainjobs', {
+      method: 'POST',
+      body: JSON.stringify(job),
+    });
+    if (res.status !== 201) errors.push(`${res.status} ${await res.text()}`);
+    else await res.arrayBuffer();
+  });
   if (errors.length > 0) throw new Error(`creates failed: ${errors.slice(0, 3).join('; ')}`);
   return performance.now() - t0;
 }
@@ -201,38 +176,26 @@ async function main() {
 
     // LIST of every managed job (what the reconciler asks once a tick), 4 in flight, 50 times.
     const listN = 50;
-    let listed = 0;
     let listBytes = 0;
     const l0 = performance.now();
-    await Promise.all(
-      Array.from({ length: 4 }, async () => {
-        while (listed < listN) {
-          listed++;
-          const b = await (
-            await api(
-              '/apis/trainer.kubeflow.org/v1alpha1/trainjobs?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dgantry',
-            )
-          ).arrayBuffer();
-          listBytes = b.byteLength;
-        }
-      }),
-    );
+    await mapLimit(Array.from({ length: listN }), 4, async () => {
+      const b = await (
+        await api(
+          '/apis/trainer.kubeflow.org/v1alpha1/trainjobs?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dgantry',
+        )
+      ).arrayBuffer();
+      listBytes = b.byteLength;
+    });
     const listMs = performance.now() - l0;
 
     // Raw throughput: GET one job, 32 in flight, 5,000 requests.
     const getN = 5000;
-    let sent = 0;
     const g0 = performance.now();
-    await Promise.all(
-      Array.from({ length: 32 }, async () => {
-        while (sent < getN) {
-          sent++;
-          await (
-            await api('/apis/trainer.kubeflow.org/v1alpha1/namespaces/bench/trainjobs/bench-00000')
-          ).arrayBuffer();
-        }
-      }),
-    );
+    await mapLimit(Array.from({ length: getN }), 32, async () => {
+      await (
+        await api('/apis/trainer.kubeflow.org/v1alpha1/namespaces/bench/trainjobs/bench-00000')
+      ).arrayBuffer();
+    });
     const getMs = performance.now() - g0;
     const after = await stats();
 

@@ -38,12 +38,6 @@ const TICK_SECONDS = 60;
 const SHAPE = 'trainer-v2.2' as const;
 const API: JobApi = jobApi(SHAPE);
 
-interface SimStats {
-  requests: { total: number; byVerbResource: Record<string, number> };
-  jobs: { running: number };
-  process: { cpuUserSeconds: number; cpuSystemSeconds: number };
-}
-
 interface TickRow {
   tick: string;
   k8s: number;
@@ -184,13 +178,13 @@ async function measure(n: number) {
     const tick = async (label: string) => {
       for (const k of Object.keys(sfnCounts)) delete sfnCounts[k];
       for (const k of Object.keys(storeCounts)) delete storeCounts[k];
-      const before = await sim.stats<SimStats>();
+      const before = await sim.stats();
       const cpu0 = process.cpuUsage();
       const w0 = performance.now();
       const report = await reconciler.tick();
       const wallMs = performance.now() - w0;
       const cpu = process.cpuUsage(cpu0);
-      const after = await sim.stats<SimStats>();
+      const after = await sim.stats();
       const k8sBy: Record<string, number> = {};
       for (const [k, v] of Object.entries(after.requests.byVerbResource)) {
         const d = v - (before.requests.byVerbResource[k] ?? 0);
@@ -227,7 +221,7 @@ async function measure(n: number) {
     await tick(`cold restart (t=${7 * TICK_SECONDS}s)`);
     nowMs += TICK_SECONDS * 1000;
     await tick(`steady (t=${8 * TICK_SECONDS}s)`);
-    const simStats = await sim.stats<SimStats>();
+    const simStats = await sim.stats();
     return { n, setupSeconds, rows, running: simStats.jobs.running };
   } finally {
     await state.close();

@@ -223,7 +223,9 @@ export class ApiServer {
     }
   }
 
-  private runMutating(
+  /** The simulated webhooks of one stage (mutating, then later validating); none for controllers' writes. */
+  private admit(
+    stage: 'mutate' | 'validate',
     op: Operation,
     def: ResourceDef,
     obj: Json,
@@ -231,18 +233,7 @@ export class ApiServer {
     opts: WriteOptions,
   ): void {
     if (opts.system) return;
-    for (const h of this.hooks) h.mutate?.(op, def, obj, old);
-  }
-
-  private runValidating(
-    op: Operation,
-    def: ResourceDef,
-    obj: Json,
-    old: Json | undefined,
-    opts: WriteOptions,
-  ): void {
-    if (opts.system) return;
-    for (const h of this.hooks) h.validate?.(op, def, obj, old);
+    for (const h of this.hooks) h[stage]?.(op, def, obj, old);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -293,10 +284,10 @@ export class ApiServer {
     delete m.managedFields;
     if (def.builtin) prepareBuiltinCreate(def, obj, this.now());
 
-    this.runMutating('CREATE', def, obj, undefined, opts);
+    this.admit('mutate', 'CREATE', def, obj, undefined, opts);
     applyDefaults(obj, schemaOf(def, version));
     validate(def, version, obj, undefined);
-    this.runValidating('CREATE', def, obj, undefined, opts);
+    this.admit('validate', 'CREATE', def, obj, undefined, opts);
 
     if (this.objects.peek(def, ns, name) !== undefined) throw alreadyExists(qr(def), name);
     if (opts.dryRun) return obj;
@@ -410,7 +401,7 @@ export class ApiServer {
           throw invalid(def.group, def.kind, String(m.name), [e, e]);
         }
       }
-      this.runMutating('UPDATE', def, next, old, opts);
+      this.admit('mutate', 'UPDATE', def, next, old, opts);
     }
     meta(next).resourceVersion = meta(old).resourceVersion;
     applyDefaults(next, schemaOf(def, version), subresource === 'status' ? 'status' : undefined);
@@ -422,7 +413,7 @@ export class ApiServer {
       meta(next).generation = Number(meta(old).generation ?? 1) + 1;
     }
     validate(def, version, next, old, subresource === 'status' ? 'status' : undefined);
-    if (subresource !== 'status') this.runValidating('UPDATE', def, next, old, opts);
+    if (subresource !== 'status') this.admit('validate', 'UPDATE', def, next, old, opts);
     if (opts.dryRun) return next;
     // A write that changes nothing is not a write: no new resourceVersion, no event.
     if (deepEqual(next, old)) return old;
