@@ -16,6 +16,7 @@ import { type ClusterSimulator, startClusterSimulator } from '../local/simulator
 import { type Stack, startStack } from '../local/stack.ts';
 import { createLocalStepFunctions } from '../local/stepfunctions/engine.ts';
 import { runDriver } from '../test/helpers/runs.ts';
+import { spawnSimulator } from './sim-process.ts';
 
 const ACTIVE = Number(process.argv[2] ?? 1000);
 const HOUR = 3600;
@@ -164,38 +165,13 @@ async function pollingRun(durationSeconds: number, simSpeed: number) {
  * the cluster in one process starve each other's sockets on 2 cores.
  */
 async function requestsPerTick(n: number) {
-  const { spawn } = await import('node:child_process');
-  const { mkdtempSync, readFileSync } = await import('node:fs');
-  const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
-  const kubeconfig = join(mkdtempSync(join(tmpdir(), 'gantry-bench-')), 'sim.kubeconfig');
-  const child = spawn(
-    process.execPath,
-    [
-      new URL('../local/simulator/main.ts', import.meta.url).pathname,
-      '--port=0',
-      '--speed=1',
-      '--queue=demo-queue=64',
-      `--duration-seconds=${10 * 24 * HOUR}`,
-      `--kubeconfig=${kubeconfig}`,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
+  const { readFileSync } = await import('node:fs');
+  const sim = await spawnSimulator(
+    ['--speed=1', '--queue=demo-queue=64', `--duration-seconds=${10 * 24 * HOUR}`],
+    { kubeconfig: true },
   );
-  const simUrl = await new Promise<string>((resolve, reject) => {
-    child.stdout.setEncoding('utf8');
-    let buf = '';
-    child.stdout.on('data', (d: string) => {
-      buf += d;
-      const line = buf.split('\n').find((l) => l.startsWith('{'));
-      if (line) resolve((JSON.parse(line) as { url: string }).url);
-    });
-    child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
-  });
-  const simStats = async () =>
-    (await (await fetch(`${simUrl}/_sim/stats`)).json()) as {
-      requests: { total: number; byVerbResource: Record<string, number> };
-      jobs: { running: number };
-    };
+  const { url: simUrl, kubeconfig } = sim;
+  const simStats = () => sim.stats();
   await fetch(`${simUrl}/api/v1/namespaces`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -247,7 +223,7 @@ async function requestsPerTick(n: number) {
     return { requests, byResource, tickMs, setupMs, report, running: after.jobs.running };
   } finally {
     await stack.close();
-    child.kill('SIGTERM');
+    sim.stop();
   }
 }
 

@@ -8,12 +8,12 @@
  *
  * Run: `node bench/simulator-scale.ts [jobs=1000] [speed=3600]`; writes bench/results/simulator-scale.md.
  */
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { mapLimit } from '../lib/concurrency.ts';
+import { spawnSimulator } from './sim-process.ts';
 
 const JOBS = Number(process.argv[2] ?? 1000);
 const SPEED = Number(process.argv[3] ?? 3600);
@@ -21,26 +21,6 @@ const QUOTA_GPUS = 64;
 const CREATE_CONCURRENCY = 16;
 const POLL_MS = 250;
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-
-interface SimStats {
-  requests: { total: number; byVerb: Record<string, number>; byVerbResource: Record<string, number> };
-  jobs: {
-    admitted: number;
-    running: number;
-    peakRunning: number;
-    completed: number;
-    failed: number;
-    pending: number;
-  };
-  process: {
-    rssMiB: number;
-    maxRssMiB: number;
-    cpuUserSeconds: number;
-    cpuSystemSeconds: number;
-    uptimeSeconds: number;
-  };
-  objects: Record<string, number>;
-}
 
 /** Deterministic job mix (mulberry32). */
 function rng(seed: number): () => number {
@@ -94,31 +74,16 @@ function jobs(n: number) {
 
 /** The simulator as its own process, with a `bench` namespace; resolves with a request helper. */
 async function startSimulator(speed: number) {
-  const child = spawn(
-    process.execPath,
-    [
-      ...(process.env.SIM_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/simprof'] : []),
-      resolve(ROOT, 'local/simulator/main.ts'),
-      '--port',
-      '0',
-      '--speed',
-      String(speed),
-      '--trainer',
-      '2.2',
-      '--queue',
-      `bench=${QUOTA_GPUS}`,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
+  const sim = await spawnSimulator(
+    ['--speed', String(speed), '--trainer', '2.2', '--queue', `bench=${QUOTA_GPUS}`],
+    {
+      nodeArgs: process.env.SIM_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/simprof'] : [],
+    },
   );
-  const first = await new Promise<string>((res, rej) => {
-    const rl = createInterface({ input: child.stdout! });
-    rl.once('line', res);
-    child.once('exit', (code) => rej(new Error(`simulator exited (${code})`)));
-  });
-  const { url } = JSON.parse(first) as { url: string };
+  const { child, url } = sim;
   const api = (path: string, init?: RequestInit) =>
     fetch(`${url}${path}`, { ...init, headers: { 'Content-Type': 'application/json', ...init?.headers } });
-  const stats = async () => (await (await api('/_sim/stats')).json()) as SimStats;
+  const stats = () => sim.stats();
   await api('/api/v1/namespaces', { method: 'POST', body: JSON.stringify({ metadata: { name: 'bench' } }) });
   await new Promise((r) => setTimeout(r, 200)); // the LocalQueue follows the namespace
   return { child, api, stats };
@@ -129,21 +94,15 @@ type Api = Awaited<ReturnType<typeof startSimulator>>['api'];
 /** Create every job, CREATE_CONCURRENCY requests in flight; resolves with the elapsed ms. */
 async function createAll(api: Api, list: unknown[]): Promise<number> {
   const t0 = performance.now();
-  let next = 0;
   const errors: string[] = [];
-  await Promise.all(
-    Array.from({ length: CREATE_CONCURRENCY }, async () => {
-      while (next < list.length) {
-        const job = list[next++];
-        const res = await api('/apis/trainer.kubeflow.org/v1alpha1/namespaces/bench/trainjobs', {
-          method: 'POST',
-          body: JSON.stringify(job),
-        });
-        if (res.status !== 201) errors.push(`${res.status} ${await res.text()}`);
-        else await res.arrayBuffer();
-      }
-    }),
-  );
+  await mapLimit(list, CREATE_CONCURRENCY, async (job) => {
+    const res = await api('/apis/trainer.kubeflow.org/v1alpha1/namespaces/bench/trainjobs', {
+      method: 'POST',
+      body: JSON.stringify(job),
+    });
+    if (res.status !== 201) errors.push(`${res.status} ${await res.text()}`);
+    else await res.arrayBuffer();
+  });
   if (errors.length > 0) throw new Error(`creates failed: ${errors.slice(0, 3).join('; ')}`);
   return performance.now() - t0;
 }
@@ -217,38 +176,26 @@ async function main() {
 
     // LIST of every managed job (what the reconciler asks once a tick), 4 in flight, 50 times.
     const listN = 50;
-    let listed = 0;
     let listBytes = 0;
     const l0 = performance.now();
-    await Promise.all(
-      Array.from({ length: 4 }, async () => {
-        while (listed < listN) {
-          listed++;
-          const b = await (
-            await api(
-              '/apis/trainer.kubeflow.org/v1alpha1/trainjobs?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dgantry',
-            )
-          ).arrayBuffer();
-          listBytes = b.byteLength;
-        }
-      }),
-    );
+    await mapLimit(Array.from({ length: listN }), 4, async () => {
+      const b = await (
+        await api(
+          '/apis/trainer.kubeflow.org/v1alpha1/trainjobs?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dgantry',
+        )
+      ).arrayBuffer();
+      listBytes = b.byteLength;
+    });
     const listMs = performance.now() - l0;
 
     // Raw throughput: GET one job, 32 in flight, 5,000 requests.
     const getN = 5000;
-    let sent = 0;
     const g0 = performance.now();
-    await Promise.all(
-      Array.from({ length: 32 }, async () => {
-        while (sent < getN) {
-          sent++;
-          await (
-            await api('/apis/trainer.kubeflow.org/v1alpha1/namespaces/bench/trainjobs/bench-00000')
-          ).arrayBuffer();
-        }
-      }),
-    );
+    await mapLimit(Array.from({ length: getN }), 32, async () => {
+      await (
+        await api('/apis/trainer.kubeflow.org/v1alpha1/namespaces/bench/trainjobs/bench-00000')
+      ).arrayBuffer();
+    });
     const getMs = performance.now() - g0;
     const after = await stats();
 

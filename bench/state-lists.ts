@@ -10,6 +10,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { mapLimit } from '../lib/concurrency.ts';
 import type { GantryConfig } from '../lib/config.ts';
 import { parseConfig } from '../lib/config.ts';
 import { makeListRuns } from '../lib/intake/runs.ts';
@@ -88,15 +89,14 @@ function record(i: number): RunRecord {
 }
 
 async function seed(table: StateTable) {
-  let next = 0;
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: 32 }, async () => {
-      while (next < N) {
-        const r = record(next++);
-        await table.put(runItemKey(r.runId), r, runIndexes(r), { ifAbsent: true });
-      }
-    }),
+  await mapLimit(
+    Array.from({ length: N }, (_, i) => i),
+    32,
+    async (i) => {
+      const r = record(i);
+      await table.put(runItemKey(r.runId), r, runIndexes(r), { ifAbsent: true });
+    },
   );
   return performance.now() - started;
 }

@@ -14,13 +14,12 @@
  *
  * Run: `node bench/tick-scale.ts [1000,3000,10000]`; writes bench/results/tick-scale.md.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { makeDynamoStateTable } from '../lib/adapters/aws/dynamodb-table.ts';
 import { makeKubernetesGateway } from '../lib/adapters/kubernetes/gateway.ts';
 import { kubeConfigFromYaml } from '../lib/adapters/kubernetes/kubeconfig.ts';
+import { mapLimit } from '../lib/concurrency.ts';
 import { HEARTBEAT_EVERY_SECONDS, makeReconciler, type TickReport } from '../lib/orchestration/reconcile.ts';
 import type { JobApi, WorkflowEngine } from '../lib/ports.ts';
 import { requestFingerprint } from '../lib/run/ids.ts';
@@ -32,17 +31,12 @@ import { buildJob, jobApi } from '../lib/trainjob/build.ts';
 import { ANNOTATION } from '../lib/trainjob/labels.ts';
 import { startLocalStateTable } from '../local/state-table.ts';
 import { aRunRequest } from '../test/helpers/builders.ts';
+import { spawnSimulator } from './sim-process.ts';
 
 const SIZES = (process.argv[2] ?? '1000,3000,10000').split(',').map(Number);
 const TICK_SECONDS = 60;
 const SHAPE = 'trainer-v2.2' as const;
 const API: JobApi = jobApi(SHAPE);
-
-interface SimStats {
-  requests: { total: number; byVerbResource: Record<string, number> };
-  jobs: { running: number };
-  process: { cpuUserSeconds: number; cpuSystemSeconds: number };
-}
 
 interface TickRow {
   tick: string;
@@ -55,44 +49,10 @@ interface TickRow {
   report: TickReport;
 }
 
-async function startSimulator() {
-  const kubeconfig = join(mkdtempSync(join(tmpdir(), 'gantry-tick-')), 'sim.kubeconfig');
-  const child = spawn(
-    process.execPath,
-    [
-      new URL('../local/simulator/main.ts', import.meta.url).pathname,
-      '--port=0',
-      '--speed=1',
-      '--trainer=2.2',
-      '--queue=demo-queue=64',
-      `--duration-seconds=${30 * 24 * 3600}`,
-      `--kubeconfig=${kubeconfig}`,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.setEncoding('utf8');
-    let buf = '';
-    child.stdout.on('data', (d: string) => {
-      buf += d;
-      const line = buf.split('\n').find((l) => l.startsWith('{'));
-      if (line) resolve((JSON.parse(line) as { url: string }).url);
-    });
-    child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
-  });
-  const stats = async () => (await (await fetch(`${url}/_sim/stats`)).json()) as SimStats;
-  return { url, kubeconfig, stats, stop: () => child.kill('SIGTERM') };
-}
-
-async function mapLimit<T>(items: T[], limit: number, fn: (item: T, i: number) => Promise<void>) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        await fn(items[i] as T, i);
-      }
-    }),
+function startSimulator() {
+  return spawnSimulator(
+    ['--speed=1', '--trainer=2.2', '--queue=demo-queue=64', `--duration-seconds=${30 * 24 * 3600}`],
+    { kubeconfig: true },
   );
 }
 

@@ -1,5 +1,6 @@
 import { UnsupportedApiError } from '../errors.ts';
-import type { ClusterCapabilities as PortCapabilities } from '../ports.ts';
+import { isObj as isObject, type Json } from '../json.ts';
+import type { ClusterCapabilities } from '../ports.ts';
 import type { LegacyKind, Target } from '../run/schema.ts';
 import { jobApi, LEGACY_KINDS } from './build.ts';
 import { LEGACY_GROUP, LEGACY_VERSION, TRAINER_GROUP, TRAINER_VERSION, type TrainerShape } from './types.ts';
@@ -8,24 +9,6 @@ import { LEGACY_GROUP, LEGACY_VERSION, TRAINER_GROUP, TRAINER_VERSION, type Trai
  * What a cluster serves, from its CRDs and API discovery, and which job shape a run gets there.
  * Pure: the adapter fetches the CRD / discovery documents and hands them in.
  */
-
-/** The job and gang-scheduling APIs a cluster serves. */
-export interface Capabilities {
-  trainJob: boolean;
-  /** Training Operator v1 kinds served under kubeflow.org/v1, in LEGACY_KINDS order. */
-  legacy: LegacyKind[];
-  kueue: boolean;
-  /** scheduler-plugins coscheduling PodGroup (scheduling.x-k8s.io). */
-  coscheduling: boolean;
-  /** Volcano PodGroup (scheduling.volcano.sh). */
-  volcano: boolean;
-}
-
-/**
- * What chooseShape reads: detectFromDiscovery's Capabilities plus the TrainJob shape from
- * detectTrainerShape, or the ClusterGateway port's ClusterCapabilities (lib/ports.ts) as is.
- */
-export type ShapeInputs = (Capabilities & { trainerShape?: TrainerShape }) | PortCapabilities;
 
 /** One APIResourceList as `GET /apis/{group}/{version}` returns it (only the fields used here). */
 export interface DiscoveredGroupVersion {
@@ -37,10 +20,6 @@ export interface DiscoveredGroupVersion {
 export type ShapeChoice =
   | { shape: TrainerShape; kind?: undefined }
   | { shape: 'training-operator-v1'; kind: LegacyKind };
-
-type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** Follow `properties.<key>` (and `items` for '[]') through an OpenAPI schema; undefined when absent. */
 function schemaAt(schema: unknown, path: string[]): Json | undefined {
@@ -113,51 +92,62 @@ export function detectTrainerShape(crd: unknown): TrainerShape {
   );
 }
 
-/** Which job and gang-scheduling APIs the discovery documents (`/apis/{group}/{version}`) list. */
-export function detectFromDiscovery(resources: DiscoveredGroupVersion[]): Capabilities {
-  const has = (match: (group: string, version: string) => boolean, resource: string): boolean =>
-    resources.some((gv) => {
-      const slash = gv.groupVersion.indexOf('/');
-      const group = slash >= 0 ? gv.groupVersion.slice(0, slash) : '';
-      const version = slash >= 0 ? gv.groupVersion.slice(slash + 1) : gv.groupVersion;
-      return match(group, version) && gv.resources.some((r) => r.name === resource);
-    });
-  const exactly = (g: string, v: string) => (group: string, version: string) => group === g && version === v;
-  const anyVersionOf = (g: string) => (group: string) => group === g;
+/** Whether a discovery document lists a resource of `group` (at `version`, when given). */
+function lists(
+  resources: DiscoveredGroupVersion[],
+  group: string,
+  version: string | undefined,
+  resource: string,
+) {
+  return resources.some((gv) => {
+    const slash = gv.groupVersion.indexOf('/');
+    const g = slash >= 0 ? gv.groupVersion.slice(0, slash) : '';
+    const v = slash >= 0 ? gv.groupVersion.slice(slash + 1) : gv.groupVersion;
+    return (
+      g === group && (version === undefined || v === version) && gv.resources.some((r) => r.name === resource)
+    );
+  });
+}
 
+/** Whether the discovery documents list TrainJob (then its CRD tells the shape: detectTrainerShape). */
+export function servesTrainJob(resources: DiscoveredGroupVersion[]): boolean {
+  return lists(resources, TRAINER_GROUP, TRAINER_VERSION, 'trainjobs');
+}
+
+/**
+ * The cluster's capabilities from the discovery documents (`/apis/{group}/{version}`); `trainer`
+ * is the TrainJob shape its CRD describes (detectTrainerShape), kept only where TrainJob is served.
+ */
+export function detectFromDiscovery(
+  resources: DiscoveredGroupVersion[],
+  trainer?: TrainerShape,
+): ClusterCapabilities {
   return {
-    trainJob: has(exactly(TRAINER_GROUP, TRAINER_VERSION), 'trainjobs'),
+    ...(trainer && servesTrainJob(resources) ? { trainer } : {}),
     // Only kubeflow.org/v1: kubeflow.org/v2beta1 mpijobs is the standalone MPI Operator, a different API.
-    legacy: LEGACY_KINDS.filter((k) =>
-      has(exactly(LEGACY_GROUP, LEGACY_VERSION), jobApi('training-operator-v1', k).plural),
+    legacyKinds: LEGACY_KINDS.filter((k) =>
+      lists(resources, LEGACY_GROUP, LEGACY_VERSION, jobApi('training-operator-v1', k).plural),
     ),
-    kueue: has(anyVersionOf('kueue.x-k8s.io'), 'workloads'),
-    coscheduling: has(anyVersionOf('scheduling.x-k8s.io'), 'podgroups'),
-    volcano: has(anyVersionOf('scheduling.volcano.sh'), 'podgroups'),
+    kueue: lists(resources, 'kueue.x-k8s.io', undefined, 'workloads'),
+    coscheduling: lists(resources, 'scheduling.x-k8s.io', undefined, 'podgroups'),
+    volcano: lists(resources, 'scheduling.volcano.sh', undefined, 'podgroups'),
   };
 }
 
 interface Served {
-  trainJob: boolean;
   trainerShape: TrainerShape | undefined;
   legacy: readonly LegacyKind[];
 }
 
-function served(caps: ShapeInputs): Served {
-  if ('legacyKinds' in caps) {
-    const trainerShape = caps.trainer === 'training-operator-v1' ? undefined : caps.trainer;
-    const legacy = LEGACY_KINDS.filter((k) => caps.legacyKinds.includes(k));
-    return { trainJob: trainerShape !== undefined, trainerShape, legacy };
-  }
+function served(caps: ClusterCapabilities): Served {
   return {
-    trainJob: caps.trainJob || caps.trainerShape !== undefined,
-    trainerShape: caps.trainerShape,
-    legacy: caps.legacy,
+    trainerShape: caps.trainer === 'training-operator-v1' ? undefined : caps.trainer,
+    legacy: LEGACY_KINDS.filter((k) => caps.legacyKinds.includes(k)),
   };
 }
 
 function servedSummary(s: Served): string {
-  const apis = [...(s.trainJob ? [`TrainJob (${s.trainerShape ?? 'shape unknown'})`] : []), ...s.legacy];
+  const apis = [...(s.trainerShape ? [`TrainJob (${s.trainerShape})`] : []), ...s.legacy];
   return apis.length > 0 ? `it serves ${apis.join(', ')}` : 'it serves no Kubeflow training API';
 }
 
@@ -167,17 +157,12 @@ function servedSummary(s: Served): string {
  * framework-specific code, so `auto` never picks them). A dataset or model URI does not rule out
  * the v1 kinds: without initializers it reaches the containers as env (lib/trainjob/initializers.ts).
  */
-export function chooseShape(target: Target, caps: ShapeInputs): ShapeChoice {
+export function chooseShape(target: Target, caps: ClusterCapabilities): ShapeChoice {
   const s = served(caps);
-  if (target === 'TrainJob' || (target === 'auto' && s.trainJob)) {
-    if (!s.trainJob) {
-      throw new UnsupportedApiError(
-        `target TrainJob: the cluster does not serve ${TRAINER_GROUP}/${TRAINER_VERSION} TrainJob (${servedSummary(s)})`,
-      );
-    }
+  if (target === 'TrainJob' || (target === 'auto' && s.trainerShape)) {
     if (!s.trainerShape) {
       throw new UnsupportedApiError(
-        'the cluster serves TrainJob but its spec layout is unknown: read its CRD with detectTrainerShape first',
+        `target TrainJob: the cluster does not serve ${TRAINER_GROUP}/${TRAINER_VERSION} TrainJob (${servedSummary(s)})`,
       );
     }
     return { shape: s.trainerShape };

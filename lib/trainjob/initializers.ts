@@ -1,3 +1,4 @@
+import { isObj, type Json, asObj as obj } from '../json.ts';
 import type { RunRequest } from '../run/schema.ts';
 import { ENV } from './labels.ts';
 import type { JobShape, K8sObject } from './types.ts';
@@ -24,9 +25,6 @@ export interface InitializerJobs {
 /** No initializers: every Training Operator v1 job, and a runtime without the jobs. */
 export const NO_INITIALIZERS: InitializerJobs = { dataset: false, model: false };
 
-type Json = Record<string, unknown>;
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
-const obj = (v: unknown): Json => (isObj(v) ? v : {});
 const list = (v: unknown): Json[] => (Array.isArray(v) ? v.filter(isObj) : []);
 
 /** The initializer jobs of a (Cluster)TrainingRuntime, by the rules of the Trainer release `shape` is. */

@@ -1,3 +1,5 @@
+import { isObj } from '../../lib/json.ts';
+
 /**
  * A small interpreter for the subset of CEL that CRD `x-kubernetes-validations` rules use:
  * literals, `self`/`oldSelf`, field selection and indexing, `has()`, `size()`, `matches`,
@@ -323,9 +325,6 @@ export function isTransitionRule(rule: string): boolean {
 }
 
 type Env = Record<string, unknown>;
-
-const isObj = (v: unknown): v is Record<string, unknown> =>
-  v !== null && typeof v === 'object' && !Array.isArray(v);
 
 function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { parse as parseYaml } from 'yaml';
-import type { ApiServer, DeleteOptions, FieldValidation, Json, WatchEvent } from './apiserver.ts';
+import type { Json } from '../../lib/json.ts';
+import type { ApiServer, FieldValidation } from './apiserver.ts';
+import { discovery } from './discovery.ts';
 import {
   ApiError,
   badRequest,
@@ -10,20 +11,16 @@ import {
   notFound,
   pageNotFound,
   type StatusBody,
-  unsupportedMediaType,
 } from './errors.ts';
 import { containerLogState, logBody, logContainer } from './logs.ts';
-import { apiVersionOf, compareVersions, type ResourceDef, storageVersionHash } from './registry.ts';
-import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } from './selectors.ts';
+import { type Route, watch } from './watch.ts';
+import { isTrue, readBody, readDeleteOptions, readObject, readPatch, send, sendError } from './wire.ts';
 
 /**
  * The HTTP face of the simulator: Kubernetes REST paths, discovery documents, request decoding
  * (JSON or YAML), `Warning` headers, watch streams, fault injection and request statistics.
  * Admin calls under `/_sim/` are delegated to the caller.
  */
-
-const MAX_BODY = 3 * 1024 * 1024;
-const VERBS = ['delete', 'deletecollection', 'get', 'list', 'patch', 'create', 'update', 'watch'];
 
 export interface Fault {
   /** Substring of the request path (pathname + query), or a RegExp tested against it. */
@@ -56,14 +53,6 @@ export interface HttpDeps {
    * for the run before a crash. Without it every container's log is empty.
    */
   podLog?(pod: Json, container: string, last: boolean): string[];
-}
-
-interface Route {
-  def: ResourceDef;
-  version: string;
-  namespace?: string;
-  name?: string;
-  subresource?: string;
 }
 
 export class HttpFront {
@@ -181,11 +170,11 @@ export class HttpFront {
         this.count('get', 'version');
         return send(res, 200, this.deps.version);
       }
-      const discovery = this.discovery(seg);
-      if (discovery !== undefined) {
+      const doc = discovery(this.deps.api.registry, this.deps.address(), seg);
+      if (doc !== undefined) {
         this.count('get', 'discovery');
         if (method !== 'GET') throw methodNotAllowed('GET');
-        return send(res, 200, discovery);
+        return send(res, 200, doc);
       }
       const route = this.route(seg);
       if (!route) throw pageNotFound();
@@ -194,79 +183,6 @@ export class HttpFront {
       if (e instanceof ApiError) return sendError(res, e);
       throw e;
     }
-  }
-
-  // -------------------------------------------------------------------------------------------
-  // discovery
-
-  private discovery(seg: string[]): Json | undefined {
-    const reg = this.deps.api.registry;
-    if (seg.length === 1 && seg[0] === 'api') {
-      return {
-        kind: 'APIVersions',
-        versions: ['v1'],
-        serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: this.deps.address() }],
-      };
-    }
-    if (seg.length === 2 && seg[0] === 'api' && seg[1] === 'v1') {
-      return { kind: 'APIResourceList', groupVersion: 'v1', resources: this.resourceList('', 'v1') };
-    }
-    if (seg.length === 1 && seg[0] === 'apis') {
-      return {
-        kind: 'APIGroupList',
-        apiVersion: 'v1',
-        groups: reg.groups().map((g) => groupDoc(g.name, g.versions, false)),
-      };
-    }
-    if (seg.length === 2 && seg[0] === 'apis') {
-      const g = reg.groups().find((x) => x.name === seg[1]);
-      if (!g) return undefined;
-      return groupDoc(g.name, g.versions, true);
-    }
-    if (seg.length === 3 && seg[0] === 'apis') {
-      const defs = reg.servedAt(seg[1]!, seg[2]!);
-      if (defs.length === 0) return undefined;
-      return {
-        kind: 'APIResourceList',
-        apiVersion: 'v1',
-        groupVersion: `${seg[1]}/${seg[2]}`,
-        resources: this.resourceList(seg[1]!, seg[2]!),
-      };
-    }
-    return undefined;
-  }
-
-  private resourceList(group: string, version: string): Json[] {
-    const out: Json[] = [];
-    const defs = this.deps.api.registry
-      .servedAt(group, version)
-      .sort((a, b) => a.plural.localeCompare(b.plural));
-    for (const d of defs) {
-      const r: Json = {
-        name: d.plural,
-        singularName: d.singular,
-        namespaced: d.namespaced,
-        kind: d.kind,
-        verbs:
-          d.builtin === 'namespaces'
-            ? ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch']
-            : VERBS,
-      };
-      if (d.shortNames.length) r.shortNames = d.shortNames;
-      if (d.categories.length) r.categories = d.categories;
-      r.storageVersionHash = storageVersionHash(d.group, d.storageVersion, d.kind);
-      out.push(r);
-      if (d.versions.find((v) => v.name === version)?.status) {
-        out.push({
-          name: `${d.plural}/status`,
-          singularName: '',
-          namespaced: d.namespaced,
-          kind: d.kind,
-          verbs: ['get', 'patch', 'update'],
-        });
-      }
-    }
-    return out;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -349,7 +265,7 @@ export class HttpFront {
       if (method === 'GET') {
         if (isTrue(q.get('watch'))) {
           this.count('watch', resource);
-          return this.watch(r, q, req, res);
+          return watch(api, this.watches, r, q, req, res);
         }
         this.count('list', resource);
         const limit = q.get('limit');
@@ -367,13 +283,13 @@ export class HttpFront {
       if (method === 'POST') {
         this.count('create', resource);
         if (def.namespaced && ns === undefined) throw methodNotAllowed('GET');
-        const { value, raw } = await this.readObject(req, def);
+        const { value, raw } = await readObject(req, def);
         const created = api.create(def, version, ns, value, { ...writeOpts, raw, owned: true });
         return send(res, 201, created, warnings);
       }
       if (method === 'DELETE') {
         this.count('deletecollection', resource);
-        const del = await this.deleteOptions(req, q);
+        const del = await readDeleteOptions(req, q);
         return send(
           res,
           200,
@@ -398,12 +314,12 @@ export class HttpFront {
         // The real server accepts a create on an item path and names the object from the body.
         this.count('create', resource);
         if (r.subresource) throw methodNotAllowed('GET, PUT, PATCH');
-        const { value, raw } = await this.readObject(req, def);
+        const { value, raw } = await readObject(req, def);
         return send(res, 201, api.create(def, version, ns, value, { ...writeOpts, raw }), warnings);
       }
       case 'PUT': {
         this.count('update', resource);
-        const { value, raw } = await this.readObject(req, def);
+        const { value, raw } = await readObject(req, def);
         const sub = r.subresource === 'status' ? 'status' : undefined;
         return send(
           res,
@@ -414,29 +330,7 @@ export class HttpFront {
       }
       case 'PATCH': {
         this.count('patch', resource);
-        const ct = req.headers['content-type'] ?? '';
-        const text = await readBody(req);
-        let body: unknown;
-        const type = ct.split(';')[0]!.trim().toLowerCase();
-        if (type === 'application/apply-patch+yaml') {
-          try {
-            body = parseYaml(text);
-          } catch (e) {
-            throw badRequest(`error decoding YAML: ${e instanceof Error ? e.message : String(e)}`);
-          }
-        } else if (
-          [
-            'application/json-patch+json',
-            'application/merge-patch+json',
-            'application/strategic-merge-patch+json',
-          ].includes(type)
-        ) {
-          try {
-            body = JSON.parse(text);
-          } catch {
-            throw badRequest(`error decoding patch: ${goJsonError(text)}`);
-          }
-        }
+        const { ct, text, body } = await readPatch(req);
         const sub = r.subresource === 'status' ? 'status' : undefined;
         const { obj, created } = api.patch(def, version, ns, name, ct, body, sub, {
           ...writeOpts,
@@ -448,7 +342,7 @@ export class HttpFront {
       case 'DELETE': {
         this.count('delete', resource);
         if (r.subresource) throw methodNotAllowed('GET, PUT, PATCH');
-        const del = await this.deleteOptions(req, q);
+        const del = await readDeleteOptions(req, q);
         const out = api.delete(def, version, ns, name, del);
         return send(res, out.code, out.body);
       }
@@ -497,241 +391,4 @@ export class HttpFront {
     });
     res.end(text);
   }
-
-  private async readObject(req: IncomingMessage, def: ResourceDef): Promise<{ value: unknown; raw: string }> {
-    const ct = (req.headers['content-type'] ?? 'application/json').split(';')[0]!.trim().toLowerCase();
-    const raw = await readBody(req);
-    const malformed = (detail: string) =>
-      badRequest(
-        `the object provided is unrecognized (must be of type ${def.kind}): couldn't get version/kind; json parse error: ${detail} (${summarize(raw)})`,
-      );
-    if (ct === 'application/json' || ct === '') {
-      try {
-        return { value: JSON.parse(raw), raw };
-      } catch {
-        throw malformed(goJsonError(raw));
-      }
-    }
-    if (ct === 'application/yaml' || ct === 'application/x-yaml' || ct === 'text/yaml') {
-      try {
-        return { value: parseYaml(raw), raw };
-      } catch (e) {
-        throw malformed(`error converting YAML to JSON: ${e instanceof Error ? e.message : String(e)}`);
-      }
-    }
-    throw unsupportedMediaType([
-      'application/json',
-      'application/yaml',
-      'application/vnd.kubernetes.protobuf',
-    ]);
-  }
-
-  private async deleteOptions(req: IncomingMessage, q: URLSearchParams): Promise<DeleteOptions> {
-    const raw = await readBody(req);
-    const out: DeleteOptions = {};
-    let body: Json = {};
-    if (raw.trim()) {
-      try {
-        const v = JSON.parse(raw) as unknown;
-        if (v && typeof v === 'object' && !Array.isArray(v)) body = v as Json;
-      } catch {
-        throw badRequest('the body of the request could not be decoded as DeleteOptions');
-      }
-    }
-    const policy = (body.propagationPolicy as string | undefined) ?? q.get('propagationPolicy') ?? undefined;
-    if (policy !== undefined) {
-      if (!['Background', 'Foreground', 'Orphan'].includes(policy)) {
-        throw invalid('meta.k8s.io', 'DeleteOptions', '', [
-          {
-            type: 'FieldValueNotSupported',
-            field: 'propagationPolicy',
-            value: policy,
-            detail: 'supported values: "Foreground", "Background", "Orphan", "nil"',
-          },
-        ]);
-      }
-      out.propagationPolicy = policy as DeleteOptions['propagationPolicy'];
-    } else if (body.orphanDependents === true || q.get('orphanDependents') === 'true') {
-      out.propagationPolicy = 'Orphan';
-    }
-    const pre = body.preconditions as Json | undefined;
-    if (pre && typeof pre === 'object') {
-      out.preconditions = {};
-      if (typeof pre.uid === 'string') out.preconditions.uid = pre.uid;
-      if (typeof pre.resourceVersion === 'string') out.preconditions.resourceVersion = pre.resourceVersion;
-    }
-    const dry = Array.isArray(body.dryRun) ? (body.dryRun as string[]) : q.getAll('dryRun');
-    if (dry.includes('All')) out.dryRun = true;
-    return out;
-  }
-
-  // -------------------------------------------------------------------------------------------
-  // watch
-
-  private watch(r: Route, q: URLSearchParams, req: IncomingMessage, res: ServerResponse): void {
-    const api = this.deps.api;
-    const labels = parseLabelSelector(q.get('labelSelector') ?? '');
-    const fieldSel = q.get('fieldSelector');
-    const fields = fieldSel ? parseFieldSelector(fieldSel, ['metadata.name', 'metadata.namespace']) : [];
-    const av = apiVersionOf(r.def.group, r.version);
-    const match = (e: WatchEvent) =>
-      e.def === r.def &&
-      (r.namespace === undefined || (e.object.metadata as Json).namespace === r.namespace) &&
-      matchesLabels(labels, (e.object.metadata as Json).labels as Record<string, string> | undefined) &&
-      matchesFields(fields, e.object);
-    const rvParam = q.get('resourceVersion');
-    let backlog: WatchEvent[];
-    if (!rvParam || rvParam === '0') {
-      backlog = api
-        .peekAll(r.def, r.namespace)
-        .map((o) => ({
-          type: 'ADDED' as const,
-          def: r.def,
-          object: o,
-          rv: Number((o.metadata as Json).resourceVersion),
-        }))
-        .filter(match);
-    } else {
-      const since = api.eventsSince(Number(rvParam));
-      if (!since) {
-        res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
-        res.end(
-          `${JSON.stringify({
-            type: 'ERROR',
-            object: {
-              kind: 'Status',
-              apiVersion: 'v1',
-              metadata: {},
-              status: 'Failure',
-              message: `too old resource version: ${rvParam} (${api.currentRv()})`,
-              reason: 'Expired',
-              code: 410,
-            },
-          })}\n`,
-        );
-        return;
-      }
-      backlog = since.filter(match);
-    }
-    res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
-    res.flushHeaders(); // the client's request resolves on the headers, before any event
-    const write = (e: WatchEvent) => {
-      const object = e.object.apiVersion === av ? e.object : { ...e.object, apiVersion: av };
-      res.write(`${JSON.stringify({ type: e.type, object })}\n`);
-    };
-    for (const e of backlog) write(e);
-    const off = api.onEvent((e) => {
-      if (match(e)) write(e);
-    });
-    const timeout = Number(q.get('timeoutSeconds') ?? 0);
-    let timer: NodeJS.Timeout | undefined;
-    const end = () => {
-      off();
-      if (timer) clearTimeout(timer);
-      this.watches.delete(end);
-      if (!res.writableEnded) res.end();
-    };
-    this.watches.add(end);
-    if (timeout > 0) timer = setTimeout(end, timeout * 1000);
-    req.on('close', end);
-  }
-}
-
-/** `summarizeData`: the first 30 bytes, ` ...` when longer. */
-function summarize(raw: string): string {
-  return raw.length > 30 ? `${raw.slice(0, 30)} ...` : raw;
-}
-
-/** Go's encoding/json wording for the common malformed bodies (the real server quotes it). */
-function goJsonError(raw: string): string {
-  const t = raw.trim();
-  if (t === '') return 'unexpected end of JSON input';
-  try {
-    JSON.parse(t);
-    return 'invalid JSON';
-  } catch (e) {
-    const msg = e instanceof Error ? e.message : String(e);
-    if (/Unexpected end of JSON input|Unterminated string/i.test(msg)) return 'unexpected end of JSON input';
-    const tok = /Unexpected token '(.)'/.exec(msg);
-    if (tok) return `invalid character '${tok[1]}' looking for beginning of value`;
-    const pos = /at position (\d+)/.exec(msg);
-    const ch = pos ? t[Number(pos[1])] : undefined;
-    if (ch === undefined) return 'unexpected end of JSON input';
-    if (/Expected property name/i.test(msg))
-      return `invalid character '${ch}' looking for beginning of object key string`;
-    if (/after JSON/i.test(msg)) return `invalid character '${ch}' after top-level value`;
-    if (/after property value|after array element/i.test(msg))
-      return `invalid character '${ch}' after object key:value pair`;
-    return `invalid character '${ch}' looking for beginning of value`;
-  }
-}
-
-function groupDoc(name: string, versions: string[], withKind: boolean): Json {
-  const sorted = [...versions].sort(compareVersions);
-  const doc: Json = {
-    name,
-    versions: sorted.map((v) => ({ groupVersion: `${name}/${v}`, version: v })),
-    preferredVersion: { groupVersion: `${name}/${sorted[0]}`, version: sorted[0] },
-  };
-  return withKind ? { kind: 'APIGroup', apiVersion: 'v1', ...doc } : doc;
-}
-
-const isTrue = (v: string | null): boolean => v === 'true' || v === '1';
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY) {
-        reject(
-          new ApiError(413, {
-            kind: 'Status',
-            apiVersion: 'v1',
-            metadata: {},
-            status: 'Failure',
-            message: `Request entity too large: limit is ${MAX_BODY}`,
-            reason: 'RequestEntityTooLarge',
-            code: 413,
-          }),
-        );
-        req.destroy();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
-function send(res: ServerResponse, code: number, body: unknown, warnings: string[] = []): void {
-  const text = JSON.stringify(body);
-  const headers: Record<string, string | string[]> = {
-    'Content-Type': 'application/json',
-    'Content-Length': String(Buffer.byteLength(text)),
-  };
-  if (warnings.length > 0) headers.Warning = warnings.map((w) => `299 - ${JSON.stringify(w)}`);
-  res.writeHead(code, headers);
-  res.end(text);
-}
-
-function sendError(res: ServerResponse, e: ApiError): void {
-  if (typeof e.body === 'string') {
-    res.writeHead(e.code, {
-      'Content-Type': 'text/plain; charset=utf-8',
-      'X-Content-Type-Options': 'nosniff',
-      ...e.headers,
-    });
-    res.end(e.body);
-    return;
-  }
-  const text = JSON.stringify(e.body);
-  res.writeHead(e.code, {
-    'Content-Type': 'application/json',
-    'Content-Length': String(Buffer.byteLength(text)),
-    ...e.headers,
-  });
-  res.end(text);
 }

@@ -1,3 +1,4 @@
+import { asObj as obj } from '../../lib/json.ts';
 import type { ApiServer, Json } from './apiserver.ts';
 import type { ResourceDef } from './registry.ts';
 
@@ -7,8 +8,6 @@ import type { ResourceDef } from './registry.ts';
  * (its args/env carry the hyperparameters and GANTRY_OUTPUT_URI).
  */
 
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
-const obj = (v: unknown): Json => (isObj(v) ? v : {});
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
 export const TRAINER_GROUP = 'trainer.kubeflow.org';

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { asObj as obj } from '../../lib/json.ts';
 import type { Json } from './apiserver.ts';
 import { formatQuantity, parseQuantity } from './jobs.ts';
 
@@ -7,9 +8,6 @@ import { formatQuantity, parseQuantity } from './jobs.ts';
  * ClusterQueue, and the flavor assignment that decides admission and writes the QuotaReserved
  * message (Kueue v0.19's `couldn't assign flavors to pod set …` texts).
  */
-
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
-const obj = (v: unknown): Json => (isObj(v) ? v : {});
 
 export const DEFAULT_FLAVOR = 'default-flavor';
 

@@ -1,3 +1,4 @@
+import { isObj, asObj as obj } from '../../lib/json.ts';
 import type { Json } from './apiserver.ts';
 import { badRequest } from './errors.ts';
 import { finalLoss, type Hyperparameters, metricsAt } from './objective.ts';
@@ -11,8 +12,6 @@ import { finalLoss, type Hyperparameters, metricsAt } from './objective.ts';
  * to start has no log; a crash-looping one shows its last run's).
  */
 
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
-const obj = (v: unknown): Json => (isObj(v) ? v : {});
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
 /** Steps a simulated run prints: one per percent of progress. */

@@ -1,11 +1,10 @@
+import { isObj, type Json } from '../../lib/json.ts';
+
 /**
  * JSON merge patch (RFC 7386) and JSON patch (RFC 6902), the two patch types kube-apiserver
  * accepts for custom resources. A failing JSON patch throws PatchError; the caller answers 422
  * the way the real server does.
  */
-
-type Json = Record<string, unknown>;
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 export class PatchError extends Error {}
 

@@ -1,13 +1,11 @@
 import { createHash } from 'node:crypto';
+import { isObj, type Json } from '../../lib/json.ts';
 import type { Schema } from './schema.ts';
 
 /**
  * The resources the simulator serves: CRD-backed kinds (from the CRD objects) and the few
  * built-in kinds Gantry touches (Namespace, Event, Pod, and CustomResourceDefinition itself).
  */
-
-type Json = Record<string, unknown>;
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 export interface VersionDef {
   name: string;

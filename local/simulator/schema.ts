@@ -1,3 +1,4 @@
+import { isObj, type Json } from '../../lib/json.ts';
 import { CelUnsupported, evalRule, isTransitionRule } from './cel.ts';
 import { type CauseType, type FieldError, OMIT } from './errors.ts';
 
@@ -48,9 +49,6 @@ export interface Schema {
     fieldPath?: string;
   }>;
 }
-
-type Json = Record<string, unknown>;
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** ObjectMeta's JSON fields: anything else under `metadata` is an unknown field. */
 export const OBJECT_META_FIELDS: ReadonlySet<string> = new Set([

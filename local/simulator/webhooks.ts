@@ -1,3 +1,4 @@
+import { isObj, asObj as obj } from '../../lib/json.ts';
 import type { AdmissionHook, ApiServer, Json } from './apiserver.ts';
 import { rfc3339, type SimClock } from './clock.ts';
 import { KUEUE } from './controller.ts';
@@ -16,9 +17,6 @@ import type { TrainerVersion } from './stubs.ts';
  *   a supported kind and exist, and have the initializer jobs `spec.initializer` asks for. Denials come back as the apiserver relays a controller-runtime
  *   `Denied` answer: 403 Forbidden, `admission webhook "…" denied the request: …`.
  */
-
-const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
-const obj = (v: unknown): Json => (isObj(v) ? v : {});
 
 export function kueueWebhook(
   trainerVersion: TrainerVersion | 'none',

@@ -3,7 +3,9 @@
  * the engine records per state to do what the library does not (task timeouts and heartbeats,
  * Wait states, scaled Retry intervals, States.Timeout covering States.HeartbeatTimeout).
  */
+
 import type { StateMachine } from 'aws-local-stepfunctions';
+import { isObj, type Json } from '../../lib/json.ts';
 
 /** What the library's own task timer is set to: below Node's 2^31 ms ceiling, never reached. */
 export const LIBRARY_TASK_TIMEOUT_S = 2_000_000;
@@ -50,10 +52,9 @@ export interface Machine {
   creationDate: Date;
 }
 
-export type JsonObject = Record<string, unknown>;
+export type JsonObject = Json;
 
-export const isObject = (v: unknown): v is JsonObject =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isObject = isObj;
 
 /** Replaces CloudFormation intrinsics the serverless-step-functions files carry. */
 export function resolveIntrinsics(value: unknown, lambdaArn: (fn: string) => string): unknown {

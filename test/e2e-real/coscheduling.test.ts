@@ -1,14 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEMO_TEAM, type Stack } from '../../local/stack.ts';
+import { REAL_STACK_START_MS, type RealStack, startRealStack, stopRealStack } from '../helpers/real-stack.ts';
 import {
   GANG_RUNTIME,
   type HeavyControlPlane,
   heavyMissing,
   KWOK_ENV,
-  startHeavyControlPlane,
   versionSet,
 } from '../helpers/realcp-heavy.ts';
-import { runDriver } from '../helpers/runs.ts';
+import type { runDriver } from '../helpers/runs.ts';
 import { tierAvailable } from '../helpers/tiers.ts';
 
 /**
@@ -59,28 +59,21 @@ describe.runIf(available)(`real controllers, gang scheduling: ${label}`, () => {
   let stack: Stack;
   let driver: ReturnType<typeof runDriver>;
   let ns: string;
+  let real: RealStack | undefined;
 
   beforeAll(async () => {
-    vi.resetModules();
-    hc = await startHeavyControlPlane({ set: 'v2.3', nodes: 2, gpusPerNode: 4, coscheduling: true });
-    console.log(`[e2e-real coscheduling] heavy control plane up in ${hc.startupMs} ms`, hc.timings);
-    ns = await hc.createQueueNamespace('gang');
-    stack = await startStack({
-      cluster: { kubeconfigYaml: hc.kubeconfigYaml() },
-      speed: SPEED,
-      reconcileEveryMs: 300,
-      orphanGraceSeconds: 0,
-      consumer: false,
+    real = await startRealStack({
+      log: 'e2e-real coscheduling',
+      controlPlane: { set: 'v2.3', nodes: 2, gpusPerNode: 4, coscheduling: true },
+      namespaces: ['gang'],
       // A team without queues: its runs go unqueued, gang-scheduled by the PodGroup alone.
-      teams: [{ ...DEMO_TEAM, namespaces: [ns], queues: [] }],
+      stack: (nss) => ({ speed: SPEED, teams: [{ ...DEMO_TEAM, namespaces: nss, queues: [] }] }),
     });
-    driver = runDriver(stack);
-  }, 300_000);
+    ({ hc, stack, driver } = real);
+    ns = real.namespaces[0] as string;
+  }, REAL_STACK_START_MS);
 
-  afterAll(async () => {
-    await stack?.close();
-    await hc?.stop();
-  });
+  afterAll(() => stopRealStack(real));
 
   const podGroup = async (name: string) => {
     const r = await hc.request<PodGroup>('GET', `${PODGROUPS}/namespaces/${ns}/podgroups/${name}`);

@@ -1,13 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
-import {
-  type HeavyControlPlane,
-  heavyMissing,
-  KWOK_ENV,
-  startHeavyControlPlane,
-  versionSet,
-} from '../helpers/realcp-heavy.ts';
-import { runDriver } from '../helpers/runs.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEMO_TEAM, type Stack } from '../../local/stack.ts';
+import { REAL_STACK_START_MS, type RealStack, startRealStack, stopRealStack } from '../helpers/real-stack.ts';
+import { type HeavyControlPlane, heavyMissing, KWOK_ENV, versionSet } from '../helpers/realcp-heavy.ts';
+import type { runDriver } from '../helpers/runs.ts';
 import { tierAvailable } from '../helpers/tiers.ts';
 
 /**
@@ -45,28 +40,23 @@ describe.runIf(available)(`real controllers, default install: ${label}`, () => {
   let stack: Stack;
   let driver: ReturnType<typeof runDriver>;
   let ns: string;
+  let real: RealStack | undefined;
   const previousGrace = process.env.GANTRY_UNSCHEDULABLE_GRACE_SECONDS;
 
   beforeAll(async () => {
-    vi.resetModules();
     // The handlers read it once, at first use: a short grace so the test need not wait 300 s.
     process.env.GANTRY_UNSCHEDULABLE_GRACE_SECONDS = String(GRACE_SECONDS);
-    hc = await startHeavyControlPlane({ set: 'v2.3', nodes: 1, gpusPerNode: 4, gpuQuota: 8 });
-    ns = await hc.createQueueNamespace('demo');
-    stack = await startStack({
-      cluster: { kubeconfigYaml: hc.kubeconfigYaml() },
-      speed: SPEED,
-      reconcileEveryMs: 300,
-      orphanGraceSeconds: 0,
-      consumer: false,
-      teams: [{ ...DEMO_TEAM, namespaces: [ns] }],
+    real = await startRealStack({
+      controlPlane: { set: 'v2.3', nodes: 1, gpusPerNode: 4, gpuQuota: 8 },
+      namespaces: ['demo'],
+      stack: (nss) => ({ speed: SPEED, teams: [{ ...DEMO_TEAM, namespaces: nss }] }),
     });
-    driver = runDriver(stack);
-  }, 300_000);
+    ({ hc, stack, driver } = real);
+    ns = real.namespaces[0] as string;
+  }, REAL_STACK_START_MS);
 
   afterAll(async () => {
-    await stack?.close();
-    await hc?.stop();
+    await stopRealStack(real);
     if (previousGrace === undefined) delete process.env.GANTRY_UNSCHEDULABLE_GRACE_SECONDS;
     else process.env.GANTRY_UNSCHEDULABLE_GRACE_SECONDS = previousGrace;
   });

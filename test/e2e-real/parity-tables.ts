@@ -7,14 +7,14 @@ import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import type { Json } from '../../local/simulator/apiserver.ts';
 import type { SimulatorOptions } from '../../local/simulator/index.ts';
 import { POD_FAILURE_ANNOTATION } from '../../local/simulator/pods.ts';
-import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
+import { DEMO_TEAM, type Stack } from '../../local/stack.ts';
+import { REAL_STACK_START_MS, type RealStack, startRealStack, stopRealStack } from '../helpers/real-stack.ts';
 import {
   GANG_RUNTIME,
   type HeavyControlPlane,
   type HeavyOptions,
   heavyMissing,
   KWOK_ENV,
-  startHeavyControlPlane,
   type VersionSetName,
 } from '../helpers/realcp-heavy.ts';
 import { runDriver } from '../helpers/runs.ts';
@@ -320,21 +320,21 @@ export function parityTable(t: Table) {
       let hc: HeavyControlPlane;
       let stack: Stack;
       let ctx: Ctx;
+      let real: RealStack | undefined;
 
       beforeAll(async () => {
-        vi.resetModules();
-        hc = await startHeavyControlPlane(t.real);
-        const ns = await hc.createQueueNamespace('demo');
-        stack = await startStack({
-          cluster: { kubeconfigYaml: hc.kubeconfigYaml() },
-          speed: SPEED,
-          reconcileEveryMs: 300,
-          orphanGraceSeconds: 0,
-          consumer: false,
-          // CreateJob re-checks the run against its team, which must own the namespace.
-          teams: [{ ...DEMO_TEAM, namespaces: [ns], queues: t.queues, priorityClasses: ['low', 'high'] }],
+        real = await startRealStack({
+          controlPlane: t.real,
+          namespaces: ['demo'],
+          stack: (nss) => ({
+            speed: SPEED,
+            // CreateJob re-checks the run against its team, which must own the namespace.
+            teams: [{ ...DEMO_TEAM, namespaces: nss, queues: t.queues, priorityClasses: ['low', 'high'] }],
+          }),
         });
-        const driver = runDriver(stack);
+        ({ hc, stack } = real);
+        const { driver } = real;
+        const ns = real.namespaces[0] as string;
         ctx = {
           backend: 'real',
           driver,
@@ -350,12 +350,9 @@ export function parityTable(t: Table) {
               60_000,
             ),
         };
-      }, 300_000);
+      }, REAL_STACK_START_MS);
 
-      afterAll(async () => {
-        await stack?.close();
-        await hc?.stop();
-      });
+      afterAll(() => stopRealStack(real));
 
       for (const s of SCENARIOS) {
         it(`real: ${s.name}`, async () => {

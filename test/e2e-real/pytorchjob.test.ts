@@ -5,12 +5,14 @@ import { apiRoutes, startHttpApi } from '../../local/http-api.ts';
 import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
 import { apiClient } from '../helpers/api-client.ts';
 import {
-  type HeavyControlPlane,
-  heavyMissing,
-  KWOK_ENV,
-  startHeavyControlPlane,
-  versionSet,
-} from '../helpers/realcp-heavy.ts';
+  REAL_STACK_START_MS,
+  type RealStack,
+  realStackOptions,
+  startRealStack,
+  stopRealStack,
+  watchUntil,
+} from '../helpers/real-stack.ts';
+import { type HeavyControlPlane, heavyMissing, KWOK_ENV, versionSet } from '../helpers/realcp-heavy.ts';
 import { runDriver } from '../helpers/runs.ts';
 import { tierAvailable } from '../helpers/tiers.ts';
 
@@ -57,36 +59,41 @@ describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
   let ns: string;
   /** A team without queues: the only kind whose runs may go unqueued (a team with queues must use one). */
   let soloNs: string;
+  let real: RealStack | undefined;
 
   beforeAll(async () => {
-    vi.resetModules();
-    hc = await startHeavyControlPlane({
-      set: SET,
-      nodes: 2,
-      gpusPerNode: 8,
-      trainingOperator: true,
-      kueueFrameworks: 'default',
+    real = await startRealStack({
+      log: 'e2e-real pytorchjob',
+      controlPlane: {
+        set: SET,
+        nodes: 2,
+        gpusPerNode: 8,
+        trainingOperator: true,
+        kueueFrameworks: 'default',
+      },
+      namespaces: ['pt', 'solo'],
+      stack: ([pt, solo]) => ({
+        cluster: { legacyKinds: ['PyTorchJob'] },
+        speed: SPEED,
+        teams: [
+          { ...DEMO_TEAM, namespaces: [pt as string] },
+          {
+            ...DEMO_TEAM,
+            name: 'solo',
+            principals: ['local-solo'],
+            namespaces: [solo as string],
+            queues: [],
+          },
+        ],
+      }),
     });
-    console.log(`[e2e-real pytorchjob] heavy control plane up in ${hc.startupMs} ms`, hc.timings);
-    ns = await hc.createQueueNamespace('pt');
-    soloNs = await hc.createQueueNamespace('solo');
-    stack = await startStack({
-      cluster: { kubeconfigYaml: hc.kubeconfigYaml(), legacyKinds: ['PyTorchJob'] },
-      speed: SPEED,
-      reconcileEveryMs: 300,
-      orphanGraceSeconds: 0,
-      consumer: false,
-      teams: [
-        { ...DEMO_TEAM, namespaces: [ns] },
-        { ...DEMO_TEAM, name: 'solo', principals: ['local-solo'], namespaces: [soloNs], queues: [] },
-      ],
-    });
-    driver = runDriver(stack);
-  }, 300_000);
+    ({ hc, stack, driver } = real);
+    [ns, soloNs] = real.namespaces as [string, string];
+  }, REAL_STACK_START_MS);
 
   afterAll(async () => {
-    await stack?.close();
-    await hc?.stop();
+    // The nested describe below replaces the stack: stop the current one.
+    await stopRealStack({ ...real, stack });
   });
 
   it("Kueue runs its release's default configuration, which does not enable kubeflow.org/pytorchjob", () => {
@@ -109,37 +116,15 @@ describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
     );
 
   /** Watch the PyTorchJob until its Succeeded condition (caught even if Gantry deletes it right after). */
-  async function succeeded(run: RunSpec, timeoutMs = 90_000): Promise<Condition> {
-    const base = `${PYTORCHJOBS}/namespaces/${run.namespace}/pytorchjobs`;
-    const sel = `fieldSelector=metadata.name%3D${run.jobName}`;
-    const list = await hc.request<{ metadata: { resourceVersion: string }; items: Obj[] }>(
-      'GET',
-      `${base}?${sel}`,
+  function succeeded(run: RunSpec, timeoutMs = 90_000): Promise<Condition> {
+    return watchUntil<Obj, Condition>(
+      hc,
+      `${PYTORCHJOBS}/namespaces/${run.namespace}/pytorchjobs`,
+      run.jobName,
+      (o) => o?.status?.conditions?.find((c) => c.type === 'Succeeded' && c.status === 'True'),
+      `PyTorchJob ${run.jobName} Succeeded`,
+      timeoutMs,
     );
-    const hit = (o: Obj | undefined) =>
-      o?.status?.conditions?.find((c) => c.type === 'Succeeded' && c.status === 'True');
-    const found = hit(list.body.items[0]);
-    if (found) return found;
-    let rv = list.body.metadata.resourceVersion;
-    const until = Date.now() + timeoutMs;
-    while (Date.now() < until) {
-      const w = await hc.request(
-        'GET',
-        `${base}?${sel}&watch=1&allowWatchBookmarks=false&timeoutSeconds=2&resourceVersion=${rv}`,
-      );
-      for (const line of w.text.split('\n').filter(Boolean)) {
-        const ev = JSON.parse(line) as {
-          type: string;
-          object: Obj & { metadata: { resourceVersion?: string } };
-        };
-        if (ev.type === 'ERROR') throw new Error(`watch failed: ${line}`);
-        rv = ev.object.metadata.resourceVersion ?? rv;
-        const c = hit(ev.object);
-        if (c) return c;
-        if (ev.type === 'DELETED') throw new Error(`PyTorchJob ${run.jobName} deleted without Succeeded`);
-      }
-    }
-    throw new Error(`timed out waiting for PyTorchJob ${run.jobName} Succeeded`);
   }
 
   it('succeeds: the operator makes master + worker pods on kwok GPU nodes, Succeeded → record Succeeded', async () => {
@@ -248,19 +233,17 @@ describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
     beforeAll(async () => {
       await stack.close();
       vi.resetModules();
-      stack = await startStack({
-        cluster: {
-          kubeconfigYaml: hc.kubeconfigYaml(),
-          legacyKinds: ['PyTorchJob'],
-          kueueManagedKinds: ['TrainJob', 'PyTorchJob'],
-          kueueWorkloadGraceSeconds: 10,
-        },
-        speed: SPEED,
-        reconcileEveryMs: 300,
-        orphanGraceSeconds: 0,
-        consumer: false,
-        teams: [{ ...DEMO_TEAM, namespaces: [ns] }],
-      });
+      stack = await startStack(
+        realStackOptions(hc, {
+          cluster: {
+            legacyKinds: ['PyTorchJob'],
+            kueueManagedKinds: ['TrainJob', 'PyTorchJob'],
+            kueueWorkloadGraceSeconds: 10,
+          },
+          speed: SPEED,
+          teams: [{ ...DEMO_TEAM, namespaces: [ns] }],
+        }),
+      );
       driver = runDriver(stack);
     }, 120_000);
 
@@ -327,37 +310,30 @@ describe.runIf(availableV22)(
     let stack: Stack;
     let driver: ReturnType<typeof runDriver>;
     let ns: string;
+    let real: RealStack | undefined;
 
     beforeAll(async () => {
-      vi.resetModules();
-      hc = await startHeavyControlPlane({
-        set: 'v2.2',
-        nodes: 2,
-        gpusPerNode: 8,
-        trainingOperator: true,
-        kueueFrameworks: 'default',
-      });
-      console.log(`[e2e-real pytorchjob v2.2] heavy control plane up in ${hc.startupMs} ms`, hc.timings);
-      ns = await hc.createQueueNamespace('pt');
-      stack = await startStack({
-        cluster: {
-          kubeconfigYaml: hc.kubeconfigYaml(),
-          legacyKinds: ['PyTorchJob'],
-          kueueManagedKinds: ['TrainJob', 'PyTorchJob'],
+      real = await startRealStack({
+        log: 'e2e-real pytorchjob v2.2',
+        controlPlane: {
+          set: 'v2.2',
+          nodes: 2,
+          gpusPerNode: 8,
+          trainingOperator: true,
+          kueueFrameworks: 'default',
         },
-        speed: SPEED,
-        reconcileEveryMs: 300,
-        orphanGraceSeconds: 0,
-        consumer: false,
-        teams: [{ ...DEMO_TEAM, namespaces: [ns] }],
+        namespaces: ['pt'],
+        stack: (nss) => ({
+          cluster: { legacyKinds: ['PyTorchJob'], kueueManagedKinds: ['TrainJob', 'PyTorchJob'] },
+          speed: SPEED,
+          teams: [{ ...DEMO_TEAM, namespaces: nss }],
+        }),
       });
-      driver = runDriver(stack);
-    }, 300_000);
+      ({ hc, stack, driver } = real);
+      ns = real.namespaces[0] as string;
+    }, REAL_STACK_START_MS);
 
-    afterAll(async () => {
-      await stack?.close();
-      await hc?.stop();
-    });
+    afterAll(() => stopRealStack(real));
 
     it('the default configuration of this Kueue enables kubeflow.org/pytorchjob', () => {
       expect(hc.kueueFrameworks).toContain('kubeflow.org/pytorchjob');

@@ -1,18 +1,17 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { apiRoutes, startHttpApi } from '../../local/http-api.ts';
-import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEMO_TEAM, type Stack } from '../../local/stack.ts';
 import { apiClient, type Body } from '../helpers/api-client.ts';
+import { REAL_STACK_START_MS, type RealStack, startRealStack, stopRealStack } from '../helpers/real-stack.ts';
 import {
   type HeavyControlPlane,
   heavyMissing,
   KWOK_ENV,
-  startHeavyControlPlane,
   type VersionSetName,
   versionSet,
 } from '../helpers/realcp-heavy.ts';
-import { runDriver } from '../helpers/runs.ts';
+import type { runDriver } from '../helpers/runs.ts';
 import { tierAvailable } from '../helpers/tiers.ts';
 
 /**
@@ -58,38 +57,35 @@ for (const setName of SETS) {
     let api: { url: string; close(): Promise<void> };
     let driver: ReturnType<typeof runDriver>;
     let ns: string;
+    let real: RealStack | undefined;
     const call = apiClient(() => api.url, PRINCIPAL);
 
     beforeAll(async () => {
-      vi.resetModules();
-      hc = await startHeavyControlPlane({
-        set: setName,
-        nodes: 2,
-        gpusPerNode: 8,
-        gpuQuota: 8,
-        workloadPriorityClasses: { low: 100, high: 1000 },
+      real = await startRealStack({
+        log: `e2e-real scenarios ${setName}`,
+        controlPlane: {
+          set: setName,
+          nodes: 2,
+          gpusPerNode: 8,
+          gpuQuota: 8,
+          workloadPriorityClasses: { low: 100, high: 1000 },
+        },
+        namespaces: ['demo'],
+        stack: (nss) => ({
+          speed: SPEED,
+          // The runs queue (sweep trials) and the metrics queue (the metric channel) are consumed.
+          consumer: true,
+          // The preemption scenario names priority classes: the team must be given them.
+          teams: [{ ...DEMO_TEAM, namespaces: nss, priorityClasses: ['low', 'high'] }],
+        }),
+        api: true,
       });
-      console.log(`[e2e-real scenarios ${setName}] heavy control plane up in ${hc.startupMs} ms`, hc.timings);
-      ns = await hc.createQueueNamespace('demo');
-      stack = await startStack({
-        cluster: { kubeconfigYaml: hc.kubeconfigYaml() },
-        speed: SPEED,
-        reconcileEveryMs: 300,
-        orphanGraceSeconds: 0,
-        // The runs queue (sweep trials) and the metrics queue (the metric channel) are consumed.
-        consumer: true,
-        // The preemption scenario names priority classes: the team must be given them.
-        teams: [{ ...DEMO_TEAM, namespaces: [ns], priorityClasses: ['low', 'high'] }],
-      });
-      api = await startHttpApi({ routes: apiRoutes(), port: 0 });
-      driver = runDriver(stack);
-    }, 300_000);
+      ({ hc, stack, driver } = real);
+      api = real.api as NonNullable<RealStack['api']>;
+      ns = real.namespaces[0] as string;
+    }, REAL_STACK_START_MS);
 
-    afterAll(async () => {
-      await api?.close();
-      await stack?.close();
-      await hc?.stop();
-    });
+    afterAll(() => stopRealStack(real));
 
     async function job(run: { namespace: string; jobName: string }): Promise<Body | undefined> {
       const r = await hc.request<Body>(

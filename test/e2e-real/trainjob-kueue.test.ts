@@ -1,19 +1,25 @@
 import { StopExecutionCommand } from '@aws-sdk/client-sfn';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunSpec } from '../../lib/run/spec.ts';
 import { RUNTIME_PATCH_MANAGER } from '../../lib/trainjob/build.ts';
 import { LABEL } from '../../lib/trainjob/labels.ts';
 import type { K8sObject } from '../../lib/trainjob/types.ts';
-import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
+import { DEMO_TEAM, type Stack } from '../../local/stack.ts';
+import {
+  REAL_STACK_START_MS,
+  type RealStack,
+  startRealStack,
+  stopRealStack,
+  watchUntil,
+} from '../helpers/real-stack.ts';
 import {
   type HeavyControlPlane,
   heavyMissing,
   KWOK_ENV,
-  startHeavyControlPlane,
   type VersionSetName,
   versionSet,
 } from '../helpers/realcp-heavy.ts';
-import { runDriver } from '../helpers/runs.ts';
+import type { runDriver } from '../helpers/runs.ts';
 import { tierAvailable } from '../helpers/tiers.ts';
 
 /**
@@ -55,30 +61,20 @@ for (const setName of SETS) {
     let stack: Stack;
     let driver: ReturnType<typeof runDriver>;
     let ns: string;
+    let real: RealStack | undefined;
 
     beforeAll(async () => {
-      // The production handlers read their environment (the cluster's kubeconfig) once per module
-      // instance: fresh instances for this version set's cluster.
-      vi.resetModules();
-      hc = await startHeavyControlPlane({ set: setName, nodes: 2, gpusPerNode: 8, gpuQuota: 8 });
-      console.log(`[e2e-real ${setName}] heavy control plane up in ${hc.startupMs} ms`, hc.timings);
-      // The namespace first: CreateJob re-checks the run against its team, which must own it.
-      ns = await hc.createQueueNamespace('demo');
-      stack = await startStack({
-        cluster: { kubeconfigYaml: hc.kubeconfigYaml() },
-        speed: SPEED,
-        reconcileEveryMs: 300,
-        orphanGraceSeconds: 0,
-        consumer: false,
-        teams: [{ ...DEMO_TEAM, namespaces: [ns] }],
+      real = await startRealStack({
+        log: `e2e-real ${setName}`,
+        controlPlane: { set: setName, nodes: 2, gpusPerNode: 8, gpuQuota: 8 },
+        namespaces: ['demo'],
+        stack: (nss) => ({ speed: SPEED, teams: [{ ...DEMO_TEAM, namespaces: nss }] }),
       });
-      driver = runDriver(stack);
-    }, 300_000);
+      ({ hc, stack, driver } = real);
+      ns = real.namespaces[0] as string;
+    }, REAL_STACK_START_MS);
 
-    afterAll(async () => {
-      await stack?.close();
-      await hc?.stop();
-    });
+    afterAll(() => stopRealStack(real));
 
     const jobPath = (run: RunSpec) => `${TRAINJOBS}/namespaces/${run.namespace}/trainjobs/${run.jobName}`;
     async function job(run: RunSpec): Promise<Obj | undefined> {
@@ -106,40 +102,18 @@ for (const setName of SETS) {
      * A watch sees every update, so the condition is caught even though Gantry deletes the job
      * within moments of it.
      */
-    async function terminalCondition(run: RunSpec, type: 'Complete' | 'Failed', timeoutMs = 90_000) {
-      const base = `${TRAINJOBS}/namespaces/${run.namespace}/trainjobs`;
-      const sel = `fieldSelector=metadata.name%3D${run.jobName}`;
-      const list = await hc.request<{ metadata: { resourceVersion: string }; items: Obj[] }>(
-        'GET',
-        `${base}?${sel}`,
+    function terminalCondition(run: RunSpec, type: 'Complete' | 'Failed', timeoutMs = 90_000) {
+      return watchUntil<Obj, Condition>(
+        hc,
+        `${TRAINJOBS}/namespaces/${run.namespace}/trainjobs`,
+        run.jobName,
+        (o) => {
+          const c = cond(o, type);
+          return c?.status === 'True' ? c : undefined;
+        },
+        `TrainJob ${run.jobName} ${type}`,
+        timeoutMs,
       );
-      const hit = (o: Obj | undefined) => {
-        const c = cond(o, type);
-        return c?.status === 'True' ? c : undefined;
-      };
-      const found = hit(list.body.items[0]);
-      if (found) return found;
-      let rv = list.body.metadata.resourceVersion;
-      const until = Date.now() + timeoutMs;
-      while (Date.now() < until) {
-        const w = await hc.request(
-          'GET',
-          `${base}?${sel}&watch=1&allowWatchBookmarks=false&timeoutSeconds=2&resourceVersion=${rv}`,
-        );
-        for (const line of w.text.split('\n').filter(Boolean)) {
-          const ev = JSON.parse(line) as {
-            type: string;
-            object: Obj & { metadata: { resourceVersion?: string } };
-          };
-          if (ev.type === 'ERROR') throw new Error(`watch failed: ${line}`);
-          rv = ev.object.metadata.resourceVersion ?? rv;
-          const c = hit(ev.object);
-          if (c) return c;
-          if (ev.type === 'DELETED')
-            throw new Error(`TrainJob ${run.jobName} deleted without a ${type} condition`);
-        }
-      }
-      throw new Error(`timed out waiting for TrainJob ${run.jobName} ${type}`);
     }
 
     it('succeeds: admitted by Kueue, run as a JobSet on kwok GPU nodes, Complete → record Succeeded', async () => {

@@ -1,53 +1,30 @@
-import type { Agent } from 'node:http';
-import type { RequestOptions } from 'node:https';
 import { ClusterUnavailableError, JobNameConflictError, NotFoundError } from '../../errors.ts';
-import type { CallOptions, ClusterCapabilities, ClusterGateway, JobApi } from '../../ports.ts';
-import {
-  type DiscoveredGroupVersion,
-  detectFromDiscovery,
-  detectTrainerShape,
-} from '../../trainjob/capabilities.ts';
+import type { CallOptions, ClusterGateway, JobApi } from '../../ports.ts';
 import { jobKindInfo } from '../../trainjob/kinds.ts';
 import { LABEL, MANAGED_SELECTOR } from '../../trainjob/labels.ts';
+import { type K8sObject, LEGACY_GROUP, TRAINER_GROUP, TRAINER_VERSION } from '../../trainjob/types.ts';
 import {
-  type K8sObject,
-  LEGACY_GROUP,
-  LEGACY_VERSION,
-  TRAINER_GROUP,
-  TRAINER_VERSION,
-} from '../../trainjob/types.ts';
-import {
-  type CustomObjectsApi,
-  type KubeCallOptions,
-  type KubeHttp,
-  type KubeHttpRequest,
-  type KubeHttpResponse,
-  makeCustomObjectsApi,
-} from './custom-objects.ts';
+  at,
+  callOptions,
+  getOrUndefined,
+  LIST_PAGE,
+  listAll,
+  resourceName as name,
+  withTypeMeta,
+} from './calls.ts';
+import { type CustomObjectsApi, makeCustomObjectsApi } from './custom-objects.ts';
+import { type Discovered, discover, KUEUE_JOB_UID } from './discovery.ts';
 import { httpStatusOf, kubeCall, toGantryError } from './errors.ts';
+import { type KubeConnection, makeTransport } from './transport.ts';
+
+export type { KubeConnection } from './transport.ts';
 
 /**
  * ClusterGateway on the Kubernetes custom-objects REST API (custom-objects.ts: the calls of
- * @kubernetes/client-node 2.x's CustomObjectsApi, without its model classes) over a small node:https
- * transport. Why not client-node's own transport: it imports undici (≈0.7 MB minified, most of the
- * cold start of a bundle) and builds a new undici Agent — a new TCP + TLS connection — for every
- * request. This transport keeps one keep-alive agent per gateway, built from the TLS material of the
- * first call (see bench/results/gateway-coldstart.md and function-bundles.md).
- *
- * Cancellation: every call takes the caller's signal; the transport aborts the request with it, or
- * after `fetchTimeoutMs`, whichever comes first.
+ * @kubernetes/client-node 2.x's CustomObjectsApi, without its model classes) over the transport of
+ * transport.ts; discovery.ts finds what the cluster serves. This file is the CRUD: jobs, admission
+ * gates (Kueue Workloads, PodGroups), pods and their logs, runtimes, events.
  */
-
-/**
- * What the gateway needs from a KubeConfig. A @kubernetes/client-node `KubeConfig` satisfies it (its
- * `applyToHTTPSOptions` adds TLS material, the bearer token / exec / client-cert credentials and
- * `Impersonate-User`); so does the EKS connection from eks-connection.ts, without loading client-node's
- * config module.
- */
-export interface KubeConnection {
-  getCurrentCluster(): { server: string; proxyUrl?: string } | null;
-  applyToHTTPSOptions(opts: RequestOptions): Promise<void>;
-}
 
 export interface KubernetesGatewayDeps {
   /**
@@ -62,37 +39,9 @@ export interface KubernetesGatewayDeps {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
-const LIST_PAGE = 500;
 
-const CRD_API = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions' };
-const TRAINJOB_CRD = `trainjobs.${TRAINER_GROUP}`;
-const KUEUE_GROUP = 'kueue.x-k8s.io';
-/** Newest first: v1beta2 is Kueue's storage version from v0.16; v1beta1 is still served, deprecated. */
-const KUEUE_VERSIONS = ['v1beta2', 'v1beta1'] as const;
-const KUEUE_JOB_UID = 'kueue.x-k8s.io/job-uid';
-const COSCHEDULING = {
-  group: 'scheduling.x-k8s.io',
-  version: 'v1alpha1',
-  plural: 'podgroups',
-  kind: 'PodGroup',
-};
-const VOLCANO = { group: 'scheduling.volcano.sh', version: 'v1beta1', plural: 'podgroups', kind: 'PodGroup' };
 /** API groups of the jobs Gantry creates: an admission gate owned by one of these kinds may be Gantry's. */
 const JOB_GROUPS = new Set([TRAINER_GROUP, LEGACY_GROUP]);
-
-interface ResourceApi {
-  group: string;
-  version: string;
-  plural: string;
-  kind: string;
-}
-
-/** What discovery found, beyond the public capabilities: which versions to call. */
-interface Discovered {
-  caps: ClusterCapabilities;
-  workloads?: ResourceApi;
-  podGroups: ResourceApi[];
-}
 
 /** The REST resource of a job object (all Trainer / Training Operator kinds pluralise as `<kind>s`). */
 export function jobApiOf(job: Pick<K8sObject, 'apiVersion' | 'kind'>): JobApi {
@@ -106,86 +55,6 @@ export function jobApiOf(job: Pick<K8sObject, 'apiVersion' | 'kind'>): JobApi {
   };
 }
 
-/** node:https / node:http transport with TLS and credentials from the KubeConnection, one keep-alive agent. */
-function makeTransport(conn: KubeConnection, timeoutMs: number): KubeHttp {
-  let agent: Agent | undefined;
-
-  async function agentFor(url: URL, tls: RequestOptions): Promise<Agent | undefined> {
-    if (tls.agent && conn.getCurrentCluster()?.proxyUrl) return tls.agent as Agent; // KubeConfig's proxy agent
-    if (agent) return agent;
-    if (url.protocol === 'http:') {
-      const http = await import('node:http');
-      agent = new http.Agent({ keepAlive: true });
-    } else {
-      const https = await import('node:https');
-      agent = new https.Agent({
-        keepAlive: true,
-        ca: tls.ca,
-        cert: tls.cert,
-        key: tls.key,
-        pfx: tls.pfx,
-        passphrase: tls.passphrase,
-        servername: tls.servername,
-        ...(tls.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: tls.rejectUnauthorized }),
-      });
-    }
-    return agent;
-  }
-
-  return async function send(request: KubeHttpRequest): Promise<KubeHttpResponse> {
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const caller = request.signal;
-    const signal = caller ? AbortSignal.any([caller, timeout]) : timeout;
-    signal.throwIfAborted();
-    const { url, body } = request;
-    const tls: RequestOptions = {};
-    await conn.applyToHTTPSOptions(tls); // credentials per call: tokens expire and are refreshed
-    const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(tls.headers ?? {})) if (v !== undefined) headers[k] = String(v);
-    Object.assign(headers, request.headers);
-    if (body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(body));
-    const mod = url.protocol === 'http:' ? await import('node:http') : await import('node:https');
-    const useAgent = await agentFor(url, tls);
-    return new Promise<KubeHttpResponse>((resolve, reject) => {
-      const req = mod.request(
-        url,
-        { method: request.method, headers, agent: useAgent, signal, auth: tls.auth ?? undefined },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('error', reject);
-          res.on('close', () => {
-            if (!res.complete)
-              reject(signal.reason ?? new Error('connection closed before the response ended'));
-          });
-          res.on('end', () => {
-            const out: Record<string, string> = {};
-            for (const [k, v] of Object.entries(res.headers)) {
-              if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
-            }
-            resolve({ status: res.statusCode ?? 0, headers: out, body: Buffer.concat(chunks) });
-          });
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
-  };
-}
-
-/** Per-call client options: the caller's signal, and optionally a Content-Type (merge patch). */
-function callOptions(opts: CallOptions | undefined, contentType?: string): KubeCallOptions {
-  return { ...(opts?.signal ? { signal: opts.signal } : {}), ...(contentType ? { contentType } : {}) };
-}
-
-function withTypeMeta(items: unknown, apiVersion: string, kind: string): K8sObject[] {
-  return ((items as K8sObject[] | undefined) ?? []).map((o) => ({
-    ...o,
-    apiVersion: o.apiVersion ?? apiVersion,
-    kind: o.kind ?? kind,
-  }));
-}
-
 function ownedByJobKind(o: K8sObject): boolean {
   return (o.metadata.ownerReferences ?? []).some((r) => JOB_GROUPS.has(r.apiVersion.split('/')[0] ?? ''));
 }
@@ -193,9 +62,6 @@ function ownedByJobKind(o: K8sObject): boolean {
 function ownedBy(o: K8sObject, uid: string): boolean {
   return (o.metadata.ownerReferences ?? []).some((r) => r.uid === uid);
 }
-
-const name = (api: { group: string; plural: string }) => `${api.plural}.${api.group}`;
-const at = (ns: string, n: string) => `${ns}/${n}`;
 
 export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGateway {
   const timeoutMs = deps.fetchTimeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -216,100 +82,13 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
     return client;
   }
 
-  /** GET that answers undefined on 404. */
-  async function getOrUndefined<T>(what: string, call: () => Promise<T>): Promise<T | undefined> {
-    try {
-      return await kubeCall(what, call);
-    } catch (err) {
-      if (err instanceof NotFoundError) return undefined;
-      throw err;
-    }
-  }
-
-  async function listAll(
-    what: string,
-    page: (cont: string | undefined) => Promise<{ items?: unknown; metadata?: { continue?: string } }>,
-    apiVersion: string,
-    kind: string,
-  ): Promise<K8sObject[]> {
-    const out: K8sObject[] = [];
-    let cont: string | undefined;
-    do {
-      const res = await kubeCall(what, () => page(cont));
-      out.push(...withTypeMeta(res.items, apiVersion, kind));
-      cont = res.metadata?.continue || undefined;
-    } while (cont);
-    return out;
-  }
-
-  /** The resources one group/version serves (undefined when the cluster does not serve it). */
-  async function served(group: string, version: string, opts?: CallOptions) {
-    const c = await api(opts);
-    const list = await getOrUndefined(`discover ${group}/${version}`, () =>
-      c.getAPIResources({ group, version }, callOptions(opts)),
-    );
-    return list?.resources?.filter((r) => !r.name.includes('/'));
-  }
-
-  async function discover(opts?: CallOptions): Promise<Discovered> {
-    const c = await api(opts);
-    const probe = async (group: string, version: string): Promise<DiscoveredGroupVersion | undefined> => {
-      const resources = await served(group, version, opts);
-      return resources && { groupVersion: `${group}/${version}`, resources };
-    };
-    const found = await Promise.all([
-      probe(TRAINER_GROUP, TRAINER_VERSION),
-      probe(LEGACY_GROUP, LEGACY_VERSION),
-      probe(KUEUE_GROUP, KUEUE_VERSIONS[0]),
-      probe(COSCHEDULING.group, COSCHEDULING.version),
-      probe(VOLCANO.group, VOLCANO.version),
-    ]);
-    const servesWorkloads = (gv: DiscoveredGroupVersion | undefined) =>
-      gv?.resources.some((r) => r.name === 'workloads');
-    let workloadVersion: string | undefined = servesWorkloads(found[2]) ? KUEUE_VERSIONS[0] : undefined;
-    if (!workloadVersion) {
-      const older = await probe(KUEUE_GROUP, KUEUE_VERSIONS[1]);
-      if (servesWorkloads(older)) {
-        workloadVersion = KUEUE_VERSIONS[1];
-        found.push(older);
-      }
-    }
-    const served_ = detectFromDiscovery(found.filter((gv) => gv !== undefined));
-    const trainerShape = served_.trainJob
-      ? detectTrainerShape(
-          await kubeCall(`get ${name(CRD_API)} ${TRAINJOB_CRD}`, () =>
-            c.getClusterCustomObject({ ...CRD_API, name: TRAINJOB_CRD }, callOptions(opts)),
-          ),
-        )
-      : undefined;
-    const caps: ClusterCapabilities = {
-      ...(trainerShape ? { trainer: trainerShape } : {}),
-      legacyKinds: [...served_.legacy],
-      kueue: served_.kueue,
-      coscheduling: served_.coscheduling,
-      volcano: served_.volcano,
-    };
-    return {
-      caps,
-      ...(workloadVersion
-        ? {
-            workloads: {
-              group: KUEUE_GROUP,
-              version: workloadVersion,
-              plural: 'workloads',
-              kind: 'Workload',
-            },
-          }
-        : {}),
-      podGroups: [...(caps.coscheduling ? [COSCHEDULING] : []), ...(caps.volcano ? [VOLCANO] : [])],
-    };
-  }
-
   function discovery(opts?: CallOptions): Promise<Discovered> {
-    discovered ??= discover(opts).catch((err: unknown) => {
-      discovered = undefined; // a failed discovery is not cached
-      throw err;
-    });
+    discovered ??= api(opts)
+      .then((c) => discover(c, opts))
+      .catch((err: unknown) => {
+        discovered = undefined; // a failed discovery is not cached
+        throw err;
+      });
     return discovered;
   }
 

@@ -1,15 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { UnsupportedApiError } from '../../../lib/errors.ts';
-import type { ClusterCapabilities as PortCapabilities } from '../../../lib/ports.ts';
+import type { ClusterCapabilities } from '../../../lib/ports.ts';
 import type { Target } from '../../../lib/run/schema.ts';
 import {
-  type Capabilities,
   chooseShape,
   type DiscoveredGroupVersion,
   detectFromDiscovery,
   detectTrainerShape,
   type ShapeChoice,
-  type ShapeInputs,
+  servesTrainJob,
 } from '../../../lib/trainjob/capabilities.ts';
 import type { TrainerShape } from '../../../lib/trainjob/types.ts';
 import { loadCrd } from '../../helpers/crd-schema.ts';
@@ -112,13 +111,12 @@ const gv = (groupVersion: string, ...names: string[]): DiscoveredGroupVersion =>
 });
 
 describe('detectFromDiscovery', () => {
-  it.each<[string, DiscoveredGroupVersion[], Capabilities]>([
+  it.each<[string, DiscoveredGroupVersion[], ClusterCapabilities]>([
     [
       'an empty cluster',
       [gv('v1', 'pods', 'services'), gv('apps/v1', 'deployments')],
       {
-        trainJob: false,
-        legacy: [],
+        legacyKinds: [],
         kueue: false,
         coscheduling: false,
         volcano: false,
@@ -137,7 +135,7 @@ describe('detectFromDiscovery', () => {
         gv('jobset.x-k8s.io/v1alpha2', 'jobsets', 'jobsets/status'),
         gv('kueue.x-k8s.io/v1beta2', 'workloads', 'localqueues', 'clusterqueues'),
       ],
-      { trainJob: true, legacy: [], kueue: true, coscheduling: false, volcano: false },
+      { trainer: 'trainer-v2.2', legacyKinds: [], kueue: true, coscheduling: false, volcano: false },
     ],
     [
       'Training Operator v1 with Volcano; the MPI Operator v2beta1 is not a v1 kind',
@@ -156,8 +154,7 @@ describe('detectFromDiscovery', () => {
         gv('scheduling.volcano.sh/v1beta1', 'podgroups', 'queues'),
       ],
       {
-        trainJob: false,
-        legacy: ['PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob', 'JAXJob'],
+        legacyKinds: ['PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob', 'JAXJob'],
         kueue: false,
         coscheduling: false,
         volcano: true,
@@ -171,7 +168,13 @@ describe('detectFromDiscovery', () => {
         gv('kueue.x-k8s.io/v1beta1', 'workloads'),
         gv('scheduling.x-k8s.io/v1alpha1', 'podgroups', 'elasticquotas'),
       ],
-      { trainJob: true, legacy: ['PyTorchJob'], kueue: true, coscheduling: true, volcano: false },
+      {
+        trainer: 'trainer-v2.2',
+        legacyKinds: ['PyTorchJob'],
+        kueue: true,
+        coscheduling: true,
+        volcano: false,
+      },
     ],
     [
       'a group without the resource does not count (Kueue visibility API, trainer runtimes only)',
@@ -180,103 +183,86 @@ describe('detectFromDiscovery', () => {
         gv('visibility.kueue.x-k8s.io/v1beta1', 'clusterqueues'),
         gv('kueue.x-k8s.io/v1beta2', 'localqueues'),
       ],
-      { trainJob: false, legacy: [], kueue: false, coscheduling: false, volcano: false },
+      { legacyKinds: [], kueue: false, coscheduling: false, volcano: false },
     ],
   ])('%s', (_, discovery, expected) => {
-    expect(detectFromDiscovery(discovery)).toEqual(expected);
+    // The TrainJob shape read from the CRD is kept only where discovery lists TrainJob.
+    expect(detectFromDiscovery(discovery, 'trainer-v2.2')).toEqual(expected);
+    expect(servesTrainJob(discovery)).toBe(expected.trainer !== undefined);
   });
 });
 
-const caps = (over: Partial<Capabilities & { trainerShape: TrainerShape }> = {}): ShapeInputs => ({
-  trainJob: false,
-  legacy: [],
-  kueue: false,
-  coscheduling: false,
-  volcano: false,
-  ...over,
-});
-const port = (over: Partial<PortCapabilities> = {}): PortCapabilities => ({
+const caps = (over: Partial<ClusterCapabilities> = {}): ClusterCapabilities => ({
   legacyKinds: [],
-  kueue: true,
+  kueue: false,
   coscheduling: false,
   volcano: false,
   ...over,
 });
 
 describe('chooseShape', () => {
-  it.each<[string, Target, ShapeInputs, ShapeChoice]>([
+  it.each<[string, Target, ClusterCapabilities, ShapeChoice]>([
     [
       'auto prefers TrainJob',
       'auto',
-      caps({ trainJob: true, trainerShape: 'trainer-v2.2', legacy: ['PyTorchJob'] }),
+      caps({ trainer: 'trainer-v2.2', legacyKinds: ['PyTorchJob'] }),
       { shape: 'trainer-v2.2' },
     ],
     [
       'auto falls back to PyTorchJob',
       'auto',
-      caps({ legacy: ['TFJob', 'PyTorchJob'] }),
+      caps({ legacyKinds: ['TFJob', 'PyTorchJob'] }),
       { shape: 'training-operator-v1', kind: 'PyTorchJob' },
     ],
-    [
-      'TrainJob on v2.1',
-      'TrainJob',
-      caps({ trainJob: true, trainerShape: 'trainer-v2.1' }),
-      { shape: 'trainer-v2.1' },
-    ],
-    [
-      'TrainJob on v2.3',
-      'TrainJob',
-      caps({ trainJob: true, trainerShape: 'trainer-v2.3' }),
-      { shape: 'trainer-v2.3' },
-    ],
+    ['TrainJob on v2.1', 'TrainJob', caps({ trainer: 'trainer-v2.1' }), { shape: 'trainer-v2.1' }],
+    ['TrainJob on v2.3', 'TrainJob', caps({ trainer: 'trainer-v2.3' }), { shape: 'trainer-v2.3' }],
     [
       'an explicit v1 kind even where TrainJob is served',
       'TFJob',
-      caps({ trainJob: true, trainerShape: 'trainer-v2.3', legacy: ['TFJob'] }),
+      caps({ trainer: 'trainer-v2.3', legacyKinds: ['TFJob'] }),
       { shape: 'training-operator-v1', kind: 'TFJob' },
     ],
-    ['MPIJob', 'MPIJob', caps({ legacy: ['MPIJob'] }), { shape: 'training-operator-v1', kind: 'MPIJob' }],
     [
-      'the ClusterGateway port form: TrainJob',
-      'auto',
-      port({ trainer: 'trainer-v2.3', legacyKinds: ['PyTorchJob'] }),
-      { shape: 'trainer-v2.3' },
+      'MPIJob',
+      'MPIJob',
+      caps({ legacyKinds: ['MPIJob'] }),
+      { shape: 'training-operator-v1', kind: 'MPIJob' },
     ],
     [
-      'the ClusterGateway port form: v1 kind',
+      'a kind Gantry does not build is ignored',
       'auto',
-      port({ legacyKinds: ['PaddleJob', 'PyTorchJob'] }),
+      caps({ legacyKinds: ['PaddleJob', 'PyTorchJob'] }),
       { shape: 'training-operator-v1', kind: 'PyTorchJob' },
     ],
   ])('%s', (_, target, capabilities, expected) => {
     expect(chooseShape(target, capabilities)).toEqual(expected);
   });
 
-  it.each<[string, Target, ShapeInputs, string]>([
+  it.each<[string, Target, ClusterCapabilities, string]>([
     [
       'TrainJob where only PyTorchJob is served',
       'TrainJob',
-      caps({ legacy: ['PyTorchJob'] }),
+      caps({ legacyKinds: ['PyTorchJob'] }),
       'target TrainJob: the cluster does not serve trainer.kubeflow.org/v1alpha1 TrainJob (it serves PyTorchJob)',
     ],
     [
       'PyTorchJob where only TrainJob is served',
       'PyTorchJob',
-      caps({ trainJob: true, trainerShape: 'trainer-v2.2' }),
+      caps({ trainer: 'trainer-v2.2' }),
       'target PyTorchJob: the cluster does not serve kubeflow.org/v1 PyTorchJob (it serves TrainJob (trainer-v2.2))',
     ],
     [
       'auto on a cluster with only TFJob (auto never picks framework-specific kinds)',
       'auto',
-      caps({ legacy: ['TFJob'] }),
+      caps({ legacyKinds: ['TFJob'] }),
       'target auto: the cluster serves neither TrainJob',
     ],
     ['auto on a cluster with nothing', 'auto', caps(), 'it serves no Kubeflow training API'],
     [
-      'TrainJob served but its CRD not read',
+      'TrainJob where the trainer field names the v1 shape',
       'TrainJob',
-      caps({ trainJob: true }),
-      'read its CRD with detectTrainerShape first',
+      caps({ trainer: 'training-operator-v1', legacyKinds: ['PyTorchJob'] }),
+      'target TrainJob: the cluster does not serve trainer.kubeflow.org/v1alpha1 TrainJob (it serves PyTorchJob)',
     ],
   ])('refuses %s', (_, target, capabilities, message) => {
     expect(() => chooseShape(target, capabilities)).toThrow(UnsupportedApiError);

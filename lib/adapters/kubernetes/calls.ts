@@ -1,0 +1,54 @@
+import { NotFoundError } from '../../errors.ts';
+import type { CallOptions } from '../../ports.ts';
+import type { K8sObject } from '../../trainjob/types.ts';
+import type { KubeCallOptions } from './custom-objects.ts';
+import { kubeCall } from './errors.ts';
+
+/** How the gateway calls the API: per-call options, 404 as absence, paged lists, names in messages. */
+
+export const LIST_PAGE = 500;
+
+/** Per-call client options: the caller's signal, and optionally a Content-Type (merge patch). */
+export function callOptions(opts: CallOptions | undefined, contentType?: string): KubeCallOptions {
+  return { ...(opts?.signal ? { signal: opts.signal } : {}), ...(contentType ? { contentType } : {}) };
+}
+
+export function withTypeMeta(items: unknown, apiVersion: string, kind: string): K8sObject[] {
+  return ((items as K8sObject[] | undefined) ?? []).map((o) => ({
+    ...o,
+    apiVersion: o.apiVersion ?? apiVersion,
+    kind: o.kind ?? kind,
+  }));
+}
+
+/** GET that answers undefined on 404. */
+export async function getOrUndefined<T>(what: string, call: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await kubeCall(what, call);
+  } catch (err) {
+    if (err instanceof NotFoundError) return undefined;
+    throw err;
+  }
+}
+
+/** Every page of a list, items with their apiVersion and kind (a list's items carry none). */
+export async function listAll(
+  what: string,
+  page: (cont: string | undefined) => Promise<{ items?: unknown; metadata?: { continue?: string } }>,
+  apiVersion: string,
+  kind: string,
+): Promise<K8sObject[]> {
+  const out: K8sObject[] = [];
+  let cont: string | undefined;
+  do {
+    const res = await kubeCall(what, () => page(cont));
+    out.push(...withTypeMeta(res.items, apiVersion, kind));
+    cont = res.metadata?.continue || undefined;
+  } while (cont);
+  return out;
+}
+
+/** `plural.group`, for messages. */
+export const resourceName = (api: { group: string; plural: string }) => `${api.plural}.${api.group}`;
+/** `namespace/name`, for messages. */
+export const at = (ns: string, n: string) => `${ns}/${n}`;

@@ -1,0 +1,125 @@
+import { vi } from 'vitest';
+import { apiRoutes, startHttpApi } from '../../local/http-api.ts';
+import { type ClusterTarget, type Stack, type StackOptions, startStack } from '../../local/stack.ts';
+import { type HeavyControlPlane, type HeavyOptions, startHeavyControlPlane } from './realcp-heavy.ts';
+import { runDriver } from './runs.ts';
+
+/**
+ * The setup every e2e-real test shares: a heavy control plane (real controllers, kwok nodes), its
+ * queue namespaces, Gantry's local stack on it (the production handlers and state machine), a run
+ * driver and, if asked, the HTTP API — and their teardown in the reverse order.
+ */
+
+/** How long starting a heavy control plane and a stack on it may take (a beforeAll's timeout). */
+export const REAL_STACK_START_MS = 300_000;
+
+export interface RealStackOptions {
+  /** Tag of the startup log line (`[<tag>] heavy control plane up in … ms`); no line without it. */
+  log?: string;
+  controlPlane: HeavyOptions;
+  /** Name prefixes of the namespaces to create, each with its LocalQueue (createQueueNamespace). */
+  namespaces: string[];
+  /**
+   * The stack's options given the created namespaces (teams, mostly). Defaults: speed 60, the
+   * reconciler every 300 ms, orphan grace 0, no queue consumer; `cluster` is the control plane's
+   * kubeconfig plus what is given here.
+   */
+  stack(namespaces: string[]): Omit<Partial<StackOptions>, 'cluster'> & {
+    cluster?: Omit<ClusterTarget, 'kubeconfigYaml'>;
+  };
+  /** Also serve the HTTP API (local/http-api.ts) on a free port. */
+  api?: boolean;
+}
+
+export interface RealStack {
+  hc: HeavyControlPlane;
+  stack: Stack;
+  driver: ReturnType<typeof runDriver>;
+  namespaces: string[];
+  api?: { url: string; close(): Promise<void> };
+}
+
+/** The stack's options on `hc`: the e2e-real defaults, then `over`. */
+export function realStackOptions(
+  hc: HeavyControlPlane,
+  over: ReturnType<RealStackOptions['stack']>,
+): StackOptions {
+  const { cluster, ...rest } = over;
+  return {
+    speed: 60,
+    reconcileEveryMs: 300,
+    orphanGraceSeconds: 0,
+    consumer: false,
+    ...rest,
+    cluster: { kubeconfigYaml: hc.kubeconfigYaml(), ...cluster },
+  };
+}
+
+/** Start it all; what started is stopped again when a later step fails. */
+export async function startRealStack(opts: RealStackOptions): Promise<RealStack> {
+  // The production handlers read their environment (the cluster's kubeconfig) once per module
+  // instance: fresh instances for this control plane.
+  vi.resetModules();
+  const hc = await startHeavyControlPlane(opts.controlPlane);
+  const started: Partial<RealStack> = { hc };
+  try {
+    if (opts.log) console.log(`[${opts.log}] heavy control plane up in ${hc.startupMs} ms`, hc.timings);
+    // The namespaces first: CreateJob re-checks a run against its team, which must own them.
+    const namespaces: string[] = [];
+    for (const prefix of opts.namespaces) namespaces.push(await hc.createQueueNamespace(prefix));
+    const stack = await startStack(realStackOptions(hc, opts.stack(namespaces)));
+    started.stack = stack;
+    if (opts.api) started.api = await startHttpApi({ routes: apiRoutes(), port: 0 });
+    return { hc, stack, driver: runDriver(stack), namespaces, ...(started.api ? { api: started.api } : {}) };
+  } catch (err) {
+    await stopRealStack(started);
+    throw err;
+  }
+}
+
+/** Stop what started: the API, the stack, the control plane. */
+export async function stopRealStack(real: Partial<RealStack> | undefined): Promise<void> {
+  await real?.api?.close();
+  await real?.stack?.close();
+  await real?.hc?.stop();
+}
+
+/**
+ * Watch one object (`collection` is its list path, e.g. `/apis/…/namespaces/ns/trainjobs`) in short
+ * rounds of the watch API until `hit` finds what is sought in it, and return that. A watch sees
+ * every update, so a state is caught even when Gantry deletes the object within moments of it.
+ * `what` names the awaited state in errors (`TrainJob x Complete`).
+ */
+export async function watchUntil<O extends { metadata: { resourceVersion?: string } }, R>(
+  hc: Pick<HeavyControlPlane, 'request'>,
+  collection: string,
+  name: string,
+  hit: (o: O | undefined) => R | undefined,
+  what: string,
+  timeoutMs: number,
+): Promise<R> {
+  const sel = `fieldSelector=metadata.name%3D${name}`;
+  const list = await hc.request<{ metadata: { resourceVersion: string }; items: O[] }>(
+    'GET',
+    `${collection}?${sel}`,
+  );
+  const found = hit(list.body.items[0]);
+  if (found !== undefined) return found;
+  let rv = list.body.metadata.resourceVersion;
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const w = await hc.request(
+      'GET',
+      `${collection}?${sel}&watch=1&allowWatchBookmarks=false&timeoutSeconds=2&resourceVersion=${rv}`,
+    );
+    for (const line of w.text.split('\n').filter(Boolean)) {
+      const ev = JSON.parse(line) as { type: string; object: O };
+      if (ev.type === 'ERROR') throw new Error(`watch failed: ${line}`);
+      rv = ev.object.metadata.resourceVersion ?? rv;
+      const c = hit(ev.object);
+      if (c !== undefined) return c;
+      if (ev.type === 'DELETED') throw new Error(`${what}: deleted first`);
+    }
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
