@@ -121,6 +121,31 @@ export class UnschedulableError extends TerminalError {
   override readonly name = 'UnschedulableError' as const;
 }
 
+/**
+ * The job failed because of the infrastructure, not its code: a node was lost, a pod evicted (drain,
+ * spot interruption) or preempted without requeue (lib/trainjob/disruption.ts). The state machine
+ * starts a new attempt (NextAttempt) within the run's `retry.infrastructure` budget; past it the run
+ * fails with `reason` (`NodeLost`, `Evicted`, `Preempted`, …).
+ */
+export class InfrastructureFailureError extends TerminalError {
+  override readonly name = 'InfrastructureFailureError' as const;
+  readonly reason: string;
+  /** `message` may be the `{reason, message}` JSON a failed wait carries; `options.reason` wins. */
+  constructor(message: string, options?: ErrorOptions & { reason?: string }) {
+    super(message, options);
+    this.reason = options?.reason ?? reasonIn(message) ?? 'NodeLost';
+  }
+}
+
+function reasonIn(message: string): string | undefined {
+  try {
+    const parsed = JSON.parse(message) as { reason?: unknown };
+    return typeof parsed.reason === 'string' ? parsed.reason : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The job disappeared from the cluster while the run waited for it; the run fails. */
 export class JobVanishedError extends TerminalError {
   override readonly name = 'JobVanishedError' as const;
@@ -210,6 +235,7 @@ export const errorClasses = {
   NotManagedByKueueError,
   PodStartFailedError,
   UnschedulableError,
+  InfrastructureFailureError,
   JobVanishedError,
   AdmissionDeactivatedError,
   AdmissionStalledError,

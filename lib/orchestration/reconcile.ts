@@ -11,6 +11,7 @@ import type { CallOptions, Clock, ClusterGateway, JobApi, WorkflowEngine } from 
 import { PREEMPTED } from '../run/phases.ts';
 import type { RecordChange } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
+import { attemptOf, withDisruption } from '../trainjob/disruption.ts';
 import { ANNOTATION, LABEL, MANAGED_SELECTOR } from '../trainjob/labels.ts';
 import {
   DEFAULT_POD_HEALTH,
@@ -217,6 +218,9 @@ export function makeReconciler(deps: ReconcilerDeps) {
         await mapLimit(work, 32, async ({ api, job }) => {
           try {
             const runId = job.metadata.labels?.[LABEL.runId] ?? '';
+            // Only this attempt's pods: a pod of an earlier attempt may linger (Terminating on a lost node).
+            const attempt = attemptOf(job);
+            const runPods = podsOfRun?.get(runId)?.filter((p) => attemptOf(p) === attempt) ?? [];
             await reconcileJob(
               cluster.name,
               cluster.kueueWorkloadGraceSeconds,
@@ -224,9 +228,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
               api,
               job,
               gateByOwner.get(job.metadata.uid ?? ''),
-              podsOfRun === undefined
-                ? undefined
-                : podHealth(podsOfRun.get(runId) ?? [], deps.clock.now(), healthOptions),
+              podsOfRun === undefined ? undefined : runPods,
               report,
               waitingTokens,
               toRecord,
@@ -296,7 +298,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
     api: JobApi,
     job: K8sObject,
     gate: K8sObject | undefined,
-    health: PodHealth | undefined,
+    pods: unknown[] | undefined,
     report: TickReport,
     waitingTokens: Set<string>,
     toRecord: PendingRecord[],
@@ -305,7 +307,8 @@ export function makeReconciler(deps: ReconcilerDeps) {
   ) {
     const now = deps.clock.now();
     const runId = job.metadata.labels?.[LABEL.runId];
-    const view = withPodHealth(toRunPhase(job, gate), health, job);
+    const health = pods === undefined ? undefined : podHealth(pods, now, healthOptions);
+    const view = withDisruption(withPodHealth(toRunPhase(job, gate), health, job), pods, job);
     const missing =
       workloadGraceSeconds === undefined
         ? undefined

@@ -10,7 +10,9 @@ import {
   AdmissionStalledError,
   AdmissionTimeoutError,
   ClusterAccessDeniedError,
+  InfrastructureFailureError,
   JobVanishedError,
+  NotFoundError,
   NotManagedByKueueError,
   PodStartFailedError,
   RunDeadlineExceededError,
@@ -20,12 +22,21 @@ import {
   UnschedulableError,
 } from '../errors.ts';
 import type { CallOptions, Clock, ClusterGateway, ObjectStore, WorkflowEngine } from '../ports.ts';
-import { type FailureReason, isTerminal } from '../run/phases.ts';
+import {
+  type AttemptRecord,
+  attemptGpuHours,
+  attemptJobName,
+  nextAttempt as decideNextAttempt,
+  jobGpus,
+  retryBudget,
+} from '../run/attempts.ts';
+import { type FailureReason, isInfrastructureFailure, isTerminal } from '../run/phases.ts';
 import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunSpec, TrialRef } from '../run/spec.ts';
 import { buildJob, jobApi } from '../trainjob/build.ts';
 import { chooseShape } from '../trainjob/capabilities.ts';
+import { attemptOf, withDisruption } from '../trainjob/disruption.ts';
 import { type GangGate, runtimeGangGate } from '../trainjob/gang.ts';
 import { type InitializerJobs, initializerJobs } from '../trainjob/initializers.ts';
 import { KUEUE_DEFAULT_MANAGED_KINDS, requireQueueable } from '../trainjob/kueue-kinds.ts';
@@ -155,7 +166,10 @@ export function makeSteps(deps: StepDeps) {
     const admissionDeadlineAt = new Date(
       now.getTime() + run.request.admissionDeadlineSeconds * 1000,
     ).toISOString();
-    const job = buildJob(run, shape, kind, initializers);
+    // Attempt N ≥ 2 (after NextAttempt) is a job of its own, `<name>-a<N>`: same run id label and URIs.
+    const attempt = run.attempt ?? 1;
+    const jobName = attemptJobName(run.jobName, attempt);
+    const job = buildJob({ ...run, jobName }, shape, kind, initializers);
     job.metadata.annotations = {
       ...job.metadata.annotations,
       [ANNOTATION.admissionDeadline]: admissionDeadlineAt,
@@ -173,17 +187,18 @@ export function makeSteps(deps: StepDeps) {
           apiVersion: job.apiVersion,
           kind: job.kind,
           namespace: run.namespace,
-          name: run.jobName,
+          name: jobName,
         },
+        attempt: { attempt, jobName, startedAt: now.toISOString() },
       },
       opts,
     );
-    if (pending.phase === 'Pending') await deps.runs?.started(pending);
+    if (pending.phase === 'Pending' && attempt === 1) await deps.runs?.started(pending);
     return {
       cluster: run.cluster,
       api,
       namespace: run.namespace,
-      name: run.jobName,
+      name: jobName,
       ...(created.metadata.uid ? { uid: created.metadata.uid } : {}),
       status: 'pending',
       admissionDeadlineAt,
@@ -198,16 +213,21 @@ export function makeSteps(deps: StepDeps) {
     const job = await gateway.getJob(ref.api, ref.namespace, ref.name, opts);
     const gate = job ? await gateway.findAdmissionGate(job, opts) : undefined;
     const view = toRunPhase(job, gate);
-    if (!job || view.finished) return view;
+    if (!job || view.phase === 'Succeeded') return view;
     let pods: unknown[] | undefined;
     try {
-      pods = await gateway.listPods(`${LABEL.runId}=${runId}`, opts);
+      const attempt = attemptOf(job);
+      pods = (await gateway.listPods(`${LABEL.runId}=${runId}`, opts)).filter(
+        (p) => attemptOf(p) === attempt,
+      );
     } catch (err) {
       // RBAC from before pod health: judge by the job alone (as the reconciler does).
       if (!(err instanceof ClusterAccessDeniedError)) throw err;
     }
+    // A failed job: its pods tell an infrastructure failure from a code failure.
+    if (view.finished) return withDisruption(view, pods, job);
     const health = pods === undefined ? undefined : podHealth(pods, clock.now(), healthOptions);
-    return withPodHealth(view, health, job);
+    return withDisruption(withPodHealth(view, health, job), pods, job);
   }
 
   /**
@@ -342,6 +362,69 @@ export function makeSteps(deps: StepDeps) {
     return { deleted: true };
   }
 
+  /**
+   * An attempt failed (the ASL caught InfrastructureFailureError, UnschedulableError or
+   * TrainingFailedError from a wait): record how it ended on the run record, delete its job, and
+   * return the run for the next attempt — or, when the request's budget for that kind of failure is
+   * spent (lib/run/attempts.ts), fail with the attempt's reason. Idempotent: a retry finds the
+   * attempt recorded (its first end stands) and the job gone.
+   */
+  async function nextAttempt(input: { state: FailedState & { job?: JobRef } }, opts?: CallOptions) {
+    const { state } = input;
+    const { run } = state;
+    const { reason, message } = failureOf(state);
+    const ended = run.attempt ?? 1;
+    const now = clock.now();
+    const record = await records.get(run.runId, opts);
+    if (!record) throw new NotFoundError(`run ${run.runId} has no record`);
+    if (isTerminal(record.phase)) {
+      throw new RunEndedError(`run ${run.runId} is already ${record.phase}; no new attempt`);
+    }
+    const own = record.attempts?.find((a) => a.attempt === ended);
+    const startedAt = own?.startedAt ?? record.createdAt;
+    const endedAt = own?.endedAt ?? now.toISOString();
+    const gpuHours = attemptGpuHours(record.transitions, jobGpus(run.request), startedAt, endedAt);
+    const endedAttempt: AttemptRecord = {
+      attempt: ended,
+      jobName: own?.jobName ?? attemptJobName(run.jobName, ended),
+      startedAt,
+      endedAt,
+      cause: reason,
+      message,
+      gpuHours,
+      gpuHoursLost: isInfrastructureFailure(reason) ? gpuHours : 0,
+    };
+    const previous = (record.attempts ?? []).filter((a) => a.attempt < ended);
+    const decision = decideNextAttempt(ended, reason, message, previous, retryBudget(run.request));
+    if (state.job) {
+      // The failed job goes now: it holds no GPUs, but its name and Kueue Workload must not linger.
+      await (await deps.gateway(state.job.cluster))
+        .deleteJob(state.job.api, state.job.namespace, state.job.name, opts)
+        .catch((err: unknown) => {
+          if (!(err instanceof NotFoundError)) throw err;
+        });
+    }
+    if (decision.kind === 'fail') {
+      await records.update(run.runId, { attempt: endedAttempt }, opts);
+      const cause = JSON.stringify({ reason: decision.reason, message: decision.message });
+      throw isInfrastructureFailure(decision.reason)
+        ? new InfrastructureFailureError(cause, { reason: decision.reason })
+        : new TrainingFailedError(cause);
+    }
+    await records.update(
+      run.runId,
+      {
+        phase: 'Pending',
+        reason,
+        message: `attempt ${decision.attempt} starts after attempt ${ended} ended (${reason}): ${message}`,
+        attempt: endedAttempt,
+      },
+      opts,
+    );
+    deps.log?.({ level: 'INFO', msg: 'next attempt', runId: run.runId, attempt: decision.attempt, reason });
+    return { run: { ...run, attempt: decision.attempt } };
+  }
+
   async function recordOutcome(
     input:
       | { outcome: 'Succeeded'; run: RunSpec; job: JobRef; artifacts?: unknown }
@@ -392,7 +475,16 @@ export function makeSteps(deps: StepDeps) {
     }
   }
 
-  return { createJob, awaitJob, checkJob, publishArtifacts, notifyServing, cleanup, recordOutcome };
+  return {
+    createJob,
+    awaitJob,
+    checkJob,
+    publishArtifacts,
+    notifyServing,
+    cleanup,
+    nextAttempt,
+    recordOutcome,
+  };
 }
 
 export type Steps = ReturnType<typeof makeSteps>;
@@ -417,6 +509,7 @@ const FAIL_ERRORS = {
   NotManagedByKueueError,
   PodStartFailedError,
   UnschedulableError,
+  InfrastructureFailureError,
 } as const;
 
 /** The state the failure path receives: `$.failure` from a timeout Pass, or `$.error` from a Catch. */
@@ -431,6 +524,7 @@ const REASON_BY_ERROR: Record<string, FailureReason> = {
   NotManagedByKueueError: 'NotManagedByKueue',
   PodStartFailedError: 'TrainingFailed',
   UnschedulableError: 'Unschedulable',
+  InfrastructureFailureError: 'NodeLost',
   JobVanishedError: 'JobVanished',
   AdmissionDeactivatedError: 'AdmissionDeactivated',
   AdmissionStalledError: 'AdmissionStalled',
@@ -451,7 +545,12 @@ const REASON_BY_ERROR: Record<string, FailureReason> = {
 };
 
 /** Errors sent by SendTaskFailure whose cause names the precise reason (e.g. `ImagePullFailed`). */
-const REASON_FROM_CAUSE = new Set(['TrainingFailedError', 'PodStartFailedError', 'UnschedulableError']);
+const REASON_FROM_CAUSE = new Set([
+  'TrainingFailedError',
+  'PodStartFailedError',
+  'UnschedulableError',
+  'InfrastructureFailureError',
+]);
 
 /** Turn the failure path's state into the reason and message the run record shows. */
 export function failureOf(state: FailedState): { reason: string; message: string } {

@@ -69,6 +69,10 @@ export const LIMITS = {
   minDeadlineSeconds: 60,
   maxAdmissionDeadlineSeconds: 7 * 24 * 3600,
   maxRunDeadlineSeconds: 30 * 24 * 3600,
+  /** New attempts after infrastructure failures (retry.infrastructure). */
+  maxInfrastructureRetries: 10,
+  /** New attempts after failures of the training code (retry.onTrainingFailure). */
+  maxTrainingFailureRetries: 3,
 } as const;
 
 export const DEFAULTS = {
@@ -77,6 +81,8 @@ export const DEFAULTS = {
   runDeadlineSeconds: 24 * 3600,
   runtimeKind: 'ClusterTrainingRuntime',
   target: 'auto',
+  infrastructureRetries: 3,
+  trainingFailureRetries: 0,
 } as const;
 
 /** Which job API a run targets. `auto` picks Trainer v2 when the cluster serves it. */

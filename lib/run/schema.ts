@@ -323,6 +323,45 @@ export const RunRequestSchema = z
       ),
       'Seconds the job may run once admitted before the run fails DeadlineExceeded (default 86400)',
     ),
+    retry: z.described(
+      z.optional(
+        z.strictObject({
+          infrastructure: z.described(
+            z._default(
+              z
+                .number()
+                .check(
+                  z.int('retry.infrastructure must be a whole number'),
+                  z.gte(0, 'retry.infrastructure must not be negative'),
+                  z.lte(
+                    LIMITS.maxInfrastructureRetries,
+                    `retry.infrastructure must be at most ${LIMITS.maxInfrastructureRetries}`,
+                  ),
+                ),
+              DEFAULTS.infrastructureRetries,
+            ),
+            `New attempts after infrastructure failures (node lost, eviction, preemption without requeue, unschedulable): 0..${LIMITS.maxInfrastructureRetries}, default ${DEFAULTS.infrastructureRetries}`,
+          ),
+          onTrainingFailure: z.described(
+            z._default(
+              z
+                .number()
+                .check(
+                  z.int('retry.onTrainingFailure must be a whole number'),
+                  z.gte(0, 'retry.onTrainingFailure must not be negative'),
+                  z.lte(
+                    LIMITS.maxTrainingFailureRetries,
+                    `retry.onTrainingFailure must be at most ${LIMITS.maxTrainingFailureRetries}`,
+                  ),
+                ),
+              DEFAULTS.trainingFailureRetries,
+            ),
+            `New attempts after the training code failed (a non-zero exit): 0..${LIMITS.maxTrainingFailureRetries}, default ${DEFAULTS.trainingFailureRetries}`,
+          ),
+        }),
+      ),
+      `Attempt budgets: each new attempt is a new job of the same run, with the same GANTRY_CHECKPOINT_URI (default: ${DEFAULTS.infrastructureRetries} after infrastructure failures, none after code failures)`,
+    ),
     labels: z.described(
       z.optional(
         z

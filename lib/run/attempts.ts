@@ -1,0 +1,131 @@
+import { DEFAULTS } from './limits.ts';
+import { type FailureReason, isInfrastructureFailure, type RunPhase } from './phases.ts';
+import type { RunRequest } from './schema.ts';
+
+/**
+ * Attempts of a run: when its job fails because of the infrastructure (lib/run/phases.ts
+ * INFRASTRUCTURE_REASONS) — or because of its code, when the request asks — the run starts a new
+ * job, `<job name>-a<N>`, with the same run id and checkpoint URI, within the request's `retry`
+ * budgets. Pure: the NextAttempt step and the run view use these.
+ */
+
+/** One attempt as the run record keeps it. */
+export interface AttemptRecord {
+  /** 1, 2, … */
+  attempt: number;
+  jobName: string;
+  /** When its job was created. */
+  startedAt: string;
+  /** When it ended (its job failed and was deleted); absent for the current attempt. */
+  endedAt?: string;
+  /** Why it ended: a FailureReason (`NodeLost`, `Evicted`, `Preempted`, `TrainingFailed`, …). */
+  cause?: FailureReason | (string & {});
+  message?: string;
+  /** GPU-hours its job ran (admitted, Running), fixed when it ended. */
+  gpuHours?: number;
+  /** The part of them lost: all of an attempt that ended in an infrastructure failure. */
+  gpuHoursLost?: number;
+}
+
+/** The job of attempt `n`: the run's job name for the first, `<name>-a<n>` after it. */
+export function attemptJobName(base: string, n: number | undefined): string {
+  return n === undefined || n <= 1 ? base : `${base}-a${n}`;
+}
+
+export interface RetryBudget {
+  infrastructure: number;
+  onTrainingFailure: number;
+}
+
+export function retryBudget(request: Pick<RunRequest, 'retry'>): RetryBudget {
+  return {
+    infrastructure: request.retry?.infrastructure ?? DEFAULTS.infrastructureRetries,
+    onTrainingFailure: request.retry?.onTrainingFailure ?? DEFAULTS.trainingFailureRetries,
+  };
+}
+
+/** Whether a failure of this reason may start another attempt at all (the budget decides how many). */
+export function isRetriable(reason: string): boolean {
+  return isInfrastructureFailure(reason) || reason === 'TrainingFailed';
+}
+
+export type NextAttemptDecision =
+  | { kind: 'retry'; attempt: number }
+  | { kind: 'fail'; reason: string; message: string };
+
+/**
+ * After attempt `ended` failed with `reason`: the next attempt, or the run's failure when the
+ * budget of that kind of failure is spent (infrastructure and code failures count apart).
+ * `previous` are the attempts that ended before, with their causes.
+ */
+export function nextAttempt(
+  ended: number,
+  reason: string,
+  message: string,
+  previous: readonly Pick<AttemptRecord, 'cause'>[],
+  budget: RetryBudget,
+): NextAttemptDecision {
+  const infrastructure = isInfrastructureFailure(reason);
+  if (!infrastructure && reason !== 'TrainingFailed') return { kind: 'fail', reason, message };
+  const used = previous.filter((a) =>
+    infrastructure ? isInfrastructureFailure(a.cause) : a.cause === 'TrainingFailed',
+  ).length;
+  const allowed = infrastructure ? budget.infrastructure : budget.onTrainingFailure;
+  if (used >= allowed) {
+    const kind = infrastructure ? 'retry.infrastructure' : 'retry.onTrainingFailure';
+    return {
+      kind: 'fail',
+      reason,
+      message:
+        allowed === 0 && !infrastructure
+          ? message
+          : `${message} (attempt ${ended}; ${kind} budget of ${allowed} spent)`,
+    };
+  }
+  return { kind: 'retry', attempt: ended + 1 };
+}
+
+/** GPUs of the job: numNodes × GPUs per node (0 when it asks for none). */
+export function jobGpus(request: Pick<RunRequest, 'numNodes' | 'resourcesPerNode'>): number {
+  return request.numNodes * (request.resourcesPerNode?.gpu ?? 0);
+}
+
+/**
+ * Hours the run was `Running` between `from` and `to` (ISO), from its transitions: an admitted job
+ * that Kueue preempted and re-queued does not count while it waits.
+ */
+export function runningHours(
+  transitions: ReadonlyArray<{ phase: RunPhase; at: string }>,
+  from: string,
+  to: string,
+): number {
+  const start = Date.parse(from);
+  const end = Date.parse(to);
+  if (!(end > start)) return 0;
+  let ms = 0;
+  let since: number | undefined;
+  for (const t of transitions) {
+    const at = Math.min(Math.max(Date.parse(t.at), start), end);
+    if (t.phase === 'Running') since ??= at;
+    else if (since !== undefined) {
+      ms += at - since;
+      since = undefined;
+    }
+  }
+  if (since !== undefined) ms += end - since;
+  return ms / 3_600_000;
+}
+
+/** GPU-hours of an attempt with these bounds, rounded to 1/1000. */
+export function attemptGpuHours(
+  transitions: ReadonlyArray<{ phase: RunPhase; at: string }>,
+  gpus: number,
+  from: string,
+  to: string,
+): number {
+  return round3(gpus * runningHours(transitions, from, to));
+}
+
+export function round3(n: number): number {
+  return Math.round(n * 1000) / 1000;
+}
