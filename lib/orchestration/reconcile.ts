@@ -377,7 +377,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
       if (!delivered) log({ level: 'INFO', msg: 'cleared a stale task token', runId, stage });
     }
     if (runId) {
-      const progress = progressChange(runId, view, health);
+      const progress = progressChange(runId, job.metadata.name, view, health);
       if (progress?.change.reason === PREEMPTED) {
         progress.onPreempted = () => note(cluster, gateway, job, preemptionNote(runId, view.message), opts);
       }
@@ -393,6 +393,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
    */
   function progressChange(
     runId: string,
+    jobName: string,
     view: JobView,
     health: PodHealth | undefined,
   ): PendingRecord | undefined {
@@ -417,7 +418,8 @@ export function makeReconciler(deps: ReconcilerDeps) {
     if (view.progress) change.progress = view.progress;
     if (view.metrics) change.metrics = view.metrics;
     if (Object.keys(change).length === 0) return undefined;
-    const digest = JSON.stringify(change);
+    // Per job: a run's next attempt (a new job) may say what its last attempt said (Running).
+    const digest = `${jobName} ${JSON.stringify(change)}`;
     if (recorded.get(runId) === digest) return undefined;
     return { runId, change, digest };
   }

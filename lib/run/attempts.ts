@@ -116,16 +116,16 @@ export function runningHours(
   return ms / 3_600_000;
 }
 
-/** GPU-hours of an attempt with these bounds, rounded to 1/1000. */
+/** GPU-hours of an attempt with these bounds, rounded to 10⁻⁶ (a GPU-hour is 3,600 GPU-seconds). */
 export function attemptGpuHours(
   transitions: ReadonlyArray<{ phase: RunPhase; at: string }>,
   gpus: number,
   from: string,
   to: string,
 ): number {
-  return round3(gpus * runningHours(transitions, from, to));
+  return round6(gpus * runningHours(transitions, from, to));
 }
 
-export function round3(n: number): number {
-  return Math.round(n * 1000) / 1000;
+export function round6(n: number): number {
+  return Math.round(n * 1e6) / 1e6;
 }

@@ -74,6 +74,21 @@ const obj = (v: unknown): Json => (isObj(v) ? v : {});
 const meta = (o: Json): Json => obj(o.metadata);
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
+/** What `disruptJob` does to a running job (see there). */
+export type Disruption = 'node-lost' | 'preempted' | 'evicted';
+
+/**
+ * What holds a disrupted pod Terminating in the simulator: on a lost node the kubelet never confirms
+ * the deletion; elsewhere the container has its grace period to stop.
+ */
+const DISRUPTION_FINALIZER = {
+  nodeLost: 'sim.gantry.dev/node-unreachable',
+  grace: 'sim.gantry.dev/termination-grace',
+} as const;
+
+/** terminationGracePeriodSeconds' default (30 s). */
+const TERMINATION_GRACE_MS = 30_000;
+
 export const SIM_ANNOTATIONS = {
   /** Simulated seconds of training once the gang runs (default 60). */
   duration: 'sim.gantry.dev/duration-seconds',
@@ -186,7 +201,10 @@ interface SimJob {
   /** CrashLoopBackOff: sim ms of the next container restart. */
   nextCrashAt: number | undefined;
   /** Progress (0–1) and cause when the run finished: what its pods' logs end with. */
-  ended?: { progress: number; why: 'Succeeded' | 'Injected' | 'DeadlineExceeded' | 'UploadFailed' };
+  ended?: {
+    progress: number;
+    why: 'Succeeded' | 'Injected' | 'DeadlineExceeded' | 'UploadFailed' | 'Disrupted';
+  };
 }
 
 export interface ControllerStats {
@@ -628,7 +646,12 @@ export class Controllers {
           : 'none';
     const container = trainerContainer(this.api, def, job);
     const hp = parseHyperparameters(container.args, container.env);
-    const failPct = numAnnotation(job, SIM_ANNOTATIONS.failAtPercent);
+    // The simulated training code crashes at this progress: the job's annotation, or the env the
+    // run request gave its trainer (SIM_FAIL_AT_PERCENT), so a request through the API can ask for it.
+    const envFail = Number(container.env.SIM_FAIL_AT_PERCENT ?? Number.NaN);
+    const failPct =
+      numAnnotation(job, SIM_ANNOTATIONS.failAtPercent) ??
+      (Number.isFinite(envFail) && envFail >= 0 ? envFail : undefined);
     const createdAt = this.vt;
     const j: SimJob = {
       uid,
@@ -681,6 +704,9 @@ export class Controllers {
   private onJobDeleted(uid: string): void {
     const j = this.jobs.get(uid);
     if (!j) return;
+    // Pods left Terminating on a lost node go once their job is gone (the node object is deleted by
+    // then, and the pod garbage collector force-deletes pods bound to a node that does not exist).
+    this.pods.release(this.owner(j), DISRUPTION_FINALIZER.nodeLost);
     this.jobs.delete(uid);
     this.pods.forget(uid);
     this.markDirty();
@@ -1075,7 +1101,7 @@ export class Controllers {
   private finish(
     j: SimJob,
     ok: boolean,
-    why: 'Succeeded' | 'Injected' | 'DeadlineExceeded' | 'UploadFailed',
+    why: 'Succeeded' | 'Injected' | 'DeadlineExceeded' | 'UploadFailed' | 'Disrupted',
   ): void {
     j.ended = { progress: this.progressOf(j), why };
     j.state = 'finished';
@@ -2126,6 +2152,64 @@ export class Controllers {
       const wl = this.workloadOf(j);
       if (!wl || isTrue(wl, 'Finished') || obj(wl.spec).active === false) return false;
       this.deactivate(wl);
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * Admin: disrupt a running TrainJob's pods so that the job fails, as a JobSet whose Job has
+   * `backoffLimit: 0` fails on its first failed pod (a deleted pod counts as failed at once:
+   * kube-controller-manager `pkg/controller/job` isPodFailed):
+   * - `node-lost`: the node under its first pod stops answering; the taint manager deletes the pods
+   *   there (DisruptionTarget `DeletionByTaintManager`) and they stay Terminating while the job exists;
+   * - `preempted`: the scheduler preempts its pods for a higher-priority gang (DisruptionTarget
+   *   `PreemptionByScheduler`; no Kueue to requeue it), Terminating for their 30 s grace period;
+   * - `evicted`: a drain or a spot interruption handler evicts them (DisruptionTarget
+   *   `EvictionByEvictionAPI`), likewise.
+   * False when the job is not running (or is a Training Operator v1 job, whose operator recreates
+   * deleted pods instead).
+   */
+  disruptJob(ns: string, name: string, cause: Disruption, plural?: string): boolean {
+    for (const j of this.jobs.values()) {
+      if (j.ns !== ns || j.name !== name || (plural && j.def.plural !== plural)) continue;
+      if (j.def.kind !== 'TrainJob' || (j.state !== 'running' && j.state !== 'finishing')) return false;
+      const owner = this.owner(j);
+      const pods = this.pods.of(owner).filter((p) => !meta(p).deletionTimestamp);
+      const node = String(obj(pods[0]?.spec).nodeName ?? '');
+      if (pods.length === 0 || node === '') return false;
+      let hit: string[];
+      if (cause === 'node-lost') {
+        hit = this.pods.disrupt(
+          owner,
+          (p) => obj(p.spec).nodeName === node,
+          { reason: 'DeletionByTaintManager', message: 'Taint manager: deleting due to NoExecute taint' },
+          DISRUPTION_FINALIZER.nodeLost,
+        );
+      } else {
+        hit = this.pods.disrupt(
+          owner,
+          () => true,
+          cause === 'preempted'
+            ? {
+                reason: 'PreemptionByScheduler',
+                message: `${this.o.gang === 'coscheduling' ? 'coscheduling' : 'default-scheduler'}: preempting to accommodate a higher priority pod`,
+              }
+            : { reason: 'EvictionByEvictionAPI', message: 'Eviction API: evicting' },
+          DISRUPTION_FINALIZER.grace,
+        );
+        this.scheduleAt(this.vt + TERMINATION_GRACE_MS, () =>
+          this.pods.release(owner, DISRUPTION_FINALIZER.grace),
+        );
+      }
+      if (hit.length === 0) return false;
+      this.event(
+        j,
+        'Warning',
+        cause === 'node-lost' ? 'NodeNotReady' : cause === 'preempted' ? 'Preempted' : 'Evicted',
+        `pods ${hit.join(', ')}${cause === 'node-lost' ? ` on node ${node}` : ''} were disrupted (${cause})`,
+      );
+      this.finish(j, false, 'Disrupted');
       return true;
     }
     return false;

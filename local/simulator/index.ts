@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { ApiServer } from './apiserver.ts';
 import { createClock, type SimClock } from './clock.ts';
-import { type ControllerStats, Controllers, type QueueConfig } from './controller.ts';
+import { type ControllerStats, Controllers, type Disruption, type QueueConfig } from './controller.ts';
 import { type Gang, loadCrds } from './crds.ts';
 import { type Fault, HttpFront, type RequestStats } from './http.ts';
 import {
@@ -32,7 +32,7 @@ import { kueueWebhook, trainerWebhooks } from './webhooks.ts';
  */
 
 export { createClock, type SimClock } from './clock.ts';
-export type { QueueConfig } from './controller.ts';
+export type { Disruption, QueueConfig } from './controller.ts';
 export { SIM_ANNOTATIONS } from './controller.ts';
 export type { Gang } from './crds.ts';
 export type { Fault, RequestStats } from './http.ts';
@@ -155,6 +155,12 @@ export interface ClusterSimulator {
   preempt(namespace: string, name: string, plural?: string): Promise<boolean>;
   /** Deactivate a job's Workload as a person would (`spec.active=false`; Kueue evicts it `Deactivated`). */
   deactivate(namespace: string, name: string, plural?: string): Promise<boolean>;
+  /**
+   * Fail a running TrainJob by a disruption of its pods, as a real cluster would (controller.ts
+   * `disruptJob`): `node-lost` (taint manager), `preempted` (scheduler preemption, no requeue) or
+   * `evicted` (drain / spot interruption). False when the job is not running.
+   */
+  disrupt(namespace: string, name: string, cause: Disruption, plural?: string): Promise<boolean>;
   /** Move simulated time forward and process what became due. */
   advance(seconds: number): Promise<void>;
   /** Process what is due now and wait for in-flight output uploads. */
@@ -300,6 +306,19 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
         ),
       };
     }
+    if (method === 'POST' && path === '/disrupt') {
+      const x = b(body);
+      const cause = String(x.cause ?? 'node-lost');
+      if (cause !== 'node-lost' && cause !== 'preempted' && cause !== 'evicted') return { disrupted: false };
+      return {
+        disrupted: await disrupt(
+          String(x.namespace ?? 'default'),
+          String(x.name ?? ''),
+          cause,
+          typeof x.plural === 'string' ? x.plural : undefined,
+        ),
+      };
+    }
     if (method === 'POST' && path === '/deactivate') {
       const x = b(body);
       return {
@@ -360,6 +379,17 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
       done = controllers.preemptJob(ns, name, plural);
     });
     controllers.tick();
+    return done;
+  }
+
+  async function disrupt(ns: string, name: string, cause: Disruption, plural?: string): Promise<boolean> {
+    await settle();
+    let done = false;
+    controllers.enqueue(() => {
+      done = controllers.disruptJob(ns, name, cause, plural);
+    });
+    controllers.tick();
+    await settle();
     return done;
   }
 
@@ -430,6 +460,7 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     clearFaults: () => front.clearFaults(),
     preempt,
     deactivate,
+    disrupt,
     advance,
     settle,
     now: () => new Date(clock.now()),
