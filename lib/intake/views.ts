@@ -1,3 +1,4 @@
+import { attemptsOf } from '../run/attempts.ts';
 import type { RunRecord } from '../run/record.ts';
 import { type SweepRecord, trialBudget } from '../sweep/record.ts';
 import type { RunSummary, RunView, SubmitResponse, SweepSummary, SweepView } from './view-schemas.ts';
@@ -31,14 +32,19 @@ export function toRunSummary(record: RunRecord): RunSummary {
   };
 }
 
-export function toRunView(record: RunRecord): RunView {
+/** The run as GET /v1/runs/{id} shows it; `now` counts the GPU-hours of an attempt still running. */
+export function toRunView(record: RunRecord, now: Date = new Date()): RunView {
   const { spec } = record;
+  const { attempts, gpuHours } = attemptsOf(record, now);
   return {
     ...toRunSummary(record),
     ...(record.message !== undefined ? { message: record.message } : {}),
     cluster: spec.cluster,
     namespace: spec.namespace,
     outputUri: spec.outputUri,
+    ...(spec.checkpointUri ? { checkpointUri: spec.checkpointUri } : {}),
+    attempts,
+    gpuHours,
     ...(spec.trial ? { trial: spec.trial } : {}),
     ...(record.job ? { job: record.job } : {}),
     ...(record.admission ? { admission: record.admission } : {}),

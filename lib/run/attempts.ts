@@ -129,3 +129,76 @@ export function attemptGpuHours(
 export function round6(n: number): number {
   return Math.round(n * 1e6) / 1e6;
 }
+
+/** An attempt as the run view shows it. */
+export interface AttemptView {
+  attempt: number;
+  jobName: string;
+  cause?: string;
+  message?: string;
+  startedAt: string;
+  endedAt?: string;
+  gpuHours: number;
+  gpuHoursLost: number;
+}
+
+/**
+ * The run's attempts with their GPU-hours (`now` for the one still running), and the sums:
+ * `used` all GPU-hours its jobs ran, `lost` those of attempts that ended in an infrastructure
+ * failure — all of each such attempt: how much work a checkpoint saved is the training code's
+ * business, so Gantry cannot tell and counts the whole attempt. A record from before attempts has
+ * one attempt, its job's. The last attempt of an ended run ends with the run.
+ */
+export function attemptsOf(
+  record: {
+    phase: RunPhase;
+    reason?: string;
+    createdAt: string;
+    job?: { name: string };
+    attempts?: AttemptRecord[];
+    transitions: ReadonlyArray<{ phase: RunPhase; at: string }>;
+    spec: { request: Pick<RunRequest, 'numNodes' | 'resourcesPerNode'> };
+  },
+  now: Date,
+): { attempts: AttemptView[]; gpuHours: { used: number; lost: number } } {
+  const stored: AttemptRecord[] =
+    record.attempts && record.attempts.length > 0
+      ? record.attempts
+      : record.job
+        ? [
+            {
+              attempt: 1,
+              jobName: record.job.name,
+              startedAt: record.transitions.find((t) => t.phase === 'Pending')?.at ?? record.createdAt,
+            },
+          ]
+        : [];
+  const ended = ['Succeeded', 'Failed', 'Cancelled'].includes(record.phase);
+  const last = record.transitions.at(-1)?.at ?? now.toISOString();
+  const gpus = jobGpus(record.spec.request);
+  const attempts = stored.map((a, i): AttemptView => {
+    const isLast = i === stored.length - 1;
+    const endedAt = a.endedAt ?? (ended && isLast ? last : undefined);
+    const cause = a.cause ?? (isLast && record.phase === 'Failed' ? record.reason : undefined);
+    const gpuHours =
+      a.gpuHours ?? attemptGpuHours(record.transitions, gpus, a.startedAt, endedAt ?? now.toISOString());
+    const gpuHoursLost = a.gpuHoursLost ?? (isInfrastructureFailure(cause) ? gpuHours : 0);
+    return {
+      attempt: a.attempt,
+      jobName: a.jobName,
+      ...(cause !== undefined ? { cause } : {}),
+      ...(a.message !== undefined ? { message: a.message } : {}),
+      startedAt: a.startedAt,
+      ...(endedAt !== undefined ? { endedAt } : {}),
+      gpuHours,
+      gpuHoursLost,
+    };
+  });
+  return {
+    attempts,
+    gpuHours: {
+      used: round6(attempts.reduce((n, a) => n + a.gpuHours, 0)),
+      lost: round6(attempts.reduce((n, a) => n + a.gpuHoursLost, 0)),
+    },
+  };
+}
