@@ -80,6 +80,8 @@ export const RunViewSchema = z.extend(RunSummarySchema, {
           z.number(),
           'GPU-hours lost: all of an attempt that ended in an infrastructure failure (work since its last checkpoint cannot be known)',
         ),
+        numNodes: z.described(z.optional(z.number()), 'Nodes the attempt asked for (elastic fallback)'),
+        queue: z.described(z.optional(z.string()), 'The queue the attempt asked on (elastic fallback)'),
       }),
     ),
     'The attempts of the run, oldest first (empty before its first job is created)',

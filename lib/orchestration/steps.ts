@@ -24,11 +24,15 @@ import {
 import type { CallOptions, Clock, ClusterGateway, ObjectStore, WorkflowEngine } from '../ports.ts';
 import {
   type AttemptRecord,
+  admissionPlan,
   attemptGpuHours,
   attemptJobName,
   nextAttempt as decideNextAttempt,
   jobGpus,
+  nextShape,
   retryBudget,
+  type Shape,
+  stepAdmissionDeadline,
 } from '../run/attempts.ts';
 import { type FailureReason, isInfrastructureFailure, isTerminal } from '../run/phases.ts';
 import type { RunRecord } from '../run/record.ts';
@@ -49,7 +53,7 @@ import {
 } from '../trainjob/pod-health.ts';
 import { toRunPhase } from '../trainjob/status.ts';
 import { decide, failureCause, type Stage } from './decide.ts';
-import { isPast, type JobRef, refreshRef } from './job-ref.ts';
+import { isPast, type JobRef, refreshRef, secondsUntil } from './job-ref.ts';
 
 export interface StepDeps {
   /** The gateway of a named cluster (built lazily: the Kubernetes client loads on first use). */
@@ -127,7 +131,22 @@ export function makeSteps(deps: StepDeps) {
     bucket: deps.modelsBucket,
   });
 
-  async function createJob({ run }: RunInput, opts?: CallOptions): Promise<JobRef> {
+  async function createJob({ run: input }: RunInput, opts?: CallOptions): Promise<JobRef> {
+    // The shape this attempt asks for: the request's, or a step of its elastic fallback.
+    const plan = admissionPlan(input.request);
+    const step = Math.min(input.fallback?.step ?? 0, plan.length - 1);
+    const asked = plan[step] as Shape;
+    const run: RunSpec =
+      step === 0
+        ? input
+        : {
+            ...input,
+            request: {
+              ...input.request,
+              numNodes: asked.numNodes,
+              ...(asked.queue !== undefined ? { queue: asked.queue } : {}),
+            },
+          };
     // An execution's input is trusted only as far as the configuration allows it now.
     deps.authorize?.(run);
     const record = await records.update(run.runId, { phase: 'Submitting' }, opts);
@@ -163,8 +182,12 @@ export function makeSteps(deps: StepDeps) {
       gang = runtimeGangGate(runtime);
     }
     const now = clock.now();
-    const admissionDeadlineAt = new Date(
-      now.getTime() + run.request.admissionDeadlineSeconds * 1000,
+    // The admission deadline bounds the whole search of an elastic fallback; each step gets a share.
+    const searchDeadline = input.fallback?.searchDeadlineAt
+      ? new Date(input.fallback.searchDeadlineAt)
+      : new Date(now.getTime() + run.request.admissionDeadlineSeconds * 1000);
+    const admissionDeadlineAt = (
+      plan.length > 1 ? stepAdmissionDeadline(searchDeadline, now, plan.length - step) : searchDeadline
     ).toISOString();
     // Attempt N ≥ 2 (after NextAttempt) is a job of its own, `<name>-a<N>`: same run id label and URIs.
     const attempt = run.attempt ?? 1;
@@ -189,7 +212,14 @@ export function makeSteps(deps: StepDeps) {
           namespace: run.namespace,
           name: jobName,
         },
-        attempt: { attempt, jobName, startedAt: now.toISOString() },
+        attempt: {
+          attempt,
+          jobName,
+          startedAt: now.toISOString(),
+          ...(plan.length > 1
+            ? { numNodes: asked.numNodes, ...(asked.queue !== undefined ? { queue: asked.queue } : {}) }
+            : {}),
+        },
       },
       opts,
     );
@@ -202,7 +232,8 @@ export function makeSteps(deps: StepDeps) {
       ...(created.metadata.uid ? { uid: created.metadata.uid } : {}),
       status: 'pending',
       admissionDeadlineAt,
-      admissionTimeoutSeconds: run.request.admissionDeadlineSeconds,
+      admissionTimeoutSeconds: secondsUntil(admissionDeadlineAt, now),
+      ...(plan.length > 1 ? { admissionSearchDeadlineAt: searchDeadline.toISOString() } : {}),
       runTimeoutSeconds: run.request.runDeadlineSeconds,
     };
   }
@@ -395,7 +426,19 @@ export function makeSteps(deps: StepDeps) {
       gpuHoursLost: isInfrastructureFailure(reason) ? gpuHours : 0,
     };
     const previous = (record.attempts ?? []).filter((a) => a.attempt < ended);
-    const decision = decideNextAttempt(ended, reason, message, previous, retryBudget(run.request));
+    const step = run.fallback?.step ?? 0;
+    const searchDeadlineAt = state.job?.admissionSearchDeadlineAt;
+    // Not admitted in time: the elastic fallback's next shape, while the run's admission deadline allows.
+    const decision =
+      reason === 'AdmissionTimeout'
+        ? nextShape(
+            ended,
+            step,
+            admissionPlan(run.request),
+            message,
+            searchDeadlineAt === undefined || isPast(searchDeadlineAt, now),
+          )
+        : decideNextAttempt(ended, reason, message, previous, retryBudget(run.request));
     if (state.job) {
       // The failed job goes now: it holds no GPUs, but its name and Kueue Workload must not linger.
       await (await deps.gateway(state.job.cluster))
@@ -407,6 +450,7 @@ export function makeSteps(deps: StepDeps) {
     if (decision.kind === 'fail') {
       await records.update(run.runId, { attempt: endedAttempt }, opts);
       const cause = JSON.stringify({ reason: decision.reason, message: decision.message });
+      if (decision.reason === 'AdmissionTimeout') throw new AdmissionTimeoutError(decision.message);
       throw isInfrastructureFailure(decision.reason)
         ? new InfrastructureFailureError(cause, { reason: decision.reason })
         : new TrainingFailedError(cause);
@@ -422,7 +466,15 @@ export function makeSteps(deps: StepDeps) {
       opts,
     );
     deps.log?.({ level: 'INFO', msg: 'next attempt', runId: run.runId, attempt: decision.attempt, reason });
-    return { run: { ...run, attempt: decision.attempt } };
+    // An infrastructure failure keeps the shape that was admitted, with a fresh admission deadline.
+    const fallback =
+      decision.step !== undefined
+        ? { step: decision.step, ...(searchDeadlineAt ? { searchDeadlineAt } : {}) }
+        : run.fallback
+          ? { step: run.fallback.step }
+          : undefined;
+    const { fallback: _old, ...rest } = run;
+    return { run: { ...rest, attempt: decision.attempt, ...(fallback ? { fallback } : {}) } };
   }
 
   async function recordOutcome(
@@ -525,6 +577,8 @@ const REASON_BY_ERROR: Record<string, FailureReason> = {
   PodStartFailedError: 'TrainingFailed',
   UnschedulableError: 'Unschedulable',
   InfrastructureFailureError: 'NodeLost',
+  // Only NextAttempt sees it: AwaitAdmission's own timeout (AwaitCompletion's goes to RunDeadlineExceeded).
+  'States.Timeout': 'AdmissionTimeout',
   JobVanishedError: 'JobVanished',
   AdmissionDeactivatedError: 'AdmissionDeactivated',
   AdmissionStalledError: 'AdmissionStalled',
@@ -557,7 +611,7 @@ export function failureOf(state: FailedState): { reason: string; message: string
   if (state.failure) return state.failure;
   const error = state.error?.Error ?? 'InternalError';
   const cause = state.error?.Cause ?? '';
-  let message = cause;
+  let message = error === 'States.Timeout' ? 'the job was not admitted before the admission deadline' : cause;
   let reason: string = REASON_BY_ERROR[error] ?? 'InternalError';
   // Errors sent by SendTaskFailure carry {reason, message} as JSON; thrown errors carry
   // {errorMessage} (Lambda's error shape) or plain text.

@@ -25,6 +25,46 @@ export interface AttemptRecord {
   gpuHours?: number;
   /** The part of them lost: all of an attempt that ended in an infrastructure failure. */
   gpuHoursLost?: number;
+  /** What the attempt asked for, when an elastic fallback changed it (fewer nodes, another queue). */
+  numNodes?: number;
+  queue?: string;
+}
+
+/** One step of an elastic fallback: the size and the queue an attempt asks for. */
+export interface Shape {
+  numNodes: number;
+  queue?: string;
+}
+
+/**
+ * The shapes an admission search tries, in order: the request's, then half the nodes each time
+ * down to `minNodes`, on `queue`; then the same on each of `fallbackQueues`. One shape when the
+ * request asks for no fallback.
+ */
+export function admissionPlan(
+  request: Pick<RunRequest, 'numNodes' | 'minNodes' | 'queue' | 'fallbackQueues'>,
+): Shape[] {
+  const min = Math.min(request.minNodes ?? request.numNodes, request.numNodes);
+  const queues: Array<string | undefined> = [request.queue, ...(request.fallbackQueues ?? [])];
+  const plan: Shape[] = [];
+  for (const queue of queues) {
+    for (let n = request.numNodes; ; n = Math.max(min, Math.floor(n / 2))) {
+      plan.push({ numNodes: n, ...(queue !== undefined ? { queue } : {}) });
+      if (n <= min) break;
+    }
+  }
+  return plan;
+}
+
+/**
+ * The admission deadline of one step of the search: the search's deadline shared evenly among the
+ * steps left (at least 60 s each, never past the search's deadline), so the last step gets what
+ * remains and the whole search ends by the run's admission deadline.
+ */
+export function stepAdmissionDeadline(searchDeadline: Date, now: Date, stepsLeft: number): Date {
+  const left = searchDeadline.getTime() - now.getTime();
+  const share = Math.max(60_000, Math.floor(left / Math.max(1, stepsLeft)));
+  return new Date(Math.min(searchDeadline.getTime(), now.getTime() + share));
 }
 
 /** The job of attempt `n`: the run's job name for the first, `<name>-a<n>` after it. */
@@ -50,8 +90,36 @@ export function isRetriable(reason: string): boolean {
 }
 
 export type NextAttemptDecision =
-  | { kind: 'retry'; attempt: number }
+  | { kind: 'retry'; attempt: number; step?: number }
   | { kind: 'fail'; reason: string; message: string };
+
+/**
+ * After attempt `ended` (shape `step` of `plan`) was not admitted in its share of the admission
+ * deadline: the next shape of the elastic fallback while the search's deadline allows, else the
+ * run fails AdmissionTimeout.
+ */
+export function nextShape(
+  ended: number,
+  step: number,
+  plan: readonly Shape[],
+  message: string,
+  searchDeadlinePassed: boolean,
+): NextAttemptDecision {
+  if (step + 1 < plan.length && !searchDeadlinePassed) {
+    return { kind: 'retry', attempt: ended + 1, step: step + 1 };
+  }
+  const tried = plan
+    .slice(0, step + 1)
+    .map((s) => `${s.numNodes} node${s.numNodes === 1 ? '' : 's'}${s.queue ? ` on ${s.queue}` : ''}`);
+  return {
+    kind: 'fail',
+    reason: 'AdmissionTimeout',
+    message:
+      plan.length > 1
+        ? `${message}; tried ${tried.join(', then ')} before the run's admission deadline`
+        : message,
+  };
+}
 
 /**
  * After attempt `ended` failed with `reason`: the next attempt, or the run's failure when the
@@ -140,6 +208,9 @@ export interface AttemptView {
   endedAt?: string;
   gpuHours: number;
   gpuHoursLost: number;
+  /** What an elastic fallback's attempt asked for. */
+  numNodes?: number;
+  queue?: string;
 }
 
 /**
@@ -192,6 +263,8 @@ export function attemptsOf(
       ...(endedAt !== undefined ? { endedAt } : {}),
       gpuHours,
       gpuHoursLost,
+      ...(a.numNodes !== undefined ? { numNodes: a.numNodes } : {}),
+      ...(a.queue !== undefined ? { queue: a.queue } : {}),
     };
   });
   return {

@@ -73,6 +73,8 @@ export const LIMITS = {
   maxInfrastructureRetries: 10,
   /** New attempts after failures of the training code (retry.onTrainingFailure). */
   maxTrainingFailureRetries: 3,
+  /** Queues an elastic fallback may try after `queue`. */
+  maxFallbackQueues: 4,
 } as const;
 
 export const DEFAULTS = {

@@ -37,6 +37,12 @@ export interface RunSpec {
    * gets the job `<jobName>-a<N>` (lib/run/attempts.ts).
    */
   attempt?: number;
+  /**
+   * The elastic fallback's step (lib/run/attempts.ts admissionPlan) this attempt asks for, and the
+   * deadline of the whole admission search (ISO): set by NextAttempt after an admission timeout.
+   * Absent: the request's own shape, and an admission deadline from this attempt's creation.
+   */
+  fallback?: { step: number; searchDeadlineAt?: string };
   trial?: TrialRef;
   /** The data a data-trigger run trains on (lib/datatrigger): its lineage, recorded and published. */
   trigger?: DataTriggerRef;

@@ -151,6 +151,51 @@ describe('attempts: infrastructure failures start a new attempt of the same run'
     ]);
   }, 180_000);
 
+  it('elastic fallback: not admitted at 4 nodes within its share of the deadline, attempt 2 asks for minNodes and is admitted', async () => {
+    // Prepare: 4 nodes × 4 GPUs on the demo queue's 8 GPUs can never be admitted; 2 × 4 can.
+    const run = spec({
+      numNodes: 4,
+      minNodes: 2,
+      resourcesPerNode: { gpu: 4 },
+      admissionDeadlineSeconds: 1200,
+    });
+    // Act
+    const arn = await driver.start(run);
+    const execution = await driver.finished(arn, 120_000);
+    // Assess
+    const record = await driver.record(run.runId);
+    expect(execution.status).toBe('SUCCEEDED');
+    expect(record.attempts?.map((a) => [a.attempt, a.jobName, a.cause, a.numNodes])).toEqual([
+      [1, run.runId, 'AdmissionTimeout', 4],
+      [2, `${run.runId}-a2`, undefined, 2],
+    ]);
+    const second = await job(`${run.runId}-a2`);
+    if (second) expect(second.spec.trainer.numNodes).toBe(2);
+    // The first attempt had half of the 1200 s (shared between the two shapes), not all of it.
+    const first = record.attempts?.[0];
+    expect(Date.parse(first?.endedAt ?? '') - Date.parse(first?.startedAt ?? '')).toBeLessThan(15_000);
+  }, 180_000);
+
+  it('elastic fallback: the admission deadline bounds the whole search; the run fails AdmissionTimeout naming what it tried', async () => {
+    const run = spec({
+      numNodes: 8,
+      minNodes: 4,
+      resourcesPerNode: { gpu: 4 },
+      admissionDeadlineSeconds: 600,
+    });
+    const arn = await driver.start(run);
+    const execution = await driver.finished(arn, 120_000);
+    const record = await driver.record(run.runId);
+    expect(execution.status).toBe('FAILED');
+    expect(record.reason).toBe('AdmissionTimeout');
+    expect(record.message).toMatch(/tried 8 nodes on demo-queue, then 4 nodes on demo-queue/);
+    expect(record.attempts?.map((a) => [a.attempt, a.cause, a.numNodes])).toEqual([
+      [1, 'AdmissionTimeout', 8],
+      [2, 'AdmissionTimeout', 4],
+    ]);
+    expect(record.transitions.map((t) => t.phase)).not.toContain('Running');
+  }, 180_000);
+
   it('the infrastructure budget ends a run that keeps failing, with the infrastructure reason', async () => {
     const run = spec({ retry: { infrastructure: 1 } });
     const arn = await driver.start(run);
