@@ -1,11 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
+  admissionPlan,
   attemptJobName,
   attemptsOf,
   jobGpus,
   nextAttempt,
+  nextShape,
   retryBudget,
   runningHours,
+  stepAdmissionDeadline,
 } from '../../../lib/run/attempts.ts';
 import { INFRASTRUCTURE_REASONS, isInfrastructureFailure } from '../../../lib/run/phases.ts';
 import { applyChange, type RunRecord } from '../../../lib/run/record.ts';
@@ -293,5 +296,98 @@ describe('attempts on the run record and in the run view', () => {
       },
     ]);
     expect(attemptsOf(record({}), new Date(H(1)))).toEqual({ attempts: [], gpuHours: { used: 0, lost: 0 } });
+  });
+});
+
+describe('elastic fallback: the shapes of the admission search', () => {
+  it.each<
+    [string, { numNodes: number; minNodes?: number; queue?: string; fallbackQueues?: string[] }, string]
+  >([
+    ['no fallback', { numNodes: 8, queue: 'spot' }, '8@spot'],
+    ['halving down to minNodes', { numNodes: 8, minNodes: 2, queue: 'spot' }, '8@spot 4@spot 2@spot'],
+    [
+      'a minNodes between halvings is the last step',
+      { numNodes: 8, minNodes: 3, queue: 'spot' },
+      '8@spot 4@spot 3@spot',
+    ],
+    ['minNodes = numNodes', { numNodes: 4, minNodes: 4, queue: 'q' }, '4@q'],
+    ['down to 1', { numNodes: 5, minNodes: 1 }, '5@- 2@- 1@-'],
+    [
+      'then the same sizes on each fallback queue',
+      { numNodes: 4, minNodes: 2, queue: 'spot', fallbackQueues: ['on-demand'] },
+      '4@spot 2@spot 4@on-demand 2@on-demand',
+    ],
+    ['fallback queues alone', { numNodes: 4, queue: 'spot', fallbackQueues: ['a', 'b'] }, '4@spot 4@a 4@b'],
+  ])('%s', (_, request, plan) => {
+    expect(
+      admissionPlan(request)
+        .map((s) => `${s.numNodes}@${s.queue ?? '-'}`)
+        .join(' '),
+    ).toBe(plan);
+  });
+
+  it('shares what remains of the admission deadline evenly among the steps left (at least 60 s, never past it)', () => {
+    const now = new Date(H(0));
+    expect(stepAdmissionDeadline(new Date(H(1)), now, 4).toISOString()).toBe(H(0.25));
+    expect(stepAdmissionDeadline(new Date(H(1)), now, 1).toISOString()).toBe(H(1));
+    expect(stepAdmissionDeadline(new Date(Date.parse(H(0)) + 100_000), now, 4).getTime()).toBe(
+      Date.parse(H(0)) + 60_000,
+    );
+    expect(stepAdmissionDeadline(new Date(Date.parse(H(0)) + 30_000), now, 2).getTime()).toBe(
+      Date.parse(H(0)) + 30_000,
+    );
+  });
+
+  it('takes the next shape while the search deadline allows, and names what it tried when it ends', () => {
+    const plan = admissionPlan({ numNodes: 4, minNodes: 2, queue: 'spot', fallbackQueues: ['od'] });
+    expect(nextShape(1, 0, plan, 'not admitted', false)).toEqual({ kind: 'retry', attempt: 2, step: 1 });
+    expect(nextShape(1, 0, plan, 'not admitted', true)).toEqual({
+      kind: 'fail',
+      reason: 'AdmissionTimeout',
+      message: "not admitted; tried 4 nodes on spot before the run's admission deadline",
+    });
+    expect(nextShape(4, 3, plan, 'not admitted', false)).toMatchObject({
+      kind: 'fail',
+      message:
+        "not admitted; tried 4 nodes on spot, then 2 nodes on spot, then 4 nodes on od, then 2 nodes on od before the run's admission deadline",
+    });
+    expect(nextShape(1, 0, admissionPlan({ numNodes: 2 }), 'not admitted', false)).toEqual({
+      kind: 'fail',
+      reason: 'AdmissionTimeout',
+      message: 'not admitted',
+    });
+  });
+
+  it.each<[string, Record<string, unknown>, string | undefined]>([
+    ['minNodes ≤ numNodes', { numNodes: 4, minNodes: 2 }, undefined],
+    ['minNodes > numNodes', { numNodes: 2, minNodes: 4 }, 'minNodes: minNodes must be at most numNodes'],
+    ['minNodes 0', { numNodes: 2, minNodes: 0 }, 'minNodes: minNodes must be at least 1'],
+    ['fallbackQueues without queue', { fallbackQueues: ['b'] }, 'fallbackQueues: fallbackQueues needs queue'],
+    [
+      'fallbackQueues repeating queue',
+      { queue: 'a', fallbackQueues: ['a'] },
+      'fallbackQueues: fallbackQueues must not repeat queue',
+    ],
+    [
+      'fallbackQueues repeating itself',
+      { queue: 'a', fallbackQueues: ['b', 'b'] },
+      'fallbackQueues: fallbackQueues must not repeat a queue',
+    ],
+    [
+      'an MPIJob shrinks to 2 at least',
+      { target: 'MPIJob', numNodes: 4, minNodes: 1 },
+      'minNodes: an MPIJob needs minNodes ≥ 2 (launcher + workers)',
+    ],
+  ])('request: %s', (_, fields, issue) => {
+    const base = { modelName: 'm', team: 't', runtime: { name: 'torch-distributed' }, image: 'registry/x:1' };
+    const parsed = RunRequestSchema.safeParse({ ...base, ...fields });
+    if (issue === undefined) expect(parsed.success).toBe(true);
+    else {
+      expect(parsed.success).toBe(false);
+      const issues = parsed.success
+        ? []
+        : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+      expect(issues).toContain(issue);
+    }
   });
 });
