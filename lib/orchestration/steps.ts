@@ -439,21 +439,22 @@ export function makeSteps(deps: StepDeps) {
             searchDeadlineAt === undefined || isPast(searchDeadlineAt, now),
           )
         : decideNextAttempt(ended, reason, message, previous, retryBudget(run.request));
-    if (state.job) {
-      // The failed job goes now: it holds no GPUs, but its name and Kueue Workload must not linger.
-      await (await deps.gateway(state.job.cluster))
-        .deleteJob(state.job.api, state.job.namespace, state.job.name, opts)
-        .catch((err: unknown) => {
-          if (!(err instanceof NotFoundError)) throw err;
-        });
-    }
     if (decision.kind === 'fail') {
+      // The run ends: Cleanup deletes the job (and the reconciler, should Cleanup not manage to).
       await records.update(run.runId, { attempt: endedAttempt }, opts);
       const cause = JSON.stringify({ reason: decision.reason, message: decision.message });
       if (decision.reason === 'AdmissionTimeout') throw new AdmissionTimeoutError(decision.message);
       throw isInfrastructureFailure(decision.reason)
         ? new InfrastructureFailureError(cause, { reason: decision.reason })
         : new TrainingFailedError(cause);
+    }
+    if (state.job) {
+      // The failed job goes before the next one is created: its pods, Workload or queue slot must not linger.
+      await (await deps.gateway(state.job.cluster))
+        .deleteJob(state.job.api, state.job.namespace, state.job.name, opts)
+        .catch((err: unknown) => {
+          if (!(err instanceof NotFoundError)) throw err;
+        });
     }
     await records.update(
       run.runId,
