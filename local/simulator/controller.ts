@@ -45,7 +45,7 @@ import {
   metricsAt,
   parseHyperparameters,
 } from './objective.ts';
-import { parseS3Uri, writeMetricObject, writeOutput } from './output.ts';
+import { parseS3Uri, readCheckpoint, writeCheckpoint, writeMetricObject, writeOutput } from './output.ts';
 import {
   crashLoopBackoffSeconds,
   jobsStatusFromPods,
@@ -149,6 +149,8 @@ export interface ControllerOptions {
   trainerStatus: boolean;
   /** The training code writes metric objects under its GANTRY_METRICS_URI (needs `s3`). */
   metricChannel: boolean;
+  /** The simulated training code saves its progress under GANTRY_CHECKPOINT_URI and resumes from it. */
+  checkpoints: boolean;
   /** Kueue release line: from 0.17 a TrainJob starts only through Kueue's runtime patch (Trainer v2.2+). */
   kueueVersion: KueueVersion;
   /** Kueue's waitForPodsReady; undefined = off (Kueue 0.16's default; 0.19 defaults it on). */
@@ -181,6 +183,9 @@ interface SimJob {
   accuracy: number;
   outputUri: string | undefined;
   metricsUri: string | undefined;
+  checkpointUri: string | undefined;
+  /** Progress (0–1) of the checkpoint the training code resumed from (a later attempt of its run). */
+  resumedFrom: number;
   state: 'waiting' | 'running' | 'finishing' | 'finished';
   /** Sim ms the current run's pods were created (admission or resume). */
   runStart: number | undefined;
@@ -540,11 +545,13 @@ export class Controllers {
   }
 
   private endAt(j: SimJob): number {
-    return this.readyAt(j) + j.durationMs;
+    return this.readyAt(j) + j.durationMs * (1 - j.resumedFrom);
   }
 
   private failAt(j: SimJob): number | undefined {
-    return j.failAtPct === undefined ? undefined : this.readyAt(j) + (j.durationMs * j.failAtPct) / 100;
+    return j.failAtPct === undefined
+      ? undefined
+      : this.readyAt(j) + j.durationMs * Math.max(0, j.failAtPct / 100 - j.resumedFrom);
   }
 
   private deadlineAt(j: SimJob): number | undefined {
@@ -676,6 +683,8 @@ export class Controllers {
       accuracy: finalAccuracy(hp),
       outputUri: container.env.GANTRY_OUTPUT_URI,
       metricsUri: container.env.GANTRY_METRICS_URI,
+      checkpointUri: container.env.GANTRY_CHECKPOINT_URI,
+      resumedFrom: 0,
       state: 'waiting',
       runStart: undefined,
       ready: false,
@@ -695,6 +704,7 @@ export class Controllers {
       nextCrashAt: undefined,
     };
     this.jobs.set(uid, j);
+    this.resumeFromCheckpoint(j);
     this.updatePeak();
     this.initialStatus(j, job);
     this.ensureGate(j);
@@ -870,6 +880,7 @@ export class Controllers {
     const phase = String(obj(pod.status).phase ?? '');
     const base = {
       pod: String(meta(pod).name),
+      ...(j.resumedFrom > 0 ? { resumedFrom: j.resumedFrom } : {}),
       rank,
       worldSize: Math.max(worldSize, rank + 1),
       image: String(c?.image ?? ''),
@@ -943,7 +954,11 @@ export class Controllers {
         'status',
       );
     }
-    if ((this.o.trainerStatus && j.def.kind === 'TrainJob') || this.reportsMetrics(j)) {
+    if (
+      (this.o.trainerStatus && j.def.kind === 'TrainJob') ||
+      this.reportsMetrics(j) ||
+      this.checkpointLocation(j)
+    ) {
       j.nextProgressAt = this.vt + this.progressInterval(j);
       void this.writeMetricLine(j, 0);
     }
@@ -967,8 +982,49 @@ export class Controllers {
   }
 
   private progressOf(j: SimJob): number {
-    if (!j.ready || j.runStart === undefined) return 0;
-    return Math.min(1, Math.max(0, (this.vt - this.readyAt(j)) / j.durationMs));
+    if (!j.ready || j.runStart === undefined) return j.resumedFrom;
+    return Math.min(1, Math.max(0, j.resumedFrom + (this.vt - this.readyAt(j)) / j.durationMs));
+  }
+
+  /** Whether the job's training code saves and resumes checkpoints (GANTRY_CHECKPOINT_URI). */
+  private checkpointLocation(j: SimJob) {
+    if (!this.o.checkpoints || !this.o.s3 || j.checkpointUri === undefined) return undefined;
+    return parseS3Uri(j.checkpointUri);
+  }
+
+  /**
+   * What training code that follows the checkpoint contract does when it starts: look for the
+   * newest checkpoint of its run and continue from there (a later attempt trains only the rest).
+   */
+  private resumeFromCheckpoint(j: SimJob): void {
+    const loc = this.checkpointLocation(j);
+    const s3 = this.o.s3;
+    if (!loc || !s3) return;
+    const read = readCheckpoint(s3, loc).then(
+      (p) => {
+        if (p <= 0 || !this.jobs.has(j.uid) || j.state === 'finished') return;
+        this.enqueue(() => {
+          j.resumedFrom = p;
+          this.markDirty();
+        });
+        setImmediate(() => this.tick());
+      },
+      (e: unknown) => this.o.log(`simulator: checkpoint of ${j.ns}/${j.name} not read: ${String(e)}`),
+    );
+    const tracked = read.finally(() => this.inflight.delete(tracked));
+    this.inflight.add(tracked);
+  }
+
+  /** Save the progress as the training code's checkpoint (each progress report). */
+  private saveCheckpoint(j: SimJob, p: number): void {
+    const loc = this.checkpointLocation(j);
+    const s3 = this.o.s3;
+    if (!loc || !s3) return;
+    const write = writeCheckpoint(s3, loc, p).catch((e: unknown) =>
+      this.o.log(`simulator: checkpoint of ${j.ns}/${j.name} not saved: ${String(e)}`),
+    );
+    const tracked = write.finally(() => this.inflight.delete(tracked));
+    this.inflight.add(tracked);
   }
 
   private trainerStatus(j: SimJob, p: number): Json {
@@ -1026,6 +1082,7 @@ export class Controllers {
     const p = this.progressOf(j);
     j.nextProgressAt = p >= 1 ? undefined : this.vt + this.progressInterval(j);
     if (p < 1) void this.writeMetricLine(j, p);
+    if (p > 0 && p < 1) this.saveCheckpoint(j, p);
     if (j.def.kind !== 'TrainJob' || !this.o.trainerStatus) return;
     this.api.mutate(
       j.def,

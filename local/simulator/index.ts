@@ -91,6 +91,12 @@ export interface SimulatorOptions {
    */
   metricChannel?: boolean;
   /**
+   * The simulated training code follows the checkpoint contract: it saves its progress under its
+   * GANTRY_CHECKPOINT_URI (`latest.json`, each progress report) and a later attempt of the run
+   * resumes from it, training only the rest. Default true.
+   */
+  checkpoints?: boolean;
+  /**
    * Kueue release line: default the one that targets the Trainer version (0.16 for 2.1, 0.19 for
    * 2.2/2.3). Kueue 0.19 with Trainer 2.1 admits a TrainJob but never unsuspends it (kueue#11931).
    */
@@ -225,6 +231,7 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     kueueGranularReasons: opts.kueueGranularReasons ?? false,
     trainerStatus: (opts.trainerStatus ?? false) && (trainerVersion === '2.2' || trainerVersion === '2.3'),
     metricChannel: opts.metricChannel ?? true,
+    checkpoints: opts.checkpoints ?? true,
     kueueVersion,
     waitForPodsReady:
       opts.waitForPodsReady === false

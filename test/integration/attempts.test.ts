@@ -1,3 +1,4 @@
+import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkpointUri } from '../../lib/run/checkpoint.ts';
 import type { RunRequestInput } from '../../lib/run/schema.ts';
@@ -52,6 +53,26 @@ describe('attempts: infrastructure failures start a new attempt of the same run'
     return { ...run, checkpointUri: checkpointUri(env.stack.bucket, run.runId) };
   };
 
+  /** The progress the simulated training code saved under the run's GANTRY_CHECKPOINT_URI. */
+  const checkpointProgress = async (runId: string): Promise<number | undefined> => {
+    const s3 = new S3Client({
+      endpoint: env.stack.endpoints.s3,
+      forcePathStyle: true,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    });
+    try {
+      const out = await s3.send(
+        new GetObjectCommand({ Bucket: env.stack.bucket, Key: `runs/${runId}/checkpoints/latest.json` }),
+      );
+      return (JSON.parse((await out.Body?.transformToString()) ?? '{}') as { progress?: number }).progress;
+    } catch {
+      return undefined;
+    } finally {
+      s3.destroy();
+    }
+  };
+
   const job = async (name: string): Promise<Obj | undefined> => {
     const r = await fetch(`${env.sim.url}${TRAINJOBS}/${name}`);
     return r.ok ? ((await r.json()) as Obj) : undefined;
@@ -85,8 +106,31 @@ describe('attempts: infrastructure failures start a new attempt of the same run'
       const arn = await driver.start(run);
       const first = await driver.waitFor('the first job', () => job(run.runId));
 
-      // Act
+      // Act: lose the job once its training code has saved a checkpoint past 20 %.
+      const saved = await driver.waitFor(
+        'a checkpoint past 20 %',
+        async () => {
+          const p = await checkpointProgress(run.runId);
+          return p !== undefined && p >= 0.2 ? p : undefined;
+        },
+        60_000,
+      );
       await disruptWhenRunning(run, run.runId, cause);
+      // The next attempt's training code resumes from that checkpoint (its log says where).
+      const resumed = await driver.waitFor(
+        'attempt 2 to print where it resumed',
+        async () => {
+          const pods = await fetch(
+            `${env.sim.url}/api/v1/namespaces/demo/pods?labelSelector=${encodeURIComponent(`gantry.dev/attempt=2,gantry.dev/run-id=${run.runId}`)}`,
+          );
+          const pod = ((await pods.json()) as { items: Obj[] }).items[0];
+          if (!pod) return undefined;
+          const log = await fetch(`${env.sim.url}/api/v1/namespaces/demo/pods/${pod.metadata.name}/log`);
+          const m = /resuming from checkpoint at step (\d+)\/100/.exec(await log.text());
+          return m ? Number(m[1]) : undefined;
+        },
+        60_000,
+      );
       const execution = await driver.finished(arn, 120_000);
 
       // Assess
@@ -122,6 +166,7 @@ describe('attempts: infrastructure failures start a new attempt of the same run'
         'Succeeded',
       ]);
       expect(record.transitions[4]?.reason).toBe(reason);
+      expect(resumed).toBeGreaterThanOrEqual(Math.floor(saved * 100));
     },
     180_000,
   );
