@@ -42,6 +42,18 @@ export function runLine(run: RunView): string {
   }
   const loss = run.metrics?.loss;
   if (loss !== undefined) parts.push(`loss ${formatValue(loss)}`);
+  const attempts = run.attempts ?? [];
+  if (attempts.length > 1) {
+    // Why the earlier attempts ended, e.g. `attempt 3 (1 NodeLost, 2 Evicted)`.
+    const ended = attempts
+      .slice(0, -1)
+      .map((a) => `${a.attempt} ${a.cause ?? 'ended'}`)
+      .join(', ');
+    parts.push(`attempt ${attempts.at(-1)?.attempt} (${ended})`);
+  }
+  if (run.gpuHours && run.gpuHours.lost > 0) {
+    parts.push(`GPU-h ${formatValue(run.gpuHours.used)} (${formatValue(run.gpuHours.lost)} lost)`);
+  }
   return parts.join('  ');
 }
 

@@ -121,6 +121,32 @@ export class UnschedulableError extends TerminalError {
   override readonly name = 'UnschedulableError' as const;
 }
 
+/**
+ * The job failed because of the infrastructure, not its code: a node was lost, a pod evicted (drain,
+ * spot interruption) or preempted without requeue (lib/trainjob/disruption.ts). The state machine
+ * starts a new attempt (NextAttempt) within the run's `retry.infrastructure` budget; past it the run
+ * fails with `reason` (`NodeLost`, `Evicted`, `Preempted`, …). The reconciler also fails a stalled
+ * run's completion wait with it (reason `Stalled`, with `restartOnStall`).
+ */
+export class InfrastructureFailureError extends TerminalError {
+  override readonly name = 'InfrastructureFailureError' as const;
+  readonly reason: string;
+  /** `message` may be the `{reason, message}` JSON a failed wait carries; `options.reason` wins. */
+  constructor(message: string, options?: ErrorOptions & { reason?: string }) {
+    super(message, options);
+    this.reason = options?.reason ?? reasonIn(message) ?? 'NodeLost';
+  }
+}
+
+function reasonIn(message: string): string | undefined {
+  try {
+    const parsed = JSON.parse(message) as { reason?: unknown };
+    return typeof parsed.reason === 'string' ? parsed.reason : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The job disappeared from the cluster while the run waited for it; the run fails. */
 export class JobVanishedError extends TerminalError {
   override readonly name = 'JobVanishedError' as const;
@@ -134,21 +160,6 @@ export class AdmissionDeactivatedError extends TerminalError {
 /** Kueue admitted the Workload but the job stayed suspended past a grace (Kueue/Trainer mismatch); run fails `AdmissionStalled`. */
 export class AdmissionStalledError extends TerminalError {
   override readonly name = 'AdmissionStalledError' as const;
-}
-
-/**
- * The job failed for a reason of the infrastructure, not of the training code (`reason`: e.g.
- * `Stalled`, a running job whose progress and metrics stopped for its `stallAfterSeconds` with
- * `restartOnStall`). The reconciler fails the run's completion wait with it; the run fails with
- * that reason.
- */
-export class InfrastructureFailureError extends TerminalError {
-  override readonly name = 'InfrastructureFailureError' as const;
-  readonly reason: string;
-  constructor(reason: string, message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.reason = reason;
-  }
 }
 
 /** The job finished without writing any output and the request said it would; run fails `NoArtifacts`. */
@@ -225,6 +236,7 @@ export const errorClasses = {
   NotManagedByKueueError,
   PodStartFailedError,
   UnschedulableError,
+  InfrastructureFailureError,
   JobVanishedError,
   AdmissionDeactivatedError,
   AdmissionStalledError,

@@ -19,6 +19,7 @@ export const TASK_FUNCTIONS: Record<string, string> = {
   NotifyServingFunctionArn: '../functions/steps/notify-serving.ts',
   RecordOutcomeFunctionArn: '../functions/steps/record-outcome.ts',
   CleanupFunctionArn: '../functions/steps/cleanup.ts',
+  NextAttemptFunctionArn: '../functions/steps/next-attempt.ts',
 };
 
 export const functionArn = (substitution: string) =>

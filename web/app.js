@@ -417,6 +417,35 @@ async function runPage(id) {
           ['Cluster', `${run.cluster} / ${run.namespace}`],
           ['Job', run.job ? `${run.job.kind} ${run.job.namespace}/${run.job.name}` : undefined],
           ['Output', run.outputUri],
+          ['Checkpoints', run.checkpointUri],
+          [
+            'Attempts',
+            (run.attempts?.length ?? 0) > 1
+              ? h(
+                  'ol',
+                  { id: 'attempts' },
+                  run.attempts.map((a) =>
+                    h(
+                      'li',
+                      {},
+                      h('code', {}, a.jobName),
+                      a.cause ? ` — ${a.cause}` : '',
+                      h(
+                        'span',
+                        { className: 'muted' },
+                        ` (${fmtNum(a.gpuHours)} GPU-h${a.gpuHoursLost > 0 ? `, ${fmtNum(a.gpuHoursLost)} lost` : ''})`,
+                      ),
+                    ),
+                  ),
+                )
+              : undefined,
+          ],
+          [
+            'GPU-hours',
+            run.gpuHours && run.gpuHours.used > 0
+              ? `${fmtNum(run.gpuHours.used)} used, ${fmtNum(run.gpuHours.lost)} lost`
+              : undefined,
+          ],
           ['Model URI', run.artifacts?.modelUri],
           [
             'Latest metrics',

@@ -367,6 +367,8 @@ const FUNCTIONS = {
     statements: () => [writeState('run', 'sweep', 'trial'), queryState('bySweep'), statements.enqueueRuns()],
   },
   cleanup: { k8s: true, statements: () => [statements.describeClusters()] },
+  // Records the ended attempt on the run and deletes its job before the next attempt's CreateJob.
+  nextAttempt: { k8s: true, statements: () => [writeState('run'), statements.describeClusters()] },
   // scheduled
   reconciler: {
     k8s: true,

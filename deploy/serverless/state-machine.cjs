@@ -25,6 +25,7 @@ const TASK_FUNCTIONS = {
   NotifyServingFunctionArn: 'notifyServing',
   RecordOutcomeFunctionArn: 'recordOutcome',
   CleanupFunctionArn: 'cleanup',
+  NextAttemptFunctionArn: 'nextAttempt',
 };
 
 const WHOLE = /^\$\{(\w+)\}$/;

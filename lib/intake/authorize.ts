@@ -1,6 +1,7 @@
 import type { GantryConfig } from '../config.ts';
 import { ForbiddenError } from '../errors.ts';
 import { metricsUri } from '../metrics/channel.ts';
+import { checkpointUri } from '../run/checkpoint.ts';
 import type { RunSpec } from '../run/spec.ts';
 import { checkTenancy, outputLocations, type Placement } from './tenancy.ts';
 
@@ -45,6 +46,9 @@ export function authorizeRun(run: RunSpec, config: GantryConfig, bucket: string)
   }
   if (run.metricsUri !== undefined && run.metricsUri !== metricsUri(bucket, run.runId)) {
     broken.push(`metricsUri ${run.metricsUri} must be ${metricsUri(bucket, run.runId)}`);
+  }
+  if (run.checkpointUri !== undefined && run.checkpointUri !== checkpointUri(bucket, run.runId)) {
+    broken.push(`checkpointUri ${run.checkpointUri} must be ${checkpointUri(bucket, run.runId)}`);
   }
   if (broken.length > 0 || !placement) throw new ForbiddenError(broken.join('; '));
   return placement;

@@ -17,6 +17,9 @@ export const RunSpecSchema = z.strictObject({
   request: RunRequestSchema,
   outputUri: z.string().check(z.regex(/^s3:\/\/[^/]+\/.*$/, 'must be an s3:// URI')),
   metricsUri: z.optional(z.string().check(z.regex(/^s3:\/\/[^/]+\/runs\/run-[a-z2-7]{20}\/metrics\/$/))),
+  checkpointUri: z.optional(
+    z.string().check(z.regex(/^s3:\/\/[^/]+\/runs\/run-[a-z2-7]{20}\/checkpoints\/$/)),
+  ),
   trial: z.optional(
     z.strictObject({
       sweepId: z.string().check(z.regex(SWEEP_ID)),

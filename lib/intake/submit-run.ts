@@ -4,6 +4,7 @@ import { ForbiddenError, IdempotencyConflictError, ValidationError } from '../er
 import { lazily } from '../lazily.ts';
 import { metricsUri } from '../metrics/channel.ts';
 import type { CallOptions, Clock, RunQueue } from '../ports.ts';
+import { checkpointUri } from '../run/checkpoint.ts';
 import { fingerprintOf, newRunId, runIdFromKey } from '../run/ids.ts';
 import { LIMITS } from '../run/limits.ts';
 import { newRecord, type RunRecord } from '../run/record.ts';
@@ -82,6 +83,7 @@ export function buildRunSpec(
     },
     outputUri: request.output?.uri ?? `s3://${bucket}/runs/${runId}/output/`,
     metricsUri: metricsUri(bucket, runId),
+    checkpointUri: checkpointUri(bucket, runId),
   };
 }
 

@@ -171,6 +171,13 @@ export function checkTenancy(
       `queue ${request.queue} is not allowed for team ${team.name} (allowed: ${list(team.queues)})`,
     );
   }
+  for (const q of request.fallbackQueues ?? []) {
+    if (!team.queues.includes(q)) {
+      broken.push(
+        `fallbackQueues: queue ${q} is not allowed for team ${team.name} (allowed: ${list(team.queues)})`,
+      );
+    }
+  }
   if (team.runtimes.length > 0 && !team.runtimes.includes(request.runtime.name)) {
     broken.push(
       `runtime ${request.runtime.name} is not allowed for team ${team.name} (allowed: ${list(team.runtimes)})`,

@@ -68,6 +68,37 @@ export const RunViewSchema = z.extend(RunSummarySchema, {
   cluster: z.string(),
   namespace: z.string(),
   outputUri: z.string(),
+  checkpointUri: z.described(
+    z.optional(z.string()),
+    'GANTRY_CHECKPOINT_URI: where the training code saves checkpoints and resumes from, the same for every attempt',
+  ),
+  attempts: z.described(
+    z.array(
+      z.strictObject({
+        attempt: z.described(z.number(), '1, 2, …: each attempt is a job of its own'),
+        jobName: z.described(z.string(), 'The job: the run id, then `<run id>-a<N>`'),
+        cause: z.described(
+          z.optional(z.string()),
+          'Why the attempt ended: NodeLost, Evicted, Preempted, Unschedulable, Stalled (infrastructure), TrainingFailed, …',
+        ),
+        message: z.optional(z.string()),
+        startedAt: z.described(z.string(), 'When its job was created'),
+        endedAt: z.described(z.optional(z.string()), 'When it ended; absent while it runs'),
+        gpuHours: z.described(z.number(), "GPU-hours its job ran: the job's GPUs × hours Running"),
+        gpuHoursLost: z.described(
+          z.number(),
+          'GPU-hours lost: all of an attempt that ended in an infrastructure failure (work since its last checkpoint cannot be known)',
+        ),
+        numNodes: z.described(z.optional(z.number()), 'Nodes the attempt asked for (elastic fallback)'),
+        queue: z.described(z.optional(z.string()), 'The queue the attempt asked on (elastic fallback)'),
+      }),
+    ),
+    'The attempts of the run, oldest first (empty before its first job is created)',
+  ),
+  gpuHours: z.described(
+    z.strictObject({ used: z.number(), lost: z.number() }),
+    'GPU-hours of all attempts: used, and lost to infrastructure failures',
+  ),
   trial: z.optional(
     z.strictObject({ sweepId: z.string(), trialIndex: z.number(), publish: z.optional(z.boolean()) }),
   ),

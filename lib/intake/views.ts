@@ -1,3 +1,4 @@
+import { attemptsOf } from '../run/attempts.ts';
 import { openStall, type RunRecord } from '../run/record.ts';
 import { type SweepRecord, sweepUsage, trialBudget } from '../sweep/record.ts';
 import type { RunSummary, RunView, SubmitResponse, SweepSummary, SweepView } from './view-schemas.ts';
@@ -31,9 +32,13 @@ export function toRunSummary(record: RunRecord): RunSummary {
   };
 }
 
-/** The run as `GET /v1/runs/{id}` shows it; `now` counts an open stall's seconds (default: when it was found). */
-export function toRunView(record: RunRecord, now?: Date): RunView {
+/**
+ * The run as `GET /v1/runs/{id}` shows it; `now` counts the GPU-hours of an attempt still running
+ * and an open stall's seconds.
+ */
+export function toRunView(record: RunRecord, now: Date = new Date()): RunView {
   const { spec } = record;
+  const { attempts, gpuHours } = attemptsOf(record, now);
   const stall = record.phase === 'Running' ? openStall(record) : undefined;
   const stalledFrom = stall ? Date.parse(stall.lastProgressAt) : 0;
   return {
@@ -42,6 +47,9 @@ export function toRunView(record: RunRecord, now?: Date): RunView {
     cluster: spec.cluster,
     namespace: spec.namespace,
     outputUri: spec.outputUri,
+    ...(spec.checkpointUri ? { checkpointUri: spec.checkpointUri } : {}),
+    attempts,
+    gpuHours,
     ...(spec.trial ? { trial: spec.trial } : {}),
     ...(record.job ? { job: record.job } : {}),
     ...(record.admission ? { admission: record.admission } : {}),
@@ -52,10 +60,7 @@ export function toRunView(record: RunRecord, now?: Date): RunView {
           stalled: {
             since: stall.since,
             lastProgressAt: stall.lastProgressAt,
-            seconds: Math.max(
-              0,
-              Math.floor(((now?.getTime() ?? Date.parse(stall.since)) - stalledFrom) / 1000),
-            ),
+            seconds: Math.max(0, Math.floor((now.getTime() - stalledFrom) / 1000)),
           },
         }
       : {}),

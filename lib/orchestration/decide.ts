@@ -15,7 +15,8 @@ export type FailError =
   | 'AdmissionStalledError'
   | 'NotManagedByKueueError'
   | 'PodStartFailedError'
-  | 'UnschedulableError';
+  | 'UnschedulableError'
+  | 'InfrastructureFailureError';
 
 export type Decision =
   | { kind: 'succeed' }
@@ -34,13 +35,20 @@ export interface DecideOptions {
 const ERROR_BY_REASON: Record<string, FailError> = {
   JobVanished: 'JobVanishedError',
   AdmissionDeactivated: 'AdmissionDeactivatedError',
+  // Failures of the infrastructure the job's pods show (lib/trainjob/disruption.ts): a new attempt.
+  NodeLost: 'InfrastructureFailureError',
+  Evicted: 'InfrastructureFailureError',
+  Preempted: 'InfrastructureFailureError',
+  Stalled: 'InfrastructureFailureError',
 };
 
 /**
  * The one rule for answering a wait, shared by the wait step (answers at once when it can), the
  * heartbeat fallback (one direct check) and the reconciler (answers on each tick).
  * Admission ends when the job runs (or already finished); completion ends when it finished.
- * A view with pod health applied (lib/trainjob/pod-health.ts) fails with the pod problem's error:
+ * A failed job whose pods show a disruption (lib/trainjob/disruption.ts: node lost, eviction,
+ * preemption without requeue) fails with `InfrastructureFailureError`: the state machine starts a
+ * new attempt. A view with pod health applied (lib/trainjob/pod-health.ts) fails with the pod problem's error:
  * `PodStartFailedError` (image, config, crash loop) or `UnschedulableError` (past the grace).
  * A job that is not admitted yet keeps waiting until the admission deadline (Kueue's reason
  * goes into the run record) — an inadmissible workload can become admissible when an operator

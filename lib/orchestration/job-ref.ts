@@ -18,6 +18,8 @@ export interface JobRef {
   /** Absolute admission deadline (ISO); the wait's timeout is what remains of it. */
   admissionDeadlineAt: string;
   admissionTimeoutSeconds: number;
+  /** An elastic fallback's search: when the whole search must have been admitted (ISO). */
+  admissionSearchDeadlineAt?: string;
   /** Absolute run deadline (ISO), set when the job is admitted. */
   runDeadlineAt?: string;
   runTimeoutSeconds: number;

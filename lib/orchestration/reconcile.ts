@@ -12,6 +12,7 @@ import type { CallOptions, Clock, ClusterGateway, JobApi, WorkflowEngine } from 
 import { PREEMPTED } from '../run/phases.ts';
 import { openStall, type RecordChange } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
+import { attemptOf, withDisruption } from '../trainjob/disruption.ts';
 import { ANNOTATION, LABEL, MANAGED_SELECTOR } from '../trainjob/labels.ts';
 import {
   DEFAULT_POD_HEALTH,
@@ -265,6 +266,9 @@ export function makeReconciler(deps: ReconcilerDeps) {
         await mapLimit(work, 32, async ({ api, job }) => {
           try {
             const runId = job.metadata.labels?.[LABEL.runId] ?? '';
+            // Only this attempt's pods: a pod of an earlier attempt may linger (Terminating on a lost node).
+            const attempt = attemptOf(job);
+            const runPods = podsOfRun?.get(runId)?.filter((p) => attemptOf(p) === attempt) ?? [];
             await reconcileJob(
               cluster.name,
               cluster.kueueWorkloadGraceSeconds,
@@ -272,9 +276,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
               api,
               job,
               gateByOwner.get(job.metadata.uid ?? ''),
-              podsOfRun === undefined
-                ? undefined
-                : podHealth(podsOfRun.get(runId) ?? [], deps.clock.now(), healthOptions),
+              podsOfRun === undefined ? undefined : runPods,
               report,
               waitingTokens,
               toRecord,
@@ -355,7 +357,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
     api: JobApi,
     job: K8sObject,
     gate: K8sObject | undefined,
-    health: PodHealth | undefined,
+    pods: unknown[] | undefined,
     report: TickReport,
     waitingTokens: Set<string>,
     toRecord: PendingRecord[],
@@ -364,7 +366,8 @@ export function makeReconciler(deps: ReconcilerDeps) {
   ) {
     const now = deps.clock.now();
     const runId = job.metadata.labels?.[LABEL.runId];
-    const view = withPodHealth(toRunPhase(job, gate), health, job);
+    const health = pods === undefined ? undefined : podHealth(pods, now, healthOptions);
+    const view = withDisruption(withPodHealth(toRunPhase(job, gate), health, job), pods, job);
     const missing =
       workloadGraceSeconds === undefined
         ? undefined
@@ -418,7 +421,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
       if (!delivered) log({ level: 'INFO', msg: 'cleared a stale task token', runId, stage });
     }
     if (runId) {
-      const progress = progressChange(runId, view, health);
+      const progress = progressChange(runId, job.metadata.name, view, health);
       if (progress?.change.reason === PREEMPTED) {
         progress.onPreempted = () => note(cluster, gateway, job, preemptionNote(runId, view.message), opts);
       }
@@ -487,6 +490,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
    */
   function progressChange(
     runId: string,
+    jobName: string,
     view: JobView,
     health: PodHealth | undefined,
   ): PendingRecord | undefined {
@@ -511,7 +515,8 @@ export function makeReconciler(deps: ReconcilerDeps) {
     if (view.progress) change.progress = view.progress;
     if (view.metrics) change.metrics = view.metrics;
     if (Object.keys(change).length === 0) return undefined;
-    const digest = JSON.stringify(change);
+    // Per job: a run's next attempt (a new job) may say what its last attempt said (Running).
+    const digest = `${jobName} ${JSON.stringify(change)}`;
     if (recorded.get(runId) === digest) return undefined;
     return { runId, change, digest };
   }

@@ -10,7 +10,9 @@ import {
   AdmissionStalledError,
   AdmissionTimeoutError,
   ClusterAccessDeniedError,
+  InfrastructureFailureError,
   JobVanishedError,
+  NotFoundError,
   NotManagedByKueueError,
   PodStartFailedError,
   RunDeadlineExceededError,
@@ -20,12 +22,25 @@ import {
   UnschedulableError,
 } from '../errors.ts';
 import type { CallOptions, Clock, ClusterGateway, ObjectStore, WorkflowEngine } from '../ports.ts';
-import { type FailureReason, isTerminal } from '../run/phases.ts';
+import {
+  type AttemptRecord,
+  admissionPlan,
+  attemptGpuHours,
+  attemptJobName,
+  nextAttempt as decideNextAttempt,
+  jobGpus,
+  nextShape,
+  retryBudget,
+  type Shape,
+  stepAdmissionDeadline,
+} from '../run/attempts.ts';
+import { type FailureReason, isInfrastructureFailure, isTerminal } from '../run/phases.ts';
 import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunSpec, TrialRef } from '../run/spec.ts';
 import { buildJob, jobApi } from '../trainjob/build.ts';
 import { chooseShape } from '../trainjob/capabilities.ts';
+import { attemptOf, withDisruption } from '../trainjob/disruption.ts';
 import { type GangGate, runtimeGangGate } from '../trainjob/gang.ts';
 import { type InitializerJobs, initializerJobs } from '../trainjob/initializers.ts';
 import { KUEUE_DEFAULT_MANAGED_KINDS, requireQueueable } from '../trainjob/kueue-kinds.ts';
@@ -38,7 +53,7 @@ import {
 } from '../trainjob/pod-health.ts';
 import { toRunPhase } from '../trainjob/status.ts';
 import { decide, failureCause, type Stage } from './decide.ts';
-import { isPast, type JobRef, refreshRef } from './job-ref.ts';
+import { isPast, type JobRef, refreshRef, secondsUntil } from './job-ref.ts';
 
 export interface StepDeps {
   /** The gateway of a named cluster (built lazily: the Kubernetes client loads on first use). */
@@ -117,7 +132,22 @@ export function makeSteps(deps: StepDeps) {
     bucket: deps.modelsBucket,
   });
 
-  async function createJob({ run }: RunInput, opts?: CallOptions): Promise<JobRef> {
+  async function createJob({ run: input }: RunInput, opts?: CallOptions): Promise<JobRef> {
+    // The shape this attempt asks for: the request's, or a step of its elastic fallback.
+    const plan = admissionPlan(input.request);
+    const step = Math.min(input.fallback?.step ?? 0, plan.length - 1);
+    const asked = plan[step] as Shape;
+    const run: RunSpec =
+      step === 0
+        ? input
+        : {
+            ...input,
+            request: {
+              ...input.request,
+              numNodes: asked.numNodes,
+              ...(asked.queue !== undefined ? { queue: asked.queue } : {}),
+            },
+          };
     // An execution's input is trusted only as far as the configuration allows it now.
     deps.authorize?.(run);
     const record = await records.update(run.runId, { phase: 'Submitting' }, opts);
@@ -153,10 +183,17 @@ export function makeSteps(deps: StepDeps) {
       gang = runtimeGangGate(runtime);
     }
     const now = clock.now();
-    const admissionDeadlineAt = new Date(
-      now.getTime() + run.request.admissionDeadlineSeconds * 1000,
+    // The admission deadline bounds the whole search of an elastic fallback; each step gets a share.
+    const searchDeadline = input.fallback?.searchDeadlineAt
+      ? new Date(input.fallback.searchDeadlineAt)
+      : new Date(now.getTime() + run.request.admissionDeadlineSeconds * 1000);
+    const admissionDeadlineAt = (
+      plan.length > 1 ? stepAdmissionDeadline(searchDeadline, now, plan.length - step) : searchDeadline
     ).toISOString();
-    const job = buildJob(run, shape, kind, initializers);
+    // Attempt N ≥ 2 (after NextAttempt) is a job of its own, `<name>-a<N>`: same run id label and URIs.
+    const attempt = run.attempt ?? 1;
+    const jobName = attemptJobName(run.jobName, attempt);
+    const job = buildJob({ ...run, jobName }, shape, kind, initializers);
     job.metadata.annotations = {
       ...job.metadata.annotations,
       [ANNOTATION.admissionDeadline]: admissionDeadlineAt,
@@ -174,22 +211,32 @@ export function makeSteps(deps: StepDeps) {
           apiVersion: job.apiVersion,
           kind: job.kind,
           namespace: run.namespace,
-          name: run.jobName,
+          name: jobName,
+        },
+        attempt: {
+          attempt,
+          jobName,
+          startedAt: now.toISOString(),
+          ...(plan.length > 1
+            ? { numNodes: asked.numNodes, ...(asked.queue !== undefined ? { queue: asked.queue } : {}) }
+            : {}),
         },
       },
       opts,
     );
-    // Once per run: a retried CreateJob finds the record Pending already and emits nothing.
-    if (started && pending.phase === 'Pending') await deps.runs?.started(pending);
+    // Once per run: a retried CreateJob finds the record Pending already and emits nothing, and a
+    // later attempt is the same run.
+    if (started && attempt === 1 && pending.phase === 'Pending') await deps.runs?.started(pending);
     return {
       cluster: run.cluster,
       api,
       namespace: run.namespace,
-      name: run.jobName,
+      name: jobName,
       ...(created.metadata.uid ? { uid: created.metadata.uid } : {}),
       status: 'pending',
       admissionDeadlineAt,
-      admissionTimeoutSeconds: run.request.admissionDeadlineSeconds,
+      admissionTimeoutSeconds: secondsUntil(admissionDeadlineAt, now),
+      ...(plan.length > 1 ? { admissionSearchDeadlineAt: searchDeadline.toISOString() } : {}),
       runTimeoutSeconds: run.request.runDeadlineSeconds,
     };
   }
@@ -200,16 +247,21 @@ export function makeSteps(deps: StepDeps) {
     const job = await gateway.getJob(ref.api, ref.namespace, ref.name, opts);
     const gate = job ? await gateway.findAdmissionGate(job, opts) : undefined;
     const view = toRunPhase(job, gate);
-    if (!job || view.finished) return view;
+    if (!job || view.phase === 'Succeeded') return view;
     let pods: unknown[] | undefined;
     try {
-      pods = await gateway.listPods(`${LABEL.runId}=${runId}`, opts);
+      const attempt = attemptOf(job);
+      pods = (await gateway.listPods(`${LABEL.runId}=${runId}`, opts)).filter(
+        (p) => attemptOf(p) === attempt,
+      );
     } catch (err) {
       // RBAC from before pod health: judge by the job alone (as the reconciler does).
       if (!(err instanceof ClusterAccessDeniedError)) throw err;
     }
+    // A failed job: its pods tell an infrastructure failure from a code failure.
+    if (view.finished) return withDisruption(view, pods, job);
     const health = pods === undefined ? undefined : podHealth(pods, clock.now(), healthOptions);
-    return withPodHealth(view, health, job);
+    return withDisruption(withPodHealth(view, health, job), pods, job);
   }
 
   /**
@@ -344,6 +396,91 @@ export function makeSteps(deps: StepDeps) {
     return { deleted: true };
   }
 
+  /**
+   * An attempt failed (the ASL caught InfrastructureFailureError, UnschedulableError or
+   * TrainingFailedError from a wait): record how it ended on the run record, delete its job, and
+   * return the run for the next attempt — or, when the request's budget for that kind of failure is
+   * spent (lib/run/attempts.ts), fail with the attempt's reason. Idempotent: a retry finds the
+   * attempt recorded (its first end stands) and the job gone.
+   */
+  async function nextAttempt(input: { state: FailedState & { job?: JobRef } }, opts?: CallOptions) {
+    const { state } = input;
+    const { run } = state;
+    const { reason, message } = failureOf(state);
+    const ended = run.attempt ?? 1;
+    const now = clock.now();
+    const record = await records.get(run.runId, opts);
+    if (!record) throw new NotFoundError(`run ${run.runId} has no record`);
+    if (isTerminal(record.phase)) {
+      throw new RunEndedError(`run ${run.runId} is already ${record.phase}; no new attempt`);
+    }
+    const own = record.attempts?.find((a) => a.attempt === ended);
+    const startedAt = own?.startedAt ?? record.createdAt;
+    const endedAt = own?.endedAt ?? now.toISOString();
+    const gpuHours = attemptGpuHours(record.transitions, jobGpus(run.request), startedAt, endedAt);
+    const endedAttempt: AttemptRecord = {
+      attempt: ended,
+      jobName: own?.jobName ?? attemptJobName(run.jobName, ended),
+      startedAt,
+      endedAt,
+      cause: reason,
+      message,
+      gpuHours,
+      gpuHoursLost: isInfrastructureFailure(reason) ? gpuHours : 0,
+    };
+    const previous = (record.attempts ?? []).filter((a) => a.attempt < ended);
+    const step = run.fallback?.step ?? 0;
+    const searchDeadlineAt = state.job?.admissionSearchDeadlineAt;
+    // Not admitted in time: the elastic fallback's next shape, while the run's admission deadline allows.
+    const decision =
+      reason === 'AdmissionTimeout'
+        ? nextShape(
+            ended,
+            step,
+            admissionPlan(run.request),
+            message,
+            searchDeadlineAt === undefined || isPast(searchDeadlineAt, now),
+          )
+        : decideNextAttempt(ended, reason, message, previous, retryBudget(run.request));
+    if (decision.kind === 'fail') {
+      // The run ends: Cleanup deletes the job (and the reconciler, should Cleanup not manage to).
+      await records.update(run.runId, { attempt: endedAttempt }, opts);
+      const cause = JSON.stringify({ reason: decision.reason, message: decision.message });
+      if (decision.reason === 'AdmissionTimeout') throw new AdmissionTimeoutError(decision.message);
+      throw isInfrastructureFailure(decision.reason)
+        ? new InfrastructureFailureError(cause, { reason: decision.reason })
+        : new TrainingFailedError(cause);
+    }
+    if (state.job) {
+      // The failed job goes before the next one is created: its pods, Workload or queue slot must not linger.
+      await (await deps.gateway(state.job.cluster))
+        .deleteJob(state.job.api, state.job.namespace, state.job.name, opts)
+        .catch((err: unknown) => {
+          if (!(err instanceof NotFoundError)) throw err;
+        });
+    }
+    await records.update(
+      run.runId,
+      {
+        phase: 'Pending',
+        reason,
+        message: `attempt ${decision.attempt} starts after attempt ${ended} ended (${reason}): ${message}`,
+        attempt: endedAttempt,
+      },
+      opts,
+    );
+    deps.log?.({ level: 'INFO', msg: 'next attempt', runId: run.runId, attempt: decision.attempt, reason });
+    // An infrastructure failure keeps the shape that was admitted, with a fresh admission deadline.
+    const fallback =
+      decision.step !== undefined
+        ? { step: decision.step, ...(searchDeadlineAt ? { searchDeadlineAt } : {}) }
+        : run.fallback
+          ? { step: run.fallback.step }
+          : undefined;
+    const { fallback: _old, ...rest } = run;
+    return { run: { ...rest, attempt: decision.attempt, ...(fallback ? { fallback } : {}) } };
+  }
+
   async function recordOutcome(
     input:
       | { outcome: 'Succeeded'; run: RunSpec; job: JobRef; artifacts?: unknown }
@@ -399,7 +536,16 @@ export function makeSteps(deps: StepDeps) {
     }
   }
 
-  return { createJob, awaitJob, checkJob, publishArtifacts, notifyServing, cleanup, recordOutcome };
+  return {
+    createJob,
+    awaitJob,
+    checkJob,
+    publishArtifacts,
+    notifyServing,
+    cleanup,
+    nextAttempt,
+    recordOutcome,
+  };
 }
 
 export type Steps = ReturnType<typeof makeSteps>;
@@ -424,6 +570,7 @@ const FAIL_ERRORS = {
   NotManagedByKueueError,
   PodStartFailedError,
   UnschedulableError,
+  InfrastructureFailureError,
 } as const;
 
 /** The state the failure path receives: `$.failure` from a timeout Pass, or `$.error` from a Catch. */
@@ -438,6 +585,9 @@ const REASON_BY_ERROR: Record<string, FailureReason> = {
   NotManagedByKueueError: 'NotManagedByKueue',
   PodStartFailedError: 'TrainingFailed',
   UnschedulableError: 'Unschedulable',
+  InfrastructureFailureError: 'NodeLost',
+  // Only NextAttempt sees it: AwaitAdmission's own timeout (AwaitCompletion's goes to RunDeadlineExceeded).
+  'States.Timeout': 'AdmissionTimeout',
   JobVanishedError: 'JobVanished',
   AdmissionDeactivatedError: 'AdmissionDeactivated',
   AdmissionStalledError: 'AdmissionStalled',
@@ -470,7 +620,7 @@ export function failureOf(state: FailedState): { reason: string; message: string
   if (state.failure) return state.failure;
   const error = state.error?.Error ?? 'InternalError';
   const cause = state.error?.Cause ?? '';
-  let message = cause;
+  let message = error === 'States.Timeout' ? 'the job was not admitted before the admission deadline' : cause;
   let reason: string = REASON_BY_ERROR[error] ?? 'InternalError';
   // Errors sent by SendTaskFailure carry {reason, message} as JSON; thrown errors carry
   // {errorMessage} (Lambda's error shape) or plain text.

@@ -71,6 +71,12 @@ export const LIMITS = {
   maxRunDeadlineSeconds: 30 * 24 * 3600,
   minStallAfterSeconds: 60,
   maxStallAfterSeconds: 7 * 24 * 3600,
+  /** New attempts after infrastructure failures (retry.infrastructure). */
+  maxInfrastructureRetries: 10,
+  /** New attempts after failures of the training code (retry.onTrainingFailure). */
+  maxTrainingFailureRetries: 3,
+  /** Queues an elastic fallback may try after `queue`. */
+  maxFallbackQueues: 4,
 } as const;
 
 export const DEFAULTS = {
@@ -79,6 +85,8 @@ export const DEFAULTS = {
   runDeadlineSeconds: 24 * 3600,
   runtimeKind: 'ClusterTrainingRuntime',
   target: 'auto',
+  infrastructureRetries: 3,
+  trainingFailureRetries: 0,
 } as const;
 
 /** Which job API a run targets. `auto` picks Trainer v2 when the cluster serves it. */

@@ -30,6 +30,12 @@ export const FAILURE_REASONS = [
   'ModelOwned',
   'Forbidden',
   'Preempted',
+  /** A node of the job was lost (NotReady/unreachable or deleted): its pods were deleted by the taint manager or pod GC. */
+  'NodeLost',
+  /** A pod of the job was evicted (Eviction API / drain, spot interruption handler, kubelet node pressure). */
+  'Evicted',
+  /** The job's progress and metrics stopped advancing (stall detection). */
+  'Stalled',
   'AdmissionDeactivated',
   'AdmissionStalled',
   'NotManagedByKueue',
@@ -47,19 +53,6 @@ export const FAILURE_REASONS = [
 ] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];
 
-/** Failures of the infrastructure, not of the training: the same run may succeed when started again. */
-export const INFRASTRUCTURE_REASONS = [
-  'Preempted',
-  'NodeLost',
-  'Evicted',
-  'Unschedulable',
-  'Stalled',
-] as const;
-
-export function isInfrastructureFailure(reason: string | undefined): boolean {
-  return reason !== undefined && (INFRASTRUCTURE_REASONS as readonly string[]).includes(reason);
-}
-
 export function isTerminal(phase: RunPhase): boolean {
   return TERMINAL_PHASES.includes(phase);
 }
@@ -73,9 +66,38 @@ export function isTerminal(phase: RunPhase): boolean {
 export function canTransition(from: RunPhase, to: RunPhase, reason?: string): boolean {
   if (isTerminal(from)) return false;
   if (isTerminal(to)) return true;
-  if (from === 'Running' && to === 'Pending') return reason === PREEMPTED;
+  if (from === 'Running' && to === 'Pending') return reason !== undefined && isRequeueReason(reason);
   return PHASES.indexOf(to) >= PHASES.indexOf(from);
 }
 
 /** The reason of a `Running → Pending` move: the job was evicted and re-queued. */
 export const PREEMPTED = 'Preempted';
+
+/**
+ * Failures of the infrastructure, not of the training code: the run starts a new attempt of its job
+ * (same run id and checkpoint URI) within its `retry.infrastructure` budget. `Preempted` here is a
+ * preemption that failed the job (no requeue: a gang scheduler without Kueue); a Kueue eviction
+ * re-queues the same job and is no attempt. `Unschedulable` is an admitted job whose pods could not
+ * be placed past the grace; `Stalled` a job that stopped making progress.
+ */
+export const INFRASTRUCTURE_REASONS = [
+  'NodeLost',
+  'Evicted',
+  'Preempted',
+  'Unschedulable',
+  'Stalled',
+] as const satisfies readonly FailureReason[];
+export type InfrastructureReason = (typeof INFRASTRUCTURE_REASONS)[number];
+
+export function isInfrastructureFailure(reason: string | undefined): reason is InfrastructureReason {
+  return (INFRASTRUCTURE_REASONS as readonly string[]).includes(reason ?? '');
+}
+
+/**
+ * Reasons a running run goes back to Pending: a Kueue preemption (the same job re-queued) or the
+ * end of an attempt whose next attempt waits for admission (an infrastructure failure, or a code
+ * failure the request asked to retry).
+ */
+export function isRequeueReason(reason: string | undefined): boolean {
+  return reason === PREEMPTED || reason === 'TrainingFailed' || isInfrastructureFailure(reason);
+}

@@ -1,4 +1,5 @@
-import { canTransition, type FailureReason, isTerminal, PREEMPTED, type RunPhase } from './phases.ts';
+import type { AttemptRecord } from './attempts.ts';
+import { canTransition, type FailureReason, isRequeueReason, isTerminal, type RunPhase } from './phases.ts';
 import type { RunSpec } from './spec.ts';
 
 /** Where the job of a run lives, once created. */
@@ -44,6 +45,11 @@ export interface RunRecord {
   artifacts?: { outputUri: string; modelUri?: string; version?: string; files?: number; bytes?: number };
   createdAt: string;
   updatedAt: string;
+  /**
+   * The run's attempts, oldest first (lib/run/attempts.ts): one job each. Absent on records from
+   * before attempts (one attempt, the job in `job`).
+   */
+  attempts?: AttemptRecord[];
   /** Each phase change, oldest first: the API's short history (the execution history is the audit trail). */
   transitions: Array<{ phase: RunPhase; at: string; reason?: string }>;
 }
@@ -105,6 +111,11 @@ export interface RecordChange {
    */
   stall?: { since: string; lastProgressAt: string };
   artifacts?: RunRecord['artifacts'];
+  /**
+   * An attempt started or ended: merged into the entry of the same number (fields already set are
+   * kept, so a retried step writes nothing new); a new number is appended.
+   */
+  attempt?: AttemptRecord;
 }
 
 /**
@@ -128,7 +139,7 @@ export function applyChange(record: RunRecord, change: RecordChange, now: Date):
     ];
     // Readmitted after a preemption: the Preempted explanation no longer describes the run, nor
     // does the admission note that said it was evicted.
-    if (record.reason === PREEMPTED && change.reason === undefined) {
+    if (isRequeueReason(record.reason) && !isTerminal(record.phase) && change.reason === undefined) {
       delete next.reason;
       delete next.message;
     }
@@ -149,6 +160,15 @@ export function applyChange(record: RunRecord, change: RecordChange, now: Date):
     if (key === 'admission' && next.phase !== 'Pending') continue;
     if (JSON.stringify(value) !== JSON.stringify(record[key])) {
       (next as unknown as Record<string, unknown>)[key] = value;
+      changed = true;
+    }
+  }
+  if (change.attempt && !frozen) {
+    const list = record.attempts ?? [];
+    const at = list.findIndex((a) => a.attempt === change.attempt?.attempt);
+    const merged = at < 0 ? change.attempt : { ...change.attempt, ...list[at] };
+    if (at < 0 || JSON.stringify(merged) !== JSON.stringify(list[at])) {
+      next.attempts = at < 0 ? [...list, merged] : list.map((a, i) => (i === at ? merged : a));
       changed = true;
     }
   }

@@ -323,6 +323,67 @@ export const RunRequestSchema = z
       ),
       'Seconds the job may run once admitted before the run fails DeadlineExceeded (default 86400)',
     ),
+    minNodes: z.described(
+      z.optional(
+        z
+          .number()
+          .check(
+            z.int('minNodes must be a whole number'),
+            z.gte(1, 'minNodes must be at least 1'),
+            z.lte(LIMITS.maxNodes, `minNodes must be at most ${LIMITS.maxNodes}`),
+          ),
+      ),
+      'Elastic fallback: when admission times out, the next attempt asks for half the nodes, down to minNodes (≤ numNodes); the training code must accept a smaller world size',
+    ),
+    fallbackQueues: z.described(
+      z.optional(
+        z.array(dnsLabel('fallbackQueues item', 63)).check(
+          z.minLength(1, 'fallbackQueues must not be empty when given'),
+          z.maxLength(LIMITS.maxFallbackQueues, `at most ${LIMITS.maxFallbackQueues} fallbackQueues`),
+          z.refine((q) => new Set(q).size === q.length, 'fallbackQueues must not repeat a queue'),
+        ),
+      ),
+      "Elastic fallback: Kueue LocalQueues to try in order when admission times out on `queue` (e.g. spot, then on-demand); each must be one of the team's queues",
+    ),
+    retry: z.described(
+      z.optional(
+        z.strictObject({
+          infrastructure: z.described(
+            z._default(
+              z
+                .number()
+                .check(
+                  z.int('retry.infrastructure must be a whole number'),
+                  z.gte(0, 'retry.infrastructure must not be negative'),
+                  z.lte(
+                    LIMITS.maxInfrastructureRetries,
+                    `retry.infrastructure must be at most ${LIMITS.maxInfrastructureRetries}`,
+                  ),
+                ),
+              DEFAULTS.infrastructureRetries,
+            ),
+            `New attempts after infrastructure failures (node lost, eviction, preemption without requeue, unschedulable): 0..${LIMITS.maxInfrastructureRetries}, default ${DEFAULTS.infrastructureRetries}`,
+          ),
+          onTrainingFailure: z.described(
+            z._default(
+              z
+                .number()
+                .check(
+                  z.int('retry.onTrainingFailure must be a whole number'),
+                  z.gte(0, 'retry.onTrainingFailure must not be negative'),
+                  z.lte(
+                    LIMITS.maxTrainingFailureRetries,
+                    `retry.onTrainingFailure must be at most ${LIMITS.maxTrainingFailureRetries}`,
+                  ),
+                ),
+              DEFAULTS.trainingFailureRetries,
+            ),
+            `New attempts after the training code failed (a non-zero exit): 0..${LIMITS.maxTrainingFailureRetries}, default ${DEFAULTS.trainingFailureRetries}`,
+          ),
+        }),
+      ),
+      `Attempt budgets: each new attempt is a new job of the same run, with the same GANTRY_CHECKPOINT_URI (default: ${DEFAULTS.infrastructureRetries} after infrastructure failures, none after code failures)`,
+    ),
     stallAfterSeconds: z.described(
       z.optional(
         z
@@ -416,6 +477,26 @@ export const RunRequestSchema = z
           code: 'custom',
           path: ['restartOnStall'],
           message: 'restartOnStall needs stallAfterSeconds',
+        });
+      }
+      if (r.minNodes !== undefined && r.minNodes > r.numNodes) {
+        ctx.addIssue({ code: 'custom', path: ['minNodes'], message: 'minNodes must be at most numNodes' });
+      }
+      if (r.target === 'MPIJob' && r.minNodes !== undefined && r.minNodes < 2) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['minNodes'],
+          message: 'an MPIJob needs minNodes ≥ 2 (launcher + workers)',
+        });
+      }
+      if (r.fallbackQueues !== undefined && r.queue === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['fallbackQueues'], message: 'fallbackQueues needs queue' });
+      }
+      if (r.fallbackQueues?.includes(r.queue ?? '')) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['fallbackQueues'],
+          message: 'fallbackQueues must not repeat queue',
         });
       }
       if (r.target === 'MPIJob' && r.numNodes < 2) {

@@ -27,6 +27,22 @@ export interface RunSpec {
    * (lib/metrics/channel.ts). Absent on messages queued before the channel existed.
    */
   metricsUri?: string;
+  /**
+   * `s3://<gantry bucket>/runs/<id>/checkpoints/`: where the training code saves and resumes from
+   * (lib/run/checkpoint.ts), the same for every attempt. Absent on messages queued before it existed.
+   */
+  checkpointUri?: string;
+  /**
+   * The attempt this spec creates a job for (set by the NextAttempt step; absent = 1). Attempt N ≥ 2
+   * gets the job `<jobName>-a<N>` (lib/run/attempts.ts).
+   */
+  attempt?: number;
+  /**
+   * The elastic fallback's step (lib/run/attempts.ts admissionPlan) this attempt asks for, and the
+   * deadline of the whole admission search (ISO): set by NextAttempt after an admission timeout.
+   * Absent: the request's own shape, and an admission deadline from this attempt's creation.
+   */
+  fallback?: { step: number; searchDeadlineAt?: string };
   trial?: TrialRef;
   /** The data a data-trigger run trains on (lib/datatrigger): its lineage, recorded and published. */
   trigger?: DataTriggerRef;

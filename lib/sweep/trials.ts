@@ -1,4 +1,5 @@
 import { metricsUri } from '../metrics/channel.ts';
+import { checkpointUri } from '../run/checkpoint.ts';
 import type { RunRequest } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
 import type { Parameter } from './schema.ts';
@@ -75,6 +76,7 @@ export function trialSpec(input: {
     request: { ...input.request, ...(placement.queue !== undefined ? { queue: placement.queue } : {}) },
     outputUri: `s3://${input.bucket}/runs/${runId}/output/`,
     metricsUri: metricsUri(input.bucket, runId),
+    checkpointUri: checkpointUri(input.bucket, runId),
     trial: { sweepId: input.sweepId, trialIndex: input.trialIndex, publish: input.publish },
   };
 }

@@ -121,6 +121,7 @@ function identityLabels(spec: RunSpec): Record<string, string> {
       [LABEL.sweepId]: spec.trial.sweepId,
       [LABEL.trialIndex]: String(spec.trial.trialIndex),
     }),
+    ...(spec.attempt !== undefined && spec.attempt > 1 && { [LABEL.attempt]: String(spec.attempt) }),
   };
 }
 
@@ -158,6 +159,7 @@ function trainingEnv(spec: RunSpec, initializers: InitializerJobs): EnvVar[] {
     [ENV.modelName]: r.modelName,
     [ENV.outputUri]: spec.outputUri,
     ...(spec.metricsUri && { [ENV.metricsUri]: spec.metricsUri }),
+    ...(spec.checkpointUri && { [ENV.checkpointUri]: spec.checkpointUri }),
     ...(spec.trial && { [ENV.sweepId]: spec.trial.sweepId, [ENV.trialIndex]: String(spec.trial.trialIndex) }),
     ...uriEnv(r, initializers),
   };

@@ -11,6 +11,8 @@ export const LABEL = {
   team: 'gantry.dev/team',
   sweepId: 'gantry.dev/sweep-id',
   trialIndex: 'gantry.dev/trial-index',
+  /** The run's attempt the job and its pods belong to (from the second on; absent = the first). */
+  attempt: 'gantry.dev/attempt',
   kueueQueue: 'kueue.x-k8s.io/queue-name',
   kueuePriority: 'kueue.x-k8s.io/priority-class',
 } as const;
@@ -44,6 +46,8 @@ export const ENV = {
   modelName: 'GANTRY_MODEL_NAME',
   outputUri: 'GANTRY_OUTPUT_URI',
   metricsUri: 'GANTRY_METRICS_URI',
+  /** Where the training code saves checkpoints and resumes from; the same for every attempt of the run. */
+  checkpointUri: 'GANTRY_CHECKPOINT_URI',
   sweepId: 'GANTRY_SWEEP_ID',
   trialIndex: 'GANTRY_TRIAL_INDEX',
   datasetUri: 'GANTRY_DATASET_URI',

@@ -45,7 +45,7 @@ import {
   metricsAt,
   parseHyperparameters,
 } from './objective.ts';
-import { parseS3Uri, writeMetricObject, writeOutput } from './output.ts';
+import { parseS3Uri, readCheckpoint, writeCheckpoint, writeMetricObject, writeOutput } from './output.ts';
 import {
   crashLoopBackoffSeconds,
   jobsStatusFromPods,
@@ -73,6 +73,21 @@ const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && 
 const obj = (v: unknown): Json => (isObj(v) ? v : {});
 const meta = (o: Json): Json => obj(o.metadata);
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+
+/** What `disruptJob` does to a running job (see there). */
+export type Disruption = 'node-lost' | 'preempted' | 'evicted';
+
+/**
+ * What holds a disrupted pod Terminating in the simulator: on a lost node the kubelet never confirms
+ * the deletion; elsewhere the container has its grace period to stop.
+ */
+const DISRUPTION_FINALIZER = {
+  nodeLost: 'sim.gantry.dev/node-unreachable',
+  grace: 'sim.gantry.dev/termination-grace',
+} as const;
+
+/** terminationGracePeriodSeconds' default (30 s). */
+const TERMINATION_GRACE_MS = 30_000;
 
 export const SIM_ANNOTATIONS = {
   /** Simulated seconds of training once the gang runs (default 60). */
@@ -136,6 +151,8 @@ export interface ControllerOptions {
   trainerStatus: boolean;
   /** The training code writes metric objects under its GANTRY_METRICS_URI (needs `s3`). */
   metricChannel: boolean;
+  /** The simulated training code saves its progress under GANTRY_CHECKPOINT_URI and resumes from it. */
+  checkpoints: boolean;
   /** Kueue release line: from 0.17 a TrainJob starts only through Kueue's runtime patch (Trainer v2.2+). */
   kueueVersion: KueueVersion;
   /** Kueue's waitForPodsReady; undefined = off (Kueue 0.16's default; 0.19 defaults it on). */
@@ -168,6 +185,9 @@ interface SimJob {
   accuracy: number;
   outputUri: string | undefined;
   metricsUri: string | undefined;
+  checkpointUri: string | undefined;
+  /** Progress (0–1) of the checkpoint the training code resumed from (a later attempt of its run). */
+  resumedFrom: number;
   state: 'waiting' | 'running' | 'finishing' | 'finished';
   /** Sim ms the current run's pods were created (admission or resume). */
   runStart: number | undefined;
@@ -188,7 +208,10 @@ interface SimJob {
   /** CrashLoopBackOff: sim ms of the next container restart. */
   nextCrashAt: number | undefined;
   /** Progress (0–1) and cause when the run finished: what its pods' logs end with. */
-  ended?: { progress: number; why: 'Succeeded' | 'Injected' | 'DeadlineExceeded' | 'UploadFailed' };
+  ended?: {
+    progress: number;
+    why: 'Succeeded' | 'Injected' | 'DeadlineExceeded' | 'UploadFailed' | 'Disrupted';
+  };
 }
 
 export interface ControllerStats {
@@ -524,11 +547,13 @@ export class Controllers {
   }
 
   private endAt(j: SimJob): number {
-    return this.readyAt(j) + j.durationMs;
+    return this.readyAt(j) + j.durationMs * (1 - j.resumedFrom);
   }
 
   private failAt(j: SimJob): number | undefined {
-    return j.failAtPct === undefined ? undefined : this.readyAt(j) + (j.durationMs * j.failAtPct) / 100;
+    return j.failAtPct === undefined
+      ? undefined
+      : this.readyAt(j) + j.durationMs * Math.max(0, j.failAtPct / 100 - j.resumedFrom);
   }
 
   private deadlineAt(j: SimJob): number | undefined {
@@ -630,7 +655,12 @@ export class Controllers {
           : 'none';
     const container = trainerContainer(this.api, def, job);
     const hp = parseHyperparameters(container.args, container.env);
-    const failPct = numAnnotation(job, SIM_ANNOTATIONS.failAtPercent);
+    // The simulated training code crashes at this progress: the job's annotation, or the env the
+    // run request gave its trainer (SIM_FAIL_AT_PERCENT), so a request through the API can ask for it.
+    const envFail = Number(container.env.SIM_FAIL_AT_PERCENT ?? Number.NaN);
+    const failPct =
+      numAnnotation(job, SIM_ANNOTATIONS.failAtPercent) ??
+      (Number.isFinite(envFail) && envFail >= 0 ? envFail : undefined);
     const createdAt = this.vt;
     const j: SimJob = {
       uid,
@@ -655,6 +685,8 @@ export class Controllers {
       accuracy: finalAccuracy(hp),
       outputUri: container.env.GANTRY_OUTPUT_URI,
       metricsUri: container.env.GANTRY_METRICS_URI,
+      checkpointUri: container.env.GANTRY_CHECKPOINT_URI,
+      resumedFrom: 0,
       state: 'waiting',
       runStart: undefined,
       ready: false,
@@ -674,6 +706,7 @@ export class Controllers {
       nextCrashAt: undefined,
     };
     this.jobs.set(uid, j);
+    this.resumeFromCheckpoint(j);
     this.updatePeak();
     this.initialStatus(j, job);
     this.ensureGate(j);
@@ -683,6 +716,9 @@ export class Controllers {
   private onJobDeleted(uid: string): void {
     const j = this.jobs.get(uid);
     if (!j) return;
+    // Pods left Terminating on a lost node go once their job is gone (the node object is deleted by
+    // then, and the pod garbage collector force-deletes pods bound to a node that does not exist).
+    this.pods.release(this.owner(j), DISRUPTION_FINALIZER.nodeLost);
     this.jobs.delete(uid);
     this.pods.forget(uid);
     this.markDirty();
@@ -846,6 +882,7 @@ export class Controllers {
     const phase = String(obj(pod.status).phase ?? '');
     const base = {
       pod: String(meta(pod).name),
+      ...(j.resumedFrom > 0 ? { resumedFrom: j.resumedFrom } : {}),
       rank,
       worldSize: Math.max(worldSize, rank + 1),
       image: String(c?.image ?? ''),
@@ -919,7 +956,11 @@ export class Controllers {
         'status',
       );
     }
-    if ((this.o.trainerStatus && j.def.kind === 'TrainJob') || this.reportsMetrics(j)) {
+    if (
+      (this.o.trainerStatus && j.def.kind === 'TrainJob') ||
+      this.reportsMetrics(j) ||
+      this.checkpointLocation(j)
+    ) {
       j.nextProgressAt = this.vt + this.progressInterval(j);
       void this.writeMetricLine(j, 0);
     }
@@ -943,8 +984,49 @@ export class Controllers {
   }
 
   private progressOf(j: SimJob): number {
-    if (!j.ready || j.runStart === undefined) return 0;
-    return Math.min(1, Math.max(0, (this.vt - this.readyAt(j)) / j.durationMs));
+    if (!j.ready || j.runStart === undefined) return j.resumedFrom;
+    return Math.min(1, Math.max(0, j.resumedFrom + (this.vt - this.readyAt(j)) / j.durationMs));
+  }
+
+  /** Whether the job's training code saves and resumes checkpoints (GANTRY_CHECKPOINT_URI). */
+  private checkpointLocation(j: SimJob) {
+    if (!this.o.checkpoints || !this.o.s3 || j.checkpointUri === undefined) return undefined;
+    return parseS3Uri(j.checkpointUri);
+  }
+
+  /**
+   * What training code that follows the checkpoint contract does when it starts: look for the
+   * newest checkpoint of its run and continue from there (a later attempt trains only the rest).
+   */
+  private resumeFromCheckpoint(j: SimJob): void {
+    const loc = this.checkpointLocation(j);
+    const s3 = this.o.s3;
+    if (!loc || !s3) return;
+    const read = readCheckpoint(s3, loc).then(
+      (p) => {
+        if (p <= 0 || !this.jobs.has(j.uid) || j.state === 'finished') return;
+        this.enqueue(() => {
+          j.resumedFrom = p;
+          this.markDirty();
+        });
+        setImmediate(() => this.tick());
+      },
+      (e: unknown) => this.o.log(`simulator: checkpoint of ${j.ns}/${j.name} not read: ${String(e)}`),
+    );
+    const tracked = read.finally(() => this.inflight.delete(tracked));
+    this.inflight.add(tracked);
+  }
+
+  /** Save the progress as the training code's checkpoint (each progress report). */
+  private saveCheckpoint(j: SimJob, p: number): void {
+    const loc = this.checkpointLocation(j);
+    const s3 = this.o.s3;
+    if (!loc || !s3) return;
+    const write = writeCheckpoint(s3, loc, p).catch((e: unknown) =>
+      this.o.log(`simulator: checkpoint of ${j.ns}/${j.name} not saved: ${String(e)}`),
+    );
+    const tracked = write.finally(() => this.inflight.delete(tracked));
+    this.inflight.add(tracked);
   }
 
   private trainerStatus(j: SimJob, p: number): Json {
@@ -1002,6 +1084,7 @@ export class Controllers {
     const p = this.progressOf(j);
     j.nextProgressAt = p >= 1 ? undefined : this.vt + this.progressInterval(j);
     if (p < 1) void this.writeMetricLine(j, p);
+    if (p > 0 && p < 1) this.saveCheckpoint(j, p);
     if (j.def.kind !== 'TrainJob' || !this.o.trainerStatus) return;
     this.api.mutate(
       j.def,
@@ -1077,7 +1160,7 @@ export class Controllers {
   private finish(
     j: SimJob,
     ok: boolean,
-    why: 'Succeeded' | 'Injected' | 'DeadlineExceeded' | 'UploadFailed',
+    why: 'Succeeded' | 'Injected' | 'DeadlineExceeded' | 'UploadFailed' | 'Disrupted',
   ): void {
     j.ended = { progress: this.progressOf(j), why };
     j.state = 'finished';
@@ -2128,6 +2211,64 @@ export class Controllers {
       const wl = this.workloadOf(j);
       if (!wl || isTrue(wl, 'Finished') || obj(wl.spec).active === false) return false;
       this.deactivate(wl);
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * Admin: disrupt a running TrainJob's pods so that the job fails, as a JobSet whose Job has
+   * `backoffLimit: 0` fails on its first failed pod (a deleted pod counts as failed at once:
+   * kube-controller-manager `pkg/controller/job` isPodFailed):
+   * - `node-lost`: the node under its first pod stops answering; the taint manager deletes the pods
+   *   there (DisruptionTarget `DeletionByTaintManager`) and they stay Terminating while the job exists;
+   * - `preempted`: the scheduler preempts its pods for a higher-priority gang (DisruptionTarget
+   *   `PreemptionByScheduler`; no Kueue to requeue it), Terminating for their 30 s grace period;
+   * - `evicted`: a drain or a spot interruption handler evicts them (DisruptionTarget
+   *   `EvictionByEvictionAPI`), likewise.
+   * False when the job is not running (or is a Training Operator v1 job, whose operator recreates
+   * deleted pods instead).
+   */
+  disruptJob(ns: string, name: string, cause: Disruption, plural?: string): boolean {
+    for (const j of this.jobs.values()) {
+      if (j.ns !== ns || j.name !== name || (plural && j.def.plural !== plural)) continue;
+      if (j.def.kind !== 'TrainJob' || (j.state !== 'running' && j.state !== 'finishing')) return false;
+      const owner = this.owner(j);
+      const pods = this.pods.of(owner).filter((p) => !meta(p).deletionTimestamp);
+      const node = String(obj(pods[0]?.spec).nodeName ?? '');
+      if (pods.length === 0 || node === '') return false;
+      let hit: string[];
+      if (cause === 'node-lost') {
+        hit = this.pods.disrupt(
+          owner,
+          (p) => obj(p.spec).nodeName === node,
+          { reason: 'DeletionByTaintManager', message: 'Taint manager: deleting due to NoExecute taint' },
+          DISRUPTION_FINALIZER.nodeLost,
+        );
+      } else {
+        hit = this.pods.disrupt(
+          owner,
+          () => true,
+          cause === 'preempted'
+            ? {
+                reason: 'PreemptionByScheduler',
+                message: `${this.o.gang === 'coscheduling' ? 'coscheduling' : 'default-scheduler'}: preempting to accommodate a higher priority pod`,
+              }
+            : { reason: 'EvictionByEvictionAPI', message: 'Eviction API: evicting' },
+          DISRUPTION_FINALIZER.grace,
+        );
+        this.scheduleAt(this.vt + TERMINATION_GRACE_MS, () =>
+          this.pods.release(owner, DISRUPTION_FINALIZER.grace),
+        );
+      }
+      if (hit.length === 0) return false;
+      this.event(
+        j,
+        'Warning',
+        cause === 'node-lost' ? 'NodeNotReady' : cause === 'preempted' ? 'Preempted' : 'Evicted',
+        `pods ${hit.join(', ')}${cause === 'node-lost' ? ` on node ${node}` : ''} were disrupted (${cause})`,
+      );
+      this.finish(j, false, 'Disrupted');
       return true;
     }
     return false;

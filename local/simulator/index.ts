@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { ApiServer } from './apiserver.ts';
 import { createClock, type SimClock } from './clock.ts';
-import { type ControllerStats, Controllers, type QueueConfig } from './controller.ts';
+import { type ControllerStats, Controllers, type Disruption, type QueueConfig } from './controller.ts';
 import { type Gang, loadCrds } from './crds.ts';
 import { type Fault, HttpFront, type RequestStats } from './http.ts';
 import {
@@ -33,7 +33,7 @@ import { kueueWebhook, trainerWebhooks } from './webhooks.ts';
  */
 
 export { createClock, type SimClock } from './clock.ts';
-export type { QueueConfig } from './controller.ts';
+export type { Disruption, QueueConfig } from './controller.ts';
 export { SIM_ANNOTATIONS } from './controller.ts';
 export type { Gang } from './crds.ts';
 export type { Fault, RequestStats } from './http.ts';
@@ -100,6 +100,12 @@ export interface SimulatorOptions {
    */
   metricChannel?: boolean;
   /**
+   * The simulated training code follows the checkpoint contract: it saves its progress under its
+   * GANTRY_CHECKPOINT_URI (`latest.json`, each progress report) and a later attempt of the run
+   * resumes from it, training only the rest. Default true.
+   */
+  checkpoints?: boolean;
+  /**
    * Kueue release line: default the one that targets the Trainer version (0.16 for 2.1, 0.19 for
    * 2.2/2.3). Kueue 0.19 with Trainer 2.1 admits a TrainJob but never unsuspends it (kueue#11931).
    */
@@ -164,6 +170,12 @@ export interface ClusterSimulator {
   preempt(namespace: string, name: string, plural?: string): Promise<boolean>;
   /** Deactivate a job's Workload as a person would (`spec.active=false`; Kueue evicts it `Deactivated`). */
   deactivate(namespace: string, name: string, plural?: string): Promise<boolean>;
+  /**
+   * Fail a running TrainJob by a disruption of its pods, as a real cluster would (controller.ts
+   * `disruptJob`): `node-lost` (taint manager), `preempted` (scheduler preemption, no requeue) or
+   * `evicted` (drain / spot interruption). False when the job is not running.
+   */
+  disrupt(namespace: string, name: string, cause: Disruption, plural?: string): Promise<boolean>;
   /** Move simulated time forward and process what became due. */
   advance(seconds: number): Promise<void>;
   /** Process what is due now and wait for in-flight output uploads. */
@@ -229,6 +241,7 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     kueueGranularReasons: opts.kueueGranularReasons ?? false,
     trainerStatus: (opts.trainerStatus ?? false) && (trainerVersion === '2.2' || trainerVersion === '2.3'),
     metricChannel: opts.metricChannel ?? true,
+    checkpoints: opts.checkpoints ?? true,
     kueueVersion,
     waitForPodsReady:
       opts.waitForPodsReady === false
@@ -310,6 +323,19 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
         ),
       };
     }
+    if (method === 'POST' && path === '/disrupt') {
+      const x = b(body);
+      const cause = String(x.cause ?? 'node-lost');
+      if (cause !== 'node-lost' && cause !== 'preempted' && cause !== 'evicted') return { disrupted: false };
+      return {
+        disrupted: await disrupt(
+          String(x.namespace ?? 'default'),
+          String(x.name ?? ''),
+          cause,
+          typeof x.plural === 'string' ? x.plural : undefined,
+        ),
+      };
+    }
     if (method === 'POST' && path === '/deactivate') {
       const x = b(body);
       return {
@@ -370,6 +396,17 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
       done = controllers.preemptJob(ns, name, plural);
     });
     controllers.tick();
+    return done;
+  }
+
+  async function disrupt(ns: string, name: string, cause: Disruption, plural?: string): Promise<boolean> {
+    await settle();
+    let done = false;
+    controllers.enqueue(() => {
+      done = controllers.disruptJob(ns, name, cause, plural);
+    });
+    controllers.tick();
+    await settle();
     return done;
   }
 
@@ -440,6 +477,7 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     clearFaults: () => front.clearFaults(),
     preempt,
     deactivate,
+    disrupt,
     advance,
     settle,
     now: () => new Date(clock.now()),

@@ -30,6 +30,8 @@ export interface TrainingLogInput {
   accuracy: number;
   outcome: 'running' | 'succeeded' | 'failed' | 'crashed';
   failMessage?: string;
+  /** Progress (0–1) of the checkpoint this run resumed from (a later attempt); its steps are not printed again. */
+  resumedFrom?: number;
 }
 
 const fmt = (n: number) => n.toFixed(4);
@@ -50,7 +52,9 @@ export function trainingLog(i: TrainingLogInput): string[] {
     return lines;
   }
   const steps = Math.min(LOG_STEPS, Math.floor(i.progress * LOG_STEPS + 1e-9));
-  for (let k = 1; k <= steps; k++) {
+  const first = Math.floor((i.resumedFrom ?? 0) * LOG_STEPS + 1e-9);
+  if (first > 0) lines.push(`${who} resuming from checkpoint at step ${first}/${LOG_STEPS}`);
+  for (let k = first + 1; k <= steps; k++) {
     const p = k / LOG_STEPS;
     const m = p >= 1 ? { loss: finalLoss(i.accuracy), accuracy: i.accuracy } : metricsAt(p, i.accuracy);
     const epoch = Math.max(1, Math.ceil((k * epochs) / LOG_STEPS));

@@ -50,6 +50,38 @@ export async function writeMetricObject(
   );
 }
 
+/** The simulated training code's checkpoint pointer under GANTRY_CHECKPOINT_URI (README "Checkpoints and resuming"). */
+export const CHECKPOINT_FILE = 'latest.json';
+
+/** Save how far training got (0–1), as the training code's checkpoint. */
+export async function writeCheckpoint(s3: S3Client, loc: OutputLocation, progress: number): Promise<void> {
+  const { PutObjectCommand } = await import('@aws-sdk/client-s3');
+  await s3.send(
+    new PutObjectCommand({
+      Bucket: loc.bucket,
+      Key: `${loc.prefix}${CHECKPOINT_FILE}`,
+      Body: JSON.stringify({ progress }),
+      ContentType: 'application/json',
+    }),
+  );
+}
+
+/** The saved progress (0–1), or 0 when there is no checkpoint (a first attempt). */
+export async function readCheckpoint(s3: S3Client, loc: OutputLocation): Promise<number> {
+  const { GetObjectCommand } = await import('@aws-sdk/client-s3');
+  try {
+    const out = await s3.send(
+      new GetObjectCommand({ Bucket: loc.bucket, Key: `${loc.prefix}${CHECKPOINT_FILE}` }),
+    );
+    const saved = JSON.parse((await out.Body?.transformToString()) ?? '{}') as { progress?: unknown };
+    const p = Number(saved.progress);
+    return Number.isFinite(p) ? Math.min(1, Math.max(0, p)) : 0;
+  } catch (e) {
+    if (e instanceof Error && (e.name === 'NoSuchKey' || e.name === 'NotFound')) return 0;
+    throw e;
+  }
+}
+
 export async function writeOutput(
   s3: S3Client,
   loc: OutputLocation,

@@ -125,12 +125,76 @@ export class Pods {
     this.names.set(owner.uid, names.sort());
   }
 
+  /**
+   * Disrupt the job's pods that `pick` selects: the DisruptionTarget condition a real disruption
+   * writes first (its reason says who: the taint manager, the scheduler, the Eviction API), then a
+   * delete that leaves them Terminating — `finalizer` stands for what a real pod waits for before it
+   * goes (the kubelet's confirmation: never, on a lost node; the grace period, elsewhere).
+   * Returns the disrupted pods' names.
+   */
+  disrupt(
+    owner: PodOwner,
+    pick: (pod: Json) => boolean,
+    condition: { reason: string; message: string },
+    finalizer: string,
+  ): string[] {
+    const def = this.def();
+    if (!def) return [];
+    const now = this.now();
+    const names: string[] = [];
+    for (const p of this.of(owner)) {
+      if (meta(p).deletionTimestamp || !pick(p)) continue;
+      const name = String(meta(p).name);
+      this.api.mutate(
+        def,
+        owner.ns,
+        name,
+        (o) => {
+          const st = obj(o.status);
+          st.conditions = setCondition(
+            st.conditions,
+            { type: 'DisruptionTarget', status: 'True', ...condition },
+            now,
+          );
+          o.status = st;
+        },
+        'status',
+      );
+      this.api.mutate(def, owner.ns, name, (o) => {
+        const m = meta(o);
+        m.finalizers = [...arr(m.finalizers).map(String), finalizer];
+      });
+      try {
+        this.api.delete(def, 'v1', owner.ns, name, { propagationPolicy: 'Background' });
+      } catch {
+        // already gone
+      }
+      names.push(name);
+    }
+    return names;
+  }
+
+  /** The Terminating pods of the job held by `finalizer` go (the node object was deleted, the grace ran out). */
+  release(owner: PodOwner, finalizer: string): void {
+    const def = this.def();
+    if (!def) return;
+    for (const p of this.of(owner)) {
+      if (!arr(meta(p).finalizers).includes(finalizer)) continue;
+      this.api.mutate(def, owner.ns, String(meta(p).name), (o) => {
+        const m = meta(o);
+        m.finalizers = arr(m.finalizers).filter((f) => f !== finalizer);
+      });
+    }
+  }
+
   /** Move every pod of the job to a stage (a stuck scenario keeps its pods where they are while starting). */
   set(owner: PodOwner, stage: PodStage): void {
     const def = this.def();
     if (!def) return;
     const now = this.now();
     for (const p of this.of(owner)) {
+      // A Terminating pod (disrupted) is no longer the kubelet's to update: on a lost node nobody writes it.
+      if (meta(p).deletionTimestamp) continue;
       this.api.mutate(
         def,
         owner.ns,

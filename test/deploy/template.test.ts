@@ -289,6 +289,7 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
   notifyServing: [...LOGS, ...STATE_RW, 's3:GetObject', 'sqs:SendMessage'],
   recordOutcome: [...LOGS, ...STATE_RW, ...STATE_Q, 'sqs:SendMessage'],
   cleanup: [...LOGS, ...EKS],
+  nextAttempt: [...LOGS, ...STATE_RW, ...EKS],
   reconciler: [
     ...LOGS,
     ...EKS,

@@ -132,6 +132,33 @@ describe('the watch line', () => {
       { phase: 'Succeeded', progress: { percent: 100 }, metrics: { loss: 0.05 } },
       `${RUN}  Succeeded  100%  loss 0.05`,
     ],
+    [
+      'one attempt: nothing about attempts',
+      {
+        attempts: [{ attempt: 1, jobName: RUN, startedAt: 't', gpuHours: 2, gpuHoursLost: 0 }],
+        gpuHours: { used: 2, lost: 0 },
+      },
+      `${RUN}  Running`,
+    ],
+    [
+      'a third attempt: why the earlier ones ended, and the GPU-hours lost',
+      {
+        attempts: [
+          { attempt: 1, jobName: RUN, cause: 'NodeLost', startedAt: 't', gpuHours: 4, gpuHoursLost: 4 },
+          {
+            attempt: 2,
+            jobName: `${RUN}-a2`,
+            cause: 'Evicted',
+            startedAt: 't',
+            gpuHours: 1.5,
+            gpuHoursLost: 1.5,
+          },
+          { attempt: 3, jobName: `${RUN}-a3`, startedAt: 't', gpuHours: 1, gpuHoursLost: 0 },
+        ],
+        gpuHours: { used: 6.5, lost: 5.5 },
+      },
+      `${RUN}  Running  attempt 3 (1 NodeLost, 2 Evicted)  GPU-h 6.5 (5.5 lost)`,
+    ],
   ])('a run, %s', (_, view, line) => {
     expect(runLine(run(view))).toBe(line);
   });

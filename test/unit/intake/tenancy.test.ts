@@ -143,6 +143,11 @@ describe('checkTenancy', () => {
     ],
     ['a foreign queue', { queue: 'nlp-queue' }, /queue nlp-queue is not allowed for team vision/],
     [
+      'a foreign fallback queue',
+      { queue: 'vision-queue', fallbackQueues: ['nlp-queue'] },
+      /fallbackQueues: queue nlp-queue is not allowed for team vision/,
+    ],
+    [
       'an image outside the allow-list',
       { image: 'docker.io/evil/miner:1' },
       /image docker.io\/evil\/miner:1 is not allowed/,

@@ -232,6 +232,33 @@ describe('failureOf', () => {
     [
       {
         error: {
+          Error: 'InfrastructureFailureError',
+          Cause: JSON.stringify({ reason: 'Evicted', message: 'pod p: EvictionByEvictionAPI' }),
+        },
+      },
+      { reason: 'Evicted', message: 'pod p: EvictionByEvictionAPI' },
+    ],
+    [
+      // NextAttempt out of budget: a thrown error, its message the {reason, message} JSON.
+      {
+        error: {
+          Error: 'InfrastructureFailureError',
+          Cause: JSON.stringify({
+            errorType: 'InfrastructureFailureError',
+            errorMessage: JSON.stringify({ reason: 'NodeLost', message: 'lost (budget spent)' }),
+          }),
+        },
+      },
+      { reason: 'NodeLost', message: 'lost (budget spent)' },
+    ],
+    [
+      // AwaitAdmission's own timeout, caught into NextAttempt.
+      { error: { Error: 'States.Timeout', Cause: '' } },
+      { reason: 'AdmissionTimeout', message: 'the job was not admitted before the admission deadline' },
+    ],
+    [
+      {
+        error: {
           Error: 'AdmissionDeactivatedError',
           Cause: JSON.stringify({ reason: 'x', message: 'deactivated' }),
         },

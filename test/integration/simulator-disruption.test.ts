@@ -1,0 +1,127 @@
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeKubernetesGateway } from '../../lib/adapters/kubernetes/gateway.ts';
+import { decide } from '../../lib/orchestration/decide.ts';
+import type { ClusterGateway } from '../../lib/ports.ts';
+import { buildJob, jobApi } from '../../lib/trainjob/build.ts';
+import { withDisruption } from '../../lib/trainjob/disruption.ts';
+import { LABEL } from '../../lib/trainjob/labels.ts';
+import { toRunPhase } from '../../lib/trainjob/status.ts';
+import type { K8sObject } from '../../lib/trainjob/types.ts';
+import {
+  type ClusterSimulator,
+  type Disruption,
+  startClusterSimulator,
+} from '../../local/simulator/index.ts';
+import { aRunSpec } from '../helpers/builders.ts';
+
+/**
+ * The simulator's disruptions of a running TrainJob (node lost, preempted without requeue,
+ * evicted), read back through Gantry's gateway: the pods carry DisruptionTarget with the real
+ * reason and stay Terminating (on a lost node until the job is gone; otherwise for the 30 s grace
+ * period), the TrainJob fails as a JobSet with backoffLimit 0 does (`FailedJobs`), and Gantry's
+ * classification makes it an infrastructure failure. Before, the simulator had no such control:
+ * a running job could only be evicted by Kueue (and re-queued) or fail by its own code.
+ */
+
+const NS = 'team-vision';
+const API = jobApi('trainer-v2.2');
+
+let sim: ClusterSimulator;
+let gateway: ClusterGateway;
+let core: CoreV1Api;
+
+beforeAll(async () => {
+  sim = await startClusterSimulator({
+    log: () => {},
+    speed: 0,
+    timestamps: 'simulated',
+    trainerVersion: '2.2',
+    namespaces: [NS],
+    defaultDurationSeconds: 3600,
+    queues: [
+      { name: 'team-q', clusterQueue: 'gpu', quota: { 'nvidia.com/gpu': 1000, cpu: 4000, memory: '64Ti' } },
+    ],
+  });
+  const kc = new KubeConfig();
+  kc.loadFromString(sim.kubeconfigYaml());
+  core = kc.makeApiClient(CoreV1Api);
+  gateway = makeKubernetesGateway({ kubeConfig: kc });
+  await sim.settle();
+}, 30_000);
+
+afterAll(async () => {
+  await sim?.close();
+});
+
+let seq = 0;
+async function running(numNodes = 2) {
+  const runId = `run-disrupt${String(seq++).padStart(9, '0')}`;
+  const spec = aRunSpec({ runId, request: { queue: 'team-q', numNodes, resourcesPerNode: { gpu: 1 } } });
+  await gateway.createJob(buildJob(spec, 'trainer-v2.2'));
+  await sim.settle();
+  await sim.advance(60);
+  return runId;
+}
+
+const podsOf = async (runId: string) =>
+  (await core.listNamespacedPod({ namespace: NS, labelSelector: `${LABEL.runId}=${runId}` })).items;
+const jobOf = async (name: string) => (await gateway.getJob(API, NS, name)) as K8sObject;
+
+describe('simulator: disruptions of a running job', () => {
+  it.each<[Disruption, string, string, number]>([
+    ['node-lost', 'DeletionByTaintManager', 'NodeLost', 1],
+    ['preempted', 'PreemptionByScheduler', 'Preempted', 2],
+    ['evicted', 'EvictionByEvictionAPI', 'Evicted', 2],
+  ])(
+    '%s: DisruptionTarget %s on the pods, the TrainJob fails, Gantry reads %s',
+    async (cause, condition, reason, hit) => {
+      // Prepare
+      const runId = await running(2);
+      expect((await podsOf(runId)).map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
+
+      // Act
+      expect(await sim.disrupt(NS, runId, cause)).toBe(true);
+
+      // Assess: the disrupted pods are Terminating with the condition; the job failed like a JobSet.
+      const pods = await podsOf(runId);
+      const disrupted = pods.filter((p) =>
+        p.status?.conditions?.some(
+          (c) => c.type === 'DisruptionTarget' && c.status === 'True' && c.reason === condition,
+        ),
+      );
+      expect(disrupted).toHaveLength(hit);
+      for (const p of disrupted) expect(p.metadata?.deletionTimestamp).toBeTruthy();
+      const job = await jobOf(runId);
+      const failed = (job.status as { conditions: Array<{ type: string; reason: string }> }).conditions.find(
+        (c) => c.type === 'Failed',
+      );
+      expect(failed?.reason).toBe('FailedJobs');
+      const view = withDisruption(toRunPhase(job), pods, job);
+      expect(decide('completion', view)).toMatchObject({
+        kind: 'fail',
+        error: 'InfrastructureFailureError',
+        reason,
+      });
+      // A second disruption of a failed job does nothing.
+      expect(await sim.disrupt(NS, runId, cause)).toBe(false);
+    },
+  );
+
+  it('pods of a lost node stay Terminating until their job is deleted; preempted pods go after their grace period', async () => {
+    const lost = await running(2);
+    const preempted = await running(2);
+    await sim.disrupt(NS, lost, 'node-lost');
+    await sim.disrupt(NS, preempted, 'preempted');
+    await sim.advance(31);
+    expect(await podsOf(preempted)).toHaveLength(0);
+    expect((await podsOf(lost)).filter((p) => p.metadata?.deletionTimestamp)).toHaveLength(1);
+    await gateway.deleteJob(API, NS, lost);
+    await sim.advance(1);
+    expect(await podsOf(lost)).toHaveLength(0);
+  });
+
+  it('a job that is not running cannot be disrupted', async () => {
+    expect(await sim.disrupt(NS, 'no-such-job', 'node-lost')).toBe(false);
+  });
+});
