@@ -210,11 +210,11 @@ export function newEvents(after: RunRecord, seen: EventWatermark = { phases: 0 }
   // A stall happens while Running: its events go before a phase change that ended it in the same step.
   const stalled = new Set(seen.stalls ?? []);
   const stalls = stallEvents(after).filter((e) => !stalled.has(e.id));
-  if (stalls.length > 0) {
-    const from = stalls[0]?.time ?? '';
-    const at = phases.findIndex((e) => Date.parse(e.time) > Date.parse(from));
-    if (at < 0) phases.push(...stalls);
-    else phases.splice(at, 0, ...stalls);
+  // Each at its own time: a run may stall in several attempts, or stall again after resuming.
+  for (const stall of stalls) {
+    const at = phases.findIndex((e) => Date.parse(e.time) > Date.parse(stall.time));
+    if (at < 0) phases.push(stall);
+    else phases.splice(at, 0, stall);
   }
   const published = publishedEvent(after);
   if (!published || seen.published === published.id) return phases;

@@ -16,8 +16,9 @@ import { apiClient } from '../helpers/api-client.ts';
  * metric lines into the metric channel) that stops reporting is shown stalled within one reconciler
  * pass of its `stallAfterSeconds`, a `gantry.run.stalled` event goes out and a Warning Event lands on
  * the job; the stall clears when the reports resume. With `restartOnStall` the reconciler fails the
- * completion wait with InfrastructureFailureError (reason Stalled): without the attempts of a later
- * change the run ends Failed with that reason.
+ * completion wait with InfrastructureFailureError (reason Stalled): the run starts a new attempt
+ * (NextAttempt) within its `retry.infrastructure` budget and, stalled again past it, ends Failed with
+ * that reason.
  *
  * Time: the stack's Step Functions speed is 60, and stall detection counts in the same compressed
  * time (GANTRY_STALL_TIME_SCALE = 60): `stallAfterSeconds` 120 is 2 s of wall time. The reconciler
@@ -187,16 +188,25 @@ describe('stall detection (embedded default)', { timeout: 120_000 }, () => {
     await call('POST', `/v1/runs/${runId}/cancel`);
   });
 
-  it('restartOnStall: the completion wait fails with InfrastructureFailureError, reason Stalled', async () => {
-    // Prepare + Act: a run that never reports
-    const runId = await submit({ modelName: 'stall-restart', restartOnStall: true });
+  it('restartOnStall: a stalled run starts a new attempt; stalled again past its budget it ends Failed/Stalled', async () => {
+    // Prepare + Act: a run that never reports, one attempt after an infrastructure failure allowed
+    const runId = await submit({
+      modelName: 'stall-restart',
+      restartOnStall: true,
+      retry: { infrastructure: 1 },
+    });
     await until('Running', async () => ((await view(runId)).phase === 'Running' ? true : undefined));
     const ended = await until('the run to end', async () => {
       const v = await view(runId);
       return ['Succeeded', 'Failed', 'Cancelled'].includes(v.phase) ? v : undefined;
     });
 
-    // Assess: on this branch the error ends the run (the attempts of a later change restart it)
+    // Assess: attempt 1 ended Stalled and attempt 2 (a new job) ran; stalled too, it ended the run
+    expect(ended.attempts.map((a: { attempt: number; cause?: string }) => [a.attempt, a.cause])).toEqual([
+      [1, 'Stalled'],
+      [2, 'Stalled'],
+    ]);
+    expect(ended.attempts[1].jobName).toBe(`${runId}-a2`);
     expect(ended.phase).toBe('Failed');
     expect(ended.reason).toBe('Stalled');
     expect(ended.message).toMatch(/no progress or metric reported for \d+ s .*restartOnStall/);
@@ -206,6 +216,14 @@ describe('stall detection (embedded default)', { timeout: 120_000 }, () => {
     const types = (await call('GET', `/v1/runs/${runId}/events`)).body.events.map(
       (e: LifecycleEvent) => e.type,
     );
-    expect(types.slice(-2)).toEqual(['gantry.run.stalled', 'gantry.run.failed']);
+    // Each attempt's stall in its place: stalled, a new attempt (Pending, Running), stalled, failed
+    expect(types.slice(-6)).toEqual([
+      'gantry.run.running',
+      'gantry.run.stalled',
+      'gantry.run.pending',
+      'gantry.run.running',
+      'gantry.run.stalled',
+      'gantry.run.failed',
+    ]);
   });
 });

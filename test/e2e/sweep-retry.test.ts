@@ -54,6 +54,9 @@ describe('a trial lost to infrastructure is retried with the same parameters', (
         numNodes: 1,
         resourcesPerNode: { gpu: 1 },
         queue: 'demo-queue',
+        // No new attempt inside the run (by default an Unschedulable job gets one): the trial's run
+        // fails, and the sweep's own retry is what is under test.
+        retry: { infrastructure: 0 },
       },
       parameters: [{ name: 'lr', type: 'discrete', values: [0.1, 0.01, 0.001] }],
       objective: { metric: 'accuracy', direction: 'maximize' },

@@ -240,6 +240,31 @@ describe('stall events', () => {
     ]);
   });
 
+  it('stalls of two attempts: each in its place between the phase changes', () => {
+    // A stall fails attempt 1 (restartOnStall): back to Pending, Running again, stalled again
+    const r = lived([
+      { phase: 'Submitting' },
+      { phase: 'Pending' },
+      { phase: 'Running' }, // 3 s
+      { stall: { since: at(4).toISOString(), lastProgressAt: at(3).toISOString() } }, // 4 s
+      { phase: 'Pending', reason: 'Stalled' }, // 5 s: attempt 2
+      { phase: 'Running' }, // 6 s
+      { stall: { since: at(7).toISOString(), lastProgressAt: at(6).toISOString() } }, // 7 s
+      { phase: 'Failed', reason: 'Stalled', message: 'stalled' }, // 8 s
+    ]);
+    expect(brief(runEvents(r))).toEqual([
+      'gantry.run.accepted',
+      'gantry.run.submitting',
+      'gantry.run.pending',
+      'gantry.run.running',
+      'gantry.run.stalled',
+      'gantry.run.pending/Stalled',
+      'gantry.run.running',
+      'gantry.run.stalled',
+      'gantry.run.failed/Stalled',
+    ]);
+  });
+
   it('change by change, each stall event comes out once; a coarse step puts them before the final phase', () => {
     let r = newRecord(aRunSpec({ runId: 'run-e' }), 'fp', T0);
     const out = [...newEvents(r)];
