@@ -31,9 +31,9 @@ describe('toRunView: stalls', () => {
       },
     ],
     [
-      'an open stall, without now: as found',
+      'an open stall, when it was found: the seconds since the last report',
       running({ lastProgressAt: iso(10), stalls: [open] }),
-      undefined,
+      iso(70),
       {
         since: iso(70),
         lastProgressAt: iso(10),

@@ -46,12 +46,12 @@ describe('isInfrastructureFailure', () => {
     expect(isInfrastructureFailure(reason)).toBe(expected);
   });
   it('names exactly the five infrastructure reasons', () => {
-    expect([...INFRASTRUCTURE_REASONS]).toEqual([
-      'Preempted',
-      'NodeLost',
+    expect([...INFRASTRUCTURE_REASONS].sort()).toEqual([
       'Evicted',
-      'Unschedulable',
+      'NodeLost',
+      'Preempted',
       'Stalled',
+      'Unschedulable',
     ]);
   });
 });
