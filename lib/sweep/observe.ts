@@ -1,9 +1,10 @@
+import { mapLimit } from '../concurrency.ts';
 import { gpuHoursOf } from '../observability/metrics.ts';
 import type { CallOptions } from '../ports.ts';
 import { isTerminal as isRunTerminal } from '../run/phases.ts';
 import type { RunRecords } from '../run/records.ts';
 import { isTrialTerminal, type RunObservation, type SweepRecord } from './record.ts';
-import { forEachLimit, READ_CONCURRENCY } from './store.ts';
+import { READ_CONCURRENCY } from './store.ts';
 
 /**
  * What the run records of the open trials say. `seen` carries what an earlier attempt of the
@@ -23,7 +24,7 @@ export async function observeRuns(
     (t) => !isTrialTerminal(t.phase) && !seen.has(t.runId) && (only === undefined || only.has(t.runId)),
   );
   const runs = seen;
-  await forEachLimit(open, READ_CONCURRENCY, async (t) => {
+  await mapLimit(open, READ_CONCURRENCY, async (t) => {
     const run = await records.get(t.runId, opts);
     if (!run) {
       runs.set(t.runId, undefined);

@@ -1,3 +1,4 @@
+import { mapLimit } from '../concurrency.ts';
 import { ConcurrentUpdateError, NotFoundError } from '../errors.ts';
 import type { CallOptions } from '../ports.ts';
 import type { StateTable, StoredItem } from '../state/table.ts';
@@ -64,7 +65,7 @@ export function makeSweepStore({ table, log }: SweepStoreOptions) {
    */
   async function adopt(sweepId: string, current: StoredItem<SweepItem>, opts?: CallOptions) {
     const trials = current.value.trials ?? [];
-    await forEachLimit(trials, READ_CONCURRENCY, async (t) => {
+    await mapLimit(trials, READ_CONCURRENCY, async (t) => {
       await table
         .put(trialItemKey(sweepId, t.index), t, trialIndexes(sweepId, t), { ifAbsent: true }, opts)
         .catch((err: unknown) => {
@@ -215,13 +216,4 @@ export type SweepStore = ReturnType<typeof makeSweepStore>;
 export async function jitter(attempt: number): Promise<void> {
   const ms = Math.random() * Math.min(500, 10 * 2 ** attempt);
   await new Promise((r) => setTimeout(r, ms));
-}
-
-export async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) await fn(items[next++] as T);
-    }),
-  );
 }

@@ -1,3 +1,4 @@
+import { mapLimit } from '../concurrency.ts';
 import { ConcurrentUpdateError, ModelOwnedError, NotFoundError } from '../errors.ts';
 import { runMessage, runMessageAttributes } from '../intake/message.ts';
 import type { CallOptions, Clock, RunQueue } from '../ports.ts';
@@ -25,14 +26,7 @@ import {
   type Trial,
 } from './record.ts';
 import { suggest } from './samplers.ts';
-import {
-  forEachLimit,
-  jitter,
-  MAX_ATTEMPTS,
-  makeSweepStore,
-  READ_CONCURRENCY,
-  REQUEUE_AFTER_MS,
-} from './store.ts';
+import { jitter, MAX_ATTEMPTS, makeSweepStore, READ_CONCURRENCY, REQUEUE_AFTER_MS } from './store.ts';
 import { trialRequest, trialSpec } from './trials.ts';
 
 export {
@@ -275,7 +269,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
         const old = before.get(t.index);
         return old !== undefined && JSON.stringify(old) !== JSON.stringify(t);
       });
-      await forEachLimit(changedTrials, READ_CONCURRENCY, async (t) => {
+      await mapLimit(changedTrials, READ_CONCURRENCY, async (t) => {
         const key = trialItemKey(sweepId, t.index);
         let base = before.get(t.index) as Trial;
         let version = trialVersions.get(t.index) as string;
@@ -303,7 +297,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
 
       release = created;
       requeue = [...requeue, ...retried].filter((t) => !lost.has(t.index));
-      await forEachLimit([...release, ...requeue], 16, async (trial) => {
+      await mapLimit([...release, ...requeue], 16, async (trial) => {
         const spec = specOf(next, trial);
         await caps.queue?.enqueue(runMessage(spec), runMessageAttributes(spec), opts);
       });
@@ -315,7 +309,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
         log({ level: 'INFO', msg: 'trials released', sweepId, trials: release.map((t) => t.index) });
       result.stop = result.stop.filter((s) => !lost.has(s.trial.index));
       if (caps.stopRun) {
-        await forEachLimit(result.stop, 8, async ({ trial, reason }) => {
+        await mapLimit(result.stop, 8, async ({ trial, reason }) => {
           await caps.stopRun?.(specOf(next, trial), reason, opts);
         });
         report.stopped += result.stop.length;
@@ -411,7 +405,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
     const ids = await activeSweepIds(opts);
     let errors = 0;
     let deferred = 0;
-    await forEachLimit(ids, 4, async (id) => {
+    await mapLimit(ids, 4, async (id) => {
       if (Date.now() - started > budgetMs) {
         deferred++;
         return;
