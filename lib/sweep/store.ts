@@ -2,6 +2,7 @@ import { mapLimit } from '../concurrency.ts';
 import { ConcurrentUpdateError, NotFoundError } from '../errors.ts';
 import type { CallOptions } from '../ports.ts';
 import type { StateTable, StoredItem } from '../state/table.ts';
+import { jitter, updateWithRetry } from '../state/update.ts';
 import {
   type SweepItem,
   sweepIndexes,
@@ -173,18 +174,17 @@ export function makeSweepStore({ table, log }: SweepStoreOptions) {
     change: (r: SweepRecord) => SweepRecord | undefined,
     opts?: CallOptions,
   ): Promise<SweepRecord | undefined> {
-    for (let attempt = 1; ; attempt++) {
-      const current = await load(sweepId, opts);
-      if (!current) throw new NotFoundError(`sweep ${sweepId} has no record`);
-      const next = change(current.record);
-      if (!next) return current.record;
-      if (await write(next, current.version, opts)) {
-        return next;
-      }
-      if (attempt >= MAX_ATTEMPTS)
+    return updateWithRetry(
+      async () => {
+        const current = await load(sweepId, opts);
+        if (!current) throw new NotFoundError(`sweep ${sweepId} has no record`);
+        const next = change(current.record);
+        if (!next) return current.record;
+        if (await write(next, current.version, opts)) return next;
         throw new ConcurrentUpdateError(`sweep ${sweepId}: too many concurrent updates`);
-      await jitter(attempt);
-    }
+      },
+      { maxAttempts: MAX_ATTEMPTS, backoff: sweepBackoff },
+    );
   }
 
   /** Every sweep not yet final: pages of the sparse `active` index. */
@@ -213,7 +213,5 @@ export function makeSweepStore({ table, log }: SweepStoreOptions) {
 
 export type SweepStore = ReturnType<typeof makeSweepStore>;
 
-export async function jitter(attempt: number): Promise<void> {
-  const ms = Math.random() * Math.min(500, 10 * 2 ** attempt);
-  await new Promise((r) => setTimeout(r, ms));
-}
+/** The wait after a lost race on the sweep item. */
+export const sweepBackoff = jitter(500);

@@ -26,7 +26,7 @@ import {
   type Trial,
 } from './record.ts';
 import { suggest } from './samplers.ts';
-import { jitter, MAX_ATTEMPTS, makeSweepStore, READ_CONCURRENCY, REQUEUE_AFTER_MS } from './store.ts';
+import { MAX_ATTEMPTS, makeSweepStore, READ_CONCURRENCY, REQUEUE_AFTER_MS, sweepBackoff } from './store.ts';
 import { trialRequest, trialSpec } from './trials.ts';
 
 export {
@@ -224,7 +224,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
           if (attempt >= maxAttempts)
             throw new ConcurrentUpdateError(`sweep ${sweepId}: too many concurrent updates`);
           sweepRead = undefined;
-          await jitter(attempt);
+          await sweepBackoff(attempt);
           continue;
         }
         report.writes++;
