@@ -45,9 +45,3 @@ export function sweepIndexes(record: SweepRecord): IndexEntries {
     ...(isSweepFinal(record.phase) ? {} : { active: { pk: 'active#sweep', sk: record.sweepId } }),
   };
 }
-
-/** Whether the sweep item would stay the same (its trials and update time aside). */
-export function sameSweep(a: SweepRecord, b: SweepRecord): boolean {
-  const strip = (r: SweepRecord) => JSON.stringify({ ...sweepItemOf(r), updatedAt: '' });
-  return strip(a) === strip(b);
-}

@@ -8,7 +8,7 @@ import type { RunRecords } from '../run/records.ts';
 import type { RunSpec } from '../run/spec.ts';
 import type { StateTable } from '../state/table.ts';
 import { makeChaining } from './chaining.ts';
-import { sameSweep, sweepItemKey, trialIndexes, trialItemKey } from './items.ts';
+import { sweepItemKey, sweepItemOf, trialIndexes, trialItemKey } from './items.ts';
 import { observeRuns } from './observe.ts';
 import {
   algorithmOf,
@@ -29,15 +29,7 @@ import { suggest } from './samplers.ts';
 import { MAX_ATTEMPTS, makeSweepStore, READ_CONCURRENCY, REQUEUE_AFTER_MS, sweepBackoff } from './store.ts';
 import { trialRequest, trialSpec } from './trials.ts';
 
-export {
-  type SweepItem,
-  sweepIndexes,
-  sweepItemKey,
-  sweepItemOf,
-  trialCounts,
-  trialIndexes,
-  trialItemKey,
-} from './items.ts';
+export * from './items.ts';
 
 export interface SweepCapabilities {
   /** Release trials (send their run messages). */
@@ -424,3 +416,9 @@ export function makeSweeps(deps: SweepStoreDeps) {
 }
 
 export type Sweeps = ReturnType<typeof makeSweeps>;
+
+/** Whether the sweep item would stay the same (its trials and update time aside). */
+export function sameSweep(a: SweepRecord, b: SweepRecord): boolean {
+  const strip = (r: SweepRecord) => JSON.stringify({ ...sweepItemOf(r), updatedAt: '' });
+  return strip(a) === strip(b);
+}
