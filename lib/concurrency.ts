@@ -27,3 +27,22 @@ export async function mapLimit<T, R>(
   if (failed) throw failed.error;
   return results;
 }
+
+/**
+ * `mapLimit` that collects every outcome instead of stopping at the first failure: each item's
+ * call runs (at most `limit` in flight) and its result or error stands at its index, as
+ * `Promise.allSettled` reports them. For batches where one item's failure must not keep the
+ * others from running (a queue batch reporting its failed messages).
+ */
+export function mapLimitSettled<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<PromiseSettledResult<R>[]> {
+  return mapLimit(items, limit, (item, i) =>
+    fn(item, i).then(
+      (value): PromiseSettledResult<R> => ({ status: 'fulfilled', value }),
+      (reason: unknown): PromiseSettledResult<R> => ({ status: 'rejected', reason }),
+    ),
+  );
+}

@@ -9,6 +9,7 @@ import {
 } from '../errors.ts';
 import type { CallOptions, Clock, ObjectStore } from '../ports.ts';
 import type { RunSpec } from '../run/spec.ts';
+import { updateWithRetry } from '../state/update.ts';
 import { modelPublishedEvent, runWithoutModelEvent, type ServingEvent } from './events.ts';
 import {
   claimKey,
@@ -225,23 +226,21 @@ export function makeModelPublisher(deps: ModelPublisherDeps) {
 
   /** Take the next number from the counter (If-Match), then claim it for the run (If-None-Match). */
   async function claimVersion(model: string, runId: string, opts?: CallOptions): Promise<number> {
-    let version: number | undefined;
-    for (let attempt = 1; version === undefined; attempt++) {
-      const counter = await store.getJson<VersionCounter>(versionsKey(model), opts);
-      const latest = counter ? undefined : await store.getJson<LatestPointer>(latestKey(model), opts);
-      const next = nextCounter(model, counter?.value, latest?.value, clock.now());
-      try {
+    const version = await updateWithRetry(
+      async () => {
+        const counter = await store.getJson<VersionCounter>(versionsKey(model), opts);
+        const latest = counter ? undefined : await store.getJson<LatestPointer>(latestKey(model), opts);
+        const next = nextCounter(model, counter?.value, latest?.value, clock.now());
         await store.putJson(
           versionsKey(model),
           next,
           counter ? { ifMatch: counter.etag } : { ifNoneMatch: true },
           opts,
         );
-        version = next.last;
-      } catch (err) {
-        if (!(err instanceof ConcurrentUpdateError) || attempt >= MAX_ATTEMPTS) throw err;
-      }
-    }
+        return next.last;
+      },
+      { maxAttempts: MAX_ATTEMPTS },
+    );
     const claim: VersionClaim = { model, runId, version, claimedAt: clock.now().toISOString() };
     try {
       await store.putJson(claimKey(model, runId), claim, { ifNoneMatch: true }, opts);
@@ -273,25 +272,23 @@ export function makeModelPublisher(deps: ModelPublisherDeps) {
   /** Move `latest.json` to this version unless it already names the same or a higher one. */
   async function advanceLatest(manifest: ModelManifest, opts?: CallOptions): Promise<void> {
     const key = latestKey(manifest.model);
-    for (let attempt = 1; ; attempt++) {
-      const current = await store.getJson<LatestPointer>(key, opts);
-      if (!shouldAdvanceLatest(current?.value, manifest.version)) return;
-      const pointer: LatestPointer = {
-        model: manifest.model,
-        version: manifest.version,
-        runId: manifest.runId,
-        storageUri: manifest.storageUri,
-        manifestUri: manifest.manifestUri,
-        publishedAt: manifest.timestamps.publishedAt,
-        updatedAt: clock.now().toISOString(),
-      };
-      try {
+    await updateWithRetry(
+      async () => {
+        const current = await store.getJson<LatestPointer>(key, opts);
+        if (!shouldAdvanceLatest(current?.value, manifest.version)) return;
+        const pointer: LatestPointer = {
+          model: manifest.model,
+          version: manifest.version,
+          runId: manifest.runId,
+          storageUri: manifest.storageUri,
+          manifestUri: manifest.manifestUri,
+          publishedAt: manifest.timestamps.publishedAt,
+          updatedAt: clock.now().toISOString(),
+        };
         await store.putJson(key, pointer, current ? { ifMatch: current.etag } : { ifNoneMatch: true }, opts);
-        return;
-      } catch (err) {
-        if (!(err instanceof ConcurrentUpdateError) || attempt >= MAX_ATTEMPTS) throw err;
-      }
-    }
+      },
+      { maxAttempts: MAX_ATTEMPTS },
+    );
   }
 
   return { publish, notify };

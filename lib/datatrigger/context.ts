@@ -2,6 +2,7 @@ import type { GantryConfig } from '../config.ts';
 import type { CallOptions, Clock, RunQueue, WorkflowEngine } from '../ports.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { DocumentStore } from '../state/documents.ts';
+import { jitter } from '../state/update.ts';
 import { type CheckMessage, sha256Hex } from './events.ts';
 
 /** What the data trigger works with, and where it keeps its state. */
@@ -57,6 +58,5 @@ export async function putState(
   await store.putJson(key, value, etag ? { ifMatch: etag } : { ifNoneMatch: true }, opts);
 }
 
-export function backoff(attempt: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, Math.random() * Math.min(200, 10 * 2 ** attempt)));
-}
+/** The wait after a lost race on a rule's or a partition's state. */
+export const backoff = jitter(200);

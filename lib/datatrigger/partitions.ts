@@ -1,5 +1,6 @@
 import { ConcurrentUpdateError } from '../errors.ts';
 import type { CallOptions } from '../ports.ts';
+import { updateWithRetry } from '../state/update.ts';
 import { backoff, MAX_ATTEMPTS, partitionKey, putState, type TriggerContext } from './context.ts';
 import { type Burst, checkQuiet, closeBurst, delayFor, type PartitionState } from './quiet.ts';
 import { type DataRef, type DataTriggerRule, partitionUri } from './rules.ts';
@@ -38,20 +39,17 @@ export function makePartitions(
     opts?: CallOptions,
   ): Promise<void> {
     const key = partitionKey(rule.name, partition);
-    for (let attempt = 1; ; attempt++) {
-      const got = await store.getJson<PartitionState>(key, opts);
-      const prior: PartitionState = got?.value ?? { rule: rule.name, partition, closed: [] };
-      const { state, check } = change(prior);
-      if (!state) return;
-      if (check) await sendQuietCheck(rule, partition, check, opts);
-      try {
+    await updateWithRetry(
+      async () => {
+        const got = await store.getJson<PartitionState>(key, opts);
+        const prior: PartitionState = got?.value ?? { rule: rule.name, partition, closed: [] };
+        const { state, check } = change(prior);
+        if (!state) return;
+        if (check) await sendQuietCheck(rule, partition, check, opts);
         await putState(store, key, state, got?.etag, opts);
-        return;
-      } catch (err) {
-        if (!(err instanceof ConcurrentUpdateError) || attempt >= MAX_ATTEMPTS) throw err;
-        await backoff(attempt);
-      }
-    }
+      },
+      { maxAttempts: MAX_ATTEMPTS, backoff },
+    );
   }
 
   async function quietCheck(rule: DataTriggerRule, partition: string, token: string, opts?: CallOptions) {

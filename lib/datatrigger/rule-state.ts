@@ -1,6 +1,6 @@
-import { ConcurrentUpdateError } from '../errors.ts';
 import type { CallOptions } from '../ports.ts';
 import { isTerminal } from '../run/phases.ts';
+import { updateWithRetry } from '../state/update.ts';
 import { backoff, MAX_ATTEMPTS, putState, stateKey, type TriggerContext } from './context.ts';
 import {
   type Candidate,
@@ -54,22 +54,18 @@ export function makeRuleState(ctx: TriggerContext, runs: DataRuns) {
     decide: (r: Awaited<ReturnType<typeof readRule>>) => Promise<Decision>,
     opts?: CallOptions,
   ): Promise<Decision> {
-    for (let attempt = 1; ; attempt++) {
-      const read = await readRule(rule, opts);
-      const decision = await decide(read);
-      await sendRechecks(rule, decision, opts);
-      if (decision.state) {
-        try {
-          await putState(store, stateKey(rule.name), decision.state, read.etag, opts);
-        } catch (err) {
-          if (!(err instanceof ConcurrentUpdateError) || attempt >= MAX_ATTEMPTS) throw err;
-          await backoff(attempt);
-          continue;
-        }
-      }
-      await perform(rule, decision.actions, opts);
-      return decision;
-    }
+    const decision = await updateWithRetry(
+      async () => {
+        const read = await readRule(rule, opts);
+        const decision = await decide(read);
+        await sendRechecks(rule, decision, opts);
+        if (decision.state) await putState(store, stateKey(rule.name), decision.state, read.etag, opts);
+        return decision;
+      },
+      { maxAttempts: MAX_ATTEMPTS, backoff },
+    );
+    await perform(rule, decision.actions, opts);
+    return decision;
   }
 
   /** New data is complete: a run now, queued, skipped or replacing the current one, by the rule's policy. */

@@ -1,3 +1,4 @@
+import { mapLimitSettled } from '../concurrency.ts';
 import type { GantryConfig } from '../config.ts';
 import { ForbiddenError, ValidationError } from '../errors.ts';
 import type { CallOptions, Clock, WorkflowEngine } from '../ports.ts';
@@ -127,7 +128,7 @@ export function makeStartRuns(deps: StartRunsDeps) {
     event: { Records: QueueRecord[] },
     opts?: CallOptions,
   ): Promise<BatchResult> {
-    const results = await settleLimited(event.Records, START_CONCURRENCY, (r) => startOne(r, opts));
+    const results = await mapLimitSettled(event.Records, START_CONCURRENCY, (r) => startOne(r, opts));
     const batchItemFailures: BatchResult['batchItemFailures'] = [];
     results.forEach((result, i) => {
       if (result.status === 'fulfilled') return;
@@ -153,25 +154,3 @@ export function makeStartRuns(deps: StartRunsDeps) {
 
 /** Starts in flight at once: a large batch must not burst past Step Functions' StartExecution rate. */
 const START_CONCURRENCY = 10;
-
-async function settleLimited<T>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<void>,
-): Promise<PromiseSettledResult<void>[]> {
-  const results: PromiseSettledResult<void>[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      try {
-        await fn(items[i] as T);
-        results[i] = { status: 'fulfilled', value: undefined };
-      } catch (reason) {
-        results[i] = { status: 'rejected', reason };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}

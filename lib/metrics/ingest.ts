@@ -1,7 +1,8 @@
 import { parseDataMessage } from '../datatrigger/events.ts';
-import { ConcurrentUpdateError, NotFoundError } from '../errors.ts';
+import { NotFoundError } from '../errors.ts';
 import type { CallOptions, Clock, ObjectStore } from '../ports.ts';
 import type { RunRecords } from '../run/records.ts';
+import { updateWithRetry } from '../state/update.ts';
 import {
   emptyHistory,
   foldObject,
@@ -115,34 +116,34 @@ export function makeMetricIngester(deps: {
 
   /** Returns how many of the objects were new. */
   async function foldInto(runId: string, keys: string[], opts?: CallOptions): Promise<number> {
-    const read = [];
+    const read: ({ key: string } & NonNullable<Awaited<ReturnType<MetricObjectReader['read']>>>)[] = [];
     for (const key of keys) {
       const o = await objects.read(key, opts);
       if (o && o.size <= MAX_OBJECT_BYTES) read.push({ key, ...o });
     }
     if (read.length === 0) return 0;
-    for (let attempt = 1; ; attempt++) {
-      const current = await store.getJson<MetricHistory>(historyKey(runId), opts);
-      let history = current?.value ?? emptyHistory(runId, clock.now());
-      let folded = 0;
-      for (const o of read) {
-        const next = foldObject(history, o, clock.now());
-        if (!next) continue;
-        folded++;
-        history = next.history;
-        if (next.problems.length > 0) {
-          log({
-            level: 'WARN',
-            msg: 'metric lines dropped',
-            runId,
-            key: o.key,
-            problems: next.problems.slice(0, 5),
-          });
+    const { history, folded } = await updateWithRetry(
+      async () => {
+        const current = await store.getJson<MetricHistory>(historyKey(runId), opts);
+        let history = current?.value ?? emptyHistory(runId, clock.now());
+        let folded = 0;
+        for (const o of read) {
+          const next = foldObject(history, o, clock.now());
+          if (!next) continue;
+          folded++;
+          history = next.history;
+          if (next.problems.length > 0) {
+            log({
+              level: 'WARN',
+              msg: 'metric lines dropped',
+              runId,
+              key: o.key,
+              problems: next.problems.slice(0, 5),
+            });
+          }
         }
-      }
-      // Nothing new (a redelivery, or a retry after the record write failed): the record is still
-      // brought up to date below, which costs one read and no write when it already is.
-      try {
+        // Nothing new (a redelivery, or a retry after the record write failed): the record is still
+        // brought up to date below, which costs one read and no write when it already is.
         if (folded > 0)
           await store.putJson(
             historyKey(runId),
@@ -150,19 +151,18 @@ export function makeMetricIngester(deps: {
             current ? { ifMatch: current.etag } : { ifNoneMatch: true },
             opts,
           );
-      } catch (err) {
-        if (err instanceof ConcurrentUpdateError && attempt < MAX_ATTEMPTS) continue;
-        throw err;
-      }
-      const metrics = latestMetrics(history);
-      const change = {
-        ...(Object.keys(metrics).length > 0 ? { metrics } : {}),
-        ...(history.progress ? { progress: recordProgress(history.progress) } : {}),
-        ...(history.lastAt !== undefined ? { lastProgressAt: history.lastAt } : {}),
-      };
-      if (Object.keys(change).length > 0) await records.update(runId, change, opts);
-      return folded;
-    }
+        return { history, folded };
+      },
+      { maxAttempts: MAX_ATTEMPTS },
+    );
+    const metrics = latestMetrics(history);
+    const change = {
+      ...(Object.keys(metrics).length > 0 ? { metrics } : {}),
+      ...(history.progress ? { progress: recordProgress(history.progress) } : {}),
+      ...(history.lastAt !== undefined ? { lastProgressAt: history.lastAt } : {}),
+    };
+    if (Object.keys(change).length > 0) await records.update(runId, change, opts);
+    return folded;
   }
 
   /** The run's history, for the API. */

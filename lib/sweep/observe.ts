@@ -1,0 +1,45 @@
+import { mapLimit } from '../concurrency.ts';
+import { gpuHoursOf } from '../observability/metrics.ts';
+import type { CallOptions } from '../ports.ts';
+import { isTerminal as isRunTerminal } from '../run/phases.ts';
+import type { RunRecords } from '../run/records.ts';
+import { isTrialTerminal, type RunObservation, type SweepRecord } from './record.ts';
+import { READ_CONCURRENCY } from './store.ts';
+
+/**
+ * What the run records of the open trials say. `seen` carries what an earlier attempt of the
+ * same call read: a lost write race re-reads the sweep record, not every run record (a stale
+ * observation only delays a release to the next advance; it never over-releases, because a
+ * trial counts as in flight until a run record says it ended). `only` limits the reads to those
+ * runs (a trial's own RecordOutcome looks at its own run).
+ */
+export async function observeRuns(
+  records: Pick<RunRecords, 'get'>,
+  record: SweepRecord,
+  seen: Map<string, RunObservation | undefined>,
+  only: ReadonlySet<string> | undefined,
+  opts?: CallOptions,
+) {
+  const open = record.trials.filter(
+    (t) => !isTrialTerminal(t.phase) && !seen.has(t.runId) && (only === undefined || only.has(t.runId)),
+  );
+  const runs = seen;
+  await mapLimit(open, READ_CONCURRENCY, async (t) => {
+    const run = await records.get(t.runId, opts);
+    if (!run) {
+      runs.set(t.runId, undefined);
+      return;
+    }
+    runs.set(t.runId, {
+      phase: run.phase,
+      ...(run.reason !== undefined ? { reason: run.reason } : {}),
+      ...(run.metrics ? { metrics: run.metrics } : {}),
+      ...(run.progress?.percent !== undefined ? { percent: run.progress.percent } : {}),
+      ...(run.phase === 'Pending' && run.admission ? { waitingForQuota: true } : {}),
+      ...(isRunTerminal(run.phase)
+        ? { endedAt: run.transitions.at(-1)?.at ?? run.updatedAt, gpuHours: gpuHoursOf(run) }
+        : {}),
+    });
+  });
+  return { runs };
+}
