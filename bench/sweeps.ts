@@ -13,6 +13,12 @@
  * Run: `node bench/sweeps.ts [--trials 1000] [--parallel 64] [--over 96] [--speed 3600]
  *       [--duration 1800] [--quota 64] [--cases baseline,sweep,over] [--write]`
  * `--over 0` skips the over-quota sweep; `--write` updates bench/results/sweeps.md.
+ *
+ * Per-trial orchestration overhead (sweep cases; see perTrialTimings): launch (trial released → its
+ * job created) + record (job Complete/Failed → trial recorded ended), from the trial items and the
+ * simulator's watch events, stamped with the wall clock; waiting for quota and training are not in it.
+ * `--repeat K` runs the sweep and over-quota cases K times (no baseline) and appends a section with
+ * one row per run (trials done, stalled, peak unfinished jobs against parallelTrials) to the results.
  */
 import { execFile } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -177,6 +183,15 @@ interface PerTrial {
   queue: Dist;
   train: Dist;
   refill: Dist;
+  /**
+   * launch and record split at the trial's run record (its `transitions`): accept = run Accepted −
+   * trial released; submit = job created − run Accepted; reconcile = the run's terminal transition −
+   * job finished; handoff = trial recorded ended − the run's terminal transition.
+   */
+  accept?: Dist;
+  submit?: Dist;
+  reconcile?: Dist;
+  handoff?: Dist;
   /** Every measured trial's overhead, seconds (to pool the runs). */
   overheads: number[];
 }
@@ -191,7 +206,12 @@ function perTrialTimings(
   trials: Array<{ index: number; runId: string; releasedAt?: string; endedAt?: string }>,
   jobs: Map<string, JobTimes>,
   parallel: number,
+  runs: Map<string, { accepted?: number; ended?: number }> = new Map(),
 ): PerTrial {
+  const accept: number[] = [];
+  const submit: number[] = [];
+  const reconcile: number[] = [];
+  const handoff: number[] = [];
   const launch: number[] = [];
   const record: number[] = [];
   const queue: number[] = [];
@@ -214,6 +234,15 @@ function perTrialTimings(
     queue.push((j.admitted - j.created) / 1000);
     train.push((j.finished - j.admitted) / 1000);
     overhead.push(l + r);
+    const run = runs.get(t.runId);
+    if (run?.accepted !== undefined) {
+      accept.push((run.accepted - released) / 1000);
+      submit.push((j.created - run.accepted) / 1000);
+    }
+    if (run?.ended !== undefined) {
+      reconcile.push((run.ended - j.finished) / 1000);
+      handoff.push((ended - run.ended) / 1000);
+    }
   }
   return {
     trials: trials.length,
@@ -224,6 +253,10 @@ function perTrialTimings(
     queue: dist(queue),
     train: dist(train),
     refill: dist(refill),
+    accept: dist(accept),
+    submit: dist(submit),
+    reconcile: dist(reconcile),
+    handoff: dist(handoff),
     overheads: overhead.map((x) => Math.round(x * 1000) / 1000),
   };
 }
@@ -519,7 +552,33 @@ async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<Ca
         const final = ['Succeeded', 'Failed', 'Cancelled'].includes(record.phase);
         if (final || Date.now() > deadline) {
           timedOut = !final;
-          perTrial = perTrialTimings(record.trials, jobs, parallel);
+          // Each trial's run record: when it was Accepted and when it went terminal (its transitions).
+          const runs = new Map<string, { accepted?: number; ended?: number }>();
+          const ids = record.trials.map((t) => t.runId);
+          for (let i = 0; i < ids.length; i += 32) {
+            await Promise.all(
+              ids.slice(i, i + 32).map(async (runId) => {
+                const g = new GetCommand({
+                  TableName: env.stack.stateTable.name,
+                  Key: { pk: `run#${runId}` },
+                });
+                (g as unknown as { benchOwn: boolean }).benchOwn = true;
+                const item = (await env.stack.stateTable.client.send(g)).Item;
+                if (!item) return;
+                const run = JSON.parse(String(item.body)) as {
+                  transitions?: Array<{ phase: string; at: string }>;
+                };
+                const tr = run.transitions ?? [];
+                const accepted = tr.find((x) => x.phase === 'Accepted')?.at;
+                const terminal = tr.find((x) => ['Succeeded', 'Failed', 'Cancelled'].includes(x.phase))?.at;
+                runs.set(runId, {
+                  ...(accepted ? { accepted: Date.parse(accepted) } : {}),
+                  ...(terminal ? { ended: Date.parse(terminal) } : {}),
+                });
+              }),
+            );
+          }
+          perTrial = perTrialTimings(record.trials, jobs, parallel, runs);
           sweepOut = {
             phase: record.phase,
             ...(record.reason ? { reason: record.reason } : {}),
@@ -758,7 +817,10 @@ function perTrialLine(p: PerTrial): string {
     `Per-trial orchestration overhead (launch + record; median / p90 / max over ${p.measured} of ${p.trials} trials): **${fmtDist(p.overhead)}**; ` +
     `launch (released → job created) ${fmtDist(p.launch)}, record (job finished → trial recorded ended) ${fmtDist(p.record)}; ` +
     `not overhead: waiting for quota (job created → admitted) ${fmtDist(p.queue)}, training (admitted → finished) ${fmtDist(p.train)}; ` +
-    `slot refill (trial i ended → trial i + parallel released) ${fmtDist(p.refill)}.`
+    `slot refill (trial i ended → trial i + parallel released) ${fmtDist(p.refill)}.` +
+    (p.accept && p.reconcile && p.submit && p.handoff
+      ? ` Split at the run record: released → run Accepted ${fmtDist(p.accept)}, Accepted → job created ${fmtDist(p.submit)}; job finished → run terminal ${fmtDist(p.reconcile)}, run terminal → trial ended ${fmtDist(p.handoff)}.`
+      : '')
   );
 }
 
@@ -774,7 +836,8 @@ function repeatReport(runs: Array<{ name: string; run: number; r: CaseResult }>,
       `${r.peakUnfinished} ≤ ${r.parallel}: ${r.peakUnfinished <= r.parallel ? 'yes' : '**no**'} | ${r.peakRunning} | ` +
       `${f(r.wallMs / 1000, 1)} s | ${f(derive(r).overheadPerTrialS)} s | ` +
       `${p ? `${f(p.overhead.median)} / ${f(p.overhead.p90)} / ${f(p.overhead.max)} s` : 'n/a'} | ` +
-      `${p ? `${f(p.launch.median)} / ${f(p.record.median)} s` : 'n/a'} | ${p ? `${f(p.queue.median)} / ${f(p.queue.max)} s` : 'n/a'} | ` +
+      `${p ? `${f(p.launch.median)} / ${f(p.record.median)} s` : 'n/a'} | ` +
+      `${p?.accept && p.submit && p.reconcile && p.handoff ? `${f(p.accept.median)} / ${f(p.submit.median)} / ${f(p.reconcile.median)} / ${f(p.handoff.median)} s` : 'n/a'} | ${p ? `${f(p.queue.median)} / ${f(p.queue.max)} s` : 'n/a'} | ` +
       `${p ? f(p.refill.median) : 'n/a'} s | ${f(r.loadBefore, 1)} → ${f(r.loadAfter, 1)} |`
     );
   });
@@ -798,8 +861,8 @@ Node ${process.version}, ${cpus().length} CPUs shared with other engineers' work
 ${TRIALS} trials of ${DURATION} simulated seconds (${f(DURATION / SPEED)} s of wall at ${SPEED}×), 1 GPU each, quota ${QUOTA} GPUs;
 the cases ran one after the other, each in a process of its own.
 
-| case | run | trials done | stalled | peak unfinished jobs ≤ parallelTrials | peak running | wall | overhead per trial (average from wall) | per-trial overhead median / p90 / max | launch / record median | quota wait median / max | slot refill median | load before → after |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| case | run | trials done | stalled | peak unfinished jobs ≤ parallelTrials | peak running | wall | overhead per trial (average from wall) | per-trial overhead median / p90 / max | launch / record median | accept / submit / reconcile / handoff median | quota wait median / max | slot refill median | load before → after |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 ${rows.join('\n')}
 
 ${pooled.join('\n')}
