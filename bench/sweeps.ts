@@ -13,6 +13,12 @@
  * Run: `node bench/sweeps.ts [--trials 1000] [--parallel 64] [--over 96] [--speed 3600]
  *       [--duration 1800] [--quota 64] [--cases baseline,sweep,over] [--write]`
  * `--over 0` skips the over-quota sweep; `--write` updates bench/results/sweeps.md.
+ *
+ * Per-trial orchestration overhead (sweep cases; see perTrialTimings): launch (trial released → its
+ * job created) + record (job Complete/Failed → trial recorded ended), from the trial items and the
+ * simulator's watch events, stamped with the wall clock; waiting for quota and training are not in it.
+ * `--repeat K` runs the sweep and over-quota cases K times (no baseline) and appends a section with
+ * one row per run (trials done, stalled, peak unfinished jobs against parallelTrials) to the results.
  */
 import { execFile } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -21,8 +27,10 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { S3Client } from '@aws-sdk/client-s3';
 import { DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { LABEL } from '../lib/trainjob/labels.ts';
 import { DEMO_QUEUE, type Embedded, startEmbedded } from '../local/embedded.ts';
 import { PRINCIPAL_HEADER } from '../local/http-api.ts';
+import { isSuspended } from '../local/simulator/jobs.ts';
 import { DEMO_TEAM } from '../local/stack.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -47,6 +55,8 @@ const CASES = arg('cases', 'baseline,sweep,over').split(',');
 const WRITE = process.argv.includes('--write');
 const CASE = arg('case', '');
 const LOG = arg('log', '/tmp/gantry-bench-sweeps.log');
+/** Run the sweep cases (not the baseline) this many times, one after the other, and report each run. */
+const REPEAT = Number(arg('repeat', '0'));
 
 const template = {
   modelName: 'sweep-bench',
@@ -118,6 +128,137 @@ interface CaseResult {
   timeline: Array<[number, number]>;
   /** The error and cause of the first few executions that did not succeed. */
   failedSamples: string[];
+  /** Per-trial timings (sweep cases): see perTrialTimings. */
+  perTrial?: PerTrial;
+}
+
+/** median / p90 / max (and mean) of a list of seconds. */
+interface Dist {
+  n: number;
+  median: number;
+  p90: number;
+  max: number;
+  mean: number;
+}
+
+function dist(values: number[]): Dist {
+  const v = [...values].sort((a, b) => a - b);
+  const q = (p: number) =>
+    v.length === 0 ? Number.NaN : (v[Math.min(v.length - 1, Math.ceil(p * v.length) - 1)] as number);
+  return {
+    n: v.length,
+    median:
+      v.length === 0
+        ? Number.NaN
+        : v.length % 2
+          ? (v[(v.length - 1) / 2] as number)
+          : ((v[v.length / 2 - 1] as number) + (v[v.length / 2] as number)) / 2,
+    p90: q(0.9),
+    max: v.length === 0 ? Number.NaN : (v[v.length - 1] as number),
+    mean: v.length === 0 ? Number.NaN : v.reduce((a, b) => a + b, 0) / v.length,
+  };
+}
+
+/**
+ * Per-trial timings in wall seconds, from the trial items' `releasedAt` / `endedAt` (Gantry's wall
+ * clock, written by the advance that released / recorded the trial) and the simulator's watch
+ * events for the trial's TrainJob (label `gantry.dev/run-id`), stamped with the wall clock by the
+ * bench as they happen (the same process, no code of Gantry's changed):
+ * - launch = job created − trial released (intake, the Step Functions execution, the run record, the job's creation);
+ * - queue = job admitted (unsuspended by Kueue) − job created: waiting for quota, NOT overhead;
+ * - train = job Complete/Failed − job admitted: simulated training (duration / speed), NOT overhead;
+ * - record = trial recorded ended − job Complete/Failed (the reconciler sees the end, answers the
+ *   task token, RecordOutcome, the sweep's advance writes the trial's end);
+ * - overhead = launch + record (= trial lifetime − queue − train);
+ * - refill = trial i+parallel released − trial i recorded ended (slot succession: how long a
+ *   freed slot stays empty before its next trial is released; not in overhead).
+ */
+interface PerTrial {
+  trials: number;
+  /** Trials with every timestamp (released, job created, admitted, finished, ended). */
+  measured: number;
+  overhead: Dist;
+  launch: Dist;
+  record: Dist;
+  queue: Dist;
+  train: Dist;
+  refill: Dist;
+  /**
+   * launch and record split at the trial's run record (its `transitions`): accept = run Accepted −
+   * trial released; submit = job created − run Accepted; reconcile = the run's terminal transition −
+   * job finished; handoff = trial recorded ended − the run's terminal transition.
+   */
+  accept?: Dist;
+  submit?: Dist;
+  reconcile?: Dist;
+  handoff?: Dist;
+  /** Every measured trial's overhead, seconds (to pool the runs). */
+  overheads: number[];
+}
+
+interface JobTimes {
+  created?: number;
+  admitted?: number;
+  finished?: number;
+}
+
+function perTrialTimings(
+  trials: Array<{ index: number; runId: string; releasedAt?: string; endedAt?: string }>,
+  jobs: Map<string, JobTimes>,
+  parallel: number,
+  runs: Map<string, { accepted?: number; ended?: number }> = new Map(),
+): PerTrial {
+  const accept: number[] = [];
+  const submit: number[] = [];
+  const reconcile: number[] = [];
+  const handoff: number[] = [];
+  const launch: number[] = [];
+  const record: number[] = [];
+  const queue: number[] = [];
+  const train: number[] = [];
+  const overhead: number[] = [];
+  const refill: number[] = [];
+  const byIndex = new Map(trials.map((t) => [t.index, t]));
+  for (const t of trials) {
+    const j = jobs.get(t.runId);
+    const released = t.releasedAt ? Date.parse(t.releasedAt) : undefined;
+    const ended = t.endedAt ? Date.parse(t.endedAt) : undefined;
+    const prev = byIndex.get(t.index - parallel);
+    if (released !== undefined && prev?.endedAt) refill.push((released - Date.parse(prev.endedAt)) / 1000);
+    if (!j || released === undefined || ended === undefined) continue;
+    if (j.created === undefined || j.admitted === undefined || j.finished === undefined) continue;
+    const l = (j.created - released) / 1000;
+    const r = (ended - j.finished) / 1000;
+    launch.push(l);
+    record.push(r);
+    queue.push((j.admitted - j.created) / 1000);
+    train.push((j.finished - j.admitted) / 1000);
+    overhead.push(l + r);
+    const run = runs.get(t.runId);
+    if (run?.accepted !== undefined) {
+      accept.push((run.accepted - released) / 1000);
+      submit.push((j.created - run.accepted) / 1000);
+    }
+    if (run?.ended !== undefined) {
+      reconcile.push((run.ended - j.finished) / 1000);
+      handoff.push((ended - run.ended) / 1000);
+    }
+  }
+  return {
+    trials: trials.length,
+    measured: overhead.length,
+    overhead: dist(overhead),
+    launch: dist(launch),
+    record: dist(record),
+    queue: dist(queue),
+    train: dist(train),
+    refill: dist(refill),
+    accept: dist(accept),
+    submit: dist(submit),
+    reconcile: dist(reconcile),
+    handoff: dist(handoff),
+    overheads: overhead.map((x) => Math.round(x * 1000) / 1000),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -277,10 +418,32 @@ async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<Ca
         `${st.running} running, ${st.pending} pending, load ${loadavg()[0]?.toFixed(1)}\n`,
     );
   }, 15_000);
+  // Wall-clock times of each trial's job as the simulator's API server changes it (by run id).
+  const jobs = new Map<string, JobTimes>();
+  const unwatch = env.sim.api.onEvent((e) => {
+    if (e.def.kind !== 'TrainJob') return;
+    const meta = (e.object.metadata ?? {}) as { labels?: Record<string, string> };
+    const runId = meta.labels?.[LABEL.runId];
+    if (!runId) return;
+    const now = Date.now();
+    const j = jobs.get(runId) ?? {};
+    jobs.set(runId, j);
+    if (e.type === 'ADDED' && j.created === undefined) j.created = now;
+    if (e.type === 'DELETED') return;
+    if (j.admitted === undefined && !isSuspended(e.def, e.object)) j.admitted = now;
+    const conditions = ((e.object.status ?? {}) as { conditions?: Array<{ type: string; status: string }> })
+      .conditions;
+    if (
+      j.finished === undefined &&
+      (conditions ?? []).some((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True')
+    )
+      j.finished = now;
+  });
   const sim0 = env.sim.now().getTime();
   const deadline = Date.now() + TIMEOUT_S * 1000;
   let timedOut = false;
   let sweepOut: CaseResult['sweep'];
+  let perTrial: PerTrial | undefined;
   const t0 = performance.now();
   try {
     if (kind === 'baseline') {
@@ -348,7 +511,14 @@ async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<Ca
         const record = JSON.parse(text) as {
           phase: string;
           reason?: string;
-          trials?: Array<{ phase: string; waitingForQuota?: boolean }>;
+          trials?: Array<{
+            index: number;
+            runId: string;
+            phase: string;
+            waitingForQuota?: boolean;
+            releasedAt?: string;
+            endedAt?: string;
+          }>;
           best?: { trialIndex: number; objective: number };
         };
         // The trials: inline (the layout before trial items) or the sweep's trial items.
@@ -382,6 +552,33 @@ async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<Ca
         const final = ['Succeeded', 'Failed', 'Cancelled'].includes(record.phase);
         if (final || Date.now() > deadline) {
           timedOut = !final;
+          // Each trial's run record: when it was Accepted and when it went terminal (its transitions).
+          const runs = new Map<string, { accepted?: number; ended?: number }>();
+          const ids = record.trials.map((t) => t.runId);
+          for (let i = 0; i < ids.length; i += 32) {
+            await Promise.all(
+              ids.slice(i, i + 32).map(async (runId) => {
+                const g = new GetCommand({
+                  TableName: env.stack.stateTable.name,
+                  Key: { pk: `run#${runId}` },
+                });
+                (g as unknown as { benchOwn: boolean }).benchOwn = true;
+                const item = (await env.stack.stateTable.client.send(g)).Item;
+                if (!item) return;
+                const run = JSON.parse(String(item.body)) as {
+                  transitions?: Array<{ phase: string; at: string }>;
+                };
+                const tr = run.transitions ?? [];
+                const accepted = tr.find((x) => x.phase === 'Accepted')?.at;
+                const terminal = tr.find((x) => ['Succeeded', 'Failed', 'Cancelled'].includes(x.phase))?.at;
+                runs.set(runId, {
+                  ...(accepted ? { accepted: Date.parse(accepted) } : {}),
+                  ...(terminal ? { ended: Date.parse(terminal) } : {}),
+                });
+              }),
+            );
+          }
+          perTrial = perTrialTimings(record.trials, jobs, parallel, runs);
           sweepOut = {
             phase: record.phase,
             ...(record.reason ? { reason: record.reason } : {}),
@@ -428,6 +625,7 @@ async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<Ca
       simCompleted: stats.jobs.completed,
       simFailed: stats.jobs.failed,
       ...(sweepOut ? { sweep: sweepOut } : {}),
+      ...(perTrial ? { perTrial } : {}),
       s3,
       logs: logs.counts,
       logSamples: logs.samples,
@@ -441,6 +639,7 @@ async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<Ca
     };
   } finally {
     clearInterval(progress);
+    unwatch();
     await env.close().catch(() => undefined);
     logs.restore();
   }
@@ -555,7 +754,7 @@ ${
         .sort((a, b) => b[1] - a[1])
         .map(([k, v]) => `${k} ${v}`)
         .join(', ')}.
-- Step Functions executions: ${r.executionsStarted} started; closed ${JSON.stringify(r.executions)}.${(r.failedSamples ?? []).length > 0 ? ` First that did not succeed: ${(r.failedSamples ?? []).map((x) => `\`${x.slice(0, 200)}\``).join('; ')}.` : ''}
+${r.perTrial ? `- ${perTrialLine(r.perTrial)}\n` : ''}- Step Functions executions: ${r.executionsStarted} started; closed ${JSON.stringify(r.executions)}.${(r.failedSamples ?? []).length > 0 ? ` First that did not succeed: ${(r.failedSamples ?? []).map((x) => `\`${x.slice(0, 200)}\``).join('; ')}.` : ''}
 - Executions closed over time (s: closed): ${r.timeline.map(([t, n]) => `${t}: ${n}`).join(', ')}.
 - WARN/ERROR log lines: ${
         Object.keys(r.logs).length === 0
@@ -609,12 +808,100 @@ ${baseDetails}
 ${details}`;
 }
 
+function fmtDist(d: Dist): string {
+  return `${d.median.toFixed(2)} / ${d.p90.toFixed(2)} / ${d.max.toFixed(2)} s`;
+}
+
+function perTrialLine(p: PerTrial): string {
+  return (
+    `Per-trial orchestration overhead (launch + record; median / p90 / max over ${p.measured} of ${p.trials} trials): **${fmtDist(p.overhead)}**; ` +
+    `launch (released → job created) ${fmtDist(p.launch)}, record (job finished → trial recorded ended) ${fmtDist(p.record)}; ` +
+    `not overhead: waiting for quota (job created → admitted) ${fmtDist(p.queue)}, training (admitted → finished) ${fmtDist(p.train)}; ` +
+    `slot refill (trial i ended → trial i + parallel released) ${fmtDist(p.refill)}.` +
+    (p.accept && p.reconcile && p.submit && p.handoff
+      ? ` Split at the run record: released → run Accepted ${fmtDist(p.accept)}, Accepted → job created ${fmtDist(p.submit)}; job finished → run terminal ${fmtDist(p.reconcile)}, run terminal → trial ended ${fmtDist(p.handoff)}.`
+      : '')
+  );
+}
+
+/** The repeated runs of the sweep cases: one row per run, then the per-trial overhead pooled per case. */
+function repeatReport(runs: Array<{ name: string; run: number; r: CaseResult }>, command: string): string {
+  const f = (v: number, d = 2) => v.toFixed(d);
+  const rows = runs.map(({ name, run, r }) => {
+    const done = doneOf(r);
+    const p = r.perTrial;
+    return (
+      `| ${name} (parallelTrials ${r.parallel}) | ${run} | ${done} of ${r.trials}${done === r.trials ? '' : ' **(not all)**'} | ` +
+      `${r.timedOut ? `**stalled** (record ${r.sweep?.phase} at the ${TIMEOUT_S} s time box)` : `no (${r.sweep?.phase})`} | ` +
+      `${r.peakUnfinished} ≤ ${r.parallel}: ${r.peakUnfinished <= r.parallel ? 'yes' : '**no**'} | ${r.peakRunning} | ` +
+      `${f(r.wallMs / 1000, 1)} s | ${f(derive(r).overheadPerTrialS)} s | ` +
+      `${p ? `${f(p.overhead.median)} / ${f(p.overhead.p90)} / ${f(p.overhead.max)} s` : 'n/a'} | ` +
+      `${p ? `${f(p.launch.median)} / ${f(p.record.median)} s` : 'n/a'} | ` +
+      `${p?.accept && p.submit && p.reconcile && p.handoff ? `${f(p.accept.median)} / ${f(p.submit.median)} / ${f(p.reconcile.median)} / ${f(p.handoff.median)} s` : 'n/a'} | ${p ? `${f(p.queue.median)} / ${f(p.queue.max)} s` : 'n/a'} | ` +
+      `${p ? f(p.refill.median) : 'n/a'} s | ${f(r.loadBefore, 1)} → ${f(r.loadAfter, 1)} |`
+    );
+  });
+  const names = [...new Set(runs.map((x) => x.name))];
+  const pooled = names.map((name) => {
+    const mine = runs.filter((x) => x.name === name);
+    const all = mine.flatMap((x) => x.r.perTrial?.overheads ?? []);
+    const d = dist(all);
+    const medians = mine.map((x) => x.r.perTrial?.overhead.median ?? Number.NaN);
+    const stalls = mine.filter((x) => x.r.timedOut).length;
+    const exceeded = mine.filter((x) => x.r.peakUnfinished > x.r.parallel).length;
+    return (
+      `- **${name}** (parallelTrials ${mine[0]?.r.parallel}): ${mine.length} runs, ${stalls} stalled, parallelism exceeded in ${exceeded}; ` +
+      `per-trial overhead pooled over ${d.n} trials: median **${f(d.median)} s**, p90 ${f(d.p90)} s, max ${f(d.max)} s, mean ${f(d.mean)} s; ` +
+      `medians of the runs ${medians.map((m) => f(m)).join(', ')} s → ≤ 1 s at the median: **${medians.every((m) => m <= 1) ? 'met in every run' : `not met (${medians.filter((m) => m > 1).length} of ${medians.length} runs above 1 s)`}**.`
+    );
+  });
+  return `## Per-trial overhead, repeated runs (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC)
+
+Node ${process.version}, ${cpus().length} CPUs shared with other engineers' work. \`${command}\`:
+${TRIALS} trials of ${DURATION} simulated seconds (${f(DURATION / SPEED)} s of wall at ${SPEED}×), 1 GPU each, quota ${QUOTA} GPUs;
+the cases ran one after the other, each in a process of its own.
+
+| case | run | trials done | stalled | peak unfinished jobs ≤ parallelTrials | peak running | wall | overhead per trial (average from wall) | per-trial overhead median / p90 / max | launch / record median | accept / submit / reconcile / handoff median | quota wait median / max | slot refill median | load before → after |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+${rows.join('\n')}
+
+${pooled.join('\n')}
+`;
+}
+
 const START = '<!-- results:start -->';
 const END = '<!-- results:end -->';
 
 if (CASE) {
   const result = await runCase(CASE as 'baseline' | 'sweep', PARALLEL);
   process.stdout.write(`\nRESULT ${JSON.stringify(result)}\n`);
+  process.exit(0);
+}
+
+if (REPEAT > 0) {
+  const runs: Array<{ name: string; run: number; r: CaseResult }> = [];
+  const command = `node bench/sweeps.ts ${process.argv
+    .slice(2)
+    .filter((a) => a !== '--write')
+    .join(' ')}`;
+  for (let run = 1; run <= REPEAT; run++) {
+    for (const [name, parallel] of [
+      ['sweep', PARALLEL],
+      ['over', OVER],
+    ] as const) {
+      if (!CASES.includes(name) || parallel <= 0) continue;
+      const r = await measure(`${name}-${run}`, 'sweep', parallel);
+      runs.push({ name, run, r });
+      process.stderr.write(
+        `[repeat] ${name} run ${run}: ${doneOf(r)} done, timedOut ${r.timedOut}, peak ${r.peakUnfinished}/${parallel}, ` +
+          `overhead median ${r.perTrial?.overhead.median.toFixed(2)} s\n`,
+      );
+      writeFileSync('/tmp/gantry-bench-sweeps-repeat.json', JSON.stringify(runs));
+    }
+  }
+  const section = repeatReport(runs, command);
+  console.log(section);
+  if (WRITE) appendFileSync(RESULTS, `\n${section}`);
   process.exit(0);
 }
 
