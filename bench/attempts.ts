@@ -10,105 +10,65 @@
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { S3Client } from '@aws-sdk/client-s3';
 import { checkpointUri } from '../lib/run/checkpoint.ts';
-import { type ClusterSimulator, startClusterSimulator } from '../local/simulator/index.ts';
-import { type Stack, startStack } from '../local/stack.ts';
 import { runDriver } from '../test/helpers/runs.ts';
+import { withStack } from './stack.ts';
 
 const HOUR = 3600;
-
-async function withStack<T>(
-  simSpeed: number,
-  durationSeconds: number,
-  fn: (stack: Stack, sim: ClusterSimulator) => Promise<T>,
-) {
-  let sim!: ClusterSimulator;
-  const stack = await startStack({
-    // Step Functions time ×60: the waits' 600 s heartbeat is 10 s of wall time, so a busy machine
-    // does not time a heartbeat out (which would add the fallback check's states to a run).
-    speed: 60,
-    reconcileEveryMs: 200,
-    orphanGraceSeconds: 5,
-    consumer: false,
-    cluster: async (s3) => {
-      const client = new S3Client({
-        endpoint: s3.endpoint,
-        forcePathStyle: true,
-        region: 'us-east-1',
-        credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-      });
-      sim = await startClusterSimulator({
-        trainerVersion: '2.2',
-        speed: simSpeed,
-        s3: client,
-        namespaces: ['demo'],
-        defaultDurationSeconds: durationSeconds,
-        queues: [
-          {
-            name: 'demo-queue',
-            clusterQueue: 'cq',
-            quota: { 'nvidia.com/gpu': 64, cpu: 1024, memory: '8Ti' },
-          },
-        ],
-      });
-      return { kubeconfigYaml: sim.kubeconfigYaml(), close: () => sim.close() };
-    },
-  });
-  try {
-    return await fn(stack, sim);
-  } finally {
-    await stack.close();
-  }
-}
+// Step Functions time ×60: the waits' 600 s heartbeat is 10 s of wall time, so a busy machine
+// does not time a heartbeat out (which would add the fallback check's states to a run).
+const STEP_FUNCTIONS_SPEED = 60;
 
 /** One run of `durationSeconds` whose first `attempts - 1` jobs lose a node while they train. */
 async function run(attempts: number, durationSeconds: number) {
   // About 6 s of wall time per attempt's training, whatever its simulated length.
   const simSpeed = durationSeconds / 6;
-  return withStack(simSpeed, durationSeconds, async (stack, sim) => {
-    const driver = runDriver(stack);
-    const base = driver.spec(
-      {
-        queue: 'demo-queue',
-        numNodes: 2,
-        resourcesPerNode: { gpu: 4 },
-        runDeadlineSeconds: 30 * 24 * HOUR,
-        producesArtifacts: false,
-      },
-      'demo',
-    );
-    const spec = { ...base, checkpointUri: checkpointUri(stack.bucket, base.runId) };
-    const t0 = performance.now();
-    const arn = await driver.start(spec);
-    for (let n = 1; n < attempts; n++) {
-      const jobName = n === 1 ? spec.runId : `${spec.runId}-a${n}`;
-      await driver
-        .waitFor(
-          `${jobName} to run`,
-          async () => {
+  return withStack(
+    { simSpeed, durationSeconds, stepFunctionsSpeed: STEP_FUNCTIONS_SPEED },
+    async (stack, sim) => {
+      const driver = runDriver(stack);
+      const base = driver.spec(
+        {
+          queue: 'demo-queue',
+          numNodes: 2,
+          resourcesPerNode: { gpu: 4 },
+          runDeadlineSeconds: 30 * 24 * HOUR,
+          producesArtifacts: false,
+        },
+        'demo',
+      );
+      const spec = { ...base, checkpointUri: checkpointUri(stack.bucket, base.runId) };
+      const t0 = performance.now();
+      const arn = await driver.start(spec);
+      for (let n = 1; n < attempts; n++) {
+        const jobName = n === 1 ? spec.runId : `${spec.runId}-a${n}`;
+        await driver
+          .waitFor(
+            `${jobName} to run`,
+            async () => {
+              const r = await driver.record(spec.runId);
+              return r.phase === 'Running' && r.job?.name === jobName ? true : undefined;
+            },
+            120_000,
+          )
+          .catch(async (err: unknown) => {
             const r = await driver.record(spec.runId);
-            return r.phase === 'Running' && r.job?.name === jobName ? true : undefined;
-          },
-          120_000,
-        )
-        .catch(async (err: unknown) => {
-          const r = await driver.record(spec.runId);
-          throw new Error(`${String(err)}: record ${JSON.stringify({ ...r, spec: undefined })}`);
-        });
-      if (!(await sim.disrupt('demo', jobName, 'node-lost'))) throw new Error(`${jobName} not disrupted`);
-    }
-    const ended = await driver.finished(arn, 600_000);
-    const history = await driver.history(arn);
-    const record = await driver.record(spec.runId);
-    return {
-      status: `${ended.status} (${record.attempts?.length ?? 1} attempts)`,
-      events: history.length,
-      transitions: history.filter((e) => e.type?.endsWith('StateEntered')).length,
-      recordTransitions: record.transitions.length,
-      wallMs: performance.now() - t0,
-    };
-  });
+            throw new Error(`${String(err)}: record ${JSON.stringify({ ...r, spec: undefined })}`);
+          });
+        if (!(await sim.disrupt('demo', jobName, 'node-lost'))) throw new Error(`${jobName} not disrupted`);
+      }
+      const ended = await driver.finished(arn, 600_000);
+      const history = await driver.history(arn);
+      const record = await driver.record(spec.runId);
+      return {
+        status: `${ended.status} (${record.attempts?.length ?? 1} attempts)`,
+        events: history.length,
+        transitions: history.filter((e) => e.type?.endsWith('StateEntered')).length,
+        recordTransitions: record.transitions.length,
+        wallMs: performance.now() - t0,
+      };
+    },
+  );
 }
 
 // One configuration per process: the step functions wire their clients once per process (as a Lambda

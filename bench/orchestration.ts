@@ -7,65 +7,23 @@
  * Run: `node bench/orchestration.ts [activeRuns=1000]`; results go to bench/results/orchestration.md.
  */
 import { writeFileSync } from 'node:fs';
-import { S3Client } from '@aws-sdk/client-s3';
 import { makeKubernetesGateway } from '../lib/adapters/kubernetes/gateway.ts';
 import { kubeConfigFromYaml } from '../lib/adapters/kubernetes/kubeconfig.ts';
 import { jobApi } from '../lib/trainjob/build.ts';
 import { toRunPhase } from '../lib/trainjob/status.ts';
-import { type ClusterSimulator, startClusterSimulator } from '../local/simulator/index.ts';
-import { type Stack, startStack } from '../local/stack.ts';
+import { startStack } from '../local/stack.ts';
 import { createLocalStepFunctions } from '../local/stepfunctions/engine.ts';
 import { runDriver } from '../test/helpers/runs.ts';
 import { spawnSimulator } from './sim-process.ts';
+import { withStack } from './stack.ts';
 
 const ACTIVE = Number(process.argv[2] ?? 1000);
 const HOUR = 3600;
-
-async function withStack<T>(
-  simSpeed: number,
-  durationSeconds: number,
-  fn: (stack: Stack, sim: ClusterSimulator) => Promise<T>,
-) {
-  let sim!: ClusterSimulator;
-  const stack = await startStack({
-    speed: 600,
-    reconcileEveryMs: 200,
-    orphanGraceSeconds: 5,
-    consumer: false,
-    cluster: async (s3) => {
-      const client = new S3Client({
-        endpoint: s3.endpoint,
-        forcePathStyle: true,
-        region: 'us-east-1',
-        credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-      });
-      sim = await startClusterSimulator({
-        trainerVersion: '2.2',
-        speed: simSpeed,
-        s3: client,
-        namespaces: ['demo'],
-        defaultDurationSeconds: durationSeconds,
-        queues: [
-          {
-            name: 'demo-queue',
-            clusterQueue: 'cq',
-            quota: { 'nvidia.com/gpu': 64, cpu: 1024, memory: '8Ti' },
-          },
-        ],
-      });
-      return { kubeconfigYaml: sim.kubeconfigYaml(), close: () => sim.close() };
-    },
-  });
-  try {
-    return await fn(stack, sim);
-  } finally {
-    await stack.close();
-  }
-}
+const STEP_FUNCTIONS_SPEED = 600;
 
 /** Gantry's state machine: history events of one run of the given simulated length. */
 async function callbackRun(durationSeconds: number, simSpeed: number) {
-  return withStack(simSpeed, durationSeconds, async (stack) => {
+  return withStack({ simSpeed, durationSeconds, stepFunctionsSpeed: STEP_FUNCTIONS_SPEED }, async (stack) => {
     const driver = runDriver(stack);
     const run = driver.spec(
       { queue: 'demo-queue', resourcesPerNode: { gpu: 1 }, runDeadlineSeconds: 30 * 24 * HOUR },
@@ -86,77 +44,80 @@ async function callbackRun(durationSeconds: number, simSpeed: number) {
 
 /** A plain polling loop: Wait 60 s → Task (read the job) → Choice, until the job finishes. */
 async function pollingRun(durationSeconds: number, simSpeed: number) {
-  return withStack(simSpeed, durationSeconds, async (stack, sim) => {
-    // No execution of Gantry's own owns this job: keep the reconciler from removing it as an orphan.
-    stack.pauseReconciler(true);
-    const driver = runDriver(stack);
-    const run = driver.spec({ resourcesPerNode: { gpu: 1 }, runDeadlineSeconds: 30 * 24 * HOUR }, 'demo');
-    const gateway = makeKubernetesGateway({ kubeConfig: () => kubeConfigFromYaml(sim.kubeconfigYaml()) });
-    const api = jobApi('trainer-v2.2');
-    const { buildJob } = await import('../lib/trainjob/build.ts');
-    await gateway.createJob(buildJob(run, 'trainer-v2.2'));
-    const polling = {
-      StartAt: 'Poll',
-      States: {
-        Poll: {
-          Type: 'Task',
-          Resource: 'arn:aws:lambda:us-east-1:000000000000:function:poll',
-          Next: 'Done?',
+  return withStack(
+    { simSpeed, durationSeconds, stepFunctionsSpeed: STEP_FUNCTIONS_SPEED },
+    async (stack, sim) => {
+      // No execution of Gantry's own owns this job: keep the reconciler from removing it as an orphan.
+      stack.pauseReconciler(true);
+      const driver = runDriver(stack);
+      const run = driver.spec({ resourcesPerNode: { gpu: 1 }, runDeadlineSeconds: 30 * 24 * HOUR }, 'demo');
+      const gateway = makeKubernetesGateway({ kubeConfig: () => kubeConfigFromYaml(sim.kubeconfigYaml()) });
+      const api = jobApi('trainer-v2.2');
+      const { buildJob } = await import('../lib/trainjob/build.ts');
+      await gateway.createJob(buildJob(run, 'trainer-v2.2'));
+      const polling = {
+        StartAt: 'Poll',
+        States: {
+          Poll: {
+            Type: 'Task',
+            Resource: 'arn:aws:lambda:us-east-1:000000000000:function:poll',
+            Next: 'Done?',
+          },
+          'Done?': {
+            Type: 'Choice',
+            Choices: [{ Variable: '$.finished', BooleanEquals: true, Next: 'Finished' }],
+            Default: 'Wait60',
+          },
+          Wait60: { Type: 'Wait', Seconds: 60, Next: 'Poll' },
+          Finished: { Type: 'Succeed' },
         },
-        'Done?': {
-          Type: 'Choice',
-          Choices: [{ Variable: '$.finished', BooleanEquals: true, Next: 'Finished' }],
-          Default: 'Wait60',
+      };
+      // The simulator's clock stands still (speed 0) and each pass moves it on by the Wait's 60 s,
+      // so the number of passes is exactly what 60-second polling would make; the Wait itself is
+      // compressed to nothing.
+      const engine = createLocalStepFunctions({
+        definitions: { polling },
+        speed: 1_000_000,
+        resolveTask: () => async () => {
+          await sim.advance(60);
+          const job = await gateway.getJob(api, run.namespace, run.jobName);
+          const view = toRunPhase(job);
+          jobPhase = `${view.phase}${view.reason ? ` ${view.reason}: ${view.message}` : ''}`;
+          return { finished: view.finished };
         },
-        Wait60: { Type: 'Wait', Seconds: 60, Next: 'Poll' },
-        Finished: { Type: 'Succeed' },
-      },
-    };
-    // The simulator's clock stands still (speed 0) and each pass moves it on by the Wait's 60 s,
-    // so the number of passes is exactly what 60-second polling would make; the Wait itself is
-    // compressed to nothing.
-    const engine = createLocalStepFunctions({
-      definitions: { polling },
-      speed: 1_000_000,
-      resolveTask: () => async () => {
-        await sim.advance(60);
-        const job = await gateway.getJob(api, run.namespace, run.jobName);
-        const view = toRunPhase(job);
-        jobPhase = `${view.phase}${view.reason ? ` ${view.reason}: ${view.message}` : ''}`;
-        return { finished: view.finished };
-      },
-    });
-    let jobPhase = 'unknown';
-    const t0Sim = sim.now().getTime();
-    const t0 = performance.now();
-    const started = await engine.startExecution({
-      stateMachineArn: 'arn:aws:states:us-east-1:000000000000:stateMachine:polling',
-      name: 'poll-1',
-      input: '{}',
-    });
-    for (;;) {
-      const d = await engine.describeExecution({ executionArn: started.executionArn });
-      if (d.status !== 'RUNNING') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const events: Array<{ type: string }> = [];
-    let nextToken: string | undefined;
-    do {
-      const page = await engine.getExecutionHistory({
-        executionArn: started.executionArn,
-        maxResults: 1000,
-        nextToken,
       });
-      events.push(...page.events);
-      nextToken = page.nextToken;
-    } while (nextToken);
-    return {
-      status: `SUCCEEDED (job ${jobPhase}, simulated ${((sim.now().getTime() - t0Sim) / 3600_000).toFixed(1)} h)`,
-      events: events.length,
-      transitions: events.filter((e) => e.type.endsWith('StateEntered')).length,
-      wallMs: performance.now() - t0,
-    };
-  });
+      let jobPhase = 'unknown';
+      const t0Sim = sim.now().getTime();
+      const t0 = performance.now();
+      const started = await engine.startExecution({
+        stateMachineArn: 'arn:aws:states:us-east-1:000000000000:stateMachine:polling',
+        name: 'poll-1',
+        input: '{}',
+      });
+      for (;;) {
+        const d = await engine.describeExecution({ executionArn: started.executionArn });
+        if (d.status !== 'RUNNING') break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const events: Array<{ type: string }> = [];
+      let nextToken: string | undefined;
+      do {
+        const page = await engine.getExecutionHistory({
+          executionArn: started.executionArn,
+          maxResults: 1000,
+          nextToken,
+        });
+        events.push(...page.events);
+        nextToken = page.nextToken;
+      } while (nextToken);
+      return {
+        status: `SUCCEEDED (job ${jobPhase}, simulated ${((sim.now().getTime() - t0Sim) / 3600_000).toFixed(1)} h)`,
+        events: events.length,
+        transitions: events.filter((e) => e.type.endsWith('StateEntered')).length,
+        wallMs: performance.now() - t0,
+      };
+    },
+  );
 }
 
 /**
