@@ -78,7 +78,7 @@ async function main() {
   if (demo) process.env.GANTRY_LOG_LEVEL ??= 'warn';
   // The queue consumer starts after the restart check, so a run it starts is never taken for a lost one.
   const stackOptions = { consumer: false, ...(stateDir ? { stateDir } : {}) };
-  const { stack, api, close } = plan.primaryKubeconfig
+  const { stack, api, close, ...rest } = plan.primaryKubeconfig
     ? await startOnCluster(plan, plan.primaryKubeconfig, stackOptions)
     : await startEmbedded(embeddedOptions(plan, { simSpeed: speed, sfnSpeed, port, stack: stackOptions }));
   // The local serving stage: each hand-off event is printed (and kept in the state directory).
@@ -120,7 +120,7 @@ async function main() {
   process.once('SIGTERM', () => void stop().then(() => process.exit(143)));
 
   if (!demo) {
-    printHowTo(api.url, stack, servingFile);
+    printHowTo(api.url, stack, servingFile, 'sim' in rest ? rest.sim.url : undefined);
     return;
   }
   let ok = false;
@@ -178,7 +178,7 @@ function identityHeader(team: TeamConfig): string {
   return note ? `${header}   (${note})` : header;
 }
 
-function printHowTo(url: string, stack: Stack, servingFile: string | undefined) {
+function printHowTo(url: string, stack: Stack, servingFile: string | undefined, simUrl: string | undefined) {
   const team = plan.teams[0] as TeamConfig;
   const prefix =
     team.imagePrefixes.find((p) => p.startsWith('registry.local/')) ?? (team.imagePrefixes[0] as string);
@@ -273,7 +273,14 @@ Or with the CLI (README.md, section CLI):
 List runtimes, the API description:
   curl -s ${url}/v1/runtimes -H '${who}'
   curl -s ${url}/v1/openapi.json
-`);
+${
+  simUrl
+    ? `
+Lose a running job's node (the run resumes as attempt 2 from its GANTRY_CHECKPOINT_URI; README "Attempts"):
+  curl -s -X POST ${simUrl}/_sim/disrupt -d '{"namespace":"${team.namespaces[0]}","name":"<runId>","cause":"node-lost"}'   (or preempted, evicted)
+`
+    : ''
+}`);
 }
 
 async function call(
