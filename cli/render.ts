@@ -97,10 +97,11 @@ export function table(header: readonly string[], rows: readonly (readonly string
 
 export function runsTable(runs: readonly RunSummary[]): string {
   return table(
-    ['RUN', 'PHASE', 'MODEL', 'TEAM', 'PROGRESS', 'CREATED', 'REASON / SWEEP'],
+    ['RUN', 'PHASE', 'ATTEMPT', 'MODEL', 'TEAM', 'PROGRESS', 'CREATED', 'REASON / SWEEP'],
     runs.map((r) => [
       r.runId,
       r.phase,
+      String(r.attempt ?? 1),
       r.modelName,
       r.team,
       r.progress?.percent !== undefined ? `${formatValue(r.progress.percent)}%` : '',

@@ -42,6 +42,10 @@ export const RunSummarySchema = z.strictObject({
   team: z.string(),
   modelName: z.string(),
   sweepId: z.optional(z.string()),
+  attempt: z.described(
+    z.optional(z.int().check(z.gte(2))),
+    'The attempt the run is on (or ended in), when it is past its first: an infrastructure failure or a retried code failure started a new job (`attempts` in the run view)',
+  ),
   createdAt: z.string(),
   updatedAt: z.string(),
   progress: z.optional(

@@ -25,6 +25,7 @@ export function toRunSummary(record: RunRecord): RunSummary {
     team: r.team,
     modelName: r.modelName,
     ...(record.spec.trial ? { sweepId: record.spec.trial.sweepId } : {}),
+    ...((record.attempts?.length ?? 0) > 1 ? { attempt: record.attempts?.length } : {}),
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
     ...(record.progress ? { progress: record.progress } : {}),

@@ -178,7 +178,7 @@ parallelTrials: 3
     const listed = await gantry('ls', '--model', 'cli-run');
     expect(listed.code, listed.stderr).toBe(EXIT.ok);
     const row = listed.stdout.split('\n').find((l) => l.startsWith(runId));
-    expect(row).toMatch(new RegExp(`^${runId} +Cancelled +cli-run +demo`));
+    expect(row).toMatch(new RegExp(`^${runId} +Cancelled +1 +cli-run +demo`));
     // The phase filter reaches the API.
     const succeededOnly = await gantry('ls', '--phase', 'Succeeded', '--model', 'cli-run');
     expect(succeededOnly.code).toBe(EXIT.ok);
@@ -349,6 +349,6 @@ describe('the gantry CLI against npm run dev', () => {
     expect(submitted.stdout.trim().split('\n').at(-1)).toMatch(new RegExp(`^${runId}  Succeeded  100%`));
     const listed = await run('ls', '--model', 'cli-dev');
     expect(listed.code, listed.stderr).toBe(EXIT.ok);
-    expect(listed.stdout).toMatch(new RegExp(`^${runId} +Succeeded +cli-dev +demo +100%`, 'm'));
+    expect(listed.stdout).toMatch(new RegExp(`^${runId} +Succeeded +1 +cli-dev +demo +100%`, 'm'));
   });
 });

@@ -66,7 +66,7 @@ describe('stall detection (embedded default)', { timeout: 120_000 }, () => {
   const view = async (runId: string) => (await call('GET', `/v1/runs/${runId}`)).body;
 
   /** Whether `body` is what the served OpenAPI document says `GET <path>` answers with 200. */
-  async function conforms(path: '/v1/runs/{id}' | '/v1/runs/{id}/events', body: unknown) {
+  async function conforms(path: '/v1/runs' | '/v1/runs/{id}' | '/v1/runs/{id}/events', body: unknown) {
     const doc = (await (await fetch(`${env.api.url}/v1/openapi.json`)).json()) as Record<string, unknown>;
     const ajv = new Ajv2020({ strict: false, allErrors: true });
     ajv.addSchema({ ...doc, $id: 'https://gantry.test/openapi.json' });
@@ -225,5 +225,9 @@ describe('stall detection (embedded default)', { timeout: 120_000 }, () => {
       'gantry.run.stalled',
       'gantry.run.failed',
     ]);
+    // The list shows the attempt it ended in, as the OpenAPI document says
+    const list = (await call('GET', '/v1/runs?team=demo&limit=100')).body;
+    await conforms('/v1/runs', list);
+    expect(list.runs.find((r: { runId: string }) => r.runId === runId)?.attempt).toBe(2);
   });
 });

@@ -266,12 +266,13 @@ describe('runsTable', () => {
         reason: 'TrainingFailed',
         modelName: 'bert',
         sweepId: SWEEP,
+        attempt: 3,
       }),
     ];
     expect(runsTable(rows).split('\n')).toEqual([
-      'RUN                       PHASE      MODEL     TEAM  PROGRESS  CREATED               REASON / SWEEP',
-      `${RUN}  Succeeded  resnet50  demo  100%      2026-01-01T00:00:00Z`,
-      `run-zzzzzzzzzzzzzzzzzzzz  Failed     bert      demo            2026-01-01T00:00:00Z  TrainingFailed ${SWEEP}`,
+      'RUN                       PHASE      ATTEMPT  MODEL     TEAM  PROGRESS  CREATED               REASON / SWEEP',
+      `${RUN}  Succeeded  1        resnet50  demo  100%      2026-01-01T00:00:00Z`,
+      `run-zzzzzzzzzzzzzzzzzzzz  Failed     3        bert      demo            2026-01-01T00:00:00Z  TrainingFailed ${SWEEP}`,
     ]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { toRunView } from '../../../lib/intake/views.ts';
+import { toRunSummary, toRunView } from '../../../lib/intake/views.ts';
 import { newRecord, type RunRecord } from '../../../lib/run/record.ts';
 import { aRunSpec } from '../../helpers/builders.ts';
 
@@ -60,5 +60,19 @@ describe('toRunView: stalls', () => {
   it('shows the last report time', () => {
     expect(toRunView(running({ lastProgressAt: iso(10) })).lastProgressAt).toBe(iso(10));
     expect(toRunView(running({})).lastProgressAt).toBeUndefined();
+  });
+});
+
+describe('toRunSummary: the attempt', () => {
+  const attempt = (n: number) => ({ attempt: n, jobName: n === 1 ? 'j' : `j-a${n}`, startedAt: iso(n) });
+
+  it.each<[string, RunRecord['attempts'], number | undefined]>([
+    ['a record from before attempts: no field (the first attempt)', undefined, undefined],
+    ['on its first attempt: no field', [attempt(1)], undefined],
+    ['on its third attempt: 3', [attempt(1), attempt(2), attempt(3)], 3],
+  ])('%s', (_name, attempts, expected) => {
+    const record = running(attempts ? { attempts } : {});
+    expect(toRunSummary(record).attempt).toBe(expected);
+    expect('attempt' in toRunSummary(record)).toBe(expected !== undefined);
   });
 });
