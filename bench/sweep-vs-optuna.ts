@@ -18,7 +18,9 @@
  *
  * Trials run on --parallel workers (default 1: one after another) on both sides: every tick each
  * running trial runs one step, and a trial that ends or is stopped frees its worker at once for the
- * next one (Optuna through ask/tell; its TPE default ignores running trials, constant_liar=False).
+ * next one (Optuna through ask/tell; its TPE default ignores running trials, constant_liar=False,
+ * so Optuna TPE also runs with constant_liar=True, which counts running trials as bad results as
+ * Gantry's TPE does, univariate and multivariate).
  * "Best found" is the true (noise-free) f of the incumbent — the completed trial with the best
  * observed result, the one a sweep publishes — as regret f − f*. Steps run are the GPU-hours proxy.
  *
@@ -152,6 +154,20 @@ const METHODS: Method[] = [
     pruner: 'none',
   },
   { key: 'o-tpe', label: 'Optuna TPE (default)', side: 'optuna', sampler: 'tpe', pruner: 'none' },
+  {
+    key: 'o-tpe-liar',
+    label: 'Optuna TPE, constant_liar=True',
+    side: 'optuna',
+    sampler: 'tpe-liar',
+    pruner: 'none',
+  },
+  {
+    key: 'o-tpe-mv-liar',
+    label: 'Optuna TPE, multivariate=True, constant_liar=True',
+    side: 'optuna',
+    sampler: 'tpe-mv-liar',
+    pruner: 'none',
+  },
   { key: 'o-cmaes', label: 'Optuna CMA-ES', side: 'optuna', sampler: 'cmaes', pruner: 'none' },
   { key: 'o-random', label: 'Optuna random', side: 'optuna', sampler: 'random', pruner: 'none' },
   { key: 'g-tpe-asha', label: 'Gantry TPE + ASHA', side: 'gantry', sampler: 'tpe', pruner: 'asha' },
@@ -429,7 +445,7 @@ for (const obj of OBJECTIVES) {
   const at = (key: string) => (results.get(`${obj.name}/${key}`) as Summary).regrets[last] as number[];
   lines.push(
     '',
-    `At n = ${TRIALS}: Gantry TPE against Optuna TPE: ${verdict(at('g-tpe'), at('o-tpe'))}; Gantry CMA-ES against Optuna CMA-ES: ${verdict(at('g-cmaes'), at('o-cmaes'))}; Gantry TPE against Optuna CMA-ES: ${verdict(at('g-tpe'), at('o-cmaes'))}.`,
+    `At n = ${TRIALS}: Gantry TPE against Optuna TPE: ${verdict(at('g-tpe'), at('o-tpe'))}; Gantry TPE against Optuna TPE with constant liar: ${verdict(at('g-tpe'), at('o-tpe-liar'))} (multivariate: ${verdict(at('g-tpe'), at('o-tpe-mv-liar'))}); Gantry CMA-ES against Optuna CMA-ES: ${verdict(at('g-cmaes'), at('o-cmaes'))}; Gantry TPE against Optuna CMA-ES: ${verdict(at('g-tpe'), at('o-cmaes'))}.`,
     '',
   );
   lines.push('Pruning (steps run = GPU-hours proxy; no pruning = every trial runs all steps):', '');
