@@ -52,7 +52,7 @@ export function stepsWith(wire: () => Partial<StepDeps>): () => Steps {
 }
 
 /** The steps that end a run: a sweep trial that ends releases the sweep's next trials now rather than at the next reconciler tick. */
-export const sweepHooks = (): Pick<StepDeps, 'onTrialEnded' | 'log'> => ({
+export const sweepHooks = (): Required<Pick<StepDeps, 'onTrialEnded' | 'log'>> => ({
   // Look only at this trial's run, and give up after a few lost races: the reconciler advances
   // every active sweep each tick, so a contended record costs a tick, never the run.
   onTrialEnded: async (trial, runId, opts) => {
@@ -85,18 +85,24 @@ export function stepHandler<E, C extends { awsRequestId?: string }, R>(
 
 /** Every dependency wired (for code that runs several steps in one process). */
 export const steps = /* @__PURE__ */ stepsWith(() => ({
+  ...servingOf(),
   gateway,
   records: records(),
   workflow: workflow(),
   store: store(),
   artifacts: artifactStore(),
   modelsBucket: env().GANTRY_BUCKET,
-  serving: servingEvents(),
   metrics: metricIngester(),
   kueueManagedKinds: (cluster) => config().clusters.find((c) => c.name === cluster)?.kueueManagedKinds ?? [],
   ...sweepHooks(),
   ...runMetrics(),
 }));
+
+/** The serving hand-off channel when one is configured (GANTRY_SERVING_QUEUE_URL), else nothing. */
+export function servingOf(): Pick<StepDeps, 'serving'> {
+  const serving = servingEvents();
+  return serving ? { serving } : {};
+}
 
 /** middy options shared by the step functions: abort the work 1 s before the Lambda timeout. */
 export const stepOptions = { timeoutEarlyInMillis: 1000 };

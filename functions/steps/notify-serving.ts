@@ -1,6 +1,6 @@
 import middy from '@middy/core';
-import { artifactStore, env, records, servingEvents, store } from '../_deps.ts';
-import { type StepInput, stepHandler, stepOptions, stepsWith } from './_steps.ts';
+import { artifactStore, env, records, store } from '../_deps.ts';
+import { type StepInput, servingOf, stepHandler, stepOptions, stepsWith } from './_steps.ts';
 
 /** Only what `notifyServing` calls (see _steps.ts). */
 const steps = stepsWith(() => ({
@@ -8,7 +8,7 @@ const steps = stepsWith(() => ({
   store: store(),
   artifacts: artifactStore(),
   modelsBucket: env().GANTRY_BUCKET,
-  serving: servingEvents(),
+  ...servingOf(),
 }));
 
 /** State machine task `notifyServing` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
