@@ -1,3 +1,4 @@
+import { lazily } from '../../lib/lazily.ts';
 import { runEndMetrics, runStartMetrics } from '../../lib/observability/metrics.ts';
 import { makeSteps, type StepDeps, type Steps } from '../../lib/orchestration/steps.ts';
 import type { RunSpec } from '../../lib/run/spec.ts';
@@ -18,37 +19,16 @@ import {
 import { logLine, withLogKeys } from '../_log.ts';
 import { emitMetrics } from '../_metrics.ts';
 
-/** A dependency a step function does not wire: using it is a wiring bug, named in the error. */
-function unwired<T extends object>(name: string): T {
-  return new Proxy({} as T, {
-    get(_target, prop) {
-      if (typeof prop === 'symbol' || prop === 'then') return undefined;
-      throw new Error(`${name}.${prop} is not wired into this step function (functions/steps/)`);
-    },
-  });
-}
-
 /**
- * The state machine's use cases over only the dependencies one step function uses, wired once per
- * container on first invocation. Each step file names what its step calls, so its bundle holds no
- * other client: createJob S3 + Kubernetes, awaitJob Step Functions + Kubernetes, checkJob and
- * cleanup Kubernetes only, publishArtifacts / notifyServing / recordOutcome no Kubernetes.
+ * One of the state machine's use cases over exactly the dependencies its factory declares
+ * (lib/orchestration/steps.ts, e.g. `makeCreateJob(deps: CreateJobDeps)`), wired once per container
+ * on first invocation: `wire` runs then, so clients are built on first use, not when the bundle
+ * loads. A dependency the step uses and `wire` leaves out fails to compile. Each step file names what its step calls, so its bundle holds no other
+ * client: createJob S3 + Kubernetes, awaitJob Step Functions + Kubernetes, checkJob and cleanup
+ * Kubernetes only, publishArtifacts / notifyServing / recordOutcome no Kubernetes.
  */
-export function stepsWith(wire: () => Partial<StepDeps>): () => Steps {
-  let built: Steps | undefined;
-  return () => {
-    built ??= makeSteps({
-      gateway: () => Promise.reject(new Error('the Kubernetes gateway is not wired into this step function')),
-      records: unwired('records'),
-      workflow: unwired('workflow'),
-      store: unwired('store'),
-      artifacts: unwired('artifacts'),
-      modelsBucket: '',
-      clock,
-      ...wire(),
-    });
-    return built;
-  };
+export function lazyStep<D, F>(make: (deps: D) => F, wire: () => NoInfer<D>): () => F {
+  return lazily(() => make(wire()));
 }
 
 /** The steps that end a run: a sweep trial that ends releases the sweep's next trials now rather than at the next reconciler tick. */
@@ -84,9 +64,10 @@ export function stepHandler<E, C extends { awsRequestId?: string }, R>(
 }
 
 /** Every dependency wired (for code that runs several steps in one process). */
-export const steps = /* @__PURE__ */ stepsWith(() => ({
+export const steps = /* @__PURE__ */ lazyStep(makeSteps, () => ({
   ...servingOf(),
   gateway,
+  clock,
   records: records(),
   workflow: workflow(),
   store: store(),
