@@ -23,9 +23,10 @@ import { emitMetrics } from '../_metrics.ts';
  * One of the state machine's use cases over exactly the dependencies its factory declares
  * (lib/orchestration/steps.ts, e.g. `makeCreateJob(deps: CreateJobDeps)`), wired once per container
  * on first invocation: `wire` runs then, so clients are built on first use, not when the bundle
- * loads. A dependency the step uses and `wire` leaves out fails to compile. Each step file names what its step calls, so its bundle holds no other
- * client: createJob S3 + Kubernetes, awaitJob Step Functions + Kubernetes, checkJob and cleanup
- * Kubernetes only, publishArtifacts / notifyServing / recordOutcome no Kubernetes.
+ * loads. A dependency the step uses and `wire` leaves out fails to compile. Each step file names
+ * what its step calls, so its bundle holds no other client: createJob S3 + Kubernetes, awaitJob
+ * Step Functions + Kubernetes, checkJob and cleanup Kubernetes only, publishArtifacts /
+ * notifyServing / recordOutcome no Kubernetes.
  */
 export function lazyStep<D, F>(make: (deps: D) => F, wire: () => NoInfer<D>): () => F {
   return lazily(() => make(wire()));
