@@ -211,7 +211,10 @@ async function main() {
     fileConcurrency: number,
     checks: S3ArtifactStoreOptions['whenStoreOmitsChecksum'],
   ) {
-    const artifacts = makeS3ArtifactStore({ s3: s3c, whenStoreOmitsChecksum: checks });
+    const artifacts = makeS3ArtifactStore({
+      s3: s3c,
+      ...(checks !== undefined ? { whenStoreOmitsChecksum: checks } : {}),
+    });
     const publisher = makeModelPublisher({ store, artifacts, clock, bucket: BUCKET, fileConcurrency });
     const run = aRunSpec({
       runId: `run-small-${++trial}`,

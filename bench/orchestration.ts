@@ -105,7 +105,7 @@ async function pollingRun(durationSeconds: number, simSpeed: number) {
         const page = await engine.getExecutionHistory({
           executionArn: started.executionArn,
           maxResults: 1000,
-          nextToken,
+          ...(nextToken !== undefined ? { nextToken } : {}),
         });
         events.push(...page.events);
         nextToken = page.nextToken;

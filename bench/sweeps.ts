@@ -605,7 +605,7 @@ async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<Ca
       const page = await env.stack.sfn.listExecutions({
         stateMachineArn: env.stack.stateMachineArn,
         maxResults: 1000,
-        nextToken,
+        ...(nextToken !== undefined ? { nextToken } : {}),
       });
       started += page.executions.length;
       nextToken = page.nextToken;

@@ -23,11 +23,12 @@ export async function main(
       io.stdout.write(`${parsed.help}\n`);
       return EXIT.ok;
     }
+    const file = await loadProfiles(env);
     const target = resolveTarget({
       ...(parsed.profile !== undefined ? { profile: parsed.profile } : {}),
       ...(parsed.endpoint !== undefined ? { endpoint: parsed.endpoint } : {}),
       env,
-      file: await loadProfiles(env),
+      ...(file !== undefined ? { file } : {}),
     });
     const client = makeClient(target);
     const id = parsed.args.ID as string;

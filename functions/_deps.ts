@@ -51,33 +51,24 @@ export const podHealth = () => ({
   crashLoopRestartLimit: env().GANTRY_CRASHLOOP_RESTART_LIMIT,
 });
 
-export const s3 = /* @__PURE__ */ once(
-  () =>
-    new S3Client({
-      region: env().AWS_REGION,
-      ...(env().GANTRY_S3_ENDPOINT ? { endpoint: env().GANTRY_S3_ENDPOINT, forcePathStyle: true } : {}),
-    }),
-);
+export const s3 = /* @__PURE__ */ once(() => {
+  const endpoint = env().GANTRY_S3_ENDPOINT;
+  return new S3Client({ region: env().AWS_REGION, ...(endpoint ? { endpoint, forcePathStyle: true } : {}) });
+});
 
-export const sfn = /* @__PURE__ */ once(
-  () =>
-    new SFNClient({
-      region: env().AWS_REGION,
-      ...(env().GANTRY_SFN_ENDPOINT ? { endpoint: env().GANTRY_SFN_ENDPOINT } : {}),
-    }),
-);
+export const sfn = /* @__PURE__ */ once(() => {
+  const endpoint = env().GANTRY_SFN_ENDPOINT;
+  return new SFNClient({ region: env().AWS_REGION, ...(endpoint ? { endpoint } : {}) });
+});
 
 /**
  * SQS needs an explicit endpoint locally: fauxqs queue URLs name a host that does not resolve.
  * Marked pure so bundlers drop the SQS client from functions that never enqueue.
  */
-export const sqs = /* @__PURE__ */ once(
-  () =>
-    new SQSClient({
-      region: env().AWS_REGION,
-      ...(env().GANTRY_SQS_ENDPOINT ? { endpoint: env().GANTRY_SQS_ENDPOINT } : {}),
-    }),
-);
+export const sqs = /* @__PURE__ */ once(() => {
+  const endpoint = env().GANTRY_SQS_ENDPOINT;
+  return new SQSClient({ region: env().AWS_REGION, ...(endpoint ? { endpoint } : {}) });
+});
 
 export const runQueue = /* @__PURE__ */ once((): RunQueue => {
   const queueUrl = env().GANTRY_RUNS_QUEUE_URL;
@@ -92,10 +83,8 @@ export const store = /* @__PURE__ */ once(
 export const table = /* @__PURE__ */ once((): StateTable => {
   const tableName = env().GANTRY_STATE_TABLE;
   if (!tableName) throw new Error('GANTRY_STATE_TABLE is not set');
-  const client = new DynamoDBClient({
-    region: env().AWS_REGION,
-    ...(env().GANTRY_DYNAMODB_ENDPOINT ? { endpoint: env().GANTRY_DYNAMODB_ENDPOINT } : {}),
-  });
+  const endpoint = env().GANTRY_DYNAMODB_ENDPOINT;
+  const client = new DynamoDBClient({ region: env().AWS_REGION, ...(endpoint ? { endpoint } : {}) });
   return makeDynamoStateTable({ client: DynamoDBDocumentClient.from(client), tableName });
 });
 export const records = /* @__PURE__ */ once((): RunRecords => makeRunRecords({ table: table(), clock }));

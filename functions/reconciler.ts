@@ -48,6 +48,7 @@ let caps: SweepCapabilities | undefined;
  */
 function sweepCapabilities(): SweepCapabilities {
   if (caps) return caps;
+  const serving = servingEvents();
   caps = {
     queue: runQueue(),
     stopRun: makeRunStopper({
@@ -64,7 +65,7 @@ function sweepCapabilities(): SweepCapabilities {
         clock,
         bucket: env().GANTRY_BUCKET,
       }),
-      serving: servingEvents(),
+      ...(serving ? { serving } : {}),
     }),
   };
   return caps;
@@ -72,6 +73,7 @@ function sweepCapabilities(): SweepCapabilities {
 
 /** The reconciler of one shard: its clusters, and the sweeps when it is shard 0. */
 function build(event: unknown) {
+  const heartbeatEverySeconds = env().GANTRY_HEARTBEAT_EVERY_SECONDS;
   const scope = shardScope(event, env().GANTRY_RECONCILER_SHARDS, config().clusters);
   const clusters = scope.clusters.map((c) => ({
     name: c.name,
@@ -116,9 +118,7 @@ function build(event: unknown) {
             perSecond: env().GANTRY_SFN_DESCRIBE_PER_SECOND,
           }),
         },
-        ...(env().GANTRY_HEARTBEAT_EVERY_SECONDS !== undefined
-          ? { heartbeatEverySeconds: env().GANTRY_HEARTBEAT_EVERY_SECONDS }
-          : {}),
+        ...(heartbeatEverySeconds !== undefined ? { heartbeatEverySeconds } : {}),
         podHealth: podHealth(),
         ...(scope.sweeps
           ? { sweeps: { advanceActive: (opts) => sweeps().advanceActive(sweepCapabilities(), opts) } }

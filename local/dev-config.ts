@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { compact } from '../lib/compact.ts';
 import { configSchemas, type TeamConfig } from '../lib/config.ts';
 import { dataTriggerRuleSchema } from '../lib/datatrigger/rules.ts';
 import { ValidationError } from '../lib/errors.ts';
@@ -250,10 +251,9 @@ export function planDev(config: DevConfig, opts: { kubeconfig?: string } = {}): 
         kueueWorkloadGraceSeconds: c.kueueWorkloadGraceSeconds,
       })),
     namespaces: [...new Set(teams.flatMap((t) => t.namespaces))],
-    queues: (sim.queues ?? [DEMO_QUEUE]).map((q) => ({
-      ...q,
-      clusterQueue: q.clusterQueue ?? `${q.name}-cq`,
-    })),
+    queues: (sim.queues ?? [DEMO_QUEUE]).map((q) =>
+      compact({ ...q, clusterQueue: q.clusterQueue ?? `${q.name}-cq` }),
+    ),
     ...(sim.defaultDurationSeconds ? { defaultDurationSeconds: sim.defaultDurationSeconds } : {}),
     ...(sim.trainerVersion ? { trainerVersion: sim.trainerVersion } : {}),
   };

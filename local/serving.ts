@@ -52,7 +52,7 @@ export function followServingQueue(opts: {
           try {
             event = JSON.parse(m.Body ?? '{}') as ServingEventBody;
           } catch {
-            event = { type: 'unparsable', eventId: m.MessageId };
+            event = { type: 'unparsable', ...(m.MessageId !== undefined ? { eventId: m.MessageId } : {}) };
           }
           if (opts.file) await appendFile(opts.file, `${JSON.stringify(event)}\n`);
           opts.onEvent(event, servingLine(event));

@@ -1,3 +1,4 @@
+import { lazily } from '../../lib/lazily.ts';
 import { runEndMetrics, runStartMetrics } from '../../lib/observability/metrics.ts';
 import { makeSteps, type StepDeps, type Steps } from '../../lib/orchestration/steps.ts';
 import type { RunSpec } from '../../lib/run/spec.ts';
@@ -18,41 +19,21 @@ import {
 import { logLine, withLogKeys } from '../_log.ts';
 import { emitMetrics } from '../_metrics.ts';
 
-/** A dependency a step function does not wire: using it is a wiring bug, named in the error. */
-function unwired<T extends object>(name: string): T {
-  return new Proxy({} as T, {
-    get(_target, prop) {
-      if (typeof prop === 'symbol' || prop === 'then') return undefined;
-      throw new Error(`${name}.${prop} is not wired into this step function (functions/steps/)`);
-    },
-  });
-}
-
 /**
- * The state machine's use cases over only the dependencies one step function uses, wired once per
- * container on first invocation. Each step file names what its step calls, so its bundle holds no
- * other client: createJob S3 + Kubernetes, awaitJob Step Functions + Kubernetes, checkJob and
- * cleanup Kubernetes only, publishArtifacts / notifyServing / recordOutcome no Kubernetes.
+ * One of the state machine's use cases over exactly the dependencies its factory declares
+ * (lib/orchestration/steps.ts, e.g. `makeCreateJob(deps: CreateJobDeps)`), wired once per container
+ * on first invocation: `wire` runs then, so clients are built on first use, not when the bundle
+ * loads. A dependency the step uses and `wire` leaves out fails to compile. Each step file names
+ * what its step calls, so its bundle holds no other client: createJob S3 + Kubernetes, awaitJob
+ * Step Functions + Kubernetes, checkJob and cleanup Kubernetes only, publishArtifacts /
+ * notifyServing / recordOutcome no Kubernetes.
  */
-export function stepsWith(wire: () => Partial<StepDeps>): () => Steps {
-  let built: Steps | undefined;
-  return () => {
-    built ??= makeSteps({
-      gateway: () => Promise.reject(new Error('the Kubernetes gateway is not wired into this step function')),
-      records: unwired('records'),
-      workflow: unwired('workflow'),
-      store: unwired('store'),
-      artifacts: unwired('artifacts'),
-      modelsBucket: '',
-      clock,
-      ...wire(),
-    });
-    return built;
-  };
+export function lazyStep<D, F>(make: (deps: D) => F, wire: () => NoInfer<D>): () => F {
+  return lazily(() => make(wire()));
 }
 
 /** The steps that end a run: a sweep trial that ends releases the sweep's next trials now rather than at the next reconciler tick. */
-export const sweepHooks = (): Pick<StepDeps, 'onTrialEnded' | 'log'> => ({
+export const sweepHooks = (): Required<Pick<StepDeps, 'onTrialEnded' | 'log'>> => ({
   // Look only at this trial's run, and give up after a few lost races: the reconciler advances
   // every active sweep each tick, so a contended record costs a tick, never the run.
   onTrialEnded: async (trial, runId, opts) => {
@@ -84,19 +65,26 @@ export function stepHandler<E, C extends { awsRequestId?: string }, R>(
 }
 
 /** Every dependency wired (for code that runs several steps in one process). */
-export const steps = /* @__PURE__ */ stepsWith(() => ({
+export const steps = /* @__PURE__ */ lazyStep(makeSteps, () => ({
+  ...servingOf(),
   gateway,
+  clock,
   records: records(),
   workflow: workflow(),
   store: store(),
   artifacts: artifactStore(),
   modelsBucket: env().GANTRY_BUCKET,
-  serving: servingEvents(),
   metrics: metricIngester(),
   kueueManagedKinds: (cluster) => config().clusters.find((c) => c.name === cluster)?.kueueManagedKinds ?? [],
   ...sweepHooks(),
   ...runMetrics(),
 }));
+
+/** The serving hand-off channel when one is configured (GANTRY_SERVING_QUEUE_URL), else nothing. */
+export function servingOf(): Pick<StepDeps, 'serving'> {
+  const serving = servingEvents();
+  return serving ? { serving } : {};
+}
 
 /** middy options shared by the step functions: abort the work 1 s before the Lambda timeout. */
 export const stepOptions = { timeoutEarlyInMillis: 1000 };

@@ -1,12 +1,14 @@
 import middy from '@middy/core';
 import { authorizeRun } from '../../lib/intake/authorize.ts';
-import { config, env, gateway, records } from '../_deps.ts';
-import { runMetrics, type StepInput, stepHandler, stepOptions, stepsWith } from './_steps.ts';
+import { makeCreateJob } from '../../lib/orchestration/steps.ts';
+import { clock, config, env, gateway, records } from '../_deps.ts';
+import { lazyStep, runMetrics, type StepInput, stepHandler, stepOptions } from './_steps.ts';
 
 /** Only what `createJob` calls (see _steps.ts). */
-const steps = stepsWith(() => ({
+const createJob = lazyStep(makeCreateJob, () => ({
   gateway,
   records: records(),
+  clock,
   kueueManagedKinds: (cluster) => config().clusters.find((c) => c.name === cluster)?.kueueManagedKinds ?? [],
   // Tenancy and placement again, against the configuration: a job is created only where its team may run.
   authorize: (run) => {
@@ -18,6 +20,6 @@ const steps = stepsWith(() => ({
 /** State machine task `createJob` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
 export const handler = stepHandler(
   middy<StepInput<'createJob'>>(stepOptions).handler((event, _context, { signal }) =>
-    steps().createJob(event, { signal }),
+    createJob()(event, { signal }),
   ),
 );

@@ -1,19 +1,21 @@
 import middy from '@middy/core';
-import { artifactStore, env, records, servingEvents, store } from '../_deps.ts';
-import { type StepInput, stepHandler, stepOptions, stepsWith } from './_steps.ts';
+import { makeNotifyServing } from '../../lib/orchestration/steps.ts';
+import { artifactStore, clock, env, records, store } from '../_deps.ts';
+import { lazyStep, type StepInput, servingOf, stepHandler, stepOptions } from './_steps.ts';
 
 /** Only what `notifyServing` calls (see _steps.ts). */
-const steps = stepsWith(() => ({
+const notifyServing = lazyStep(makeNotifyServing, () => ({
   records: records(),
+  clock,
   store: store(),
   artifacts: artifactStore(),
   modelsBucket: env().GANTRY_BUCKET,
-  serving: servingEvents(),
+  ...servingOf(),
 }));
 
 /** State machine task `notifyServing` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
 export const handler = stepHandler(
   middy<StepInput<'notifyServing'>>(stepOptions).handler((event, _context, { signal }) =>
-    steps().notifyServing(event, { signal }),
+    notifyServing()(event, { signal }),
   ),
 );

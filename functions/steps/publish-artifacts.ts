@@ -1,11 +1,13 @@
 import middy from '@middy/core';
-import { artifactStore, env, metricIngester, records, store } from '../_deps.ts';
+import { makePublishArtifacts } from '../../lib/orchestration/steps.ts';
+import { artifactStore, clock, env, metricIngester, records, store } from '../_deps.ts';
 import { logLine } from '../_log.ts';
-import { type StepInput, stepHandler, stepOptions, stepsWith } from './_steps.ts';
+import { lazyStep, type StepInput, stepHandler, stepOptions } from './_steps.ts';
 
 /** Only what `publishArtifacts` calls (see _steps.ts). */
-const steps = stepsWith(() => ({
+const publishArtifacts = lazyStep(makePublishArtifacts, () => ({
   records: records(),
+  clock,
   store: store(),
   artifacts: artifactStore(),
   modelsBucket: env().GANTRY_BUCKET,
@@ -16,6 +18,6 @@ const steps = stepsWith(() => ({
 /** State machine task `publishArtifacts` (lib/orchestration/steps.ts). Errors keep their names for the ASL's Retry/Catch. */
 export const handler = stepHandler(
   middy<StepInput<'publishArtifacts'>>(stepOptions).handler((event, _context, { signal }) =>
-    steps().publishArtifacts(event, { signal }),
+    publishArtifacts()(event, { signal }),
   ),
 );

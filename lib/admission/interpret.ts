@@ -1,3 +1,4 @@
+import { compact } from '../compact.ts';
 import type { K8sObject } from '../trainjob/types.ts';
 
 /**
@@ -345,11 +346,6 @@ export function finiteNumber(value: unknown): number | undefined {
 
 function nonEmptyString(value: unknown): string | undefined {
   return typeof value === 'string' && value.length > 0 ? value : undefined;
-}
-
-/** A copy without undefined-valued keys, so results compare and serialise cleanly. */
-export function compact<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 }
 
 function admission(

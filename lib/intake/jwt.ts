@@ -36,7 +36,8 @@ export function jwtSettings(config: Pick<GantryConfig, 'auth'>, stackIssuer?: st
     );
   }
   const issuer = pinned ?? jwt.issuer;
-  return { ...jwt, ...(issuer ? { issuer } : {}) };
+  const { issuer: _configured, ...rest } = jwt;
+  return { ...rest, ...(issuer !== undefined ? { issuer } : {}) };
 }
 
 /**

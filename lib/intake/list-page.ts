@@ -83,7 +83,7 @@ export interface ListPlan {
 export async function readPage<T>(
   table: StateTable,
   plan: ListPlan,
-  page: { limit?: number; nextToken?: string },
+  page: { limit?: number | undefined; nextToken?: string | undefined }, // a parsed query, its fields as given
   opts?: CallOptions,
 ): Promise<{ items: T[]; meta: ItemMeta[]; nextToken?: string; read: number }> {
   const limit = page.limit ?? DEFAULT_PAGE;

@@ -91,8 +91,8 @@ export interface SubmitRunInput {
   caller: Caller;
   /** The parsed JSON body (untrusted). */
   body: unknown;
-  /** The `Idempotency-Key` header, when present. */
-  idempotencyKey?: string;
+  /** The `Idempotency-Key` header, when present (handlers pass the header as read, possibly undefined). */
+  idempotencyKey?: string | undefined;
 }
 
 export interface AcceptedRequest {

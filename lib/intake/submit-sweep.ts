@@ -169,7 +169,8 @@ function checkChained(
 export interface SubmitSweepInput {
   caller: Caller;
   body: unknown;
-  idempotencyKey?: string;
+  /** The `Idempotency-Key` header, when present (handlers pass the header as read, possibly undefined). */
+  idempotencyKey?: string | undefined;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { compact } from '../compact.ts';
 import { attemptsOf } from '../run/attempts.ts';
 import { openStall, type RunRecord } from '../run/record.ts';
 import { type SweepRecord, sweepUsage, trialBudget } from '../sweep/record.ts';
@@ -96,7 +97,7 @@ function sweepView(record: SweepRecord, counts: Record<string, number>): SweepVi
     ...(record.outcome && record.phase === 'Completing' ? { outcome: record.outcome } : {}),
     modelName: record.request.template.modelName,
     objective: record.request.objective,
-    algorithm: record.request.algorithm,
+    algorithm: compact(record.request.algorithm),
     maxTrials: record.request.maxTrials,
     plannedTrials: trialBudget(record.request),
     parallelTrials: record.request.parallelTrials,

@@ -214,7 +214,11 @@ export function foldObject(
         updatedAt: t,
         ...(l.step !== undefined ? { step: l.step } : {}),
       };
-      if (progress === undefined || !before({ t, v: 0, s: l.step }, pointOf(progress))) progress = candidate;
+      if (
+        progress === undefined ||
+        !before({ t, v: 0, ...(l.step !== undefined ? { s: l.step } : {}) }, pointOf(progress))
+      )
+        progress = candidate;
     }
   }
   for (const name of Object.keys(series)) series[name] = thin(series[name] as SeriesPoint[]);

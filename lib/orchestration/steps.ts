@@ -115,23 +115,70 @@ export function splitS3Uri(uri: string): { bucket: string; prefix: string } {
   return { bucket: m[1] as string, prefix: m[2] as string };
 }
 
+/**
+ * What each of the state machine's tasks uses: its factory below takes exactly these, so a step
+ * function (functions/steps/) that wires less fails to compile.
+ */
+export type CreateJobDeps = Pick<
+  StepDeps,
+  'gateway' | 'records' | 'clock' | 'authorize' | 'kueueManagedKinds' | 'runs'
+>;
+export type AwaitJobDeps = Pick<
+  StepDeps,
+  'gateway' | 'workflow' | 'clock' | 'podHealth' | 'admittedSuspendedGraceSeconds'
+>;
+export type CheckJobDeps = Pick<
+  StepDeps,
+  'gateway' | 'clock' | 'podHealth' | 'admittedSuspendedGraceSeconds'
+>;
+export type PublishArtifactsDeps = Pick<
+  StepDeps,
+  'records' | 'store' | 'artifacts' | 'modelsBucket' | 'clock' | 'metrics' | 'log'
+>;
+export type NotifyServingDeps = Pick<
+  StepDeps,
+  'records' | 'store' | 'artifacts' | 'modelsBucket' | 'clock' | 'serving'
+>;
+export type CleanupDeps = Pick<StepDeps, 'gateway'>;
+export type NextAttemptDeps = Pick<StepDeps, 'gateway' | 'records' | 'clock' | 'log'>;
+export type RecordOutcomeDeps = Pick<StepDeps, 'records' | 'runs' | 'onTrialEnded' | 'log'>;
+
 /** The use cases behind the state machine's tasks. Each is idempotent: Step Functions may retry it. */
 export function makeSteps(deps: StepDeps) {
-  const decideOptions = (now: Date) => ({
+  return {
+    createJob: makeCreateJob(deps),
+    awaitJob: makeAwaitJob(deps),
+    checkJob: makeCheckJob(deps),
+    publishArtifacts: makePublishArtifacts(deps),
+    notifyServing: makeNotifyServing(deps),
+    cleanup: makeCleanup(deps),
+    nextAttempt: makeNextAttempt(deps),
+    recordOutcome: makeRecordOutcome(deps),
+  };
+}
+
+export type Steps = ReturnType<typeof makeSteps>;
+
+function decideOptionsOf(deps: Pick<StepDeps, 'admittedSuspendedGraceSeconds'>) {
+  return (now: Date) => ({
     now,
     ...(deps.admittedSuspendedGraceSeconds !== undefined
       ? { admittedSuspendedGraceSeconds: deps.admittedSuspendedGraceSeconds }
       : {}),
   });
-  const { records, workflow, clock } = deps;
-  const healthOptions: PodHealthOptions = { ...DEFAULT_POD_HEALTH, ...deps.podHealth };
-  const publisher = makeModelPublisher({
+}
+
+function publisherOf(deps: Pick<StepDeps, 'store' | 'artifacts' | 'modelsBucket' | 'clock'>) {
+  return makeModelPublisher({
     store: deps.store,
     artifacts: deps.artifacts,
-    clock,
+    clock: deps.clock,
     bucket: deps.modelsBucket,
   });
+}
 
+export function makeCreateJob(deps: CreateJobDeps) {
+  const { records, clock } = deps;
   async function createJob({ run: input }: RunInput, opts?: CallOptions): Promise<JobRef> {
     // The shape this attempt asks for: the request's, or a step of its elastic fallback.
     const plan = admissionPlan(input.request);
@@ -241,6 +288,12 @@ export function makeSteps(deps: StepDeps) {
     };
   }
 
+  return createJob;
+}
+
+function jobObserver(deps: Pick<StepDeps, 'gateway' | 'clock' | 'podHealth'>) {
+  const { clock } = deps;
+  const healthOptions: PodHealthOptions = { ...DEFAULT_POD_HEALTH, ...deps.podHealth };
   /** The job, its gate and the run's pods, read as the reconciler reads them (one LIST of the run's pods). */
   async function observe(ref: JobRef, runId: string, opts?: CallOptions) {
     const gateway = await deps.gateway(ref.cluster);
@@ -264,6 +317,13 @@ export function makeSteps(deps: StepDeps) {
     return withDisruption(withPodHealth(view, health, job), pods, job);
   }
 
+  return observe;
+}
+
+export function makeAwaitJob(deps: AwaitJobDeps) {
+  const { workflow, clock } = deps;
+  const observe = jobObserver(deps);
+  const decideOptions = decideOptionsOf(deps);
   /**
    * The `.waitForTaskToken` task: store the token on the job where the reconciler finds it, then
    * look once — if the job is already past this stage, answer the token at once.
@@ -297,6 +357,13 @@ export function makeSteps(deps: StepDeps) {
     }
   }
 
+  return awaitJob;
+}
+
+export function makeCheckJob(deps: CheckJobDeps) {
+  const { clock } = deps;
+  const observe = jobObserver(deps);
+  const decideOptions = decideOptionsOf(deps);
   /** Heartbeat fallback: the reconciler was silent, so look once and tell the ASL what to do. */
   async function checkJob(
     input: RunInput & { stage: Stage; job: JobRef },
@@ -324,6 +391,12 @@ export function makeSteps(deps: StepDeps) {
     return next;
   }
 
+  return checkJob;
+}
+
+export function makePublishArtifacts(deps: PublishArtifactsDeps) {
+  const { records, clock } = deps;
+  const publisher = publisherOf(deps);
   /**
    * Publish the run's output as the next version of its model (lib/artifacts/publish.ts):
    * server-side copies to `models/<model>/<version>/`, a manifest, the `latest` pointer.
@@ -362,6 +435,12 @@ export function makeSteps(deps: StepDeps) {
     return artifacts;
   }
 
+  return publishArtifacts;
+}
+
+export function makeNotifyServing(deps: NotifyServingDeps) {
+  const { records } = deps;
+  const publisher = publisherOf(deps);
   /**
    * Hand-off to serving: an event carrying the published manifest (or a no-model event when the
    * run produced none), on the configured channel; with none configured it only records.
@@ -381,6 +460,10 @@ export function makeSteps(deps: StepDeps) {
     return publisher.notify({ run, artifacts }, deps.serving, opts);
   }
 
+  return notifyServing;
+}
+
+export function makeCleanup(deps: CleanupDeps) {
   /** Delete the job so its quota is freed. Missing job refs (CreateJob failed) are fine. */
   async function cleanup(
     state: { run: RunSpec; job?: JobRef },
@@ -396,6 +479,11 @@ export function makeSteps(deps: StepDeps) {
     return { deleted: true };
   }
 
+  return cleanup;
+}
+
+export function makeNextAttempt(deps: NextAttemptDeps) {
+  const { records, clock } = deps;
   /**
    * An attempt failed (the ASL caught InfrastructureFailureError, UnschedulableError or
    * TrainingFailedError from a wait): record how it ended on the run record, delete its job, and
@@ -481,6 +569,11 @@ export function makeSteps(deps: StepDeps) {
     return { run: { ...rest, attempt: decision.attempt, ...(fallback ? { fallback } : {}) } };
   }
 
+  return nextAttempt;
+}
+
+export function makeRecordOutcome(deps: RecordOutcomeDeps) {
+  const { records } = deps;
   async function recordOutcome(
     input:
       | { outcome: 'Succeeded'; run: RunSpec; job: JobRef; artifacts?: unknown }
@@ -536,19 +629,8 @@ export function makeSteps(deps: StepDeps) {
     }
   }
 
-  return {
-    createJob,
-    awaitJob,
-    checkJob,
-    publishArtifacts,
-    notifyServing,
-    cleanup,
-    nextAttempt,
-    recordOutcome,
-  };
+  return recordOutcome;
 }
-
-export type Steps = ReturnType<typeof makeSteps>;
 
 /** How long RecordOutcome may spend advancing a trial's sweep (its Lambda timeout is 30 s). */
 export const TRIAL_HOOK_BUDGET_MS = 8000;

@@ -1,6 +1,7 @@
 import { ConcurrentUpdateError, NotFoundError } from '../errors.ts';
 import type { CallOptions, Clock } from '../ports.ts';
 import { byCreation, type IndexEntries, type StateTable, type StoredItem } from '../state/table.ts';
+import { updateWithRetry } from '../state/update.ts';
 import { applyChange, type RecordChange, type RunRecord } from './record.ts';
 
 export const runItemKey = (runId: string) => `run#${runId}`;
@@ -19,7 +20,8 @@ export function runIndexes(record: RunRecord): IndexEntries {
   };
 }
 
-const MAX_ATTEMPTS = 8;
+/** Lost write races an update survives (the last one is thrown: ConcurrentUpdateError). */
+export const MAX_ATTEMPTS = 8;
 
 /**
  * Run records in the state table, one item per run. Creation is "only if absent" (the run id
@@ -64,18 +66,18 @@ export function makeRunRecords(deps: { table: StateTable; clock: Clock }) {
     change: RecordChange,
     opts?: CallOptions,
   ): Promise<{ record: RunRecord; changed: boolean }> {
-    for (let attempt = 1; ; attempt++) {
-      const current = await table.get<RunRecord>(runItemKey(runId), opts);
-      if (!current) throw new NotFoundError(`run ${runId} has no record`);
-      const next = applyChange(current.value, change, clock.now());
-      if (!next) return { record: current.value, changed: false };
-      try {
+    // A lost race (ConcurrentUpdateError) reads again, at once, up to MAX_ATTEMPTS times.
+    return updateWithRetry(
+      async () => {
+        const current = await table.get<RunRecord>(runItemKey(runId), opts);
+        if (!current) throw new NotFoundError(`run ${runId} has no record`);
+        const next = applyChange(current.value, change, clock.now());
+        if (!next) return { record: current.value, changed: false };
         await table.put(runItemKey(runId), next, runIndexes(next), { ifVersion: current.version }, opts);
         return { record: next, changed: true };
-      } catch (err) {
-        if (!(err instanceof ConcurrentUpdateError) || attempt >= MAX_ATTEMPTS) throw err;
-      }
-    }
+      },
+      { maxAttempts: MAX_ATTEMPTS },
+    );
   }
 
   /** The records of many runs, in batched reads (100 per request); runs without a record are absent. */

@@ -11,7 +11,7 @@ export type ParameterSpec =
       min: number;
       max: number;
       scale: 'linear' | 'log';
-      gridPoints?: number;
+      gridPoints?: number | undefined; // as the request schema yields it
     }
   | { name: string; type: 'integer'; min: number; max: number; step: number } // values min, min+step, … ≤ max
   | { name: string; type: 'discrete'; values: number[] }

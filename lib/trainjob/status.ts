@@ -3,7 +3,6 @@ import {
   apiGroupOf,
   asRecord,
   type Condition,
-  compact,
   findCondition,
   finiteNumber,
   interpretAdmission,
@@ -12,6 +11,7 @@ import {
   latest,
   readConditions,
 } from '../admission/interpret.ts';
+import { compact } from '../compact.ts';
 import type { FailureReason } from '../run/phases.ts';
 import { expectedGangGate } from './gang.ts';
 import { type K8sObject, LEGACY_GROUP, TRAINER_GROUP } from './types.ts';
@@ -152,7 +152,7 @@ function trainJobFailureReason(reason: string | undefined): FailureReason {
 function trainerStatusOf(value: unknown): Pick<JobView, 'progress' | 'metrics'> {
   const ts = asRecord(value);
   if (ts === undefined) return {};
-  const progress = compact<JobProgress>({
+  const progress = compact({
     percent: finiteNumber(ts.progressPercentage),
     etaSeconds: finiteNumber(ts.estimatedRemainingSeconds),
     updatedAt: typeof ts.lastUpdatedTime === 'string' ? ts.lastUpdatedTime : undefined,
@@ -246,9 +246,10 @@ function unsuspendedView(admission: Admission, unknown: Explanation | undefined)
   }
 }
 
+/** Reason and message as read from a condition: either may be missing, and is passed on as such. */
 interface Explanation {
-  reason?: string;
-  message?: string;
+  reason?: string | undefined;
+  message?: string | undefined;
 }
 
 /**
@@ -264,7 +265,7 @@ function pendingView(admission: Admission, fallback: Explanation): JobView {
 }
 
 function view(phase: JobPhase, admission: Admission, reason?: string, message?: string): JobView {
-  return compact<JobView>({
+  return compact({
     phase,
     reason,
     message,

@@ -554,8 +554,8 @@ export class ApiServer {
     del: DeleteOptions,
   ): Json {
     const listed = this.list(def, version, ns, {
-      labelSelector: opts.labelSelector,
-      fieldSelector: opts.fieldSelector,
+      ...(opts.labelSelector !== undefined ? { labelSelector: opts.labelSelector } : {}),
+      ...(opts.fieldSelector !== undefined ? { fieldSelector: opts.fieldSelector } : {}),
     });
     for (const o of listed.items as Json[]) {
       try {

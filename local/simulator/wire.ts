@@ -41,6 +41,11 @@ export async function readObject(
   throw unsupportedMediaType(['application/json', 'application/yaml', 'application/vnd.kubernetes.protobuf']);
 }
 
+const PROPAGATION_POLICIES = ['Background', 'Foreground', 'Orphan'] as const;
+function isPropagationPolicy(p: string): p is (typeof PROPAGATION_POLICIES)[number] {
+  return (PROPAGATION_POLICIES as readonly string[]).includes(p);
+}
+
 export async function readDeleteOptions(req: IncomingMessage, q: URLSearchParams): Promise<DeleteOptions> {
   const raw = await readBody(req);
   const out: DeleteOptions = {};
@@ -55,7 +60,7 @@ export async function readDeleteOptions(req: IncomingMessage, q: URLSearchParams
   }
   const policy = (body.propagationPolicy as string | undefined) ?? q.get('propagationPolicy') ?? undefined;
   if (policy !== undefined) {
-    if (!['Background', 'Foreground', 'Orphan'].includes(policy)) {
+    if (!isPropagationPolicy(policy)) {
       throw invalid('meta.k8s.io', 'DeleteOptions', '', [
         {
           type: 'FieldValueNotSupported',
@@ -65,7 +70,7 @@ export async function readDeleteOptions(req: IncomingMessage, q: URLSearchParams
         },
       ]);
     }
-    out.propagationPolicy = policy as DeleteOptions['propagationPolicy'];
+    out.propagationPolicy = policy;
   } else if (body.orphanDependents === true || q.get('orphanDependents') === 'true') {
     out.propagationPolicy = 'Orphan';
   }

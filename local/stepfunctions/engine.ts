@@ -118,7 +118,7 @@ export function createLocalStepFunctions(opts: LocalStepFunctionsOptions): Local
       definition: JSON.stringify(original),
       runtime: new StateMachine(copy as never, { validationOptions: { noValidate: true } }),
       plans,
-      timeoutSeconds: typeof original.TimeoutSeconds === 'number' ? original.TimeoutSeconds : undefined,
+      ...(typeof original.TimeoutSeconds === 'number' ? { timeoutSeconds: original.TimeoutSeconds } : {}),
       creationDate: clock.now(),
     });
   }

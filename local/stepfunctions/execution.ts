@@ -49,8 +49,8 @@ export interface Execution {
   /** Attempts created by the override whose StateEntered/StateRetried the history has not seen yet. */
   unopened: Map<string, Attempt[]>;
   /** Top-level state entered and not exited: gets a `<Type>StateAborted` event on stop/timeout. */
-  rootActive?: { name: string; type: string };
-  lastMinted?: string;
+  rootActive?: { name: string; type: string } | undefined; // cleared (undefined) when the state exits
+  lastMinted?: string | undefined; // cleared (undefined) once a task took it
   cancelTimeout?: () => void;
   closed: Promise<ExecutionDescription>;
   resolveClosed: (d: ExecutionDescription) => void;

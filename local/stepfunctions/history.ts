@@ -24,7 +24,7 @@ export interface Recorder {
   finish(
     exec: Execution,
     status: Exclude<ExecutionStatus, 'RUNNING'>,
-    result: { output?: string; error?: string; cause?: string },
+    result: { output?: string | undefined; error?: string | undefined; cause?: string | undefined },
   ): Promise<void>;
 }
 
@@ -111,15 +111,15 @@ export function createRecorder(deps: {
   const finish = async (
     exec: Execution,
     status: Exclude<ExecutionStatus, 'RUNNING'>,
-    result: { output?: string; error?: string; cause?: string },
+    result: { output?: string | undefined; error?: string | undefined; cause?: string | undefined },
   ): Promise<void> => {
     if (exec.closing) return;
     exec.closing = true;
     exec.status = status;
     exec.stopDate = clock.now();
-    exec.output = result.output;
-    exec.error = result.error;
-    exec.cause = result.cause;
+    if (result.output !== undefined) exec.output = result.output;
+    if (result.error !== undefined) exec.error = result.error;
+    if (result.cause !== undefined) exec.cause = result.cause;
     exec.cancelTimeout?.();
     if (status === 'ABORTED' || status === 'TIMED_OUT') exec.abortRun();
     const reason = new UncatchableError('States.Runtime', `Execution ${status.toLowerCase()}`);

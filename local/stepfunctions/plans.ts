@@ -157,8 +157,8 @@ function scaleRetrier(rule: unknown, speed: number): unknown {
 function rewriteTask(state: JsonObject): TaskPlan {
   const plan: TaskPlan = {
     ...classifyResource(String(state.Resource)),
-    timeoutSeconds: typeof state.TimeoutSeconds === 'number' ? state.TimeoutSeconds : undefined,
-    heartbeatSeconds: typeof state.HeartbeatSeconds === 'number' ? state.HeartbeatSeconds : undefined,
+    ...(typeof state.TimeoutSeconds === 'number' ? { timeoutSeconds: state.TimeoutSeconds } : {}),
+    ...(typeof state.HeartbeatSeconds === 'number' ? { heartbeatSeconds: state.HeartbeatSeconds } : {}),
     wrapped: false,
   };
   const timeoutPath = typeof state.TimeoutSecondsPath === 'string' ? state.TimeoutSecondsPath : undefined;

@@ -1076,7 +1076,7 @@ for (const set of SIDE_BY_SIDE) {
         const res = await fetch(`${sim.url}${p.path}`, {
           method: p.method,
           headers: payload === undefined ? {} : { 'Content-Type': p.contentType ?? 'application/json' },
-          body: payload,
+          ...(payload !== undefined ? { body: payload } : {}),
         });
         const a = normalize(real.status, real.text);
         const b = normalize(res.status, await res.text());

@@ -89,7 +89,7 @@ type Backend = 'real' | 'simulator';
 interface Observed {
   phases: string[];
   reason?: string;
-  admission?: { state?: string; reason?: string };
+  admission?: { state?: string; reason?: string | undefined };
 }
 
 interface Ctx {

@@ -61,8 +61,12 @@ describe('gang admission: a gang that cannot fit is never read as admitted', () 
       resourcesPerNode: { gpu: 4 },
       admissionDeadlineSeconds: 600, // 10 s at the state machine's speed 60
     };
-    const outcomes: Array<{ status?: string; phases: string[]; reason?: string; jobAnnotation?: string }> =
-      [];
+    const outcomes: Array<{
+      status?: string | undefined;
+      phases: string[];
+      reason?: string | undefined;
+      jobAnnotation?: string | undefined;
+    }> = [];
     for (let i = 0; i < 4; i++) {
       const run = driver.spec(request, 'demo');
       const arn = await driver.start(run);

@@ -53,6 +53,12 @@ export interface WorkloadOptions {
   status?: unknown;
 }
 
+/** `obj` without a `status` field (as the API server returns an object nothing has reported on yet). */
+export function withoutStatus(obj: K8sObject): K8sObject {
+  const { status: _status, ...rest } = obj;
+  return rest;
+}
+
 export function workload(opts: WorkloadOptions = {}): K8sObject {
   const { version = 'v1beta2', active, conditions = [] } = opts;
   return {
@@ -164,7 +170,7 @@ export function volcanoCond(
 
 export interface TrainJobOptions {
   shape?: TrainerShape;
-  suspend?: boolean;
+  suspend?: boolean | undefined; // tables pass undefined for "not set"
   conditions?: unknown;
   jobsStatus?: unknown;
   trainerStatus?: unknown;
@@ -235,7 +241,7 @@ export type LegacyKind = 'PyTorchJob' | 'TFJob' | 'MPIJob';
 
 export interface LegacyJobOptions {
   kind?: LegacyKind;
-  suspend?: boolean;
+  suspend?: boolean | undefined; // tables pass undefined for "not set"
   conditions?: unknown;
   status?: unknown;
 }

@@ -30,7 +30,7 @@ import {
   NoArtifactsError,
 } from '../../lib/errors.ts';
 import type { JobRef } from '../../lib/orchestration/job-ref.ts';
-import { makeSteps } from '../../lib/orchestration/steps.ts';
+import { makeNotifyServing, makePublishArtifacts } from '../../lib/orchestration/steps.ts';
 import { requestFingerprint } from '../../lib/run/ids.ts';
 import { newRecord } from '../../lib/run/record.ts';
 import { makeRunRecords } from '../../lib/run/records.ts';
@@ -395,17 +395,11 @@ describe('publishing models on the local S3', () => {
       table: makeDynamoStateTable({ client: state.client, tableName: state.tableName }),
       clock,
     });
-    const unused = () => {
-      throw new Error('not used by these steps');
-    };
-    const steps = makeSteps({
-      gateway: unused,
-      workflow: {} as never,
-      records,
-      store,
-      clock,
-      artifacts: artifactStore(),
-      modelsBucket: MODELS,
+    // Each step over only what it uses (neither talks to a cluster or the workflow).
+    const publishing = { records, store, clock, artifacts: artifactStore(), modelsBucket: MODELS };
+    const publishArtifacts = makePublishArtifacts(publishing);
+    const notifyServing = makeNotifyServing({
+      ...publishing,
       serving: makeSqsServingEvents({ sqs, queueUrl }),
     });
     const r = run(model, 'run-steps', {
@@ -428,8 +422,8 @@ describe('publishing models on the local S3', () => {
       metrics: { loss: 0.2 },
     };
     // Act
-    const artifacts = await steps.publishArtifacts({ run: r, job });
-    const notification = await steps.notifyServing({ run: r, job, artifacts });
+    const artifacts = await publishArtifacts({ run: r, job });
+    const notification = await notifyServing({ run: r, job, artifacts });
     // Assess
     expect(notification).toMatchObject({ notified: true, channel: 'sqs', eventId: `${model}/1` });
     const received = await sqs.send(

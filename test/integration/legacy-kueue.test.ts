@@ -3,7 +3,7 @@ import { gatewayForCluster } from '../../lib/adapters/kubernetes/for-cluster.ts'
 import { type ClusterConfig, parseConfig } from '../../lib/config.ts';
 import { ValidationError } from '../../lib/errors.ts';
 import { makeReconciler } from '../../lib/orchestration/reconcile.ts';
-import { makeSteps } from '../../lib/orchestration/steps.ts';
+import { makeCreateJob } from '../../lib/orchestration/steps.ts';
 import type { ClusterGateway, JobApi, WorkflowEngine } from '../../lib/ports.ts';
 import type { RunRecords } from '../../lib/run/records.ts';
 import { ANNOTATION } from '../../lib/trainjob/labels.ts';
@@ -68,13 +68,10 @@ async function cluster(sim: ClusterSimulator, kinds: ClusterConfig['kueueManaged
     apply: async () => ({ record: { phase: 'Pending' }, changed: true }),
   } as unknown as RunRecords;
   let now = new Date();
-  const steps = makeSteps({
+  // CreateJob over only what it uses.
+  const createJob = makeCreateJob({
     gateway: async () => gateway,
     records,
-    workflow,
-    store: {} as never,
-    artifacts: {} as never,
-    modelsBucket: 'models',
     clock: { now: () => now },
     kueueManagedKinds: () => config.kueueManagedKinds,
   });
@@ -96,7 +93,7 @@ async function cluster(sim: ClusterSimulator, kinds: ClusterConfig['kueueManaged
     /** What the workflow was told about one token (the tick sees every Gantry job of the cluster). */
     answersFor: (token: string) => answers.filter((a) => a.token === token),
     createJob: (queue: string | undefined, runId: string) =>
-      steps.createJob({
+      createJob({
         run: aRunSpec({
           runId,
           cluster: config.name,

@@ -602,7 +602,7 @@ describe('local Step Functions endpoint (real @aws-sdk/client-sfn)', { timeout: 
   it('calls onExecutionClosed once per execution, after its last history event', async () => {
     handlers.set('prepare', async () => ({ features: 2 }));
     handlers.set('score', async () => ({ score: 7 }));
-    const closedEvents: Array<{ arn: string; status?: string; lastEvent?: string }> = [];
+    const closedEvents: Array<{ arn: string; status?: string; lastEvent?: string | undefined }> = [];
     const remove = engine.onExecutionClosed(async (e) => {
       const { events } = await engine.getExecutionHistory({
         executionArn: e.executionArn,

@@ -111,7 +111,7 @@ describe('simulator: jobs have pods', () => {
     const rest = await core.listPodForAllNamespaces({
       labelSelector: `${LABEL.runId}=${runId}`,
       limit: 2,
-      _continue: first.metadata?._continue,
+      ...(first.metadata?._continue !== undefined ? { _continue: first.metadata._continue } : {}),
     });
     expect(rest.items).toHaveLength(1);
   });

@@ -69,8 +69,15 @@ export type PutEvents = (
   },
   opts?: { abortSignal?: AbortSignal },
 ) => Promise<{
-  FailedEntryCount?: number;
-  Entries?: Array<{ EventId?: string; ErrorCode?: string; ErrorMessage?: string }>;
+  // As the SDK's PutEventsCommandOutput types them (absent fields read `undefined`).
+  FailedEntryCount?: number | undefined;
+  Entries?:
+    | Array<{
+        EventId?: string | undefined;
+        ErrorCode?: string | undefined;
+        ErrorMessage?: string | undefined;
+      }>
+    | undefined;
 }>;
 
 const EVENTBRIDGE_TRANSIENT = new Set(['ThrottlingException', 'InternalFailure', 'InternalException']);

@@ -1,4 +1,4 @@
-import { DescribeClusterCommand, type EKSClient } from '@aws-sdk/client-eks';
+import { type Cluster, DescribeClusterCommand, type EKSClient } from '@aws-sdk/client-eks';
 import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import {
@@ -51,7 +51,7 @@ export async function describeEksCluster(
   clusterName: string,
   opts?: CallOptions,
 ): Promise<EksClusterEndpoint> {
-  let c: { endpoint?: string; status?: string; certificateAuthority?: { data?: string } } | undefined;
+  let c: Cluster | undefined;
   try {
     const out = await eks.send(
       new DescribeClusterCommand({ name: clusterName }),

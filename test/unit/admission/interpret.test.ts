@@ -12,6 +12,7 @@ import {
   T2,
   volcanoCond,
   volcanoPodGroup,
+  withoutStatus,
   workload,
 } from '../../helpers/status-fixtures.ts';
 
@@ -476,7 +477,7 @@ describe('interpretAdmission — Kueue Workload', () => {
   });
 
   it.each<[string, K8sObject]>([
-    ['no status', { ...workload(), status: undefined } as K8sObject],
+    ['no status', withoutStatus(workload())],
     ['status null', workload({ status: null })],
     ['status a string', workload({ status: 'Admitted' })],
     ['conditions not an array', workload({ conditions: { type: 'Admitted', status: 'True' } })],

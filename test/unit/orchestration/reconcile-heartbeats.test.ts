@@ -47,7 +47,7 @@ function finishedJob(i: number): K8sObject {
   return job;
 }
 
-function setup(opts: { expired?: Set<string>; throttleAt?: number; finished?: number } = {}) {
+function setup(opts: { expired?: Set<string>; throttleAt?: number | undefined; finished?: number } = {}) {
   const jobs = Array.from({ length: N }, (_, i) => waitingJob(i));
   // Finished jobs last in the LIST: behind every waiting one.
   for (let i = 0; i < (opts.finished ?? 0); i++) jobs.push(finishedJob(N + i));

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { makeSteps } from '../../../lib/orchestration/steps.ts';
+import { makeRecordOutcome } from '../../../lib/orchestration/steps.ts';
 import { newRecord } from '../../../lib/run/record.ts';
 import { makeRunRecords } from '../../../lib/run/records.ts';
 import { aRunSpec } from '../../helpers/builders.ts';
-import { memoryTable, recordingWorkflow } from '../../helpers/intake-fakes.ts';
+import { memoryTable } from '../../helpers/intake-fakes.ts';
 
 /**
  * The run metrics (RunsStarted, RunsSucceeded/Failed/Cancelled, waits, GPU-hours) are told once per
@@ -15,23 +15,18 @@ const clock = { now: () => new Date('2026-12-03T10:00:00Z') };
 function setup() {
   const records = makeRunRecords({ table: memoryTable(), clock });
   const ended: string[] = [];
-  const steps = makeSteps({
-    gateway: async () => {
-      throw new Error('RecordOutcome does not talk to a cluster');
-    },
-    records,
-    workflow: recordingWorkflow(),
-    store: {} as never,
-    artifacts: {} as never,
-    modelsBucket: 'models',
-    clock,
-    runs: {
-      started: () => {},
-      ended: (record) => {
-        ended.push(`${record.phase}/${record.reason ?? ''}`);
+  // RecordOutcome over only what it uses: the run records and the metrics hook.
+  const steps = {
+    recordOutcome: makeRecordOutcome({
+      records,
+      runs: {
+        started: () => {},
+        ended: (record) => {
+          ended.push(`${record.phase}/${record.reason ?? ''}`);
+        },
       },
-    },
-  });
+    }),
+  };
   return { records, steps, ended };
 }
 

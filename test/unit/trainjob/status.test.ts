@@ -18,6 +18,7 @@ import {
   trainJob,
   volcanoCond,
   volcanoPodGroup,
+  withoutStatus,
   workload,
 } from '../../helpers/status-fixtures.ts';
 
@@ -842,7 +843,7 @@ describe('toRunPhase — Training Operator v1', () => {
 
 describe('toRunPhase — malformed jobs never throw', () => {
   it.each<[string, K8sObject, Omit<JobView, 'admission' | 'finished'>]>([
-    ['TrainJob without status', { ...trainJob(), status: undefined } as K8sObject, { phase: 'Running' }],
+    ['TrainJob without status', withoutStatus(trainJob()), { phase: 'Running' }],
     ['TrainJob status null', trainJob({ status: null }), { phase: 'Running' }],
     ['TrainJob status an array', trainJob({ status: [] }), { phase: 'Running' }],
     [
@@ -861,7 +862,7 @@ describe('toRunPhase — malformed jobs never throw', () => {
       { phase: 'Pending', reason: 'Suspended', message: 'TrainJob is suspended' },
     ],
     ['TrainJob suspend as a string', trainJob({ spec: { suspend: 'true' } }), { phase: 'Running' }],
-    ['v1 job without status', { ...legacyJob(), status: undefined } as K8sObject, { phase: 'Pending' }],
+    ['v1 job without status', withoutStatus(legacyJob()), { phase: 'Pending' }],
     ['v1 job status a string', legacyJob({ status: 'Running' }), { phase: 'Pending' }],
     [
       'v1 job runPolicy not an object',
