@@ -47,6 +47,7 @@ export class JobLifecycle {
     this.podGroups = podGroups;
   }
 
+  /** The simulated time of the next thing due for `j` (undefined: nothing until something changes). */
   nextEvent(j: SimJob): number | undefined {
     if (j.state === 'finished') return undefined;
     const suspended = this.isJobSuspended(j);
@@ -122,6 +123,7 @@ export class JobLifecycle {
     if (j.nextProgressAt !== undefined && j.nextProgressAt <= t) this.training.reportProgress(j);
   }
 
+  /** A job appeared in the store: its simulated run's parameters, initial status and gang gate. */
   onJobCreated(def: ResourceDef, created: Json): void {
     const m = meta(created);
     const uid = String(m.uid);
@@ -303,6 +305,7 @@ export class JobLifecycle {
     this.podGroups.setPodGroupPhase(j, 'Running');
   }
 
+  /** The run ends: its pods, the job's conditions, its Workload or PodGroup, the counters. */
   finish(j: SimJob, ok: boolean, why: EndCause): void {
     j.ended = { progress: this.training.progressOf(j), why };
     j.state = 'finished';

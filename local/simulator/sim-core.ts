@@ -12,7 +12,8 @@ import type { TrainerVersion } from './stubs.ts';
  * What the simulated controllers share: their options, the simulated jobs, the pods, the
  * simulated time of the event being processed and the queue of changes and timers the event
  * loop (controller.ts) works through. The controllers' concerns live in their own files
- * (job-status.ts, training.ts, kueue-*.ts, podgroups.ts, disruption.ts) and all act on this.
+ * (job-lifecycle.ts, job-status.ts, training.ts, kueue-*.ts, podgroups.ts,
+ * disruption.ts) and all act on this.
  */
 
 export const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -193,10 +194,6 @@ export function deadlineAt(j: SimJob): number | undefined {
   return j.deadlineBase + j.deadlineSeconds * 1000;
 }
 
-export function owner(j: SimJob): PodOwner {
-  return { def: j.def, ns: j.ns, name: j.name, uid: j.uid };
-}
-
 export class SimCore {
   readonly api: ApiServer;
   readonly o: ControllerOptions;
@@ -247,10 +244,12 @@ export class SimCore {
     else this.timers.splice(i, 0, { at, fn });
   }
 
+  /** The job as its pods' owner (pods.ts). */
   owner(j: SimJob): PodOwner {
-    return owner(j);
+    return { def: j.def, ns: j.ns, name: j.name, uid: j.uid };
   }
 
+  /** Record an Event about the job (best effort, as client-go's recorder). */
   event(j: SimJob, type: string, reason: string, message: string): void {
     const ev = this.def('', 'events');
     if (!ev) return;
