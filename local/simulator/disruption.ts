@@ -1,0 +1,92 @@
+import { type EndCause, meta, obj, type SimCore, type SimJob } from './sim-core.ts';
+
+/**
+ * Disruptions of a running job's pods (the simulator's admin call `POST /_sim/disrupt`): a lost
+ * node, a scheduler preemption or an eviction, with what holds the disrupted pods Terminating.
+ */
+
+/** What `disruptJob` does to a running job (see there). */
+export type Disruption = 'node-lost' | 'preempted' | 'evicted';
+
+/**
+ * What holds a disrupted pod Terminating in the simulator: on a lost node the kubelet never confirms
+ * the deletion; elsewhere the container has its grace period to stop.
+ */
+const DISRUPTION_FINALIZER = {
+  nodeLost: 'sim.gantry.dev/node-unreachable',
+  grace: 'sim.gantry.dev/termination-grace',
+} as const;
+
+/** terminationGracePeriodSeconds' default (30 s). */
+const TERMINATION_GRACE_MS = 30_000;
+
+/**
+ * Pods left Terminating on a lost node go once their job is gone (the node object is deleted by
+ * then, and the pod garbage collector force-deletes pods bound to a node that does not exist).
+ */
+export function releaseLostNode(c: SimCore, j: SimJob): void {
+  c.pods.release(c.owner(j), DISRUPTION_FINALIZER.nodeLost);
+}
+
+/**
+ * Admin: disrupt a running TrainJob's pods so that the job fails, as a JobSet whose Job has
+ * `backoffLimit: 0` fails on its first failed pod (a deleted pod counts as failed at once:
+ * kube-controller-manager `pkg/controller/job` isPodFailed):
+ * - `node-lost`: the node under its first pod stops answering; the taint manager deletes the pods
+ *   there (DisruptionTarget `DeletionByTaintManager`) and they stay Terminating while the job exists;
+ * - `preempted`: the scheduler preempts its pods for a higher-priority gang (DisruptionTarget
+ *   `PreemptionByScheduler`; no Kueue to requeue it), Terminating for their 30 s grace period;
+ * - `evicted`: a drain or a spot interruption handler evicts them (DisruptionTarget
+ *   `EvictionByEvictionAPI`), likewise.
+ * False when the job is not running (or is a Training Operator v1 job, whose operator recreates
+ * deleted pods instead).
+ */
+export function disruptJob(
+  c: SimCore,
+  finish: (j: SimJob, ok: boolean, why: EndCause) => void,
+  ns: string,
+  name: string,
+  cause: Disruption,
+  plural?: string,
+): boolean {
+  for (const j of c.jobs.values()) {
+    if (j.ns !== ns || j.name !== name || (plural && j.def.plural !== plural)) continue;
+    if (j.def.kind !== 'TrainJob' || (j.state !== 'running' && j.state !== 'finishing')) return false;
+    const owner = c.owner(j);
+    const pods = c.pods.of(owner).filter((p) => !meta(p).deletionTimestamp);
+    const node = String(obj(pods[0]?.spec).nodeName ?? '');
+    if (pods.length === 0 || node === '') return false;
+    let hit: string[];
+    if (cause === 'node-lost') {
+      hit = c.pods.disrupt(
+        owner,
+        (p) => obj(p.spec).nodeName === node,
+        { reason: 'DeletionByTaintManager', message: 'Taint manager: deleting due to NoExecute taint' },
+        DISRUPTION_FINALIZER.nodeLost,
+      );
+    } else {
+      hit = c.pods.disrupt(
+        owner,
+        () => true,
+        cause === 'preempted'
+          ? {
+              reason: 'PreemptionByScheduler',
+              message: `${c.o.gang === 'coscheduling' ? 'coscheduling' : 'default-scheduler'}: preempting to accommodate a higher priority pod`,
+            }
+          : { reason: 'EvictionByEvictionAPI', message: 'Eviction API: evicting' },
+        DISRUPTION_FINALIZER.grace,
+      );
+      c.scheduleAt(c.vt + TERMINATION_GRACE_MS, () => c.pods.release(owner, DISRUPTION_FINALIZER.grace));
+    }
+    if (hit.length === 0) return false;
+    c.event(
+      j,
+      'Warning',
+      cause === 'node-lost' ? 'NodeNotReady' : cause === 'preempted' ? 'Preempted' : 'Evicted',
+      `pods ${hit.join(', ')}${cause === 'node-lost' ? ` on node ${node}` : ''} were disrupted (${cause})`,
+    );
+    finish(j, false, 'Disrupted');
+    return true;
+  }
+  return false;
+}
