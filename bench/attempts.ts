@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { checkpointUri } from '../lib/run/checkpoint.ts';
+import { createRuntime, NO_RETRY_RUNTIME, noRetryRuntime } from '../local/runtimes.ts';
 import { runDriver } from '../test/helpers/runs.ts';
 import { withStack } from './stack.ts';
 
@@ -27,9 +28,12 @@ async function run(attempts: number, durationSeconds: number) {
     { simSpeed, durationSeconds, stepFunctionsSpeed: STEP_FUNCTIONS_SPEED },
     async (stack, sim) => {
       const driver = runDriver(stack);
+      // A lost node fails the job (backoffLimit 0) instead of the Job controller replacing its pod.
+      await createRuntime(sim.url, noRetryRuntime());
       const base = driver.spec(
         {
           queue: 'demo-queue',
+          runtime: { name: NO_RETRY_RUNTIME },
           numNodes: 2,
           resourcesPerNode: { gpu: 4 },
           runDeadlineSeconds: 30 * 24 * HOUR,

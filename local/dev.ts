@@ -7,6 +7,7 @@
  * `npm run demo` — the same, then submits a training run through the HTTP API, follows it with a
  *                  live progress line until it ends, and prints where the model and its output are.
  */
+
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -25,6 +26,7 @@ import {
 import { startEmbedded } from './embedded.ts';
 import { apiRoutes, PRINCIPAL_HEADER, startHttpApi } from './http-api.ts';
 import { recoverAfterRestart } from './restart.ts';
+import { createRuntime, NO_RETRY_RUNTIME, noRetryRuntime } from './runtimes.ts';
 import { followServingQueue, type ServingEventBody, servingLine } from './serving.ts';
 import { DEMO_TEAM, type Stack, startStack } from './stack.ts';
 import { tableOfStack } from './state-table.ts';
@@ -120,6 +122,8 @@ async function main() {
   process.once('SIGTERM', () => void stop().then(() => process.exit(143)));
 
   if (!demo) {
+    // A runtime whose Job fails on its first failed pod, so a disrupted job shows a new attempt.
+    if ('sim' in rest) await createRuntime(rest.sim.url, noRetryRuntime());
     printHowTo(api.url, stack, servingFile, 'sim' in rest ? rest.sim.url : undefined);
     return;
   }
@@ -276,7 +280,10 @@ List runtimes, the API description:
 ${
   simUrl
     ? `
-Lose a running job's node (the run resumes as attempt 2 from its GANTRY_CHECKPOINT_URI; README "Attempts"):
+Lose a running job's node (README "Attempts"). On torch-distributed the Job controller replaces
+the pod (backoffLimit 6) and the run goes on as attempt 1; submit with
+"runtime": {"name": "${NO_RETRY_RUNTIME}"} (backoffLimit 0, created here) and the run resumes as
+attempt 2 from its GANTRY_CHECKPOINT_URI:
   curl -s -X POST ${simUrl}/_sim/disrupt -d '{"namespace":"${team.namespaces[0]}","name":"<runId>","cause":"node-lost"}'   (or preempted, evicted)
 `
     : ''

@@ -1,3 +1,5 @@
+import type { Json } from './apiserver.ts';
+import { podSetsOf } from './jobs.ts';
 import { type EndCause, meta, obj, type SimCore, type SimJob } from './sim-core.ts';
 
 /**
@@ -29,9 +31,14 @@ export function releaseLostNode(c: SimCore, j: SimJob): void {
 }
 
 /**
- * Admin: disrupt a running TrainJob's pods so that the job fails, as a JobSet whose Job has
- * `backoffLimit: 0` fails on its first failed pod (a deleted pod counts as failed at once:
- * kube-controller-manager `pkg/controller/job` isPodFailed):
+ * Admin: disrupt a running TrainJob's pods as a real cluster would. A deleted pod counts as failed
+ * at once (kube-controller-manager `pkg/controller/job` isPodFailed), and the batch Job fails when
+ * its failed pods pass its `backoffLimit` (JobSet then fails the whole TrainJob, its default
+ * failure policy); until then the Job controller replaces them (`podReplacementPolicy`
+ * TerminatingOrFailed) and the training goes on in the same job. Trainer's default runtimes set no
+ * `backoffLimit`, so the Job API's 6 applies: a disruption of a default runtime's job is absorbed;
+ * a runtime with `backoffLimit: 0` fails on the first one (jobs.ts `JOB_DEFAULT_BACKOFF_LIMIT`).
+ * The causes:
  * - `node-lost`: the node under its first pod stops answering; the taint manager deletes the pods
  *   there (DisruptionTarget `DeletionByTaintManager`) and they stay Terminating while the job exists;
  * - `preempted`: the scheduler preempts its pods for a higher-priority gang (DisruptionTarget
@@ -85,8 +92,41 @@ export function disruptJob(
       cause === 'node-lost' ? 'NodeNotReady' : cause === 'preempted' ? 'Preempted' : 'Evicted',
       `pods ${hit.join(', ')}${cause === 'node-lost' ? ` on node ${node}` : ''} were disrupted (${cause})`,
     );
+    const job = c.api.peek(j.def, j.ns, j.name);
+    if (job && withinBackoff(c, j, job, hit)) {
+      const replaced = c.pods.replace(
+        owner,
+        job,
+        hit,
+        Object.values(j.podFailures ?? {}).reduce((a, b) => a + b, 0),
+      );
+      c.event(
+        j,
+        'Normal',
+        'SuccessfulCreate',
+        `the Job controller replaced the failed pods (backoffLimit not reached): ${replaced.join(', ')}`,
+      );
+      return true;
+    }
     finish(j, false, 'Disrupted');
     return true;
   }
   return false;
+}
+
+/**
+ * Count the disrupted pods as failures of their batch Jobs (one per replicated job here); true
+ * while every Job is still within its `backoffLimit` (failed ≤ backoffLimit, as the Job
+ * controller's check `failed > backoffLimit` fails it).
+ */
+function withinBackoff(c: SimCore, j: SimJob, job: Json, hit: string[]): boolean {
+  const failures = { ...(j.podFailures ?? {}) };
+  for (const name of hit) {
+    const pod = c.pods.of(c.owner(j)).find((p) => meta(p).name === name);
+    const set = String(obj(meta(pod ?? {}).labels)['jobset.sigs.k8s.io/replicatedjob-name'] ?? '');
+    failures[set] = (failures[set] ?? 0) + 1;
+  }
+  j.podFailures = failures;
+  const limits = new Map(podSetsOf(c.api, j.def, job).map((ps) => [ps.name, ps.backoffLimit ?? 0]));
+  return Object.entries(failures).every(([set, n]) => n <= (limits.get(set) ?? 0));
 }

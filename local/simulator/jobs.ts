@@ -84,6 +84,12 @@ export function formatQuantity(resource: string, n: number): string {
 export interface PodSet {
   name: string;
   count: number;
+  /**
+   * The batch Job's `backoffLimit` (a TrainJob's replicated job): how many of its pods may fail
+   * before it fails. Unset in the runtime: 6, the Job API's default (k8s
+   * `pkg/apis/batch/v1/defaults.go`); Trainer's default runtimes set none. Absent for v1 jobs.
+   */
+  backoffLimit?: number;
   /** Requests of one pod, base units. */
   requests: Record<string, number>;
   /** The pod template as the Workload carries it. */
@@ -140,7 +146,12 @@ export interface ReplicatedJob {
   ancestor: string | undefined;
   podTemplate: Json;
   count: number;
+  /** The Job template's `backoffLimit`, or the Job API's default of 6. */
+  backoffLimit: number;
 }
+
+/** The Job API's default `backoffLimit` (k8s `pkg/apis/batch/v1/defaults.go`, SetDefaults_Job). */
+export const JOB_DEFAULT_BACKOFF_LIMIT = 6;
 
 /** The runtime's replicated jobs with TrainJob overrides applied (numNodes, resourcesPerNode). */
 export function replicatedJobs(job: Json, runtime: Json | undefined): ReplicatedJob[] {
@@ -173,7 +184,14 @@ export function replicatedJobs(job: Json, runtime: Json | undefined): Replicated
     const replicas = Number(rj.replicas ?? 1);
     const parallelism = Number(obj(obj(tmpl.spec)).parallelism ?? 1);
     const count = rj.name === 'node' ? numNodes : replicas * parallelism;
-    return { name: String(rj.name), ancestor, podTemplate, count: Math.max(0, count) };
+    const limit = Number(obj(tmpl.spec).backoffLimit ?? JOB_DEFAULT_BACKOFF_LIMIT);
+    return {
+      name: String(rj.name),
+      ancestor,
+      podTemplate,
+      count: Math.max(0, count),
+      backoffLimit: Number.isInteger(limit) && limit >= 0 ? limit : JOB_DEFAULT_BACKOFF_LIMIT,
+    };
   });
 }
 
@@ -184,6 +202,7 @@ export function podSetsOf(api: ApiServer, def: ResourceDef, job: Json): PodSet[]
       count: rj.count,
       requests: podRequests(obj(rj.podTemplate.spec)),
       template: rj.podTemplate,
+      backoffLimit: rj.backoffLimit,
     }));
   }
   const info = LEGACY_KINDS[def.kind]!;

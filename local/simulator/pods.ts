@@ -1,7 +1,17 @@
 import type { ApiServer, Json } from './apiserver.ts';
 import { type PodSet, podSetsOf } from './jobs.ts';
 import { setCondition } from './kueue.ts';
+import {
+  backoffMessage,
+  crashLoopBackoffSeconds,
+  crashLooping,
+  notReady,
+  type PodStage,
+  stageStatus,
+} from './pod-status.ts';
 import type { ResourceDef } from './registry.ts';
+
+export { crashLoopBackoffSeconds, type PodStage };
 
 /**
  * The pods of a simulated job, as real `v1/pods` objects: numNodes pods for a TrainJob's trainer
@@ -40,11 +50,6 @@ export function podScenarioOf(job: Json): PodScenario | undefined {
   return (POD_SCENARIOS as readonly string[]).includes(String(v)) ? (v as PodScenario) : undefined;
 }
 
-/** Seconds of the kubelet's container restart back-off: 10 s doubling, capped at 5 min. */
-export function crashLoopBackoffSeconds(restarts: number): number {
-  return Math.min(300, 10 * 2 ** Math.max(0, restarts - 1));
-}
-
 const JOBSET = {
   name: 'jobset.sigs.k8s.io/jobset-name',
   replicatedJob: 'jobset.sigs.k8s.io/replicatedjob-name',
@@ -65,8 +70,6 @@ export interface PodOwner {
   name: string;
   uid: string;
 }
-
-export type PodStage = 'pending' | 'running' | 'succeeded' | 'failed';
 
 export class Pods {
   private readonly api: ApiServer;
@@ -277,7 +280,40 @@ export class Pods {
     this.names.delete(owner.uid);
   }
 
-  private podObject(owner: PodOwner, job: Json, ps: PodSet, i: number): Json {
+  /**
+   * The Job controller's part when pods of a running job failed while its `backoffLimit` lasts: a
+   * new pod for each (same completion index, a new generated name), scheduled on another node and
+   * started; the failed pods stay as they are (Terminating) until what holds them goes. Returns the
+   * new pods' names.
+   */
+  replace(owner: PodOwner, job: Json, failed: string[], generation: number): string[] {
+    const def = this.def();
+    if (!def) return [];
+    const sets = podSetsOf(this.api, owner.def, job);
+    const now = this.now();
+    const names = this.names.get(owner.uid) ?? [];
+    const created: string[] = [];
+    for (const name of failed) {
+      const old = this.api.peek(def, owner.ns, name);
+      const labels = obj(meta(old ?? {}).labels);
+      const ps = sets.find((s) => s.name === labels[JOBSET.replicatedJob]);
+      if (!old || !ps) continue;
+      const i = Number(labels[BATCH_COMPLETION_INDEX] ?? 0);
+      const pod = this.podObject(owner, job, ps, i, generation);
+      obj(pod.spec).nodeName = `sim-node-${names.length + created.length + 1}`;
+      pod.status = stageStatus(this.pendingStatus(pod, undefined, undefined, 1, ps), pod, 'running', now);
+      try {
+        this.api.create(def, 'v1', owner.ns, pod, { system: true });
+        created.push(String(meta(pod).name));
+      } catch {
+        // a name clash: that pod is already there
+      }
+    }
+    this.names.set(owner.uid, [...names, ...created].sort());
+    return created;
+  }
+
+  private podObject(owner: PodOwner, job: Json, ps: PodSet, i: number, generation = 0): Json {
     const trainJob = owner.def.kind === 'TrainJob';
     const template = obj(ps.template);
     const labels: Record<string, string> = {
@@ -294,7 +330,7 @@ export class Pods {
         [BATCH_JOB_NAME]: jobName,
         [BATCH_COMPLETION_INDEX]: String(i),
       });
-      name = `${jobName}-${i}-${suffix(owner.uid, ps.name, i)}`;
+      name = `${jobName}-${i}-${suffix(owner.uid, generation > 0 ? `${ps.name}#${generation}` : ps.name, i)}`;
     } else {
       const type = legacyReplicaType(job, ps.name);
       Object.assign(labels, {
@@ -423,36 +459,6 @@ export class Pods {
   }
 }
 
-function notReady(type: string, now: string, containers: Json[]): Json {
-  return {
-    type,
-    status: 'False',
-    reason: 'ContainersNotReady',
-    message: `containers with unready status: [${containers.map((c) => String(c.name)).join(' ')}]`,
-    lastProbeTime: null,
-    lastTransitionTime: now,
-  };
-}
-
-function crashLooping(cs: Json, restarts: number, message: string, now: string): Json {
-  return {
-    ...cs,
-    ready: false,
-    started: false,
-    restartCount: restarts,
-    state: { waiting: { reason: 'CrashLoopBackOff', message } },
-    lastState: {
-      terminated: { exitCode: 1, reason: 'Error', startedAt: now, finishedAt: now, containerID: '' },
-    },
-  };
-}
-
-function backoffMessage(restarts: number, container: string, pod: string, o: Json): string {
-  const s = crashLoopBackoffSeconds(restarts);
-  const back = s >= 60 ? `${Math.floor(s / 60)}m${s % 60}s` : `${s}s`;
-  return `back-off ${back} restarting failed container=${container} pod=${pod}_${String(meta(o).namespace)}(${String(meta(o).uid ?? '')})`;
-}
-
 /** The scheduler's FitError message for a gang that fits on none of the nodes. */
 function unschedulableMessage(nodes: number, ps: PodSet): string {
   const gpu = (ps.requests['nvidia.com/gpu'] ?? 0) > 0;
@@ -464,67 +470,6 @@ function unschedulableMessage(nodes: number, ps: PodSet): string {
 
 function totalNodes(sets: PodSet[]): number {
   return sets.reduce((n, s) => n + s.count, 0);
-}
-
-/** A new status for a pod moving to `stage`, from its current one. */
-function stageStatus(st: Json, pod: Json, stage: PodStage, now: string): Json {
-  const containers = arr(obj(pod.spec).containers).map(obj);
-  const conds = (ready: boolean) => [
-    { type: 'PodReadyToStartContainers', status: 'True', lastProbeTime: null, lastTransitionTime: now },
-    { type: 'Initialized', status: 'True', lastProbeTime: null, lastTransitionTime: now },
-    ready
-      ? { type: 'Ready', status: 'True', lastProbeTime: null, lastTransitionTime: now }
-      : { ...notReady('Ready', now, containers), reason: 'PodCompleted', message: undefined },
-    ready
-      ? { type: 'ContainersReady', status: 'True', lastProbeTime: null, lastTransitionTime: now }
-      : { ...notReady('ContainersReady', now, containers), reason: 'PodCompleted', message: undefined },
-    { type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: now },
-  ];
-  const clean = (c: Json) => JSON.parse(JSON.stringify(c)) as Json;
-  if (stage === 'pending') return st;
-  const startedAt = String(st.startTime ?? now);
-  if (stage === 'running') {
-    return {
-      ...st,
-      phase: 'Running',
-      startTime: startedAt,
-      conditions: conds(true).map(clean),
-      containerStatuses: containers.map((c) => ({
-        name: String(c.name),
-        image: String(c.image ?? ''),
-        imageID: `${String(c.image ?? '')}@sha256:${'0'.repeat(64)}`,
-        containerID: `containerd://${'1'.repeat(64)}`,
-        ready: true,
-        started: true,
-        restartCount: 0,
-        state: { running: { startedAt: now } },
-      })),
-    };
-  }
-  const ok = stage === 'succeeded';
-  return {
-    ...st,
-    phase: ok ? 'Succeeded' : 'Failed',
-    conditions: conds(false).map(clean),
-    containerStatuses: containers.map((c) => ({
-      name: String(c.name),
-      image: String(c.image ?? ''),
-      imageID: `${String(c.image ?? '')}@sha256:${'0'.repeat(64)}`,
-      containerID: `containerd://${'1'.repeat(64)}`,
-      ready: false,
-      started: false,
-      restartCount: 0,
-      state: {
-        terminated: {
-          exitCode: ok ? 0 : 1,
-          reason: ok ? 'Completed' : 'Error',
-          startedAt,
-          finishedAt: now,
-          containerID: `containerd://${'1'.repeat(64)}`,
-        },
-      },
-    })),
-  };
 }
 
 /** Labels a TrainJob asks for on its pods: v2.1 podTemplateOverrides, v2.2+ runtime patches. */
@@ -575,7 +520,10 @@ function suffix(uid: string, set: string, i: number): string {
  */
 export function jobsStatusFromPods(names: string[], pods: Json[], suspended: boolean): Json[] {
   return names.map((name) => {
-    const mine = pods.filter((p) => obj(meta(p).labels)[JOBSET.replicatedJob] === name);
+    const all = pods.filter((p) => obj(meta(p).labels)[JOBSET.replicatedJob] === name);
+    // Pods the Job controller replaced (Terminating, disrupted) no longer count once others run.
+    const live = all.filter((p) => !meta(p).deletionTimestamp);
+    const mine = live.length > 0 ? live : all;
     const phase = (p: Json) => String(obj(p.status).phase ?? 'Pending');
     const ready = (p: Json) =>
       arr(obj(p.status).conditions).some((c) => obj(c).type === 'Ready' && obj(c).status === 'True');

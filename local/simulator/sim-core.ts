@@ -122,6 +122,11 @@ export interface SimJob {
   checkpointUri: string | undefined;
   /** Progress (0–1) of the checkpoint the training code resumed from (a later attempt of its run). */
   resumedFrom: number;
+  /**
+   * Failed pods per replicated job (a disruption's pods count as failed at once), against each
+   * batch Job's `backoffLimit`; the Job controller replaces them while it lasts (disruption.ts).
+   */
+  podFailures?: Record<string, number>;
   state: 'waiting' | 'running' | 'finishing' | 'finished';
   /** Sim ms the current run's pods were created (admission or resume). */
   runStart: number | undefined;

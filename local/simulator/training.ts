@@ -208,8 +208,10 @@ export class Training {
     if (j.def.kind === 'TrainJob') {
       const set = labels['jobset.sigs.k8s.io/replicatedjob-name'];
       rank = Number(labels['batch.kubernetes.io/job-completion-index'] ?? 0);
+      // Pods the Job controller replaced (Terminating) are not in the world any more.
       worldSize = pods.filter(
-        (p) => obj(meta(p).labels)['jobset.sigs.k8s.io/replicatedjob-name'] === set,
+        (p) =>
+          obj(meta(p).labels)['jobset.sigs.k8s.io/replicatedjob-name'] === set && !meta(p).deletionTimestamp,
       ).length;
     } else {
       const type = String(labels['training.kubeflow.org/replica-type'] ?? '').toLowerCase();

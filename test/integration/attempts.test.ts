@@ -4,6 +4,7 @@ import { checkpointUri } from '../../lib/run/checkpoint.ts';
 import type { RunRequestInput } from '../../lib/run/schema.ts';
 import type { RunSpec } from '../../lib/run/spec.ts';
 import { DEMO_QUEUE, type Embedded, startEmbedded } from '../../local/embedded.ts';
+import { createRuntime, NO_RETRY_RUNTIME, noRetryRuntime } from '../../local/runtimes.ts';
 import type { Disruption } from '../../local/simulator/index.ts';
 import { DEMO_TEAM } from '../../local/stack.ts';
 import { runDriver } from '../helpers/runs.ts';
@@ -33,6 +34,8 @@ describe('attempts: infrastructure failures start a new attempt of the same run'
       stack: { orphanGraceSeconds: 1, teams: [{ ...DEMO_TEAM }] },
     });
     driver = runDriver(env.stack);
+    // Disrupted pods fail the job only past its backoffLimit; these runs use a runtime of 0 (see there).
+    await createRuntime(env.sim.url, noRetryRuntime());
   }, 60_000);
 
   afterAll(async () => {
@@ -46,6 +49,7 @@ describe('attempts: infrastructure failures start a new attempt of the same run'
         resourcesPerNode: { gpu: 2 },
         numNodes: 2,
         producesArtifacts: false,
+        runtime: { name: NO_RETRY_RUNTIME },
         ...request,
       },
       'demo',

@@ -8,6 +8,7 @@ import { withDisruption } from '../../lib/trainjob/disruption.ts';
 import { LABEL } from '../../lib/trainjob/labels.ts';
 import { toRunPhase } from '../../lib/trainjob/status.ts';
 import type { K8sObject } from '../../lib/trainjob/types.ts';
+import { createRuntime, NO_RETRY_RUNTIME, noRetryRuntime } from '../../local/runtimes.ts';
 import {
   type ClusterSimulator,
   type Disruption,
@@ -19,8 +20,10 @@ import { aRunSpec } from '../helpers/builders.ts';
  * The simulator's disruptions of a running TrainJob (node lost, preempted without requeue,
  * evicted), read back through Gantry's gateway: the pods carry DisruptionTarget with the real
  * reason and stay Terminating (on a lost node until the job is gone; otherwise for the 30 s grace
- * period), the TrainJob fails as a JobSet with backoffLimit 0 does (`FailedJobs`), and Gantry's
- * classification makes it an infrastructure failure. Before, the simulator had no such control:
+ * period). On a runtime whose Job has `backoffLimit: 0` the TrainJob fails as its JobSet does
+ * (`FailedJobs`) and Gantry's classification makes it an infrastructure failure; on Trainer's
+ * default runtime (no backoffLimit: the Job API's 6) the Job controller replaces the pods and the
+ * job goes on, until the seventh failed pod — as the real controllers do (test/e2e-real/disruption). Before, the simulator had no such control:
  * a running job could only be evicted by Kueue (and re-queued) or fail by its own code.
  */
 
@@ -47,6 +50,7 @@ beforeAll(async () => {
   kc.loadFromString(sim.kubeconfigYaml());
   core = kc.makeApiClient(CoreV1Api);
   gateway = makeKubernetesGateway({ kubeConfig: kc });
+  await createRuntime(sim.url, noRetryRuntime());
   await sim.settle();
 }, 30_000);
 
@@ -55,9 +59,12 @@ afterAll(async () => {
 });
 
 let seq = 0;
-async function running(numNodes = 2) {
+async function running(numNodes = 2, runtime = NO_RETRY_RUNTIME) {
   const runId = `run-disrupt${String(seq++).padStart(9, '0')}`;
-  const spec = aRunSpec({ runId, request: { queue: 'team-q', numNodes, resourcesPerNode: { gpu: 1 } } });
+  const spec = aRunSpec({
+    runId,
+    request: { queue: 'team-q', numNodes, resourcesPerNode: { gpu: 1 }, runtime: { name: runtime } },
+  });
   await gateway.createJob(buildJob(spec, 'trainer-v2.2'));
   await sim.settle();
   await sim.advance(60);
@@ -119,6 +126,49 @@ describe('simulator: disruptions of a running job', () => {
     await gateway.deleteJob(API, NS, lost);
     await sim.advance(1);
     expect(await podsOf(lost)).toHaveLength(0);
+  });
+
+  it("the default runtime (backoffLimit unset: 6): the Job controller replaces the lost node's pod and the job goes on to Succeeded", async () => {
+    // Prepare
+    const runId = await running(2, 'torch-distributed');
+    const before = (await podsOf(runId)).map((p) => p.metadata?.name);
+
+    // Act
+    expect(await sim.disrupt(NS, runId, 'node-lost')).toBe(true);
+
+    // Assess: one pod Terminating with DisruptionTarget, a new one for its index Running on another node
+    const pods = await podsOf(runId);
+    const terminating = pods.filter((p) => p.metadata?.deletionTimestamp);
+    const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
+    expect(terminating).toHaveLength(1);
+    expect(live.map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
+    const replacement = live.find((p) => !before.includes(p.metadata?.name));
+    expect(replacement?.metadata?.labels?.['batch.kubernetes.io/job-completion-index']).toBe(
+      terminating[0]?.metadata?.labels?.['batch.kubernetes.io/job-completion-index'],
+    );
+    expect(replacement?.spec?.nodeName).not.toBe(terminating[0]?.spec?.nodeName);
+    const job = await jobOf(runId);
+    expect(toRunPhase(job).phase).toBe('Running');
+    await sim.advance(3600);
+    expect(toRunPhase(await jobOf(runId)).phase).toBe('Succeeded');
+  });
+
+  it('the default runtime: the seventh failed pod passes backoffLimit 6 and the TrainJob fails', async () => {
+    const runId = await running(1, 'torch-distributed');
+    for (let n = 1; n <= 6; n++) {
+      expect(await sim.disrupt(NS, runId, 'evicted')).toBe(true);
+      expect(toRunPhase(await jobOf(runId)).phase, `after failure ${n}`).toBe('Running');
+    }
+    expect(await sim.disrupt(NS, runId, 'evicted')).toBe(true);
+    const job = await jobOf(runId);
+    const failed = (job.status as { conditions: Array<{ type: string; reason: string }> }).conditions.find(
+      (c) => c.type === 'Failed',
+    );
+    expect(failed?.reason).toBe('FailedJobs');
+    expect(decide('completion', withDisruption(toRunPhase(job), await podsOf(runId), job))).toMatchObject({
+      error: 'InfrastructureFailureError',
+      reason: 'Evicted',
+    });
   });
 
   it('a job that is not running cannot be disrupted', async () => {
