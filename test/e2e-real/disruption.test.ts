@@ -38,6 +38,11 @@ import { tierAvailable } from '../helpers/tiers.ts';
  *     node loss costs one pod, the Job controller creates a replacement and the run ends Succeeded
  *     in one attempt.
  *
+ * kwok deletes a pod the moment it is marked for deletion (a real kubelet takes the grace period,
+ * and never for a pod of an unreachable node), so when the TrainJob reads Failed the pod is gone
+ * and Gantry's evidence is the Event the controller wrote on it (`TaintManagerEviction`,
+ * `Preempted`; lib/trainjob/disruption.ts eventDisruption).
+ *
  * Disruption handling belongs to kube-controller-manager, kube-scheduler and JobSet, not to
  * Trainer or Kueue: one version set (the newest) is enough.
  */
@@ -219,6 +224,16 @@ for (const setName of SETS) {
       });
     }
 
+    /** The backoffLimit of the run's Jobs (JobSet's children), as the Job API defaulted it. */
+    async function backoffLimits(run: RunSpec): Promise<number[]> {
+      const sel = encodeURIComponent(`jobset.sigs.k8s.io/jobset-name=${run.jobName}`);
+      const r = await hc.request<{ items: Obj[] }>(
+        'GET',
+        `/apis/batch/v1/namespaces/${ns}/jobs?labelSelector=${sel}`,
+      );
+      return r.body.items.map((j) => j.spec.backoffLimit as number);
+    }
+
     async function setTaint(node: string, on: boolean): Promise<void> {
       const n = await hc.request<Obj>('GET', `/api/v1/nodes/${node}`);
       const others = ((n.body.spec?.taints ?? []) as Obj[]).filter((t) => t.key !== LOST_TAINT.key);
@@ -256,6 +271,7 @@ for (const setName of SETS) {
       const arn = await driver.start(run);
       const first = await driver.waitFor('the first TrainJob', () => trainJob(run.jobName));
       const node = await runningOn(run);
+      expect(await backoffLimits(run)).toEqual([0]);
 
       // Act: the node is "lost"
       await setTaint(node, true);
@@ -273,9 +289,20 @@ for (const setName of SETS) {
       console.log(`[e2e-real disruption ${setName}] node lost: pod events`, JSON.stringify(events));
 
       // Assess: what the real controllers did …
-      const lost = seen.filter((p) => (p.attempt ?? '1') === '1');
-      expect(lost).toHaveLength(1); // backoffLimit 0: no replacement pod
-      expect(lost[0]).toMatchObject({ node, deleted: true });
+      // The pod on the lost node, with the condition the taint-eviction controller set. The Job
+      // controller may have made a replacement pod before it counted the lost one as failed (kwok
+      // drops the Job's tracking finalizer itself): it goes with the failed Job.
+      const firstPods = seen.filter((p) => (p.attempt ?? '1') === '1');
+      const lost = firstPods.filter((p) => p.node === node);
+      expect(lost).toHaveLength(1);
+      expect(lost[0]).toMatchObject({
+        deleted: true,
+        disruption: {
+          reason: 'DeletionByTaintManager',
+          message: 'Taint manager: deleting due to NoExecute taint',
+        },
+      });
+      expect(firstPods.every((p) => p.deleted)).toBe(true);
       expect(events).toContainEqual({
         pod: lost[0]?.name,
         reason: 'TaintManagerEviction',
@@ -283,6 +310,7 @@ for (const setName of SETS) {
       });
       // … and what Gantry made of it
       const record = await driver.record(run.runId);
+      console.log(`[e2e-real disruption ${setName}] attempt 1 ended: ${record.attempts?.[0]?.message}`);
       expect(execution.status).toBe('SUCCEEDED');
       expect(record.phase).toBe('Succeeded');
       expect(attemptsOf(record)).toEqual([
@@ -291,6 +319,8 @@ for (const setName of SETS) {
       ]);
       // kwok deletes the pod at once: the evidence is the taint-eviction controller's Event.
       expect(record.attempts?.[0]?.message).toMatch(/TaintManagerEviction|DeletionByTaintManager/);
+      // JobSet without a failurePolicy: FailedJobs (pkg/constants FailedJobsMessage), through Trainer.
+      expect(record.attempts?.[0]?.message).toMatch(/jobset failed due to one or more job failures/);
       expect(record.job?.name).toBe(`${run.runId}-a2`);
       expect(envOf(first).GANTRY_CHECKPOINT_URI).toBe(checkpointUri(stack.bucket, run.runId));
       expect(envOf(second).GANTRY_CHECKPOINT_URI).toBe(envOf(first).GANTRY_CHECKPOINT_URI);
@@ -305,6 +335,7 @@ for (const setName of SETS) {
       const arn = await driver.start(run);
       const first = await driver.waitFor('the first TrainJob', () => trainJob(run.jobName));
       const node = await runningOn(run);
+      expect(await backoffLimits(run)).toEqual([0]);
 
       // Act: a pod of a higher PriorityClass, outside Kueue, needs that node's 8 GPUs.
       const preemptor = `preemptor-${run.runId.slice(-8).toLowerCase()}`;
@@ -339,13 +370,22 @@ for (const setName of SETS) {
       console.log(`[e2e-real disruption ${setName}] preempted: pod events`, JSON.stringify(events));
 
       // Assess: what the real controllers did …
-      const victim = seen.filter((p) => (p.attempt ?? '1') === '1');
+      const firstPods = seen.filter((p) => (p.attempt ?? '1') === '1');
+      const victim = firstPods.filter((p) => p.node === node);
       expect(victim).toHaveLength(1);
-      expect(victim[0]).toMatchObject({ node, deleted: true });
+      expect(victim[0]).toMatchObject({
+        deleted: true,
+        disruption: {
+          reason: 'PreemptionByScheduler',
+          message: 'default-scheduler: preempting to accommodate a higher priority pod',
+        },
+      });
+      expect(firstPods.every((p) => p.deleted)).toBe(true);
       const preempted = events.find((e) => e.pod === victim[0]?.name && e.reason === 'Preempted');
       expect(preempted?.message).toMatch(new RegExp(`^Preempted by pod [0-9a-f-]+ on node ${node}$`));
       // … and what Gantry made of it
       const record = await driver.record(run.runId);
+      console.log(`[e2e-real disruption ${setName}] attempt 1 ended: ${record.attempts?.[0]?.message}`);
       expect(execution.status).toBe('SUCCEEDED');
       expect(record.phase).toBe('Succeeded');
       expect(attemptsOf(record)).toEqual([
@@ -364,6 +404,8 @@ for (const setName of SETS) {
       const pods = watchPods(run.runId);
       const arn = await driver.start(run);
       const node = await runningOn(run);
+      // Trainer sets no backoffLimit: the Job API's default (pkg/apis/batch/v1/defaults.go).
+      expect(await backoffLimits(run)).toEqual([6]);
 
       // Act
       await setTaint(node, true);
