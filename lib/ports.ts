@@ -78,6 +78,12 @@ export interface ClusterGateway {
    * treat it as best effort: a note about a decision never undoes or delays the decision.
    */
   createEvent?(event: K8sObject, opts?: CallOptions): Promise<void>;
+  /**
+   * The core/v1 Events about pods in a namespace (`fieldSelector=involvedObject.kind=Pod`, every
+   * page read): what says why a failed job's pods went when the pods are gone
+   * (lib/trainjob/disruption.ts eventDisruption). Read only for such a job.
+   */
+  listPodEvents?(namespace: string, opts?: CallOptions): Promise<K8sObject[]>;
 }
 
 /** Object storage (S3). Conditional writes keep concurrent writers from losing updates. */

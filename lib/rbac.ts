@@ -3,7 +3,8 @@ import type { GantryConfig } from './config.ts';
 /**
  * Gantry's Kubernetes rights, namespaced (deploy/k8s/rbac.yaml has the cluster-wide part). Jobs
  * are created, annotated and deleted — and pods' logs read (`pods/log` get, for
- * `GET /v1/runs/{id}/logs`) — only in the namespaces the configuration gives to teams: one
+ * `GET /v1/runs/{id}/logs`) and Events listed (a failed job's pods' evidence) — only in the
+ * namespaces the configuration gives to teams: one
  * RoleBinding per namespace binds the ClusterRole `gantry-orchestrator-jobs` (which has no
  * ClusterRoleBinding) to the group `gantry:orchestrators`, so those verbs hold in that namespace
  * only. Reading (the reconciler's cluster-wide LIST, runtimes, Workloads, PodGroups) is the

@@ -12,7 +12,7 @@ import type { CallOptions, Clock, ClusterGateway, JobApi, WorkflowEngine } from 
 import { PREEMPTED } from '../run/phases.ts';
 import { openStall, type RecordChange } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
-import { attemptOf, withDisruption } from '../trainjob/disruption.ts';
+import { attemptOf } from '../trainjob/disruption.ts';
 import { ANNOTATION, LABEL, MANAGED_SELECTOR } from '../trainjob/labels.ts';
 import {
   DEFAULT_POD_HEALTH,
@@ -27,6 +27,7 @@ import type { K8sObject } from '../trainjob/types.ts';
 import { decide, decideMissingWorkload, decideStall, failureCause, type Stage } from './decide.ts';
 import { refFromJob } from './job-ref.ts';
 import { type Pacer, UNPACED } from './pacing.ts';
+import { withDisruptionEvidence } from './pod-events.ts';
 
 export interface ReconcilerDeps {
   /** The configured clusters, each with its gateway and the job APIs Gantry creates there. */
@@ -367,7 +368,13 @@ export function makeReconciler(deps: ReconcilerDeps) {
     const now = deps.clock.now();
     const runId = job.metadata.labels?.[LABEL.runId];
     const health = pods === undefined ? undefined : podHealth(pods, now, healthOptions);
-    const view = withDisruption(withPodHealth(toRunPhase(job, gate), health, job), pods, job);
+    const view = await withDisruptionEvidence(
+      gateway,
+      withPodHealth(toRunPhase(job, gate), health, job),
+      pods,
+      job,
+      opts,
+    );
     const missing =
       workloadGraceSeconds === undefined
         ? undefined

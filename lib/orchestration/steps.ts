@@ -40,7 +40,7 @@ import type { RunRecords } from '../run/records.ts';
 import type { RunSpec, TrialRef } from '../run/spec.ts';
 import { buildJob, jobApi } from '../trainjob/build.ts';
 import { chooseShape } from '../trainjob/capabilities.ts';
-import { attemptOf, withDisruption } from '../trainjob/disruption.ts';
+import { attemptOf } from '../trainjob/disruption.ts';
 import { type GangGate, runtimeGangGate } from '../trainjob/gang.ts';
 import { type InitializerJobs, initializerJobs } from '../trainjob/initializers.ts';
 import { KUEUE_DEFAULT_MANAGED_KINDS, requireQueueable } from '../trainjob/kueue-kinds.ts';
@@ -54,6 +54,7 @@ import {
 import { toRunPhase } from '../trainjob/status.ts';
 import { decide, failureCause, type Stage } from './decide.ts';
 import { isPast, type JobRef, refreshRef, secondsUntil } from './job-ref.ts';
+import { withDisruptionEvidence } from './pod-events.ts';
 
 export interface StepDeps {
   /** The gateway of a named cluster (built lazily: the Kubernetes client loads on first use). */
@@ -312,9 +313,9 @@ function jobObserver(deps: Pick<StepDeps, 'gateway' | 'clock' | 'podHealth'>) {
       if (!(err instanceof ClusterAccessDeniedError)) throw err;
     }
     // A failed job: its pods tell an infrastructure failure from a code failure.
-    if (view.finished) return withDisruption(view, pods, job);
+    if (view.finished) return withDisruptionEvidence(gateway, view, pods, job, opts);
     const health = pods === undefined ? undefined : podHealth(pods, clock.now(), healthOptions);
-    return withDisruption(withPodHealth(view, health, job), pods, job);
+    return withDisruptionEvidence(gateway, withPodHealth(view, health, job), pods, job, opts);
   }
 
   return observe;

@@ -94,13 +94,118 @@ export function podDisruption(pods: readonly unknown[], attempt = 1): Disruption
 }
 
 /**
- * A failed job's view with the infrastructure cause its pods show: a job that failed as
- * `TrainingFailed` while a pod of its attempt was disrupted failed because of the disruption.
- * Anything else is returned as it is (a job failed by its code stays `TrainingFailed`).
+ * The Kubernetes Events (core/v1, as listed in the job's namespace) that say a pod was disrupted.
+ * The pods themselves are often gone by the time the job reads Failed: a disrupted pod is deleted,
+ * and once the Job controller has counted it and removed its tracking finalizer nothing keeps it
+ * (at once on kwok; after the grace period on a real kubelet). The Events stay (one hour by
+ * default, kube-apiserver `--event-ttl`):
+ *
+ * | Event reason on the pod                     | from                                   | reason      |
+ * | ------------------------------------------- | -------------------------------------- | ----------- |
+ * | `TaintManagerEviction` "Marking for deletion Pod ns/name" | kube-controller-manager taint-eviction controller (`pkg/controller/tainteviction/taint_eviction.go`) | `NodeLost` |
+ * | `Preempted` "Preempted by pod <uid> on node <node>" | kube-scheduler (`pkg/scheduler/framework/preemption/preemption.go`) | `Preempted` |
+ * | `Preempting`                                | kubelet, critical pod admission (`pkg/kubelet/preemption/preemption.go`) | `Preempted` |
+ * | `Evicted`                                   | kubelet, node pressure (`pkg/kubelet/eviction/eviction_manager.go`) | `Evicted` |
+ *
+ * A later `TaintManagerEviction` "Cancelling deletion …" of the same pod (the taint went away in
+ * time) undoes its "Marking for deletion". Events carry no pod labels: a pod of the job is one
+ * whose name starts with `<job name>-` (JobSet names its Jobs `<jobset>-<replicated job>-<index>`
+ * and the Job controller its pods `<job>-<index>-<random>`) and not `<job name>-a<N>-` (a later
+ * attempt's job); events from before the job was created (`since`) are not its evidence.
  */
-export function withDisruption(view: JobView, pods: readonly unknown[] | undefined, job?: unknown): JobView {
-  if (pods === undefined || view.phase !== 'Failed' || view.reason !== 'TrainingFailed') return view;
-  const found = podDisruption(pods, attemptOf(job));
+export function eventDisruption(
+  events: readonly unknown[],
+  jobName: string,
+  since?: string,
+): Disruption | undefined {
+  const laterAttempt = new RegExp(`^${jobName.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-a\\d+-`);
+  const from = since === undefined ? Number.NaN : Date.parse(since);
+  const byPod = new Map<string, Array<{ at: number; reason: string; message: string }>>();
+  for (const item of events) {
+    const ev = asRecord(item);
+    const about = asRecord(ev?.involvedObject) ?? asRecord(ev?.regarding);
+    const name = about?.name;
+    const reason = ev?.reason;
+    if (about?.kind !== 'Pod' || typeof name !== 'string' || typeof reason !== 'string') continue;
+    if (!name.startsWith(`${jobName}-`) || laterAttempt.test(name)) continue;
+    const at = Date.parse(String(ev?.lastTimestamp ?? ev?.eventTime ?? ev?.firstTimestamp ?? ''));
+    if (!Number.isNaN(from) && !Number.isNaN(at) && at < from - 1000) continue;
+    const list = byPod.get(name) ?? [];
+    list.push({
+      at: Number.isNaN(at) ? 0 : at,
+      reason,
+      message: typeof ev?.message === 'string' ? ev.message : '',
+    });
+    byPod.set(name, list);
+  }
+  let found: Disruption | undefined;
+  for (const [name, list] of byPod) {
+    list.sort((a, b) => a.at - b.at);
+    const taint = list.filter((e) => e.reason === 'TaintManagerEviction').at(-1);
+    const candidates = [
+      ...(taint?.message.startsWith('Marking for deletion')
+        ? [{ ...taint, cause: 'NodeLost' as const }]
+        : []),
+      ...list.flatMap((e) => {
+        const cause = BY_EVENT[e.reason];
+        return cause ? [{ ...e, cause }] : [];
+      }),
+    ];
+    for (const c of candidates) {
+      if (found !== undefined && RANK[c.cause] >= RANK[found.reason]) continue;
+      found = {
+        reason: c.cause,
+        message: `pod ${name}: Event ${c.reason}${c.message ? `: ${c.message}` : ''}`,
+      };
+    }
+  }
+  return found;
+}
+
+const BY_EVENT: Record<string, Disruption['reason']> = {
+  Preempted: 'Preempted',
+  Preempting: 'Preempted',
+  Evicted: 'Evicted',
+};
+
+/**
+ * Whether a job's Events are worth reading: it failed as `TrainingFailed` and its pods (gone, or
+ * none disrupted) do not say why. Lets a caller list Events only for such a job.
+ */
+export function needsEvents(view: JobView, pods: readonly unknown[] | undefined, job?: unknown): boolean {
+  return (
+    view.phase === 'Failed' && view.reason === 'TrainingFailed' && !podDisruption(pods ?? [], attemptOf(job))
+  );
+}
+
+/**
+ * A failed job's view with the infrastructure cause its pods show (or, when its pods are gone, the
+ * Events on them: `events`, see eventDisruption): a job that failed as `TrainingFailed` while a pod
+ * of its attempt was disrupted failed because of the disruption. Anything else is returned as it
+ * is (a job failed by its code stays `TrainingFailed`).
+ */
+export function withDisruption(
+  view: JobView,
+  pods: readonly unknown[] | undefined,
+  job?: unknown,
+  events?: readonly unknown[],
+): JobView {
+  if (
+    (pods === undefined && events === undefined) ||
+    view.phase !== 'Failed' ||
+    view.reason !== 'TrainingFailed'
+  )
+    return view;
+  const meta = asRecord(asRecord(job)?.metadata);
+  const found =
+    podDisruption(pods ?? [], attemptOf(job)) ??
+    (events && typeof meta?.name === 'string'
+      ? eventDisruption(
+          events,
+          meta.name,
+          typeof meta.creationTimestamp === 'string' ? meta.creationTimestamp : undefined,
+        )
+      : undefined);
   if (!found) return view;
   return {
     ...view,

@@ -408,6 +408,49 @@ export function describeClusterGateway(targetName: string, setup: () => Promise<
       expect((list.items[0] as unknown as { message: string }).message).toContain('0/3 nodes are available');
     });
 
+    it("lists the Events about pods in a namespace (a failed job's evidence), not those about other objects", async () => {
+      const ns = await t.namespace();
+      const other = await t.namespace();
+      const podEvent = (namespace: string, pod: string, reason: string, message: string): K8sObject =>
+        ({
+          apiVersion: 'v1',
+          kind: 'Event',
+          metadata: { name: `${pod}.${Math.random().toString(16).slice(2, 10)}`, namespace },
+          involvedObject: { apiVersion: 'v1', kind: 'Pod', name: pod, namespace },
+          reason,
+          message,
+          type: 'Normal',
+        }) as K8sObject;
+      await t.createObject(
+        podEvent(
+          ns,
+          'run-z-node-0-0-abcde',
+          'TaintManagerEviction',
+          `Marking for deletion Pod ${ns}/run-z-node-0-0-abcde`,
+        ),
+      );
+      await t.createObject(
+        podEvent(other, 'run-w-node-0-0-fghij', 'Preempted', 'Preempted by pod u on node n'),
+      );
+      const { job } = await gw.createJob(aTrainJob(t.shape, ns));
+      const note = noteForDecision(
+        'admission',
+        { kind: 'fail', error: 'UnschedulableError', reason: 'Unschedulable', message: 'no nodes' },
+        job.metadata.name,
+      );
+      if (!note || !gw.createEvent || !gw.listPodEvents) throw new Error('the gateway lists no events');
+      await gw.createEvent(jobEvent(job, note, new Date(), '18c0ffee0002'));
+
+      const listed = await gw.listPodEvents(ns);
+
+      expect(listed).toHaveLength(1);
+      expect(listed[0]).toMatchObject({
+        involvedObject: { kind: 'Pod', name: 'run-z-node-0-0-abcde' },
+        reason: 'TaintManagerEviction',
+        message: `Marking for deletion Pod ${ns}/run-z-node-0-0-abcde`,
+      });
+    });
+
     it('lists the ClusterTrainingRuntimes', async () => {
       const manifest = parseYaml(
         readFileSync(join(CRD_ROOT, t.trainerRelease, 'runtimes', 'torch_distributed.yaml'), 'utf8'),

@@ -233,6 +233,26 @@ describe.skipIf(!available)('deploy/k8s/rbac.yaml on a real apiserver', () => {
       expect(res.status).toBe(201);
     });
 
+    it("may list the Events on pods in a team's namespace (a failed job's evidence), not in kube-system", async () => {
+      // Prepare: an Event about a pod, as the taint-eviction controller writes it.
+      const ns = await teamNamespace('rbac-evl');
+      const ev = (namespace: string) => ({
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name: `run-y-node-0-0-abcde.${Math.random().toString(36).slice(2, 8)}`, namespace },
+        involvedObject: { apiVersion: 'v1', kind: 'Pod', name: 'run-y-node-0-0-abcde', namespace },
+        reason: 'TaintManagerEviction',
+        message: `Marking for deletion Pod ${namespace}/run-y-node-0-0-abcde`,
+        type: 'Normal',
+      });
+      expect((await cp.request('POST', `/api/v1/namespaces/${ns}/events`, ev(ns))).status).toBe(201);
+      const gw = id.gateway();
+      // Act + Assess
+      const listed = await gw.listPodEvents?.(ns);
+      expect(listed?.map((e) => (e as { reason?: string }).reason)).toEqual(['TaintManagerEviction']);
+      await expect(gw.listPodEvents?.('kube-system')).rejects.toBeInstanceOf(ClusterAccessDeniedError);
+    });
+
     it.each([
       ['read Secrets', 'GET', (ns: string) => `/api/v1/namespaces/${ns}/secrets`, undefined],
       [

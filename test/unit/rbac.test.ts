@@ -63,6 +63,19 @@ describe('Kubernetes RBAC (deploy/k8s/rbac.yaml and lib/rbac.ts)', () => {
     ]);
   });
 
+  it("lists Events (a failed job's pods' evidence) only through the per-namespace RoleBindings", () => {
+    const eventRules = docs
+      .filter((d) => d.kind === 'ClusterRole')
+      .flatMap((d) =>
+        (d.rules ?? [])
+          .filter((r) => r.resources.includes('events') && r.verbs.includes('list'))
+          .map((r) => [d.metadata.name, r]),
+      );
+    expect(eventRules).toEqual([
+      [JOBS_CLUSTER_ROLE, { apiGroups: [''], resources: ['events'], verbs: ['list'] }],
+    ]);
+  });
+
   it('renders one RoleBinding per team namespace of the cluster', () => {
     const config = intakeConfig();
     expect(teamNamespaces(config, 'local')).toEqual(['team-vision', 'vision-research']);

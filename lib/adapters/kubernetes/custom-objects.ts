@@ -184,6 +184,18 @@ export function makeCustomObjectsApi(server: string, http: KubeHttp) {
     listPodForAllNamespaces: (p: ListParams, opts?: KubeCallOptions) =>
       call('GET', '/api/v1/pods', listQuery(p), opts) as Promise<KubeList>,
 
+    /** GET /api/v1/namespaces/{ns}/events (CoreV1Api.listNamespacedEvent). */
+    listNamespacedEvent: (
+      p: ListParams & { namespace: string; fieldSelector?: string },
+      opts?: KubeCallOptions,
+    ) =>
+      call(
+        'GET',
+        `/api/v1/namespaces/${seg(p.namespace)}/events`,
+        { ...listQuery(p), fieldSelector: p.fieldSelector },
+        opts,
+      ) as Promise<KubeList>,
+
     /** POST /api/v1/namespaces/{ns}/events (CoreV1Api.createNamespacedEvent). */
     createNamespacedEvent: (p: { namespace: string; body: unknown }, opts?: KubeCallOptions) =>
       call('POST', `/api/v1/namespaces/${seg(p.namespace)}/events`, {}, opts, {

@@ -313,6 +313,25 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
       return (await discovery(opts)).caps;
     },
 
+    async listPodEvents(namespace, opts) {
+      const c = await api(opts);
+      return listAll(
+        `list pod events in ${namespace}`,
+        (cont) =>
+          c.listNamespacedEvent(
+            {
+              namespace,
+              fieldSelector: 'involvedObject.kind=Pod',
+              limit: LIST_PAGE,
+              ...(cont ? { _continue: cont } : {}),
+            },
+            callOptions(opts),
+          ),
+        'v1',
+        'Event',
+      );
+    },
+
     async createEvent(event, opts) {
       const c = await api(opts);
       const namespace = event.metadata.namespace ?? 'default';

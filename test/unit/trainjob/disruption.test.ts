@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { decide } from '../../../lib/orchestration/decide.ts';
-import { attemptOf, podDisruption, withDisruption } from '../../../lib/trainjob/disruption.ts';
+import {
+  attemptOf,
+  eventDisruption,
+  needsEvents,
+  podDisruption,
+  withDisruption,
+} from '../../../lib/trainjob/disruption.ts';
 import type { JobView } from '../../../lib/trainjob/status.ts';
 
 const pod = (
@@ -136,5 +142,157 @@ describe('withDisruption and decide: an infrastructure failure is Infrastructure
     };
     expect(withDisruption(running, [pod('p0', disrupted('DeletionByTaintManager'))])).toBe(running);
     expect(withDisruption(failedView, undefined)).toBe(failedView);
+  });
+});
+
+/** A core/v1 Event about a pod, as the controllers write them. */
+const event = (pod: string, reason: string, message: string, at = '2026-01-01T00:01:00Z', kind = 'Pod') => ({
+  involvedObject: { kind, name: pod, namespace: 'demo' },
+  reason,
+  message,
+  lastTimestamp: at,
+});
+const JOB = 'run1';
+const POD = 'run1-node-0-0-abcde';
+
+describe('eventDisruption: the Events on the pods of a failed job whose pods are gone', () => {
+  it.each<[string, unknown[], string | undefined]>([
+    ['no events', [], undefined],
+    [
+      'taint-eviction controller (kube-controller-manager)',
+      [event(POD, 'TaintManagerEviction', `Marking for deletion Pod demo/${POD}`)],
+      'NodeLost',
+    ],
+    [
+      'taint-eviction cancelled later (the taint went in time)',
+      [
+        event(POD, 'TaintManagerEviction', `Marking for deletion Pod demo/${POD}`),
+        event(POD, 'TaintManagerEviction', `Cancelling deletion of Pod demo/${POD}`, '2026-01-01T00:02:00Z'),
+      ],
+      undefined,
+    ],
+    [
+      'kube-scheduler preemption',
+      [event(POD, 'Preempted', 'Preempted by pod 1b2c3d4e-0000-4000-8000-000000000000 on node kwok-gpu-0')],
+      'Preempted',
+    ],
+    [
+      'kubelet critical pod admission',
+      [event(POD, 'Preempting', 'Preempted in order to admit critical pod')],
+      'Preempted',
+    ],
+    [
+      'kubelet node-pressure eviction',
+      [event(POD, 'Evicted', 'The node was low on resource: memory.')],
+      'Evicted',
+    ],
+    [
+      'events of no disruption',
+      [event(POD, 'Killing', 'Stopping container node'), event(POD, 'Scheduled', 'x')],
+      undefined,
+    ],
+    [
+      "another job's pod",
+      [
+        event(
+          'run10-node-0-0-abcde',
+          'TaintManagerEviction',
+          'Marking for deletion Pod demo/run10-node-0-0-abcde',
+        ),
+      ],
+      undefined,
+    ],
+    [
+      "a later attempt's pod",
+      [event('run1-a2-node-0-0-abcde', 'Preempted', 'Preempted by pod u on node n')],
+      undefined,
+    ],
+    [
+      'an event about something else than a pod',
+      [event(POD, 'Preempted', 'Preempted to accommodate a workload', undefined, 'Workload')],
+      undefined,
+    ],
+    [
+      'from before the job was created',
+      [event(POD, 'TaintManagerEviction', 'Marking for deletion Pod demo/x', '2025-12-31T23:00:00Z')],
+      undefined,
+    ],
+    [
+      'a lost node explains a preemption',
+      [
+        event(POD, 'Preempted', 'Preempted by pod u on node n'),
+        event(
+          'run1-node-0-1-fghij',
+          'TaintManagerEviction',
+          'Marking for deletion Pod demo/run1-node-0-1-fghij',
+        ),
+      ],
+      'NodeLost',
+    ],
+    ['malformed events are skipped', [null, 'x', {}, { involvedObject: { kind: 'Pod' } }], undefined],
+  ])('%s → %s', (_, events, reason) => {
+    expect(eventDisruption(events, JOB, '2026-01-01T00:00:00Z')?.reason).toBe(reason);
+  });
+
+  it('names the pod, the Event reason and its message', () => {
+    expect(
+      eventDisruption([event(POD, 'TaintManagerEviction', `Marking for deletion Pod demo/${POD}`)], JOB),
+    ).toEqual({
+      reason: 'NodeLost',
+      message: `pod ${POD}: Event TaintManagerEviction: Marking for deletion Pod demo/${POD}`,
+    });
+  });
+
+  it('reads the events.k8s.io/v1 shape too (regarding, eventTime)', () => {
+    const ev = {
+      regarding: { kind: 'Pod', name: POD },
+      reason: 'Preempted',
+      note: 'n',
+      eventTime: '2026-01-01T00:01:00Z',
+    };
+    expect(eventDisruption([ev], JOB, '2026-01-01T00:00:00Z')?.reason).toBe('Preempted');
+  });
+});
+
+describe('withDisruption with Events: a failed job whose disrupted pods are gone', () => {
+  const job = { metadata: { name: JOB, creationTimestamp: '2026-01-01T00:00:00Z' } };
+  const lost = [event(POD, 'TaintManagerEviction', `Marking for deletion Pod demo/${POD}`)];
+
+  it.each<[string, JobView, unknown[] | undefined, unknown[] | undefined, string]>([
+    ['no pods left, the taint-eviction Event → NodeLost', failedView, [], lost, 'NodeLost'],
+    ['pods not listed (RBAC), the Event still counts', failedView, undefined, lost, 'NodeLost'],
+    [
+      'the pod condition wins over the Events',
+      failedView,
+      [pod('p0', disrupted('PreemptionByScheduler'))],
+      lost,
+      'Preempted',
+    ],
+    ['no Events about the job → TrainingFailed', failedView, [], [], 'TrainingFailed'],
+    ['Events not read → TrainingFailed', failedView, [], undefined, 'TrainingFailed'],
+    [
+      'a deadline stays a deadline',
+      { ...failedView, reason: 'DeadlineExceeded' },
+      [],
+      lost,
+      'DeadlineExceeded',
+    ],
+  ])('%s', (_, view, pods, events, reason) => {
+    expect(withDisruption(view, pods, job, events).reason).toBe(reason);
+  });
+
+  it.each<[string, JobView, unknown[] | undefined, boolean]>([
+    ['failed, no pods', failedView, [], true],
+    ['failed, pods not listed', failedView, undefined, true],
+    ['failed, a disrupted pod in sight', failedView, [pod('p0', disrupted('DeletionByTaintManager'))], false],
+    ['failed by a deadline', { ...failedView, reason: 'DeadlineExceeded' }, [], false],
+    [
+      'running',
+      { phase: 'Running', admission: { state: 'Admitted', source: 'kueue' }, finished: false },
+      [],
+      false,
+    ],
+  ])('needsEvents: %s → %s', (_, view, pods, want) => {
+    expect(needsEvents(view, pods, job)).toBe(want);
   });
 });
