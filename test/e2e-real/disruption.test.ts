@@ -150,9 +150,11 @@ for (const setName of SETS) {
           name,
           attempt: pod.metadata.labels?.[LABEL.attempt],
           node: pod.spec?.nodeName || before?.node,
-          ...(dt || before?.disruption
-            ? { disruption: dt ? { reason: dt.reason, message: dt.message } : before?.disruption }
-            : {}),
+          ...(dt
+            ? { disruption: { reason: dt.reason, message: dt.message } }
+            : before?.disruption
+              ? { disruption: before.disruption }
+              : {}),
           deleted: deleted || (before?.deleted ?? false),
         });
       };
