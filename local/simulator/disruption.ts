@@ -86,25 +86,37 @@ export function disruptJob(
       c.scheduleAt(c.vt + TERMINATION_GRACE_MS, () => c.pods.release(owner, DISRUPTION_FINALIZER.grace));
     }
     if (hit.length === 0) return false;
-    c.event(
-      j,
-      'Warning',
-      cause === 'node-lost' ? 'NodeNotReady' : cause === 'preempted' ? 'Preempted' : 'Evicted',
-      `pods ${hit.join(', ')}${cause === 'node-lost' ? ` on node ${node}` : ''} were disrupted (${cause})`,
-    );
+    // What the real components record about the pods (the TrainJob itself gets no Event):
+    // tainteviction `TaintManagerEviction`, the scheduler's `Preempted` (k8s v1.35
+    // pkg/controller/tainteviction/taint_eviction.go, pkg/scheduler/framework/preemption); an
+    // eviction through the Eviction API records none.
+    for (const name of hit) {
+      const pod = c.pods.of(owner).find((p) => meta(p).name === name);
+      if (!pod) continue;
+      if (cause === 'node-lost')
+        c.podEvent(
+          pod,
+          'Normal',
+          'TaintManagerEviction',
+          `Marking for deletion Pod ${j.ns}/${name}`,
+          'taint-eviction-controller',
+        );
+      else if (cause === 'preempted')
+        c.podEvent(
+          pod,
+          'Normal',
+          'Preempted',
+          `Preempted by pod ${preemptorUid(j)} on node ${String(obj(pod.spec).nodeName ?? '')}`,
+          c.o.gang === 'coscheduling' ? 'scheduler-plugins-scheduler' : 'default-scheduler',
+        );
+    }
     const job = c.api.peek(j.def, j.ns, j.name);
     if (job && withinBackoff(c, j, job, hit)) {
-      const replaced = c.pods.replace(
+      c.pods.replace(
         owner,
         job,
         hit,
         Object.values(j.podFailures ?? {}).reduce((a, b) => a + b, 0),
-      );
-      c.event(
-        j,
-        'Normal',
-        'SuccessfulCreate',
-        `the Job controller replaced the failed pods (backoffLimit not reached): ${replaced.join(', ')}`,
       );
       return true;
     }
@@ -129,4 +141,13 @@ function withinBackoff(c: SimCore, j: SimJob, job: Json, hit: string[]): boolean
   j.podFailures = failures;
   const limits = new Map(podSetsOf(c.api, j.def, job).map((ps) => [ps.name, ps.backoffLimit ?? 0]));
   return Object.entries(failures).every(([set, n]) => n <= (limits.get(set) ?? 0));
+}
+
+/** A uid for the higher-priority pod the scheduler preempted for (no such pod exists here). */
+function preemptorUid(j: SimJob): string {
+  const hex = j.uid
+    .replace(/[^0-9a-f]/g, '')
+    .padEnd(12, '0')
+    .slice(0, 12);
+  return `00000000-0000-4000-8000-${hex}`;
 }

@@ -256,31 +256,63 @@ export class SimCore {
 
   /** Record an Event about the job (best effort, as client-go's recorder). */
   event(j: SimJob, type: string, reason: string, message: string): void {
+    this.record(
+      j.ns,
+      {
+        apiVersion: `${j.def.group}/${j.def.storageVersion}`,
+        kind: j.def.kind,
+        name: j.name,
+        namespace: j.ns,
+        uid: j.uid,
+      },
+      type,
+      reason,
+      message,
+      j.def.kind === 'TrainJob' ? 'trainjob-controller' : 'training-operator',
+    );
+  }
+
+  /** An Event about a pod, from the component that acted on it (the scheduler, the taint manager). */
+  podEvent(pod: Json, type: string, reason: string, message: string, component: string): void {
+    const m = meta(pod);
+    const ns = String(m.namespace ?? '');
+    this.record(
+      ns,
+      { apiVersion: 'v1', kind: 'Pod', name: String(m.name), namespace: ns, uid: String(m.uid ?? '') },
+      type,
+      reason,
+      message,
+      component,
+    );
+  }
+
+  private record(
+    ns: string,
+    involvedObject: Json,
+    type: string,
+    reason: string,
+    message: string,
+    component: string,
+  ): void {
     const ev = this.def('', 'events');
     if (!ev) return;
     try {
       this.api.create(
         ev,
         'v1',
-        j.ns,
+        ns,
         {
           apiVersion: 'v1',
           kind: 'Event',
           metadata: {
-            name: `${j.name}.${(this.vt * 1000 + (this.seq++ % 1000)).toString(16)}`,
-            namespace: j.ns,
+            name: `${String(involvedObject.name)}.${(this.vt * 1000 + (this.seq++ % 1000)).toString(16)}`,
+            namespace: ns,
           },
-          involvedObject: {
-            apiVersion: `${j.def.group}/${j.def.storageVersion}`,
-            kind: j.def.kind,
-            name: j.name,
-            namespace: j.ns,
-            uid: j.uid,
-          },
+          involvedObject,
           reason,
           message,
           type,
-          source: { component: j.def.kind === 'TrainJob' ? 'trainjob-controller' : 'training-operator' },
+          source: { component },
           firstTimestamp: this.now,
           lastTimestamp: this.now,
           count: 1,

@@ -2,6 +2,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeKubernetesGateway } from '../../lib/adapters/kubernetes/gateway.ts';
 import { decide } from '../../lib/orchestration/decide.ts';
+import { withDisruptionEvidence } from '../../lib/orchestration/pod-events.ts';
 import type { ClusterGateway } from '../../lib/ports.ts';
 import { buildJob, jobApi } from '../../lib/trainjob/build.ts';
 import { withDisruption } from '../../lib/trainjob/disruption.ts';
@@ -169,6 +170,35 @@ describe('simulator: disruptions of a running job', () => {
       error: 'InfrastructureFailureError',
       reason: 'Evicted',
     });
+  });
+
+  it.each<[Disruption, string, RegExp]>([
+    ['node-lost', 'TaintManagerEviction', /^Marking for deletion Pod team-vision\/run-disrupt\S+$/],
+    ['preempted', 'Preempted', /^Preempted by pod \S+ on node sim-node-1$/],
+  ])('%s: the pod gets the %s Event the real component records', async (cause, eventReason, message) => {
+    const runId = await running(1);
+    expect(await sim.disrupt(NS, runId, cause)).toBe(true);
+    const events = (await core.listNamespacedEvent({ namespace: NS })).items.filter(
+      (e) => e.involvedObject.kind === 'Pod' && e.involvedObject.name?.startsWith(`${runId}-`),
+    );
+    expect(events.map((e) => [e.reason, e.type])).toEqual([[eventReason, 'Normal']]);
+    expect(events[0]?.message).toMatch(message);
+  });
+
+  it('preempted pods gone after their grace period: the pods say nothing, Gantry reads Preempted from their Event', async () => {
+    // Prepare
+    const runId = await running(1);
+    expect(await sim.disrupt(NS, runId, 'preempted')).toBe(true);
+
+    // Act
+    await sim.advance(31);
+    const pods = await podsOf(runId);
+    const job = await jobOf(runId);
+
+    // Assess: by the pods alone a code failure; with the Events the preemption
+    expect(pods).toHaveLength(0);
+    expect((await withDisruptionEvidence({}, toRunPhase(job), pods, job)).reason).toBe('TrainingFailed');
+    expect((await withDisruptionEvidence(gateway, toRunPhase(job), pods, job)).reason).toBe('Preempted');
   });
 
   it('a job that is not running cannot be disrupted', async () => {
