@@ -127,7 +127,32 @@ describe.skipIf(!available)('deploy/k8s/rbac.yaml on a real apiserver', () => {
       );
       if (res.status !== 201) throw new Error(`binding ${ns}: HTTP ${res.status} ${res.text}`);
     }
+    await bindingInEffect(ns);
     return ns;
+  }
+
+  /**
+   * The RBAC authorizer reads RoleBindings from an informer cache: a request right after the POST
+   * can still be refused. Wait until a SubjectAccessReview (the same authorizer) allows the
+   * binding's rights in `ns`, so a test is refused only by a rule, never by that lag.
+   */
+  async function bindingInEffect(ns: string): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const res = await cp.request('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: {
+          user: USER,
+          groups: [GROUP],
+          resourceAttributes: { namespace: ns, verb: 'create', resource: 'events' },
+        },
+      });
+      if ((res.body as { status?: { allowed?: boolean } } | undefined)?.status?.allowed === true) return;
+      if (Date.now() > deadline)
+        throw new Error(`the RoleBinding in ${ns} is not in effect after 30 s: ${res.text}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 
   const identities: Identity[] = [
