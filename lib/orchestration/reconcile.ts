@@ -1,33 +1,33 @@
 import { mapLimit } from '../concurrency.ts';
-import { AwsUnavailableError, ClusterAccessDeniedError, NotFoundError } from '../errors.ts';
-import {
-  type JobNote,
-  jobEvent,
-  noteForDecision,
-  orphanNote,
-  preemptionNote,
-  stallNote,
-} from '../observability/events.ts';
+import { ClusterAccessDeniedError } from '../errors.ts';
+import { noteForDecision, preemptionNote } from '../observability/events.ts';
 import type { CallOptions, Clock, ClusterGateway, JobApi, WorkflowEngine } from '../ports.ts';
 import { PREEMPTED } from '../run/phases.ts';
-import { openStall, type RecordChange } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import { attemptOf } from '../trainjob/disruption.ts';
 import { ANNOTATION, LABEL, MANAGED_SELECTOR } from '../trainjob/labels.ts';
 import {
   DEFAULT_POD_HEALTH,
-  type PodHealth,
   type PodHealthOptions,
   podHealth,
   podsByRun,
   withPodHealth,
 } from '../trainjob/pod-health.ts';
-import { type JobView, toRunPhase } from '../trainjob/status.ts';
+import { toRunPhase } from '../trainjob/status.ts';
 import type { K8sObject } from '../trainjob/types.ts';
-import { decide, decideMissingWorkload, decideStall, failureCause, type Stage } from './decide.ts';
+import { decide, decideMissingWorkload, failureCause, type Stage } from './decide.ts';
+import { type DueHeartbeat, HEARTBEAT_EVERY_SECONDS, makeHeartbeats } from './heartbeats.ts';
+import { makeJobNotes } from './job-notes.ts';
 import { refFromJob } from './job-ref.ts';
+import { makeOrphanRemoval } from './orphans.ts';
 import { type Pacer, UNPACED } from './pacing.ts';
 import { withDisruptionEvidence } from './pod-events.ts';
+import { makeRecordWrites, type PendingRecord } from './record-writes.ts';
+import { makeStallActions } from './stall-actions.ts';
+import { emptyReport, type TickReport } from './tick-report.ts';
+
+export { HEARTBEAT_EVERY_SECONDS } from './heartbeats.ts';
+export { emptyReport, type TickReport } from './tick-report.ts';
 
 export interface ReconcilerDeps {
   /** The configured clusters, each with its gateway and the job APIs Gantry creates there. */
@@ -71,78 +71,6 @@ export interface ReconcilerDeps {
   log?: (line: Record<string, unknown>) => void;
 }
 
-export interface TickReport {
-  jobs: number;
-  answered: number;
-  failed: number;
-  heartbeats: number;
-  orphansDeleted: number;
-  cancelled: number;
-  recordsUpdated: number;
-  /** Runs found stalled this tick (their `stallAfterSeconds` passed without a report): RunsStalled. */
-  stalled: number;
-  sweeps: number;
-  errors: number;
-}
-
-/** A report with every count at zero. */
-export function emptyReport(): TickReport {
-  return {
-    jobs: 0,
-    answered: 0,
-    failed: 0,
-    heartbeats: 0,
-    orphansDeleted: 0,
-    cancelled: 0,
-    recordsUpdated: 0,
-    stalled: 0,
-    sweeps: 0,
-    errors: 0,
-  };
-}
-
-/** Half the `HeartbeatSeconds` (600) of the state machine's two waits: a missed tick or two still keeps them alive. */
-export const HEARTBEAT_EVERY_SECONDS = 300;
-
-/** How soon a stalled run that asks for a restart is looked at again when its job has no completion token yet. */
-const RESTART_RECHECK_MS = 10_000;
-
-/** A waiting token whose heartbeat is due this tick, with what clearing it from its job needs. */
-interface DueHeartbeat {
-  token: string;
-  /** The job annotation that holds the token. */
-  key: string;
-  stage: Stage;
-  gateway: ClusterGateway;
-  api: JobApi;
-  job: K8sObject;
-  runId: string | undefined;
-  /** The tick's time (ms): the token counts as beaten then. */
-  at: number;
-}
-
-/** A record change the tick will write (after its job pass, batched). */
-interface PendingRecord {
-  runId: string;
-  change: RecordChange;
-  /** What `recorded` remembers once written; absent for a stall check alone. */
-  digest?: string;
-  /** The job runs: check the run for a stall on the record read (and restart it when it asks). */
-  stall?: StallContext;
-  /** A preemption: called when the write moved the record from Running back to Pending (a Kubernetes Event). */
-  onPreempted?: () => Promise<void>;
-}
-
-/** A running job whose run's record the tick reads: what acting on a stall needs. */
-interface StallContext {
-  cluster: string;
-  gateway: ClusterGateway;
-  api: JobApi;
-  job: K8sObject;
-  /** The waiting completion token, if any: failed (InfrastructureFailureError) on restartOnStall. */
-  token?: string;
-}
-
 const TOKEN_KEYS: Array<[Stage, string]> = [
   ['admission', ANNOTATION.admissionToken],
   ['completion', ANNOTATION.completionToken],
@@ -183,48 +111,40 @@ export function makeReconciler(deps: ReconcilerDeps) {
    */
   const stallDue = new Map<string, number>();
   const stallScale = deps.stallTimeScale ?? 1;
-  /** Clusters whose RBAC refused an Event: no more tries there while this reconciler lives. */
-  const eventsRefused = new Set<string>();
-  let eventSeq = 0;
-
-  /**
-   * A Kubernetes Event on the job for what Gantry decided (lib/observability/events.ts). Best
-   * effort: a failure is logged and never fails the tick or the decision it is about.
-   */
-  async function note(
-    cluster: string,
-    gateway: ClusterGateway,
-    job: K8sObject,
-    what: JobNote | undefined,
-    opts?: CallOptions,
-  ) {
-    if (!what || !gateway.createEvent || eventsRefused.has(cluster)) return;
-    const now = deps.clock.now();
-    const suffix = `${now.getTime().toString(16)}${(eventSeq++ & 0xffff).toString(16).padStart(4, '0')}`;
-    try {
-      await gateway.createEvent(jobEvent(job, what, now, suffix), opts);
-    } catch (err) {
-      if (err instanceof ClusterAccessDeniedError) eventsRefused.add(cluster);
-      log({
-        level: 'WARN',
-        msg: 'job event not created',
-        cluster,
-        runId: job.metadata.labels?.[LABEL.runId],
-        reason: what.reason,
-        error: String(err),
-      });
-    }
-  }
-  // Each token has its own phase in the heartbeat interval (a hash of the token) and is due once
-  // per interval, at the first tick past its phase: N waiting tokens cost about N × tick/interval
-  // heartbeats a tick, spread evenly, and two heartbeats of a token are at most an interval and a
-  // tick apart.
-  const windowOf = (token: string, ms: number) =>
-    Math.floor((ms + heartbeatEveryMs * share(token)) / heartbeatEveryMs);
-  const heartbeatDue = (token: string, nowMs: number): boolean => {
-    const last = beaten.get(token);
-    return last === undefined || windowOf(token, nowMs) > windowOf(token, last);
-  };
+  const note = makeJobNotes({ clock: deps.clock, log });
+  const { heartbeatDue, heartbeat } = makeHeartbeats({
+    workflow: deps.workflow,
+    answers,
+    log,
+    everyMs: heartbeatEveryMs,
+    beaten,
+  });
+  const actOnStall = makeStallActions({
+    workflow: deps.workflow,
+    answers,
+    log,
+    note,
+    stallScale,
+    stallDue,
+    beaten,
+  });
+  const { progressChange, writeRecords } = makeRecordWrites({
+    records: deps.records,
+    clock: deps.clock,
+    log,
+    stallScale,
+    recorded,
+    stallDue,
+    actOnStall,
+  });
+  const removeIfOrphan = makeOrphanRemoval({
+    workflow: deps.workflow,
+    records: deps.records,
+    describe,
+    log,
+    note,
+    graceMs,
+  });
 
   async function tick(opts?: CallOptions): Promise<TickReport> {
     const report = emptyReport();
@@ -448,233 +368,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
     if (!waiting && runId) await removeIfOrphan(cluster, gateway, api, job, runId, now, report, opts);
   }
 
-  /**
-   * One due heartbeat. Delivered: the token is beaten for its window. Not delivered (the wait is
-   * over: an answer from another writer, an execution stopped): the stale token is cleared from the
-   * job. Throttled: the rest of the tick's heartbeats wait for the next tick (they stay due).
-   */
-  async function heartbeat(
-    due: DueHeartbeat,
-    report: TickReport,
-    throttle: { heartbeats: boolean },
-    opts?: CallOptions,
-  ) {
-    if (throttle.heartbeats) return;
-    await answers.take();
-    let delivered: boolean;
-    try {
-      delivered = await deps.workflow.sendTaskHeartbeat(due.token, opts);
-    } catch (err) {
-      if (!(err instanceof AwsUnavailableError)) throw err;
-      if (!throttle.heartbeats) {
-        report.errors++;
-        log({ level: 'WARN', msg: 'heartbeats paused until the next tick', error: String(err) });
-      }
-      throttle.heartbeats = true;
-      return;
-    }
-    report.heartbeats++;
-    if (delivered) {
-      beaten.set(due.token, due.at);
-      return;
-    }
-    beaten.delete(due.token);
-    const { job } = due;
-    await due.gateway.annotateJob(
-      due.api,
-      job.metadata.namespace ?? 'default',
-      job.metadata.name,
-      { [due.key]: null },
-      opts,
-    );
-    log({ level: 'INFO', msg: 'cleared a stale task token', runId: due.runId, stage: due.stage });
-  }
-
-  /**
-   * What the run's record should learn from this tick (phase Running, a preemption, the admission
-   * or pod note, progress, metrics), or undefined when nothing new: unchanged since this
-   * reconciler last wrote it (`recorded`), so a steady tick costs the store nothing.
-   */
-  function progressChange(
-    runId: string,
-    jobName: string,
-    view: JobView,
-    health: PodHealth | undefined,
-  ): PendingRecord | undefined {
-    const change: RecordChange = { ...preemption(view) };
-    if (view.phase === 'Running') change.phase = 'Running';
-    const problem = health?.problem;
-    // Shown also when it fails the run: the note is in the view before the state machine ends it.
-    if (problem && (view.phase === 'Running' || view.reason === problem.reason)) {
-      // What the pods say (image pull, config, crash loop, scheduling), with the pod's message.
-      change.admission = {
-        state: view.admission.state,
-        reason: problem.reason,
-        message: problem.message,
-      };
-    } else if (view.phase === 'Pending' && (view.admission.reason || view.admission.message)) {
-      change.admission = {
-        state: view.admission.state,
-        ...(view.admission.reason ? { reason: view.admission.reason } : {}),
-        ...(view.admission.message ? { message: view.admission.message } : {}),
-      };
-    }
-    if (view.progress) change.progress = view.progress;
-    if (view.metrics) change.metrics = view.metrics;
-    if (Object.keys(change).length === 0) return undefined;
-    // Per job: a run's next attempt (a new job) may say what its last attempt said (Running).
-    const digest = `${jobName} ${JSON.stringify(change)}`;
-    if (recorded.get(runId) === digest) return undefined;
-    return { runId, change, digest };
-  }
-
-  /**
-   * Write what changed into the run records: one batched read for all of them (100 per request,
-   * so a cold tick reads ⌈changes/100⌉ times, not once per run), then a conditional write only
-   * for records the change really changes.
-   */
-  async function writeRecords(pending: PendingRecord[], report: TickReport, opts?: CallOptions) {
-    if (pending.length === 0) return;
-    let reads: Awaited<ReturnType<RunRecords['getMany']>>;
-    try {
-      reads = await deps.records.getMany(
-        pending.map((p) => p.runId),
-        opts,
-      );
-    } catch (err) {
-      report.errors++;
-      log({ level: 'ERROR', msg: 'run records not read', runs: pending.length, error: String(err) });
-      return;
-    }
-    await mapLimit(pending, 16, async ({ runId, change, digest, onPreempted, stall }) => {
-      const read = reads.get(runId);
-      if (!read) {
-        // A job without a record (made outside Gantry's intake): nothing to write or to watch.
-        if (stall) stallDue.set(runId, Number.POSITIVE_INFINITY);
-        return;
-      }
-      try {
-        const now = deps.clock.now();
-        const found = stall ? decideStall(read.value, now, stallScale) : undefined;
-        const opening = found?.kind === 'stalled' && found.fresh ? found : undefined;
-        const full: RecordChange = opening
-          ? { ...change, stall: { since: opening.since, lastProgressAt: opening.lastProgressAt } }
-          : change;
-        const { record, changed } = await deps.records.updateFrom(read, full, opts);
-        if (changed) report.recordsUpdated++;
-        if (digest !== undefined) recorded.set(runId, digest);
-        if (changed && read.value.phase === 'Running' && record.phase === 'Pending') await onPreempted?.();
-        if (stall)
-          await actOnStall(runId, record, opening !== undefined && changed, stall, now, report, opts);
-      } catch (err) {
-        report.errors++;
-        log({ level: 'ERROR', msg: 'run record not written', runId, error: String(err) });
-      }
-    });
-  }
-
-  /**
-   * After a running job's record was read (and written): when its stall is next due, and — for a
-   * stall this write opened — a Kubernetes Event and RunsStalled; with restartOnStall, the run's
-   * completion wait fails with InfrastructureFailureError (reason Stalled), as any stalled tick
-   * finding the token still there does.
-   */
-  async function actOnStall(
-    runId: string,
-    record: Parameters<typeof decideStall>[0],
-    opened: boolean,
-    stall: StallContext,
-    now: Date,
-    report: TickReport,
-    opts?: CallOptions,
-  ) {
-    const d = decideStall(record, now, stallScale);
-    stallDue.set(runId, d.kind === 'off' ? Number.POSITIVE_INFINITY : d.dueAt);
-    if (d.kind !== 'stalled') return;
-    const fresh = opened && openStall(record)?.since === d.since;
-    if (fresh) {
-      report.stalled++;
-      log({ level: 'WARN', msg: 'run stalled', runId, lastProgressAt: d.lastProgressAt, seconds: d.seconds });
-    }
-    const restart = d.restart && stall.token !== undefined;
-    // Asked to restart, but the completion wait has not stored its token yet (it is between the two
-    // waits): look again soon rather than a whole threshold later.
-    if (d.restart && !restart)
-      stallDue.set(runId, Math.min(d.dueAt, now.getTime() + RESTART_RECHECK_MS / stallScale));
-    if (fresh || restart)
-      await note(stall.cluster, stall.gateway, stall.job, stallNote(runId, d, restart), opts);
-    if (!restart) return;
-    const token = stall.token as string;
-    try {
-      await answers.take();
-      const delivered = await deps.workflow.sendTaskFailure(
-        token,
-        'InfrastructureFailureError',
-        JSON.stringify({ reason: 'Stalled', message: d.message }),
-        opts,
-      );
-      report.failed++;
-      beaten.delete(token);
-      await stall.gateway.annotateJob(
-        stall.api,
-        stall.job.metadata.namespace ?? 'default',
-        stall.job.metadata.name,
-        { [ANNOTATION.completionToken]: null },
-        opts,
-      );
-      log({
-        level: 'INFO',
-        msg: delivered ? 'restarting a stalled run' : 'cleared a stale task token',
-        runId,
-      });
-    } catch (err) {
-      // Tried again next tick (the stall stays open and the token on the job).
-      stallDue.set(runId, 0);
-      throw err;
-    }
-  }
-
-  async function removeIfOrphan(
-    cluster: string,
-    gateway: ClusterGateway,
-    api: JobApi,
-    job: K8sObject,
-    runId: string,
-    now: Date,
-    report: TickReport,
-    opts?: CallOptions,
-  ) {
-    const created = Date.parse(job.metadata.creationTimestamp ?? '');
-    if (Number.isFinite(created) && now.getTime() - created < graceMs) return;
-    await describe.take();
-    const status = await deps.workflow.status(runId, opts);
-    if (status === 'RUNNING') return;
-    if (status === 'ABORTED') {
-      // The record first: if writing it fails, the job stays and the next tick tries both again
-      // (deleting first left a run Running for good when the write failed, and let a reader see
-      // the job gone before the run was Cancelled). A job without a record is still deleted.
-      await deps.records.update(runId, { phase: 'Cancelled', reason: 'Cancelled' }, opts).catch((err) => {
-        if (!(err instanceof NotFoundError)) throw err;
-      });
-      report.cancelled++;
-    }
-    // Once: a job already being deleted (background propagation) is listed again until it is gone.
-    if (!job.metadata.deletionTimestamp) await note(cluster, gateway, job, orphanNote(runId, status), opts);
-    await gateway.deleteJob(api, job.metadata.namespace ?? 'default', job.metadata.name, opts);
-    report.orphansDeleted++;
-    log({ level: 'INFO', msg: 'deleted a job whose execution ended', runId, execution: status ?? 'none' });
-  }
-
   return { tick };
-}
-
-/**
- * A running job that Kueue evicted goes back to Pending with reason Preempted (the one backward
- * move the record allows); the state machine keeps waiting for completion while Kueue re-queues it.
- */
-function preemption(view: JobView): RecordChange {
-  if (view.phase !== 'Pending' || view.reason !== PREEMPTED) return {};
-  return { phase: 'Pending', reason: PREEMPTED, ...(view.message ? { message: view.message } : {}) };
 }
 
 function indexByOwner(gates: K8sObject[]): Map<string, K8sObject> {
@@ -683,11 +377,4 @@ function indexByOwner(gates: K8sObject[]): Map<string, K8sObject> {
     for (const owner of gate.metadata.ownerReferences ?? []) byOwner.set(owner.uid, gate);
   }
   return byOwner;
-}
-
-/** A fixed share in [0, 1) per token (FNV-1a of the token): its phase in the heartbeat interval. */
-function share(token: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < token.length; i++) h = Math.imul(h ^ token.charCodeAt(i), 0x01000193);
-  return (h >>> 0) / 2 ** 32;
 }

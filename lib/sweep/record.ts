@@ -176,7 +176,7 @@ export interface RunObservation {
 
 /**
  * How long after a trial's run ended its own advance may still be releasing its successor: longer
- * than that advance may take (TRIAL_HOOK_BUDGET_MS in lib/orchestration/steps.ts). Past this,
+ * than that advance may take (TRIAL_HOOK_BUDGET_MS in lib/orchestration/steps/outcome.ts). Past this,
  * any advance releases it.
  */
 export const OWN_RELEASE_MS = 10_000;

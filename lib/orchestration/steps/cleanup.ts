@@ -1,0 +1,25 @@
+import type { CallOptions } from '../../ports.ts';
+import type { RunSpec } from '../../run/spec.ts';
+import type { JobRef } from '../job-ref.ts';
+import type { CleanupDeps } from '../steps.ts';
+
+/** The state machine's Cleanup task: the run's job deleted once the run ends. */
+
+export function makeCleanup(deps: CleanupDeps) {
+  /** Delete the job so its quota is freed. Missing job refs (CreateJob failed) are fine. */
+  async function cleanup(
+    state: { run: RunSpec; job?: JobRef },
+    opts?: CallOptions,
+  ): Promise<{ deleted: boolean }> {
+    if (!state.job) return { deleted: false };
+    await (await deps.gateway(state.job.cluster)).deleteJob(
+      state.job.api,
+      state.job.namespace,
+      state.job.name,
+      opts,
+    );
+    return { deleted: true };
+  }
+
+  return cleanup;
+}

@@ -1,0 +1,92 @@
+import {
+  makeModelPublisher,
+  type Notification,
+  type PublishSummary,
+  recordArtifacts,
+} from '../../artifacts/publish.ts';
+import type { CallOptions } from '../../ports.ts';
+import type { JobRef } from '../job-ref.ts';
+import type { NotifyServingDeps, PublishArtifactsDeps, RunInput, StepDeps } from '../steps.ts';
+
+/**
+ * The state machine's publishing tasks: PublishArtifacts (the run's output as the next version of
+ * its model) and NotifyServing (the hand-off to serving), both through lib/artifacts/publish.ts.
+ */
+
+function publisherOf(deps: Pick<StepDeps, 'store' | 'artifacts' | 'modelsBucket' | 'clock'>) {
+  return makeModelPublisher({
+    store: deps.store,
+    artifacts: deps.artifacts,
+    clock: deps.clock,
+    bucket: deps.modelsBucket,
+  });
+}
+
+export function makePublishArtifacts(deps: PublishArtifactsDeps) {
+  const { records, clock } = deps;
+  const publisher = publisherOf(deps);
+  /**
+   * Publish the run's output as the next version of its model (lib/artifacts/publish.ts):
+   * server-side copies to `models/<model>/<version>/`, a manifest, the `latest` pointer.
+   * Idempotent: a retry returns what the first attempt published. Returns a small summary
+   * (never the file list: the execution's payload limit is 256 KiB).
+   */
+  async function publishArtifacts(
+    input: RunInput & { job: JobRef },
+    opts?: CallOptions,
+  ): Promise<PublishSummary> {
+    const { run, job } = input;
+    if (deps.metrics) {
+      await deps.metrics.drain(run.runId, opts).catch((err: unknown) => {
+        deps.log?.({
+          level: 'WARN',
+          msg: 'metric channel not drained',
+          runId: run.runId,
+          error: String(err),
+        });
+      });
+    }
+    const record = await records.update(run.runId, { phase: 'Publishing' }, opts);
+    if (run.trial && !run.trial.publish) {
+      // A sweep publishes its best trial once the sweep ends, not every trial.
+      return {
+        outputUri: run.outputUri,
+        model: run.request.modelName,
+        published: false,
+        files: 0,
+        bytes: 0,
+        at: clock.now().toISOString(),
+      };
+    }
+    const artifacts = await publisher.publish({ run, job, record }, opts);
+    await records.update(run.runId, { artifacts: recordArtifacts(artifacts) }, opts);
+    return artifacts;
+  }
+
+  return publishArtifacts;
+}
+
+export function makeNotifyServing(deps: NotifyServingDeps) {
+  const { records } = deps;
+  const publisher = publisherOf(deps);
+  /**
+   * Hand-off to serving: an event carrying the published manifest (or a no-model event when the
+   * run produced none), on the configured channel; with none configured it only records.
+   */
+  async function notifyServing(
+    input: RunInput & { job?: JobRef; artifacts: PublishSummary },
+    opts?: CallOptions,
+  ): Promise<Notification> {
+    const { run, artifacts } = input;
+    await records.update(run.runId, { artifacts: recordArtifacts(artifacts) }, opts);
+    if (run.trial && !run.trial.publish) {
+      return {
+        notified: false,
+        reason: `a trial of sweep ${run.trial.sweepId}: the sweep hands over its best trial`,
+      };
+    }
+    return publisher.notify({ run, artifacts }, deps.serving, opts);
+  }
+
+  return notifyServing;
+}
