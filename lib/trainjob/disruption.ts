@@ -173,9 +173,30 @@ const BY_EVENT: Record<string, Disruption['reason']> = {
  * none disrupted) do not say why. Lets a caller list Events only for such a job.
  */
 export function needsEvents(view: JobView, pods: readonly unknown[] | undefined, job?: unknown): boolean {
+  const attempt = attemptOf(job);
   return (
-    view.phase === 'Failed' && view.reason === 'TrainingFailed' && !podDisruption(pods ?? [], attemptOf(job))
+    view.phase === 'Failed' &&
+    view.reason === 'TrainingFailed' &&
+    !podDisruption(pods ?? [], attempt) &&
+    !codeExited(pods ?? [], attempt)
   );
+}
+
+/**
+ * Whether a pod of the attempt ended with its training code's non-zero exit: then the code failed,
+ * whatever an Event says of an earlier pod of the job (on a runtime with a `backoffLimit` the Job
+ * controller replaced a disrupted pod, and the job failed later by its code).
+ */
+function codeExited(pods: readonly unknown[], attempt: number): boolean {
+  return pods.some((item) => {
+    const status = asRecord(asRecord(item)?.status);
+    if (status?.phase !== 'Failed' || attemptOf(item) !== attempt) return false;
+    const containers = Array.isArray(status.containerStatuses) ? status.containerStatuses : [];
+    return containers.some((c) => {
+      const code = asRecord(asRecord(asRecord(c)?.state)?.terminated)?.exitCode;
+      return typeof code === 'number' && code !== 0;
+    });
+  });
 }
 
 /**

@@ -287,6 +287,28 @@ describe('withDisruption with Events: a failed job whose disrupted pods are gone
     ['failed, a disrupted pod in sight', failedView, [pod('p0', disrupted('DeletionByTaintManager'))], false],
     ['failed by a deadline', { ...failedView, reason: 'DeadlineExceeded' }, [], false],
     [
+      "failed, a pod's code exited 1 (an earlier disrupted pod was replaced): the code failed",
+      failedView,
+      [
+        pod('p1', {
+          phase: 'Failed',
+          containerStatuses: [{ name: 'node', state: { terminated: { exitCode: 1, reason: 'Error' } } }],
+        }),
+      ],
+      false,
+    ],
+    [
+      'failed, a pod Failed with exit 0 and no disruption in sight: the Events may say',
+      failedView,
+      [
+        pod('p1', {
+          phase: 'Failed',
+          containerStatuses: [{ name: 'node', state: { terminated: { exitCode: 0 } } }],
+        }),
+      ],
+      true,
+    ],
+    [
       'running',
       { phase: 'Running', admission: { state: 'Admitted', source: 'kueue' }, finished: false },
       [],
