@@ -55,6 +55,43 @@ describe.runIf(available)(`real controllers, default install: ${label}`, () => {
     ns = real.namespaces[0] as string;
   }, REAL_STACK_START_MS);
 
+  /**
+   * Every state of a run's pods, through the watch API in short rounds (the LIST's resourceVersion
+   * first, so nothing between them is missed); `found()` is the first pod state `want` accepts.
+   */
+  function watchPods(runId: string, want: (p: Pod) => boolean) {
+    const path = `/api/v1/namespaces/${ns}/pods?labelSelector=${encodeURIComponent(`gantry.dev/run-id=${runId}`)}`;
+    let hit: Pod | undefined;
+    let stop = false;
+    let listed: () => void = () => undefined;
+    const ready = new Promise<void>((r) => {
+      listed = r;
+    });
+    const loop = (async () => {
+      const list = await hc.request<{ metadata: { resourceVersion: string }; items: Pod[] }>('GET', path);
+      hit = list.body.items.find(want);
+      let rv = list.body.metadata.resourceVersion;
+      listed();
+      while (!stop && !hit) {
+        const w = await hc.request('GET', `${path}&watch=1&timeoutSeconds=2&resourceVersion=${rv}`);
+        for (const line of w.text.split('\n').filter(Boolean)) {
+          const ev = JSON.parse(line) as { type: string; object: Pod };
+          if (ev.type === 'ERROR') throw new Error(`pod watch failed: ${line}`);
+          rv = ev.object.metadata.resourceVersion ?? rv;
+          if (!hit && want(ev.object)) hit = ev.object;
+        }
+      }
+    })().finally(() => listed());
+    return {
+      ready,
+      found: () => hit,
+      stop: async () => {
+        stop = true;
+        await loop;
+      },
+    };
+  }
+
   afterAll(async () => {
     await stopRealStack(real);
     if (previousGrace === undefined) delete process.env.GANTRY_UNSCHEDULABLE_GRACE_SECONDS;
@@ -138,24 +175,17 @@ describe.runIf(available)(`real controllers, default install: ${label}`, () => {
       },
       ns,
     );
-    // Act
+    // Act: watch the run's pods from before the start — Gantry fails the run and deletes the job
+    // as soon as it sees the pod in ImagePullBackOff, so a poll can miss that state on a busy machine.
+    const watch = watchPods(run.runId, (p) => containerWaiting(p) === 'ImagePullBackOff');
+    await watch.ready;
     const arn = await driver.start(run);
     const pod = await driver.waitFor(
       'the pod waiting in ImagePullBackOff',
-      async () => {
-        const r = await hc.request<{ items: Array<{ metadata: { name: string }; status?: Json }> }>(
-          'GET',
-          `/api/v1/namespaces/${ns}/pods?labelSelector=${encodeURIComponent(`gantry.dev/run-id=${run.runId}`)}`,
-        );
-        return r.body?.items?.find(
-          (p) =>
-            (
-              p.status?.containerStatuses as Array<{ state?: { waiting?: { reason?: string } } }> | undefined
-            )?.[0]?.state?.waiting?.reason === 'ImagePullBackOff',
-        );
-      },
+      async () => watch.found(),
       60_000,
     );
+    await watch.stop();
     const ended = await driver.finished(arn, 120_000);
     // Assess: the pod is as the kubelet leaves it, and the run fails as on the simulator.
     expect(pod.status).toMatchObject({
@@ -192,3 +222,10 @@ describe.runIf(available)(`real controllers, default install: ${label}`, () => {
 });
 
 type Json = Record<string, unknown>;
+type Pod = { metadata: { name: string; resourceVersion?: string }; status?: Json };
+
+function containerWaiting(p: Pod): string | undefined {
+  return (
+    p.status?.containerStatuses as Array<{ state?: { waiting?: { reason?: string } } }> | undefined
+  )?.[0]?.state?.waiting?.reason;
+}
