@@ -138,6 +138,10 @@ const ready = new Map<string, Promise<ReturnType<typeof makeReconciler>>>();
  * so a job's admission or completion is answered within that period rather than up to a minute
  * late; each pass costs the clusters' LISTs and only what changed (heartbeats are paced per token,
  * records written only when they change). Unset or 0: one pass (the embedded default ticks itself).
+ * With GANTRY_RECONCILE_WAKE_GAP_SECONDS set (serverless.yml: 1), the reconciler watches Gantry's
+ * jobs between passes and starts the next one as soon as a job is admitted, ends or gets a waiting
+ * token (that many seconds after the last pass started at the soonest), so an answer waits about a
+ * second instead of half a period (lib/orchestration/wake.ts).
  * The schedule's input names the shard (`{"shard": k}`): the invocation reconciles that shard's
  * clusters only (lib/orchestration/shards.ts), so a slow cluster delays only its own shard.
  */
@@ -148,6 +152,7 @@ export const handler = withLogKeys(
     if (!ready.has(key)) ready.set(key, build(event));
     const reconciler = await (ready.get(key) as Promise<ReturnType<typeof makeReconciler>>);
     let tookMs = 0;
+    const wakeGap = env().GANTRY_RECONCILE_WAKE_GAP_SECONDS;
     return runPasses({
       tick: async () => {
         Object.assign(requests, NO_REQUESTS);
@@ -162,6 +167,14 @@ export const handler = withLogKeys(
       now: () => Date.now(),
       sleep: (ms) => sleep(ms, signal),
       aborted: () => signal.aborted,
+      ...(wakeGap === undefined
+        ? {}
+        : {
+            wake: {
+              until: (ms: number) => reconciler.waitForJobChange(ms, { signal }),
+              minGapMs: wakeGap * 1000,
+            },
+          }),
       onPass: (pass, report) => {
         const { jobs: _jobs, ...changes } = report;
         if (Object.values(changes).some((n) => n > 0))
@@ -178,6 +191,21 @@ export const handler = withLogKeys(
     });
   }),
 );
+
+/**
+ * Locally (local/stack.ts, whose loop invokes the handler for one pass at a time): the wait
+ * between two passes that runPasses does with GANTRY_RECONCILE_WAKE_GAP_SECONDS — up to `ms`,
+ * ended by a change of a Gantry job the next pass acts on (lib/orchestration/wake.ts), watched by
+ * the reconciler the last invocation built. Before any invocation it only waits.
+ */
+export async function waitForJobChange(ms: number, signal: AbortSignal): Promise<'changed' | 'period'> {
+  const reconciler = ready.get('all');
+  if (!reconciler) {
+    await sleep(ms, signal);
+    return 'period';
+  }
+  return (await reconciler).waitForJobChange(ms, { signal });
+}
 
 /** The shard an event names, as a cache key (`all` without one). */
 function shardKey(event: unknown): string {

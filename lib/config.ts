@@ -286,6 +286,12 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
     /** The reconciler's passes within one scheduled invocation are this many seconds apart (0/unset: one pass). */
     GANTRY_RECONCILE_PASS_SECONDS: z.optional(z.coerce.number().check(z.gte(0))),
     /**
+     * Between passes the reconciler watches Gantry's jobs and starts the next pass as soon as one is
+     * admitted, ends or gets a waiting token — no sooner than this many seconds after the last pass
+     * started (lib/orchestration/wake.ts). Unset: passes only every GANTRY_RECONCILE_PASS_SECONDS.
+     */
+    GANTRY_RECONCILE_WAKE_GAP_SECONDS: z.optional(z.coerce.number().check(z.gte(0))),
+    /**
      * The reconciler's Step Functions calls: SendTask* at most this many a second after a burst of
      * GANTRY_SFN_ANSWERS_BURST, DescribeExecution likewise (about half of Step Functions' quotas in
      * the smaller regions: SendTask* 1,500 burst / 300 per s, DescribeExecution 250 / 10 per s).

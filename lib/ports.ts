@@ -40,6 +40,18 @@ export interface ClusterGateway {
   getJob(api: JobApi, namespace: string, name: string, opts?: CallOptions): Promise<K8sObject | undefined>;
   /** Every Gantry-managed job of this kind, across namespaces: one LIST by label selector. */
   listManagedJobs(api: JobApi, opts?: CallOptions): Promise<K8sObject[]>;
+  /**
+   * Watch Gantry-managed jobs of this kind from this gateway's last `listManagedJobs` of it, for at
+   * most `timeoutSeconds`: each added or modified job goes to `onJob` until it answers 'stop'.
+   * 'expired': the list is too old to watch from (list again). Optional: a gateway that cannot
+   * watch leaves the reconciler to its period.
+   */
+  watchManagedJobs?(
+    api: JobApi,
+    timeoutSeconds: number,
+    onJob: (job: K8sObject) => 'stop' | undefined,
+    opts?: CallOptions,
+  ): Promise<'stopped' | 'ended' | 'expired'>;
   /** Merge-patch annotations (a null value removes the key). */
   annotateJob(
     api: JobApi,

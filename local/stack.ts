@@ -52,6 +52,12 @@ export interface StackOptions {
   speed?: number;
   /** How often the reconciler ticks (the schedule on AWS is a minute); 0 = no loop (tests tick by hand). */
   reconcileEveryMs?: number;
+  /**
+   * Wake the reconciler loop between ticks when a Gantry job is admitted, ends or gets a waiting
+   * token, this long after the last tick ended at the soonest — as GANTRY_RECONCILE_WAKE_GAP_SECONDS
+   * does between the passes of one invocation on AWS. Unset: ticks only every `reconcileEveryMs`.
+   */
+  reconcileWakeGapMs?: number;
   /** Seconds before a job without a waiting token counts as an orphan (default 300). */
   orphanGraceSeconds?: number;
   /** GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS (default 120). */
@@ -451,19 +457,34 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     });
     closers.push(() => feed.stop());
 
-    const reconcilerHandler = ((await import('../functions/reconciler.ts')) as { handler: LambdaHandler })
-      .handler;
+    const reconcilerModule = await import('../functions/reconciler.ts');
+    const reconcilerHandler = (reconcilerModule as { handler: LambdaHandler }).handler;
     const reconcile = () => invokeLocal('gantry-reconciler', reconcilerHandler, {}, 55_000);
     let closed = false;
     let paused = opts.reconcileEveryMs === 0;
+    const stopLoop = new AbortController();
+    const pause = (ms: number) =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          stopLoop.signal.removeEventListener('abort', done);
+          resolve();
+        };
+        const timer = setTimeout(done, ms);
+        stopLoop.signal.addEventListener('abort', done, { once: true });
+      });
     const loop = (async () => {
       while (!closed) {
         if (!paused) await reconcile().catch((err) => console.error('reconciler tick failed:', err));
-        await new Promise((r) => setTimeout(r, opts.reconcileEveryMs || 500));
+        const period = opts.reconcileEveryMs || 500;
+        if (opts.reconcileWakeGapMs === undefined || paused) await pause(period);
+        else if ((await reconcilerModule.waitForJobChange(period, stopLoop.signal)) === 'changed')
+          await pause(opts.reconcileWakeGapMs);
       }
     })();
     closers.push(async () => {
       closed = true;
+      stopLoop.abort();
       await loop;
     });
 

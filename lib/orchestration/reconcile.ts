@@ -25,6 +25,7 @@ import { withDisruptionEvidence } from './pod-events.ts';
 import { makeRecordWrites, type PendingRecord } from './record-writes.ts';
 import { makeStallActions } from './stall-actions.ts';
 import { emptyReport, type TickReport } from './tick-report.ts';
+import { jobKey, type Listed, seenJob, type WakeReason, waitForChange } from './wake.ts';
 
 export { HEARTBEAT_EVERY_SECONDS } from './heartbeats.ts';
 export { emptyReport, type TickReport } from './tick-report.ts';
@@ -111,6 +112,10 @@ export function makeReconciler(deps: ReconcilerDeps) {
    */
   const stallDue = new Map<string, number>();
   const stallScale = deps.stallTimeScale ?? 1;
+  /** Each cluster's jobs as the last pass listed them: what `waitForChange` compares the watch with. */
+  const listed = new Map<string, Listed>();
+  /** Clusters whose job watch failed: logged once per reconciler. */
+  const watchFailed = new Set<string>();
   const note = makeJobNotes({ clock: deps.clock, log });
   const { heartbeatDue, heartbeat } = makeHeartbeats({
     workflow: deps.workflow,
@@ -177,6 +182,12 @@ export function makeReconciler(deps: ReconcilerDeps) {
           log({ level: 'ERROR', msg: 'cluster unreachable', cluster: cluster.name, error: String(err) });
           return;
         }
+        listed.set(cluster.name, {
+          cluster: cluster.name,
+          gateway: cluster.gateway,
+          apis,
+          jobs: new Map(jobLists.flat().map((job) => [jobKey(job), seenJob(job)])),
+        });
         const gateByOwner = indexByOwner(gates);
         const podsOfRun = pods === undefined ? undefined : podsByRun(pods);
         const work = apis.flatMap((api, i) => (jobLists[i] ?? []).map((job) => ({ api, job })));
@@ -368,7 +379,28 @@ export function makeReconciler(deps: ReconcilerDeps) {
     if (!waiting && runId) await removeIfOrphan(cluster, gateway, api, job, runId, now, report, opts);
   }
 
-  return { tick };
+  /**
+   * Between passes: wait up to `ms`, ended early ('changed') when a Gantry job changes in a way the
+   * next pass acts on — watched from the last pass's LISTs (wake.ts). Before any pass, or on
+   * clusters that cannot be watched, it waits the whole period.
+   */
+  function waitForJobChange(ms: number, opts?: CallOptions): Promise<WakeReason> {
+    return waitForChange(listed.values(), ms, {
+      ...(opts?.signal ? { signal: opts.signal } : {}),
+      onError: (cluster, err) => {
+        if (watchFailed.has(cluster)) return;
+        watchFailed.add(cluster);
+        log({
+          level: 'WARN',
+          msg: 'jobs not watched between passes: answers wait for the next pass',
+          cluster,
+          error: String(err),
+        });
+      },
+    });
+  }
+
+  return { tick, waitForJobChange };
 }
 
 function indexByOwner(gates: K8sObject[]): Map<string, K8sObject> {

@@ -172,6 +172,45 @@ export function describeClusterGateway(targetName: string, setup: () => Promise<
       expect(listed.every((j) => j.kind === 'TrainJob' && j.apiVersion === TRAINJOB_API_VERSION)).toBe(true);
     });
 
+    it('watches managed jobs from its last list: later changes only, Gantry-managed only; a quiet watch ends', async () => {
+      if (!gw.watchManagedJobs) throw new Error('the gateway cannot watch');
+      const ns = await t.namespace();
+      await gw.createJob(aTrainJob(t.shape, ns));
+      const { job } = await gw.createJob(aTrainJob(t.shape, ns));
+      const unmanaged = aTrainJob(t.shape, ns);
+      delete unmanaged.metadata.labels?.[LABEL.managedBy];
+      await gw.createJob(unmanaged);
+      const listed = new Map(
+        (await gw.listManagedJobs(TRAINJOB)).map((j) => [j.metadata.uid, j.metadata.resourceVersion]),
+      );
+      const seen: K8sObject[] = [];
+
+      // Act: after the list, an unmanaged job and then a managed one change (the target's own
+      // controllers may change the jobs too); the watch may connect after both, as it starts from
+      // the list's resourceVersion either way.
+      const watching = gw.watchManagedJobs(TRAINJOB, 20, (j) => {
+        if (j.metadata.namespace !== ns) return undefined;
+        seen.push(j);
+        const token = j.metadata.annotations?.['gantry.dev/admission-token'];
+        return j.metadata.name === job.metadata.name && token === 'tok-1' ? 'stop' : undefined;
+      });
+      await gw.annotateJob(TRAINJOB, ns, unmanaged.metadata.name, { 'gantry.dev/admission-token': 'u' });
+      await gw.annotateJob(TRAINJOB, ns, job.metadata.name, { 'gantry.dev/admission-token': 'tok-1' });
+      const how = await watching;
+      await gw.listManagedJobs(TRAINJOB);
+      const quiet = await gw.watchManagedJobs(TRAINJOB, 1, (j) =>
+        j.metadata.namespace === ns ? 'stop' : undefined,
+      );
+
+      // Assess: stopped at the annotated job; nothing unmanaged; no listed state replayed (every
+      // object seen is a newer version than the one listed); a watch with nothing to see times out.
+      expect(how).toBe('stopped');
+      expect(seen.at(-1)?.metadata.name).toBe(job.metadata.name);
+      expect(seen.map((j) => j.metadata.name)).not.toContain(unmanaged.metadata.name);
+      for (const j of seen) expect(j.metadata.resourceVersion).not.toBe(listed.get(j.metadata.uid));
+      expect(quiet).toBe('ended');
+    });
+
     it('sets and removes annotations with a merge patch, leaving the others alone', async () => {
       const ns = await t.namespace();
       const { job } = await gw.createJob(aTrainJob(t.shape, ns));

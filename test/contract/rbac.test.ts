@@ -351,6 +351,18 @@ describe.skipIf(!available)('deploy/k8s/rbac.yaml on a real apiserver', () => {
         // The reconciler still sees it (read-only, cluster-wide).
         expect((await gw.getJob(TRAINJOB, ns, runId))?.metadata.name).toBe(runId);
         expect((await gw.listManagedJobs(TRAINJOB)).map((j) => j.metadata.name)).toContain(runId);
+        // … and may watch it from that list (the reconciler's wake between passes).
+        const watched = gw.watchManagedJobs?.(TRAINJOB, 20, (j) =>
+          j.metadata.name === runId ? 'stop' : undefined,
+        );
+        const patched = await cp.request(
+          'PATCH',
+          `/apis/${TRAINJOB.group}/${TRAINJOB.version}/namespaces/${ns}/trainjobs/${runId}`,
+          { metadata: { annotations: { touched: 'by-admin' } } },
+          { contentType: 'application/merge-patch+json' },
+        );
+        expect(patched.status).toBe(200);
+        expect(await watched).toBe('stopped');
       },
     );
 

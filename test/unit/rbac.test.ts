@@ -31,12 +31,12 @@ describe('Kubernetes RBAC (deploy/k8s/rbac.yaml and lib/rbac.ts)', () => {
   const docs = docsOf('deploy/k8s/rbac.yaml');
   const role = (name: string) => docs.find((d) => d.kind === 'ClusterRole' && d.metadata.name === name);
 
-  it('binds cluster-wide only roles that read (get, list)', () => {
+  it('binds cluster-wide only roles that read (get, list, watch)', () => {
     const bound = docs.filter((d) => d.kind === 'ClusterRoleBinding').map((b) => b.roleRef?.name);
     expect(bound).toEqual(['gantry-orchestrator-read']);
     for (const name of bound) {
       const verbs = new Set(role(name as string)?.rules?.flatMap((r) => r.verbs));
-      expect([...verbs].sort()).toEqual(['get', 'list']);
+      expect([...verbs].sort()).toEqual(['get', 'list', 'watch']);
     }
   });
 

@@ -34,14 +34,21 @@ export async function getOrUndefined<T>(what: string, call: () => Promise<T>): P
 /** Every page of a list, items with their apiVersion and kind (a list's items carry none). */
 export async function listAll(
   what: string,
-  page: (cont: string | undefined) => Promise<{ items?: unknown; metadata?: { continue?: string } }>,
+  page: (
+    cont: string | undefined,
+  ) => Promise<{ items?: unknown; metadata?: { continue?: string; resourceVersion?: string } }>,
   apiVersion: string,
   kind: string,
+  /** Told the list's resourceVersion (its first page's: later pages are of the same snapshot). */
+  onVersion?: (resourceVersion: string) => void,
 ): Promise<K8sObject[]> {
   const out: K8sObject[] = [];
   let cont: string | undefined;
+  let first = true;
   do {
     const res = await kubeCall(what, () => page(cont));
+    if (first && res.metadata?.resourceVersion) onVersion?.(res.metadata.resourceVersion);
+    first = false;
     out.push(...withTypeMeta(res.items, apiVersion, kind));
     cont = res.metadata?.continue || undefined;
   } while (cont);

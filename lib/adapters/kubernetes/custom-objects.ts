@@ -28,6 +28,16 @@ export interface KubeHttpResponse {
 
 export type KubeHttp = (request: KubeHttpRequest) => Promise<KubeHttpResponse>;
 
+/**
+ * A streamed exchange (a watch): each line of a 2xx body goes to `onLine` until it answers 'stop'
+ * or the response ends; `maxMs` bounds the stream. `stopped` says which.
+ */
+export type KubeLines = (
+  request: KubeHttpRequest,
+  onLine: (line: string) => 'stop' | undefined,
+  maxMs: number,
+) => Promise<KubeHttpResponse & { stopped: boolean }>;
+
 /** Per-call options: the caller's signal, and the Content-Type of a body when not the default. */
 export interface KubeCallOptions {
   signal?: AbortSignal;
@@ -90,7 +100,7 @@ function parseBody(text: string, contentType: string | undefined): unknown {
   throw new Error(`The mediaType ${type} is not supported by ObjectSerializer.parse.`);
 }
 
-export function makeCustomObjectsApi(server: string, http: KubeHttp) {
+export function makeCustomObjectsApi(server: string, http: KubeHttp & { lines?: KubeLines }) {
   const base = server.replace(/\/+$/, '');
 
   async function call(
@@ -223,13 +233,61 @@ export function makeCustomObjectsApi(server: string, http: KubeHttp) {
       p: GroupVersion & { resourcePlural: string } & ListParams,
       opts?: KubeCallOptions,
     ) => call('GET', `${gv(p)}/${seg(p.resourcePlural)}`, listQuery(p), opts) as Promise<KubeList>,
+
+    /**
+     * GET …?watch=1 across namespaces from `resourceVersion` (the list's), for at most
+     * `timeoutSeconds`: each event goes to `onEvent` until it answers 'stop'. Resolves how the
+     * stream ended; a non-2xx answer is an ApiException, as for the other calls.
+     */
+    watchCustomObjectForAllNamespaces: async (
+      p: GroupVersion & {
+        resourcePlural: string;
+        labelSelector?: string;
+        resourceVersion?: string;
+        timeoutSeconds: number;
+      },
+      onEvent: (event: WatchEvent) => 'stop' | undefined,
+      opts?: KubeCallOptions,
+    ): Promise<'stopped' | 'ended'> => {
+      if (!http.lines) throw new Error('this transport cannot stream a watch');
+      const url = new URL(`${base}${gv(p)}/${seg(p.resourcePlural)}`);
+      const query: Query = {
+        watch: 1,
+        allowWatchBookmarks: false,
+        labelSelector: p.labelSelector,
+        resourceVersion: p.resourceVersion,
+        timeoutSeconds: p.timeoutSeconds,
+      };
+      for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
+      const res = await http.lines(
+        {
+          method: 'GET',
+          url,
+          headers: { Accept: 'application/json' },
+          ...(opts?.signal ? { signal: opts.signal } : {}),
+        },
+        (line) => onEvent(JSON.parse(line) as WatchEvent),
+        // The server ends the stream at timeoutSeconds; a little more in case it does not.
+        p.timeoutSeconds * 1000 + 5000,
+      );
+      if (res.status === 0 || (res.status >= 200 && res.status <= 299))
+        return res.stopped ? 'stopped' : 'ended';
+      if (res.status === 401) throw new ApiException(res.status, 'Unauthorized', undefined, res.headers);
+      throw new ApiException(res.status, 'Unknown API Status Code!', res.body.toString('utf8'), res.headers);
+    },
   };
 }
 
-/** A list response: items and the continue token of the next page. */
+/** A list response: items, the continue token of the next page and the list's resourceVersion. */
 export interface KubeList {
   items?: unknown;
-  metadata?: { continue?: string };
+  metadata?: { continue?: string; resourceVersion?: string };
+}
+
+/** One event of a watch stream (ERROR carries a Status, e.g. 410 Expired). */
+export interface WatchEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object: Record<string, unknown>;
 }
 
 export type CustomObjectsApi = ReturnType<typeof makeCustomObjectsApi>;

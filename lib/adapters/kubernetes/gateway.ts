@@ -68,6 +68,9 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
   const fieldManager = deps.fieldManager ?? 'gantry';
   let client: Promise<CustomObjectsApi> | undefined;
   let discovered: Promise<Discovered> | undefined;
+  /** The resourceVersion of the last LIST of each job kind's managed jobs (`watchManagedJobs` starts there). */
+  const listedAt = new Map<string, string>();
+  const kindKey = (a: JobApi) => `${a.group}/${a.version}/${a.plural}`;
 
   function api(opts?: CallOptions): Promise<CustomObjectsApi> {
     client ??= (async () => {
@@ -155,7 +158,39 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
           ),
         `${jobApi.group}/${jobApi.version}`,
         jobApi.kind,
+        (rv) => listedAt.set(kindKey(jobApi), rv),
       );
+    },
+
+    async watchManagedJobs(jobApi, timeoutSeconds, onJob, opts) {
+      const c = await api(opts);
+      const resourceVersion = listedAt.get(kindKey(jobApi));
+      // Never listed: a watch without a version would replay every job as ADDED; list first.
+      if (resourceVersion === undefined) return 'expired';
+      let expired = false;
+      const ended = await kubeCall(`watch ${name(jobApi)} ${MANAGED_SELECTOR}`, () =>
+        c.watchCustomObjectForAllNamespaces(
+          {
+            group: jobApi.group,
+            version: jobApi.version,
+            resourcePlural: jobApi.plural,
+            labelSelector: MANAGED_SELECTOR,
+            resourceVersion,
+            timeoutSeconds,
+          },
+          (event) => {
+            if (event.type === 'ERROR') {
+              expired = true; // 410 Expired (or any error event): the stream ends here
+              return 'stop';
+            }
+            if (event.type !== 'ADDED' && event.type !== 'MODIFIED') return undefined;
+            const [job] = withTypeMeta([event.object], `${jobApi.group}/${jobApi.version}`, jobApi.kind);
+            return job ? onJob(job) : undefined;
+          },
+          callOptions(opts),
+        ),
+      );
+      return expired ? 'expired' : ended;
     },
 
     async annotateJob(jobApi, namespace, jobName, annotations, opts) {

@@ -1,6 +1,6 @@
 import type { Agent } from 'node:http';
 import type { RequestOptions } from 'node:https';
-import type { KubeHttp, KubeHttpRequest, KubeHttpResponse } from './custom-objects.ts';
+import type { KubeHttp, KubeHttpRequest, KubeHttpResponse, KubeLines } from './custom-objects.ts';
 
 /**
  * The gateway's transport: node:https (node:http for a plain-HTTP server) with TLS material and
@@ -25,8 +25,11 @@ export interface KubeConnection {
   applyToHTTPSOptions(opts: RequestOptions): Promise<void>;
 }
 
-/** node:https / node:http transport with TLS and credentials from the KubeConnection, one keep-alive agent. */
-export function makeTransport(conn: KubeConnection, timeoutMs: number): KubeHttp {
+/**
+ * node:https / node:http transport with TLS and credentials from the KubeConnection, one keep-alive
+ * agent. `lines` streams a response line by line (a watch) until the reader stops it.
+ */
+export function makeTransport(conn: KubeConnection, timeoutMs: number): KubeHttp & { lines: KubeLines } {
   let agent: Agent | undefined;
 
   async function agentFor(url: URL, tls: RequestOptions): Promise<Agent | undefined> {
@@ -51,24 +54,31 @@ export function makeTransport(conn: KubeConnection, timeoutMs: number): KubeHttp
     return agent;
   }
 
-  return async function send(request: KubeHttpRequest): Promise<KubeHttpResponse> {
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const caller = request.signal;
-    const signal = caller ? AbortSignal.any([caller, timeout]) : timeout;
-    signal.throwIfAborted();
-    const { url, body } = request;
+  /** The request's URL module, headers (credentials per call: tokens expire and are refreshed) and agent. */
+  async function prepare(request: KubeHttpRequest) {
     const tls: RequestOptions = {};
-    await conn.applyToHTTPSOptions(tls); // credentials per call: tokens expire and are refreshed
+    await conn.applyToHTTPSOptions(tls);
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(tls.headers ?? {})) if (v !== undefined) headers[k] = String(v);
     Object.assign(headers, request.headers);
-    if (body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(body));
-    const mod = url.protocol === 'http:' ? await import('node:http') : await import('node:https');
-    const useAgent = await agentFor(url, tls);
+    if (request.body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(request.body));
+    const mod = request.url.protocol === 'http:' ? await import('node:http') : await import('node:https');
+    return { mod, headers, agent: await agentFor(request.url, tls), auth: tls.auth ?? undefined };
+  }
+
+  function signalOf(request: KubeHttpRequest, ms: number): AbortSignal {
+    const timeout = AbortSignal.timeout(ms);
+    return request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
+  }
+
+  async function send(request: KubeHttpRequest): Promise<KubeHttpResponse> {
+    const signal = signalOf(request, timeoutMs);
+    signal.throwIfAborted();
+    const { mod, headers, agent: useAgent, auth } = await prepare(request);
     return new Promise<KubeHttpResponse>((resolve, reject) => {
       const req = mod.request(
-        url,
-        { method: request.method, headers, agent: useAgent, signal, auth: tls.auth ?? undefined },
+        request.url,
+        { method: request.method, headers, agent: useAgent, signal, auth },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
@@ -77,17 +87,84 @@ export function makeTransport(conn: KubeConnection, timeoutMs: number): KubeHttp
             if (!res.complete)
               reject(signal.reason ?? new Error('connection closed before the response ended'));
           });
-          res.on('end', () => {
-            const out: Record<string, string> = {};
-            for (const [k, v] of Object.entries(res.headers)) {
-              if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
-            }
-            resolve({ status: res.statusCode ?? 0, headers: out, body: Buffer.concat(chunks) });
-          });
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: lowerCase(res.headers),
+              body: Buffer.concat(chunks),
+            }),
+          );
         },
       );
       req.on('error', reject);
-      req.end(body);
+      req.end(request.body);
+    });
+  }
+
+  /**
+   * A streamed GET (a watch): each complete line of a 2xx body goes to `onLine` until it answers
+   * `'stop'` (the request is then ended) or the server ends the response. A non-2xx response is read
+   * whole and returned as `send` returns it. `maxMs` bounds the whole stream (on top of the caller's signal).
+   */
+  const lines: KubeLines = async (request, onLine, maxMs) => {
+    const own = new AbortController();
+    const signal = AbortSignal.any([signalOf(request, maxMs), own.signal]);
+    signal.throwIfAborted();
+    const { mod, headers, agent: useAgent, auth } = await prepare(request);
+    return new Promise((resolve, reject) => {
+      let stopped = false;
+      const req = mod.request(
+        request.url,
+        { method: request.method, headers, agent: useAgent, signal, auth },
+        (res) => {
+          const status = res.statusCode ?? 0;
+          const chunks: Buffer[] = [];
+          let pending = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => {
+            if (stopped) return;
+            if (status < 200 || status > 299) {
+              chunks.push(Buffer.from(c));
+              return;
+            }
+            pending += c;
+            for (let nl = pending.indexOf('\n'); nl >= 0 && !stopped; nl = pending.indexOf('\n')) {
+              const line = pending.slice(0, nl).trim();
+              pending = pending.slice(nl + 1);
+              if (line && onLine(line) === 'stop') stopped = true;
+            }
+            if (stopped) {
+              resolve({ status, headers: lowerCase(res.headers), body: Buffer.alloc(0), stopped: true });
+              own.abort(new Error('watch stopped by its reader'));
+            }
+          });
+          res.on('error', fail);
+          res.on('close', () => {
+            if (stopped) return;
+            // A stream the server ended (its timeoutSeconds), or ours ran out of time: both just end it.
+            resolve({ status, headers: lowerCase(res.headers), body: Buffer.concat(chunks), stopped: false });
+          });
+        },
+      );
+      req.on('error', fail);
+      req.end(request.body);
+      /** Our own time bound ended the stream: an end like the server's; the caller's abort is an error. */
+      function fail(err: Error) {
+        if (stopped) return;
+        if (signal.aborted && !request.signal?.aborted)
+          resolve({ status: 0, headers: {}, body: Buffer.alloc(0), stopped: false });
+        else reject(err);
+      }
     });
   };
+
+  return Object.assign(send, { lines });
+}
+
+function lowerCase(headers: import('node:http').IncomingHttpHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) {
+    if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
+  }
+  return out;
 }

@@ -3,7 +3,15 @@ import { runPasses } from '../../../lib/orchestration/passes.ts';
 import type { TickReport } from '../../../lib/orchestration/reconcile.ts';
 
 /** The reconciler's passes within one invocation, on a fake clock (each pass takes `passMs`). */
-function play(opts: { everyMs: number; timeoutMs: number; passMs: number; abortAtMs?: number }) {
+function play(opts: {
+  everyMs: number;
+  timeoutMs: number;
+  passMs: number;
+  abortAtMs?: number;
+  /** Times (ms) at which a job changes: a wait that spans one ends there (`wake`). */
+  changesAtMs?: number[];
+  minGapMs?: number;
+}) {
   let now = 0;
   const starts: number[] = [];
   const report = (answered: number): TickReport => ({
@@ -31,6 +39,20 @@ function play(opts: { everyMs: number; timeoutMs: number; passMs: number; abortA
       now += ms;
     },
     aborted: () => opts.abortAtMs !== undefined && now >= opts.abortAtMs,
+    ...(opts.changesAtMs
+      ? {
+          wake: {
+            // The watch starts from the last pass's LIST (its start): a change during the pass wakes at once.
+            until: async (ms: number) => {
+              const listedAt = starts.at(-1) ?? 0;
+              const change = opts.changesAtMs?.find((t) => t > listedAt && t < now + ms);
+              now = change === undefined ? now + ms : Math.max(now, change);
+              return change === undefined ? 'period' : 'changed';
+            },
+            minGapMs: opts.minGapMs ?? 0,
+          },
+        }
+      : {}),
   }).then((total) => ({ total, starts }));
 }
 
@@ -60,5 +82,27 @@ describe('reconciler passes within one invocation', () => {
 
     // Assess
     expect(starts).toEqual([0, 10_000]);
+  });
+
+  it.each([
+    // changes at, min gap → pass start times
+    [[3_000], 1_000, [0, 3_000, 13_000, 23_000, 33_000, 43_000]], // one change: a pass at once, then the period from there
+    [[100], 1_000, [0, 1_000, 11_000, 21_000, 31_000, 41_000]], // a change right after a pass: no sooner than the gap
+    [[3_000, 3_200, 3_400], 1_000, [0, 3_000, 4_000, 14_000, 24_000, 34_000, 44_000]], // a burst: passes a gap apart
+    [[], 1_000, [0, 10_000, 20_000, 30_000, 40_000]], // nothing changes: the period, as without the watch
+  ])('woken by changes at %j (gap %i ms) → starts %j', async (changesAtMs, minGapMs, want) => {
+    // Act
+    const { starts, total } = await play({
+      everyMs: 10_000,
+      timeoutMs: 55_000,
+      passMs: 500,
+      changesAtMs,
+      minGapMs,
+    });
+
+    // Assess
+    expect(starts).toEqual(want);
+    const onPeriod = starts.filter((t, i) => i > 0 && t - (starts[i - 1] ?? 0) === 10_000).length;
+    expect(total.woken).toBe(want.length - 1 - onPeriod);
   });
 });

@@ -1,0 +1,167 @@
+import { describe, expect, it } from 'vitest';
+import { type Listed, seenJob, waitForChange, wantsPass } from '../../../lib/orchestration/wake.ts';
+import type { ClusterGateway, JobApi } from '../../../lib/ports.ts';
+import { jobApi } from '../../../lib/trainjob/build.ts';
+import { ANNOTATION } from '../../../lib/trainjob/labels.ts';
+import type { K8sObject } from '../../../lib/trainjob/types.ts';
+
+/**
+ * Waking the reconciler between passes. The gateways here are stand-ins that replay a scripted
+ * watch (the watch itself runs against the simulator and a real kube-apiserver in the
+ * ClusterGateway contract, and through the whole stack in test/e2e/reconcile-wake.test.ts).
+ */
+
+const TRAINJOB: JobApi = jobApi('trainer-v2.2');
+
+function job(over: {
+  suspend?: boolean;
+  status?: Record<string, unknown>;
+  annotations?: Record<string, string>;
+}) {
+  return {
+    apiVersion: 'trainer.kubeflow.org/v1alpha1',
+    kind: 'TrainJob',
+    metadata: { name: 'run-a', namespace: 'demo', uid: 'u-1', annotations: over.annotations ?? {} },
+    spec: { suspend: over.suspend ?? true, trainer: { numNodes: 1 } },
+    status: over.status ?? {},
+  } satisfies K8sObject;
+}
+
+const complete = { conditions: [{ type: 'Complete', status: 'True' }] };
+
+describe('which job changes start a pass', () => {
+  const listed = job({ suspend: true, annotations: { [ANNOTATION.admissionToken]: 'tok-1' } });
+
+  it.each([
+    [
+      'admitted (unsuspended)',
+      job({ suspend: false, annotations: { [ANNOTATION.admissionToken]: 'tok-1' } }),
+      true,
+    ],
+    ['completed', job({ status: complete, annotations: { [ANNOTATION.admissionToken]: 'tok-1' } }), true],
+    [
+      'a new waiting token',
+      job({ annotations: { [ANNOTATION.admissionToken]: 'tok-1', [ANNOTATION.completionToken]: 'tok-2' } }),
+      true,
+    ],
+    ["Gantry's own change: the token cleared after its answer", job({ annotations: {} }), false],
+    [
+      'a progress report (status.trainerStatus)',
+      job({
+        status: { trainerStatus: { progressPercentage: 40 } },
+        annotations: { [ANNOTATION.admissionToken]: 'tok-1' },
+      }),
+      false,
+    ],
+    [
+      'an annotation that is not a token',
+      job({ annotations: { [ANNOTATION.admissionToken]: 'tok-1', note: 'x' } }),
+      false,
+    ],
+  ])('%s → %s', (_what, changed, want) => {
+    expect(wantsPass(seenJob(listed), changed)).toBe(want);
+  });
+
+  it('a job the last pass did not list (created since) starts one', () => {
+    expect(wantsPass(undefined, listed)).toBe(true);
+  });
+
+  it('reads a legacy job suspended through runPolicy', () => {
+    const legacy = (suspend: boolean): K8sObject => ({
+      apiVersion: 'kubeflow.org/v1',
+      kind: 'PyTorchJob',
+      metadata: { name: 'run-b', uid: 'u-2' },
+      spec: { runPolicy: { suspend } },
+    });
+    expect(wantsPass(seenJob(legacy(true)), legacy(false))).toBe(true);
+    expect(wantsPass(seenJob(legacy(true)), legacy(true))).toBe(false);
+  });
+});
+
+/** A gateway whose watch replays `events` (after `delayMs` each) and then ends, or fails with `error`. */
+function scripted(events: K8sObject[], opts: { delayMs?: number; error?: Error } = {}) {
+  const calls: Array<{ timeoutSeconds: number; aborted: () => boolean }> = [];
+  const gateway = {
+    async watchManagedJobs(_api, timeoutSeconds, onJob, callOpts) {
+      calls.push({ timeoutSeconds, aborted: () => callOpts?.signal?.aborted ?? false });
+      if (opts.error) throw opts.error;
+      for (const e of events) {
+        await new Promise((r) => setTimeout(r, opts.delayMs ?? 1));
+        if (callOpts?.signal?.aborted) return 'ended';
+        if (onJob(e) === 'stop') return 'stopped';
+      }
+      // Then nothing more until the watch is stopped (the server's timeout is longer than the test).
+      await new Promise<void>((r) => callOpts?.signal?.addEventListener('abort', () => r(), { once: true }));
+      return 'ended';
+    },
+  } as Pick<ClusterGateway, 'watchManagedJobs'> as ClusterGateway;
+  return { gateway, calls };
+}
+
+function listedOn(gateway: ClusterGateway, jobs: K8sObject[]): Listed {
+  return {
+    cluster: 'c1',
+    gateway,
+    apis: [TRAINJOB],
+    jobs: new Map(jobs.map((j) => [j.metadata.uid ?? '', seenJob(j)])),
+  };
+}
+
+describe('waiting between passes', () => {
+  it('ends at the first change a pass acts on, skipping those it does not, and stops the watch', async () => {
+    const before = job({ annotations: { [ANNOTATION.admissionToken]: 'tok-1' } });
+    const { gateway, calls } = scripted([
+      job({ annotations: {} }), // the token cleared: not a reason
+      job({ suspend: false, annotations: {} }), // admitted
+    ]);
+
+    const why = await waitForChange([listedOn(gateway, [before])], 60_000);
+
+    expect(why).toBe('changed');
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.timeoutSeconds).toBe(60);
+    expect(calls[0]?.aborted()).toBe(true);
+  });
+
+  it('waits the whole period when nothing changes, and stops the watch then', async () => {
+    const before = job({});
+    const { gateway, calls } = scripted([job({ status: { trainerStatus: { progressPercentage: 10 } } })]);
+
+    const why = await waitForChange([listedOn(gateway, [before])], 50);
+
+    expect(why).toBe('period');
+    expect(calls[0]?.aborted()).toBe(true);
+  });
+
+  it('a list too old to watch from ends the wait (the next pass lists again)', async () => {
+    const gateway = { watchManagedJobs: async () => 'expired' as const } as unknown as ClusterGateway;
+
+    expect(await waitForChange([listedOn(gateway, [])], 60_000)).toBe('changed');
+  });
+
+  it('a failing watch (no watch right, API server down) only waits the period, and says why', async () => {
+    const { gateway } = scripted([], { error: new Error('403 Forbidden: cannot watch trainjobs') });
+    const errors: string[] = [];
+
+    const why = await waitForChange([listedOn(gateway, [])], 30, {
+      onError: (cluster, err) => errors.push(`${cluster}: ${String(err)}`),
+    });
+
+    expect(why).toBe('period');
+    expect(errors).toEqual(['c1: Error: 403 Forbidden: cannot watch trainjobs']);
+  });
+
+  it('a gateway that cannot watch only waits the period', async () => {
+    const gateway = {} as ClusterGateway;
+
+    expect(await waitForChange([listedOn(gateway, [])], 20)).toBe('period');
+  });
+
+  it("the caller's abort ends the wait", async () => {
+    const { gateway } = scripted([]);
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 10);
+
+    expect(await waitForChange([listedOn(gateway, [])], 60_000, { signal: ac.signal })).toBe('period');
+  });
+});
