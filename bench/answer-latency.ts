@@ -12,6 +12,12 @@
  * × COMPRESSION, is given with the results). Submit → job created is not compressed: the local
  * queue poller plays SQS's event source mapping (1 s long polls), so it is reported as measured.
  *
+ * Two more settings run in real time (compression 1, `REAL_RUNS` runs each, the same 3 s of
+ * training): a pass every 10 s as above, and the same with the reconciler woken by job changes
+ * between passes (GANTRY_RECONCILE_WAKE_GAP_SECONDS 1; lib/orchestration/wake.ts) — there the
+ * answer does not wait for the period, so compressing it would only multiply the pass's own
+ * local duration by 20.
+ *
  * Run: `node bench/answer-latency.ts [runs=40]`; writes bench/results/answer-latency.md.
  */
 import { writeFileSync } from 'node:fs';
@@ -21,6 +27,7 @@ import { PRINCIPAL_HEADER } from '../local/http-api.ts';
 import { runDriver } from '../test/helpers/runs.ts';
 
 const RUNS = Number(process.argv[2] ?? 40);
+const REAL_RUNS = Math.max(10, Math.round(RUNS / 2));
 const COMPRESSION = 20;
 const POLL_MS = 20;
 const TRAINJOBS = '/apis/trainer.kubeflow.org/v1alpha1/namespaces/demo/trainjobs';
@@ -37,13 +44,28 @@ function quantile(xs: number[], q: number): number {
   return s[i] as number;
 }
 
-async function measure(passSeconds: number) {
-  const passMs = (passSeconds * 1000) / COMPRESSION;
+interface Setting {
+  passSeconds: number;
+  compression: number;
+  /** The wake's gap, seconds (absent: passes only on the period). */
+  wakeGapSeconds?: number;
+  runs: number;
+}
+
+async function measure(setting: Setting) {
+  const { passSeconds, compression, runs } = setting;
+  const passMs = (passSeconds * 1000) / compression;
   const env: Embedded = await startEmbedded({
     simSpeed: 1,
-    sfnSpeed: COMPRESSION,
+    sfnSpeed: compression,
     simulator: { defaultDurationSeconds: 3 },
-    stack: { reconcileEveryMs: passMs, orphanGraceSeconds: 30 },
+    stack: {
+      reconcileEveryMs: passMs,
+      orphanGraceSeconds: 30,
+      ...(setting.wakeGapSeconds !== undefined
+        ? { reconcileWakeGapMs: (setting.wakeGapSeconds * 1000) / compression }
+        : {}),
+    },
   });
   const completedAt = new Map<string, number>();
   const createdAt = new Map<string, number>();
@@ -71,13 +93,13 @@ async function measure(passSeconds: number) {
   const samples: Sample[] = [];
   try {
     const submitted: Array<{ runId: string; at: number }> = [];
-    for (let i = 0; i < RUNS; i++) {
+    for (let i = 0; i < runs; i++) {
       const res = await fetch(`${env.api.url}/v1/runs`, {
         method: 'POST',
         headers: {
           [PRINCIPAL_HEADER]: 'arn:aws:iam::000000000000:user/demo',
           'content-type': 'application/json',
-          'idempotency-key': `latency-${passSeconds}-${i}`,
+          'idempotency-key': `latency-${passSeconds}-${compression}-${setting.wakeGapSeconds ?? 'none'}-${i}`,
         },
         body: JSON.stringify({
           modelName: 'latency',
@@ -93,7 +115,7 @@ async function measure(passSeconds: number) {
       if (res.status !== 202) throw new Error(`submit: ${res.status} ${JSON.stringify(body)}`);
       submitted.push({ runId: body.runId, at: Date.now() });
       // Spread submissions over the pass period so completions fall at every phase of it.
-      await new Promise((r) => setTimeout(r, Math.random() * passMs * 1.5));
+      await new Promise((r) => setTimeout(r, Math.random() * Math.min(passMs, 4000) * 1.5));
     }
     for (const { runId, at } of submitted) {
       const arn = `${env.stack.stateMachineArn.replace(':stateMachine:', ':execution:')}:${runId}`;
@@ -106,7 +128,7 @@ async function measure(passSeconds: number) {
       const done = completedAt.get(runId);
       const sample: Sample = {};
       if (answered?.timestamp && done !== undefined) {
-        sample.answerSeconds = ((answered.timestamp.getTime() - done) / 1000) * COMPRESSION;
+        sample.answerSeconds = ((answered.timestamp.getTime() - done) / 1000) * compression;
       }
       const created = createdAt.get(runId);
       if (created !== undefined) sample.createdMs = created - at;
@@ -119,25 +141,30 @@ async function measure(passSeconds: number) {
   }
   const answers = samples.flatMap((s) => (s.answerSeconds === undefined ? [] : [s.answerSeconds]));
   const created = samples.flatMap((s) => (s.createdMs === undefined ? [] : [s.createdMs]));
-  return { passSeconds, passMs, answers, created };
+  return { ...setting, passMs, answers, created };
 }
 
 // The handlers keep their clients for the life of the process (as a Lambda container does), so
 // each setting runs in a process of its own.
-const only = process.argv.find((a) => a.startsWith('--pass='));
+const only = process.argv.find((a) => a.startsWith('--setting='));
 if (only) {
-  const result = await measure(Number(only.slice('--pass='.length)));
+  const result = await measure(JSON.parse(only.slice('--setting='.length)) as Setting);
   process.stdout.write(`\nRESULT ${JSON.stringify(result)}\n`);
   process.exit(0);
 }
 const { execFileSync } = await import('node:child_process');
-const settings = [60, 10];
+const settings: Setting[] = [
+  { passSeconds: 60, compression: COMPRESSION, runs: RUNS },
+  { passSeconds: 10, compression: COMPRESSION, runs: RUNS },
+  { passSeconds: 10, compression: 1, runs: REAL_RUNS },
+  { passSeconds: 10, compression: 1, wakeGapSeconds: 1, runs: REAL_RUNS },
+];
 const results: Array<Awaited<ReturnType<typeof measure>>> = [];
-for (const pass of settings) {
-  process.stderr.write(`pass every ${pass} s (${(pass * 1000) / COMPRESSION} ms here)\n`);
+for (const setting of settings) {
+  process.stderr.write(`${JSON.stringify(setting)}\n`);
   const out = execFileSync(
     process.execPath,
-    [new URL(import.meta.url).pathname, String(RUNS), `--pass=${pass}`],
+    [new URL(import.meta.url).pathname, String(RUNS), `--setting=${JSON.stringify(setting)}`],
     {
       encoding: 'utf8',
       maxBuffer: 64 * 1024 * 1024,
@@ -145,34 +172,44 @@ for (const pass of settings) {
     },
   );
   const line = out.split('\n').find((l) => l.startsWith('RESULT '));
-  if (!line) throw new Error(`pass ${pass} printed no result`);
+  if (!line) throw new Error(`setting ${JSON.stringify(setting)} printed no result`);
   results.push(JSON.parse(line.slice('RESULT '.length)));
 }
+writeFileSync('/tmp/gantry-answer-latency.json', JSON.stringify(results));
 const lines = [
   '# Answer latency: how late Gantry notices admission and completion',
   '',
   `Measured ${new Date().toISOString().slice(0, 10)} with \`node bench/answer-latency.ts ${RUNS}\` (Node ${process.version}, ${cpus().length} CPUs), the embedded`,
-  `default, ${RUNS} runs per setting submitted through \`POST /v1/runs\` (1 GPU each, 3 s of training), the`,
-  `reconciler's schedule compressed ${COMPRESSION}× (latencies below × ${COMPRESSION}, i.e. production seconds; the bench`,
-  `sees a completion by listing TrainJobs every ${POLL_MS} ms, ± ${((POLL_MS / 1000) * COMPRESSION).toFixed(1)} s in production time).`,
+  `default, runs submitted through \`POST /v1/runs\` (1 GPU each, 3 s of training). In the first two rows the`,
+  `reconciler's schedule is compressed ${COMPRESSION}× (latencies × ${COMPRESSION}, i.e. production seconds; the bench`,
+  `sees a completion by listing TrainJobs every ${POLL_MS} ms, ± ${((POLL_MS / 1000) * COMPRESSION).toFixed(1)} s in production time); the last two run in`,
+  `real time (± ${(POLL_MS / 1000).toFixed(2)} s).`,
   '',
-  '| reconciler | job completed → wait answered, p50 | p90 | p99 | max | runs |',
-  '| --- | --- | --- | --- | --- | --- |',
+  '| reconciler | time | job completed → wait answered, p50 | p90 | p99 | max | runs |',
+  '| --- | --- | --- | --- | --- | --- | --- |',
 ];
 for (const r of results) {
   const label =
     r.passSeconds === 60
       ? 'one pass per 1-minute invocation (before)'
-      : `a pass every ${r.passSeconds} s (serverless.yml)`;
+      : r.wakeGapSeconds !== undefined
+        ? `a pass every ${r.passSeconds} s, woken by job changes (gap ${r.wakeGapSeconds} s; serverless.yml)`
+        : `a pass every ${r.passSeconds} s`;
+  const time = r.compression === 1 ? 'real' : `compressed ${r.compression}×`;
   lines.push(
-    `| ${label} | ${quantile(r.answers, 0.5).toFixed(1)} s | ${quantile(r.answers, 0.9).toFixed(1)} s | ${quantile(r.answers, 0.99).toFixed(1)} s | ${Math.max(...r.answers).toFixed(1)} s | ${r.answers.length} |`,
+    `| ${label} | ${time} | ${quantile(r.answers, 0.5).toFixed(2)} s | ${quantile(r.answers, 0.9).toFixed(2)} s | ${quantile(r.answers, 0.99).toFixed(2)} s | ${Math.max(...r.answers).toFixed(2)} s | ${r.answers.length} |`,
   );
 }
-const [before, after] = results;
+const [before, after, real, woken] = results;
 if (before && after) {
   lines.push(
     '',
-    `p50 ratio, 10 s passes / 1-minute passes: ${(quantile(after.answers, 0.5) / quantile(before.answers, 0.5)).toFixed(2)}.`,
+    `p50 ratio, 10 s passes / 1-minute passes (compressed): ${(quantile(after.answers, 0.5) / quantile(before.answers, 0.5)).toFixed(2)}.`,
+  );
+}
+if (real && woken) {
+  lines.push(
+    `p50 ratio, woken / 10 s passes (real time): ${(quantile(woken.answers, 0.5) / quantile(real.answers, 0.5)).toFixed(3)}; p90 ratio ${(quantile(woken.answers, 0.9) / quantile(real.answers, 0.9)).toFixed(3)}.`,
   );
 }
 const allCreated = results.flatMap((r) => r.created);

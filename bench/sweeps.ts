@@ -57,6 +57,9 @@ const CASE = arg('case', '');
 const LOG = arg('log', '/tmp/gantry-bench-sweeps.log');
 /** Run the sweep cases (not the baseline) this many times, one after the other, and report each run. */
 const REPEAT = Number(arg('repeat', '0'));
+/** The embedded reconciler loop's period (ms) and, when given, its wake on job changes (ms gap). */
+const RECONCILE_MS = Number(arg('reconcile-ms', '250'));
+const WAKE_GAP_MS = arg('wake-gap-ms', '');
 
 const template = {
   modelName: 'sweep-bench',
@@ -386,6 +389,10 @@ async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<Ca
       defaultDurationSeconds: DURATION,
       queues: [{ ...DEMO_QUEUE, quota: { 'nvidia.com/gpu': QUOTA, cpu: 4096, memory: '64Ti' } }],
     },
+    stack: {
+      reconcileEveryMs: RECONCILE_MS,
+      ...(WAKE_GAP_MS ? { reconcileWakeGapMs: Number(WAKE_GAP_MS) } : {}),
+    },
   });
   const executions: Record<string, number> = {};
   let lastClose = 0;
@@ -661,6 +668,8 @@ function measure(name: string, kind: 'baseline' | 'sweep', parallel: number): Pr
         `--duration=${DURATION}`,
         `--quota=${QUOTA}`,
         `--timeout=${TIMEOUT_S}`,
+        `--reconcile-ms=${RECONCILE_MS}`,
+        ...(WAKE_GAP_MS ? [`--wake-gap-ms=${WAKE_GAP_MS}`] : []),
         `--log=/tmp/gantry-bench-sweeps-${name}.log`,
       ],
       { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },

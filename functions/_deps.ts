@@ -26,6 +26,7 @@ import { type ModelOwners, makeModelOwners } from '../lib/artifacts/ownership.ts
 import type { ArtifactStore, ServingEvents } from '../lib/artifacts/ports.ts';
 import { type EventDelivery, makeEventDelivery } from '../lib/events/deliver.ts';
 import { type EventOutbox, makeEventOutbox } from '../lib/events/outbox.ts';
+import { lazily } from '../lib/lazily.ts';
 import { type MetricIngester, makeMetricIngester } from '../lib/metrics/ingest.ts';
 import type {
   CallOptions,
@@ -39,7 +40,7 @@ import type { JobLocation } from '../lib/run/record.ts';
 import { makeRunRecords, type RunRecords } from '../lib/run/records.ts';
 import type { StateTable } from '../lib/state/table.ts';
 import { makeSweeps, type Sweeps } from '../lib/sweep/sweeps.ts';
-import { config, env, once } from './_config.ts';
+import { config, env } from './_config.ts';
 import { logLine } from './_log.ts';
 
 export { config, env };
@@ -51,12 +52,12 @@ export const podHealth = () => ({
   crashLoopRestartLimit: env().GANTRY_CRASHLOOP_RESTART_LIMIT,
 });
 
-export const s3 = /* @__PURE__ */ once(() => {
+export const s3 = /* @__PURE__ */ lazily(() => {
   const endpoint = env().GANTRY_S3_ENDPOINT;
   return new S3Client({ region: env().AWS_REGION, ...(endpoint ? { endpoint, forcePathStyle: true } : {}) });
 });
 
-export const sfn = /* @__PURE__ */ once(() => {
+export const sfn = /* @__PURE__ */ lazily(() => {
   const endpoint = env().GANTRY_SFN_ENDPOINT;
   return new SFNClient({ region: env().AWS_REGION, ...(endpoint ? { endpoint } : {}) });
 });
@@ -65,31 +66,31 @@ export const sfn = /* @__PURE__ */ once(() => {
  * SQS needs an explicit endpoint locally: fauxqs queue URLs name a host that does not resolve.
  * Marked pure so bundlers drop the SQS client from functions that never enqueue.
  */
-export const sqs = /* @__PURE__ */ once(() => {
+export const sqs = /* @__PURE__ */ lazily(() => {
   const endpoint = env().GANTRY_SQS_ENDPOINT;
   return new SQSClient({ region: env().AWS_REGION, ...(endpoint ? { endpoint } : {}) });
 });
 
-export const runQueue = /* @__PURE__ */ once((): RunQueue => {
+export const runQueue = /* @__PURE__ */ lazily((): RunQueue => {
   const queueUrl = env().GANTRY_RUNS_QUEUE_URL;
   if (!queueUrl) throw new Error('GANTRY_RUNS_QUEUE_URL is not set');
   return makeSqsRunQueue({ sqs: sqs(), queueUrl });
 });
 
-export const store = /* @__PURE__ */ once(
+export const store = /* @__PURE__ */ lazily(
   (): ObjectStore => makeS3ObjectStore({ s3: s3(), bucket: env().GANTRY_BUCKET }),
 );
 /** The state table (runs, sweeps, data-trigger state) on DynamoDB. */
-export const table = /* @__PURE__ */ once((): StateTable => {
+export const table = /* @__PURE__ */ lazily((): StateTable => {
   const tableName = env().GANTRY_STATE_TABLE;
   if (!tableName) throw new Error('GANTRY_STATE_TABLE is not set');
   const endpoint = env().GANTRY_DYNAMODB_ENDPOINT;
   const client = new DynamoDBClient({ region: env().AWS_REGION, ...(endpoint ? { endpoint } : {}) });
   return makeDynamoStateTable({ client: DynamoDBDocumentClient.from(client), tableName });
 });
-export const records = /* @__PURE__ */ once((): RunRecords => makeRunRecords({ table: table(), clock }));
+export const records = /* @__PURE__ */ lazily((): RunRecords => makeRunRecords({ table: table(), clock }));
 /** Who owns which model name (models/<model>/owner.json). */
-export const modelOwners = /* @__PURE__ */ once(
+export const modelOwners = /* @__PURE__ */ lazily(
   (): ModelOwners => makeModelOwners({ store: store(), clock }),
 );
 
@@ -98,7 +99,7 @@ export const modelOwners = /* @__PURE__ */ once(
  * by reading it back, because the local store does not compute SHA-256 on copies; on AWS a
  * missing checksum fails the publish.
  */
-export const artifactStore = /* @__PURE__ */ once(
+export const artifactStore = /* @__PURE__ */ lazily(
   (): ArtifactStore =>
     makeS3ArtifactStore({
       s3: s3(),
@@ -107,11 +108,11 @@ export const artifactStore = /* @__PURE__ */ once(
 );
 
 /** The serving hand-off queue, when GANTRY_SERVING_QUEUE_URL names one; otherwise NotifyServing only records. */
-export const servingEvents = /* @__PURE__ */ once((): ServingEvents | undefined => {
+export const servingEvents = /* @__PURE__ */ lazily((): ServingEvents | undefined => {
   const queueUrl = env().GANTRY_SERVING_QUEUE_URL;
   return queueUrl ? makeSqsServingEvents({ sqs: sqs(), queueUrl }) : undefined;
 });
-export const workflow = /* @__PURE__ */ once(
+export const workflow = /* @__PURE__ */ lazily(
   (): WorkflowEngine => makeSfnWorkflow({ sfn: sfn(), stateMachineArn: env().GANTRY_STATE_MACHINE_ARN }),
 );
 
@@ -146,19 +147,19 @@ export async function deleteJob(job: JobLocation, opts?: CallOptions): Promise<v
  * Sweep records and the sweep controller. Callers pass the capabilities they have (release,
  * stop, publish) to `advance`; this getter holds none of them.
  */
-export const sweeps = /* @__PURE__ */ once(
+export const sweeps = /* @__PURE__ */ lazily(
   (): Sweeps => makeSweeps({ table: table(), records: records(), clock, bucket: env().GANTRY_BUCKET }),
 );
 
 /** The data-events queue (GANTRY_DATA_EVENTS_QUEUE_URL): the data trigger's delayed checks. */
-export const dataEventsQueue = /* @__PURE__ */ once(() => {
+export const dataEventsQueue = /* @__PURE__ */ lazily(() => {
   const queueUrl = env().GANTRY_DATA_EVENTS_QUEUE_URL;
   if (!queueUrl) throw new Error('GANTRY_DATA_EVENTS_QUEUE_URL is not set');
   return makeSqsCheckQueue({ sqs: sqs(), queueUrl });
 });
 
 /** The metric channel's consumer (lib/metrics/ingest.ts): histories and run records in the Gantry bucket. */
-export const metricIngester = /* @__PURE__ */ once(
+export const metricIngester = /* @__PURE__ */ lazily(
   (): MetricIngester =>
     makeMetricIngester({
       store: store(),
@@ -171,7 +172,7 @@ export const metricIngester = /* @__PURE__ */ once(
 );
 
 /** The lifecycle events queue (GANTRY_EVENTS_QUEUE_URL, FIFO): outbox in, deliveries out. */
-export const eventQueue = /* @__PURE__ */ once(() => {
+export const eventQueue = /* @__PURE__ */ lazily(() => {
   const queueUrl = env().GANTRY_EVENTS_QUEUE_URL;
   if (!queueUrl) throw new Error('GANTRY_EVENTS_QUEUE_URL is not set');
   return makeSqsEventQueue({ sqs: sqs(), queueUrl });
@@ -184,16 +185,16 @@ const eventTargets = () => ({
 });
 
 /** The outbox (lib/events/outbox.ts): run record changes → deliveries on the events queue. */
-export const eventOutbox = /* @__PURE__ */ once(
+export const eventOutbox = /* @__PURE__ */ lazily(
   (): EventOutbox => makeEventOutbox({ queue: eventQueue(), config: config(), where: eventTargets() }),
 );
 
 /** The events queue's consumer (lib/events/deliver.ts): EventBridge, webhooks, the local sink. */
-export const eventDelivery = /* @__PURE__ */ once((): EventDelivery => {
+export const eventDelivery = /* @__PURE__ */ lazily((): EventDelivery => {
   const busName = env().GANTRY_EVENT_BUS_NAME;
   const sinkFile = env().GANTRY_EVENTS_SINK_FILE;
-  const ssm = once(() => new SSMClient({ region: env().AWS_REGION }));
-  const eventBridge = once(() => new EventBridgeClient({ region: env().AWS_REGION }));
+  const ssm = lazily(() => new SSMClient({ region: env().AWS_REGION }));
+  const eventBridge = lazily(() => new EventBridgeClient({ region: env().AWS_REGION }));
   return makeEventDelivery({
     config: config(),
     post: makeFetchPost(),

@@ -54,7 +54,7 @@ export interface StackOptions {
   reconcileEveryMs?: number;
   /**
    * Wake the reconciler loop between ticks when a Gantry job is admitted, ends or gets a waiting
-   * token, this long after the last tick ended at the soonest — as GANTRY_RECONCILE_WAKE_GAP_SECONDS
+   * token, this long after the last tick started at the soonest — as GANTRY_RECONCILE_WAKE_GAP_SECONDS
    * does between the passes of one invocation on AWS. Unset: ticks only every `reconcileEveryMs`.
    */
   reconcileWakeGapMs?: number;
@@ -475,11 +475,15 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       });
     const loop = (async () => {
       while (!closed) {
+        const started = Date.now();
         if (!paused) await reconcile().catch((err) => console.error('reconciler tick failed:', err));
         const period = opts.reconcileEveryMs || 500;
         if (opts.reconcileWakeGapMs === undefined || paused) await pause(period);
-        else if ((await reconcilerModule.waitForJobChange(period, stopLoop.signal)) === 'changed')
-          await pause(opts.reconcileWakeGapMs);
+        else if ((await reconcilerModule.waitForJobChange(period, stopLoop.signal)) === 'changed') {
+          // As runPasses: the next tick no sooner than the gap after the last one started.
+          const rest = started + opts.reconcileWakeGapMs - Date.now();
+          if (rest > 0) await pause(rest);
+        }
       }
     })();
     closers.push(async () => {
