@@ -175,7 +175,7 @@ export const handler = withLogKeys(
               minGapMs: wakeGap * 1000,
             },
           }),
-      onPass: (pass, report) => {
+      onPass: (pass, report, woken) => {
         const { jobs: _jobs, ...changes } = report;
         if (Object.values(changes).some((n) => n > 0))
           log('info', {
@@ -183,6 +183,8 @@ export const handler = withLogKeys(
             shard: key,
             service: 'gantry-reconciler',
             pass,
+            // A job change seen between passes started this one (GANTRY_RECONCILE_WAKE_GAP_SECONDS).
+            startedBy: woken ? 'job change' : 'period',
             durationMs: tookMs,
             requests: { ...requests },
             ...report,

@@ -19,9 +19,11 @@ export async function runPasses(deps: {
   aborted: () => boolean;
   /** Waits up to `ms` for a change the next pass acts on (reconcile.ts waitForJobChange). */
   wake?: { until: (ms: number) => Promise<'changed' | 'period'>; minGapMs: number };
-  onPass?: (pass: number, report: TickReport) => void;
+  /** After each pass; `woken`: a job change started it (not the period). */
+  onPass?: (pass: number, report: TickReport, woken: boolean) => void;
 }): Promise<TickReport & { passes: number; woken: number }> {
   const total = { ...emptyReport(), passes: 0, woken: 0 };
+  let woken = false;
   for (let pass = 1; ; pass++) {
     const started = deps.now();
     const report = await deps.tick();
@@ -29,7 +31,8 @@ export async function runPasses(deps: {
     for (const key of Object.keys(emptyReport()) as Array<keyof TickReport>) {
       total[key] = key === 'jobs' ? Math.max(total.jobs, report.jobs) : total[key] + report[key];
     }
-    deps.onPass?.(pass, report);
+    deps.onPass?.(pass, report, woken);
+    woken = false;
     if (deps.everyMs <= 0 || deps.aborted()) break;
     const took = deps.now() - started;
     const wait = Math.max(0, started + deps.everyMs - deps.now());
@@ -37,6 +40,7 @@ export async function runPasses(deps: {
     if (!deps.wake) await deps.sleep(wait);
     else if ((await deps.wake.until(wait)) === 'changed') {
       total.woken++;
+      woken = true;
       const gap = started + deps.wake.minGapMs - deps.now();
       if (gap > 0 && !deps.aborted()) await deps.sleep(gap);
     }

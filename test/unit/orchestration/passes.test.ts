@@ -14,6 +14,7 @@ function play(opts: {
 }) {
   let now = 0;
   const starts: number[] = [];
+  const wokenFlags: boolean[] = [];
   const report = (answered: number): TickReport => ({
     jobs: 100,
     answered,
@@ -39,6 +40,7 @@ function play(opts: {
       now += ms;
     },
     aborted: () => opts.abortAtMs !== undefined && now >= opts.abortAtMs,
+    onPass: (_pass, _report, woken) => wokenFlags.push(woken),
     ...(opts.changesAtMs
       ? {
           wake: {
@@ -53,7 +55,7 @@ function play(opts: {
           },
         }
       : {}),
-  }).then((total) => ({ total, starts }));
+  }).then((total) => ({ total, starts, wokenFlags }));
 }
 
 describe('reconciler passes within one invocation', () => {
@@ -92,7 +94,7 @@ describe('reconciler passes within one invocation', () => {
     [[], 1_000, [0, 10_000, 20_000, 30_000, 40_000]], // nothing changes: the period, as without the watch
   ])('woken by changes at %j (gap %i ms) → starts %j', async (changesAtMs, minGapMs, want) => {
     // Act
-    const { starts, total } = await play({
+    const { starts, total, wokenFlags } = await play({
       everyMs: 10_000,
       timeoutMs: 55_000,
       passMs: 500,
@@ -104,5 +106,7 @@ describe('reconciler passes within one invocation', () => {
     expect(starts).toEqual(want);
     const onPeriod = starts.filter((t, i) => i > 0 && t - (starts[i - 1] ?? 0) === 10_000).length;
     expect(total.woken).toBe(want.length - 1 - onPeriod);
+    // Each pass says what started it: the first and those a period apart the period, the rest a change.
+    expect(wokenFlags).toEqual(starts.map((t, i) => i > 0 && t - (starts[i - 1] ?? 0) !== 10_000));
   });
 });
