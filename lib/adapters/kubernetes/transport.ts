@@ -131,7 +131,15 @@ export function makeTransport(conn: KubeConnection, timeoutMs: number): KubeHttp
             for (let nl = pending.indexOf('\n'); nl >= 0 && !stopped; nl = pending.indexOf('\n')) {
               const line = pending.slice(0, nl).trim();
               pending = pending.slice(nl + 1);
-              if (line && onLine(line) === 'stop') stopped = true;
+              try {
+                if (line && onLine(line) === 'stop') stopped = true;
+              } catch (err) {
+                // A line the reader cannot take (not JSON): the stream ends with that error.
+                stopped = true;
+                own.abort(err);
+                reject(err);
+                return;
+              }
             }
             if (stopped) {
               resolve({ status, headers: lowerCase(res.headers), body: Buffer.alloc(0), stopped: true });
