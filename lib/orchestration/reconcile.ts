@@ -25,7 +25,7 @@ import { withDisruptionEvidence } from './pod-events.ts';
 import { makeRecordWrites, type PendingRecord } from './record-writes.ts';
 import { makeStallActions } from './stall-actions.ts';
 import { emptyReport, type TickReport } from './tick-report.ts';
-import { jobKey, type Listed, seenJob, type WakeReason, waitForChange } from './wake.ts';
+import { jobKey, type Listed, type WakeReason, waitForChange } from './wake.ts';
 
 export { HEARTBEAT_EVERY_SECONDS } from './heartbeats.ts';
 export { emptyReport, type TickReport } from './tick-report.ts';
@@ -186,7 +186,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
           cluster: cluster.name,
           gateway: cluster.gateway,
           apis,
-          jobs: new Map(jobLists.flat().map((job) => [jobKey(job), seenJob(job)])),
+          jobs: new Map(jobLists.flat().map((job) => [jobKey(job), job])),
         });
         const gateByOwner = indexByOwner(gates);
         const podsOfRun = pods === undefined ? undefined : podsByRun(pods);

@@ -10,15 +10,15 @@ import type { K8sObject } from '../trainjob/types.ts';
  * a job deleted) and progress reports (`status.trainerStatus`), which can wait for the period.
  */
 
-/** What a pass acts on in a job, as seen by the last LIST. */
-export interface SeenJob {
+/** What a pass acts on in a job. */
+interface SeenJob {
   state: string;
   tokens: string[];
 }
 
 const TOKEN_ANNOTATIONS = [ANNOTATION.admissionToken, ANNOTATION.completionToken];
 
-export function seenJob(job: K8sObject): SeenJob {
+function seenJob(job: K8sObject): SeenJob {
   const spec = (job.spec ?? {}) as { suspend?: unknown; runPolicy?: { suspend?: unknown } };
   const { trainerStatus: _progress, ...status } = (job.status ?? {}) as Record<string, unknown>;
   const annotations = job.metadata.annotations ?? {};
@@ -28,9 +28,10 @@ export function seenJob(job: K8sObject): SeenJob {
   };
 }
 
-/** Whether a watched job changed in a way the next pass acts on (`before`: as the last LIST saw it). */
-export function wantsPass(before: SeenJob | undefined, job: K8sObject): boolean {
-  if (!before) return true;
+/** Whether a watched job changed in a way the next pass acts on (`listed`: as the last LIST saw it). */
+export function wantsPass(listed: K8sObject | undefined, job: K8sObject): boolean {
+  if (!listed) return true;
+  const before = seenJob(listed);
   const now = seenJob(job);
   return now.state !== before.state || now.tokens.some((t) => !before.tokens.includes(t));
 }
@@ -40,8 +41,8 @@ export interface Listed {
   cluster: string;
   gateway: ClusterGateway;
   apis: JobApi[];
-  /** Jobs by uid (namespace/name when a job has none). */
-  jobs: Map<string, SeenJob>;
+  /** The listed jobs by uid (namespace/name when a job has none), compared only when one changes. */
+  jobs: Map<string, K8sObject>;
 }
 
 export const jobKey = (job: K8sObject) =>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type Listed, seenJob, waitForChange, wantsPass } from '../../../lib/orchestration/wake.ts';
+import { type Listed, waitForChange, wantsPass } from '../../../lib/orchestration/wake.ts';
 import type { ClusterGateway, JobApi } from '../../../lib/ports.ts';
 import { jobApi } from '../../../lib/trainjob/build.ts';
 import { ANNOTATION } from '../../../lib/trainjob/labels.ts';
@@ -59,7 +59,7 @@ describe('which job changes start a pass', () => {
       false,
     ],
   ])('%s → %s', (_what, changed, want) => {
-    expect(wantsPass(seenJob(listed), changed)).toBe(want);
+    expect(wantsPass(listed, changed)).toBe(want);
   });
 
   it('a job the last pass did not list (created since) starts one', () => {
@@ -73,8 +73,8 @@ describe('which job changes start a pass', () => {
       metadata: { name: 'run-b', uid: 'u-2' },
       spec: { runPolicy: { suspend } },
     });
-    expect(wantsPass(seenJob(legacy(true)), legacy(false))).toBe(true);
-    expect(wantsPass(seenJob(legacy(true)), legacy(true))).toBe(false);
+    expect(wantsPass(legacy(true), legacy(false))).toBe(true);
+    expect(wantsPass(legacy(true), legacy(true))).toBe(false);
   });
 });
 
@@ -103,7 +103,7 @@ function listedOn(gateway: ClusterGateway, jobs: K8sObject[]): Listed {
     cluster: 'c1',
     gateway,
     apis: [TRAINJOB],
-    jobs: new Map(jobs.map((j) => [j.metadata.uid ?? '', seenJob(j)])),
+    jobs: new Map(jobs.map((j) => [j.metadata.uid ?? '', j])),
   };
 }
 
