@@ -64,7 +64,10 @@ describe('transport: a watch stream read line by line', () => {
 
     const res = await transport().lines(
       get('/forever?stop'),
-      (line) => (seen.push(JSON.parse(line)), seen.length === 2 ? 'stop' : undefined),
+      (line) => {
+        seen.push(JSON.parse(line));
+        return seen.length === 2 ? 'stop' : undefined;
+      },
       5000,
     );
     await new Promise((r) => setTimeout(r, 50));
