@@ -197,9 +197,11 @@ export function describeClusterGateway(targetName: string, setup: () => Promise<
       await gw.annotateJob(TRAINJOB, ns, unmanaged.metadata.name, { 'gantry.dev/admission-token': 'u' });
       await gw.annotateJob(TRAINJOB, ns, job.metadata.name, { 'gantry.dev/admission-token': 'tok-1' });
       const how = await watching;
+      // A namespace where nothing changes (the target's controllers may still be working on `ns`).
+      const empty = await t.namespace();
       await gw.listManagedJobs(TRAINJOB);
       const quiet = await gw.watchManagedJobs(TRAINJOB, 1, (j) =>
-        j.metadata.namespace === ns ? 'stop' : undefined,
+        j.metadata.namespace === empty ? 'stop' : undefined,
       );
 
       // Assess: stopped at the annotated job; nothing unmanaged; no listed state replayed (every
