@@ -139,9 +139,10 @@ const ready = new Map<string, Promise<ReturnType<typeof makeReconciler>>>();
  * late; each pass costs the clusters' LISTs and only what changed (heartbeats are paced per token,
  * records written only when they change). Unset or 0: one pass (the embedded default ticks itself).
  * With GANTRY_RECONCILE_WAKE_GAP_SECONDS set (serverless.yml: 1), the reconciler watches Gantry's
- * jobs between passes and starts the next one as soon as a job is admitted, ends or gets a waiting
- * token (that many seconds after the last pass started at the soonest), so an answer waits about a
- * second instead of half a period (lib/orchestration/wake.ts).
+ * jobs between passes: a completed job's waits are answered from its watch event, and a change only
+ * a pass can judge (a failure, an admission) starts the next pass at once (that many seconds after
+ * the last pass started at the soonest), so an answer waits a second at most instead of half a
+ * period (lib/orchestration/wake.ts).
  * The schedule's input names the shard (`{"shard": k}`): the invocation reconciles that shard's
  * clusters only (lib/orchestration/shards.ts), so a slow cluster delays only its own shard.
  */

@@ -13,9 +13,9 @@ import {
   podsByRun,
   withPodHealth,
 } from '../trainjob/pod-health.ts';
-import { toRunPhase } from '../trainjob/status.ts';
+import { type JobView, toRunPhase } from '../trainjob/status.ts';
 import type { K8sObject } from '../trainjob/types.ts';
-import { decide, decideMissingWorkload, failureCause, type Stage } from './decide.ts';
+import { type Decision, decide, decideMissingWorkload, failureCause, type Stage } from './decide.ts';
 import { type DueHeartbeat, HEARTBEAT_EVERY_SECONDS, makeHeartbeats } from './heartbeats.ts';
 import { makeJobNotes } from './job-notes.ts';
 import { refFromJob } from './job-ref.ts';
@@ -114,6 +114,8 @@ export function makeReconciler(deps: ReconcilerDeps) {
   const stallScale = deps.stallTimeScale ?? 1;
   /** Each cluster's jobs as the last pass listed them: what `waitForChange` compares the watch with. */
   const listed = new Map<string, Listed>();
+  /** Answers given from the watch since the last pass started (answerFromWatch). */
+  let betweenPasses = emptyReport();
   /** Clusters whose job watch failed: logged once per reconciler. */
   const watchFailed = new Set<string>();
   const note = makeJobNotes({ clock: deps.clock, log });
@@ -152,7 +154,9 @@ export function makeReconciler(deps: ReconcilerDeps) {
   });
 
   async function tick(opts?: CallOptions): Promise<TickReport> {
-    const report = emptyReport();
+    // What was answered between passes counts in this pass's report.
+    const report = betweenPasses;
+    betweenPasses = emptyReport();
     // Sweeps advance beside the job pass, on what the run records said at the last tick: a slow
     // job pass (many jobs, a slow cluster) must not starve the sweeps, nor they it.
     const sweeping = advanceSweeps(report, opts);
@@ -325,38 +329,14 @@ export function makeReconciler(deps: ReconcilerDeps) {
             ? { admittedSuspendedGraceSeconds: deps.admittedSuspendedGraceSeconds }
             : {}),
         });
-      let delivered: boolean;
-      if (decision.kind === 'succeed') {
-        await answers.take();
-        delivered = await deps.workflow.sendTaskSuccess(
-          token,
-          refFromJob(cluster, api, job, view, now),
-          opts,
-        );
-        report.answered++;
-      } else if (decision.kind === 'fail') {
-        await answers.take();
-        delivered = await deps.workflow.sendTaskFailure(token, decision.error, failureCause(decision), opts);
-        report.failed++;
-      } else {
+      if (decision.kind === 'wait') {
         // Still waiting: nothing to answer, and a heartbeat only when this token's is due — sent
         // once the cluster's answers are out (`heartbeat`).
         if (heartbeatDue(token, now.getTime()))
           dueHeartbeats.push({ token, key, stage, gateway, api, job, runId, at: now.getTime() });
         continue;
       }
-      beaten.delete(token);
-      if (delivered)
-        await note(cluster, gateway, job, noteForDecision(stage, decision, runId ?? job.metadata.name), opts);
-      // Answered now, or stale: either way nobody waits on this token any more.
-      await gateway.annotateJob(
-        api,
-        job.metadata.namespace ?? 'default',
-        job.metadata.name,
-        { [key]: null },
-        opts,
-      );
-      if (!delivered) log({ level: 'INFO', msg: 'cleared a stale task token', runId, stage });
+      await answer({ cluster, gateway, api, job, view, now }, stage, key, token, decision, report, opts);
     }
     if (runId) {
       const progress = progressChange(runId, job.metadata.name, view, health);
@@ -379,6 +359,87 @@ export function makeReconciler(deps: ReconcilerDeps) {
     if (!waiting && runId) await removeIfOrphan(cluster, gateway, api, job, runId, now, report, opts);
   }
 
+  /** Answers one waiting token of a job with a decision other than 'wait', then clears the token. */
+  async function answer(
+    at: { cluster: string; gateway: ClusterGateway; api: JobApi; job: K8sObject; view: JobView; now: Date },
+    stage: Stage,
+    key: string,
+    token: string,
+    decision: Exclude<Decision, { kind: 'wait' }>,
+    report: TickReport,
+    opts?: CallOptions,
+  ) {
+    const { cluster, gateway, api, job } = at;
+    const runId = job.metadata.labels?.[LABEL.runId];
+    await answers.take();
+    let delivered: boolean;
+    if (decision.kind === 'succeed') {
+      delivered = await deps.workflow.sendTaskSuccess(
+        token,
+        refFromJob(cluster, api, job, at.view, at.now),
+        opts,
+      );
+      report.answered++;
+    } else {
+      delivered = await deps.workflow.sendTaskFailure(token, decision.error, failureCause(decision), opts);
+      report.failed++;
+    }
+    beaten.delete(token);
+    if (delivered)
+      await note(cluster, gateway, job, noteForDecision(stage, decision, runId ?? job.metadata.name), opts);
+    // Answered now, or stale: either way nobody waits on this token any more.
+    await gateway.annotateJob(
+      api,
+      job.metadata.namespace ?? 'default',
+      job.metadata.name,
+      { [key]: null },
+      opts,
+    );
+    if (!delivered) log({ level: 'INFO', msg: 'cleared a stale task token', runId, stage });
+  }
+
+  /**
+   * Between passes, a finished job's waits answered from its watch event (wake.ts `actionFor`
+   * 'answer'): a Complete job succeeds whatever its pods and its Workload say, so the answer needs
+   * no pass over every job. Counted in the next pass's report. False when an answer failed (logged;
+   * the next pass answers it).
+   */
+  async function answerFromWatch(
+    c: Listed,
+    api: JobApi,
+    job: K8sObject,
+    opts?: CallOptions,
+  ): Promise<boolean> {
+    const now = deps.clock.now();
+    const view = toRunPhase(job);
+    const annotations = job.metadata.annotations ?? {};
+    try {
+      for (const [stage, key] of TOKEN_KEYS) {
+        const token = annotations[key];
+        const decision = decide(stage, view, { now });
+        if (!token || decision.kind === 'wait') continue;
+        await answer(
+          { cluster: c.cluster, gateway: c.gateway, api, job, view, now },
+          stage,
+          key,
+          token,
+          decision,
+          betweenPasses,
+          opts,
+        );
+      }
+      return true;
+    } catch (err) {
+      log({
+        level: 'ERROR',
+        msg: 'answer between passes failed; the next pass answers',
+        runId: job.metadata.labels?.[LABEL.runId],
+        error: String(err),
+      });
+      return false;
+    }
+  }
+
   /**
    * Between passes: wait up to `ms`, ended early ('changed') when a Gantry job changes in a way the
    * next pass acts on — watched from the last pass's LISTs (wake.ts). Before any pass, or on
@@ -387,6 +448,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
   function waitForJobChange(ms: number, opts?: CallOptions): Promise<WakeReason> {
     return waitForChange(listed.values(), ms, {
       ...(opts?.signal ? { signal: opts.signal } : {}),
+      answer: (c, api, job) => answerFromWatch(c, api, job, opts),
       onError: (cluster, err) => {
         if (watchFailed.has(cluster)) return;
         watchFailed.add(cluster);

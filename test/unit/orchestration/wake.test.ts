@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type Listed, waitForChange, wantsPass } from '../../../lib/orchestration/wake.ts';
+import { actionFor, type Listed, waitForChange, wantsPass } from '../../../lib/orchestration/wake.ts';
 import type { ClusterGateway, JobApi } from '../../../lib/ports.ts';
 import { jobApi } from '../../../lib/trainjob/build.ts';
 import { ANNOTATION } from '../../../lib/trainjob/labels.ts';
@@ -29,41 +29,67 @@ function job(over: {
 
 const complete = { conditions: [{ type: 'Complete', status: 'True' }] };
 
-describe('which job changes start a pass', () => {
-  const listed = job({ suspend: true, annotations: { [ANNOTATION.admissionToken]: 'tok-1' } });
+const A = ANNOTATION.admissionToken;
+const C = ANNOTATION.completionToken;
+const failed = { conditions: [{ type: 'Failed', status: 'True', reason: 'TrainingFailed' }] };
+const jobsReady = { jobsStatus: [{ name: 'node', ready: 1, active: 1 }] };
+
+describe('what a watched job change needs', () => {
+  const queued = job({ suspend: true, annotations: { [A]: 'tok-1' } });
+  const running = job({ suspend: false, annotations: { [C]: 'tok-2' } });
 
   it.each([
     [
-      'admitted (unsuspended)',
-      job({ suspend: false, annotations: { [ANNOTATION.admissionToken]: 'tok-1' } }),
-      true,
+      'completed, with its waiting token',
+      queued,
+      job({ status: complete, annotations: { [A]: 'tok-1' } }),
+      'answer',
     ],
-    ['completed', job({ status: complete, annotations: { [ANNOTATION.admissionToken]: 'tok-1' } }), true],
+    ['completed before its wait began (no token)', queued, job({ status: complete }), 'pass'],
     [
-      'a new waiting token',
-      job({ annotations: { [ANNOTATION.admissionToken]: 'tok-1', [ANNOTATION.completionToken]: 'tok-2' } }),
-      true,
+      'a completed job given a token',
+      job({ status: complete }),
+      job({ status: complete, annotations: { [C]: 't' } }),
+      'answer',
     ],
-    ["Gantry's own change: the token cleared after its answer", job({ annotations: {} }), false],
+    ['failed', running, job({ suspend: false, status: failed, annotations: { [C]: 'tok-2' } }), 'pass'],
+    ['admitted (unsuspended)', queued, job({ suspend: false, annotations: { [A]: 'tok-1' } }), 'pass'],
+    [
+      'its pods became ready (status moved)',
+      running,
+      job({ suspend: false, status: jobsReady, annotations: { [C]: 'tok-2' } }),
+      'pass',
+    ],
+    ['suspended again (preempted)', running, job({ suspend: true, annotations: { [C]: 'tok-2' } }), 'pass'],
+    [
+      'a new admission wait on a running job',
+      job({ suspend: false }),
+      job({ suspend: false, annotations: { [A]: 'tok-1' } }),
+      'pass',
+    ],
+    ['a new completion wait on a running job', job({ suspend: false }), running, 'none'],
+    ['a new admission wait on a queued job', job({ suspend: true }), queued, 'none'],
+    ["Gantry's own change: the token cleared after its answer", queued, job({ annotations: {} }), 'none'],
     [
       'a progress report (status.trainerStatus)',
+      running,
       job({
+        suspend: false,
         status: { trainerStatus: { progressPercentage: 40 } },
-        annotations: { [ANNOTATION.admissionToken]: 'tok-1' },
+        annotations: { [C]: 'tok-2' },
       }),
-      false,
+      'none',
     ],
-    [
-      'an annotation that is not a token',
-      job({ annotations: { [ANNOTATION.admissionToken]: 'tok-1', note: 'x' } }),
-      false,
-    ],
-  ])('%s → %s', (_what, changed, want) => {
-    expect(wantsPass(listed, changed)).toBe(want);
+    ['an annotation that is not a token', queued, job({ annotations: { [A]: 'tok-1', note: 'x' } }), 'none'],
+  ] as const)('%s → %s', (_what, before, after, want) => {
+    expect(actionFor(before, after)).toBe(want);
+    expect(wantsPass(before, after)).toBe(want !== 'none');
   });
 
-  it('a job the last pass did not list (created since) starts one', () => {
-    expect(wantsPass(undefined, listed)).toBe(true);
+  it('a job the last pass did not list: queued waits for the period, started or finished does not', () => {
+    expect(actionFor(undefined, queued)).toBe('none');
+    expect(actionFor(undefined, job({ suspend: false }))).toBe('pass');
+    expect(actionFor(undefined, job({ status: complete, annotations: { [C]: 't' } }))).toBe('answer');
   });
 
   it('reads a legacy job suspended through runPolicy', () => {
@@ -73,8 +99,8 @@ describe('which job changes start a pass', () => {
       metadata: { name: 'run-b', uid: 'u-2' },
       spec: { runPolicy: { suspend } },
     });
-    expect(wantsPass(legacy(true), legacy(false))).toBe(true);
-    expect(wantsPass(legacy(true), legacy(true))).toBe(false);
+    expect(actionFor(legacy(true), legacy(false))).toBe('pass');
+    expect(actionFor(legacy(true), legacy(true))).toBe('none');
   });
 });
 
@@ -163,5 +189,44 @@ describe('waiting between passes', () => {
     setTimeout(() => ac.abort(), 10);
 
     expect(await waitForChange([listedOn(gateway, [])], 60_000, { signal: ac.signal })).toBe('period');
+  });
+});
+
+describe('answering between passes', () => {
+  const waiting = job({ suspend: false, annotations: { [C]: 'tok-2' } });
+  const done = job({ suspend: false, status: complete, annotations: { [C]: 'tok-2' } });
+  const cleared = job({ suspend: false, status: complete, annotations: {} });
+
+  it("answers a finished job's wait from its event and waits on; its own token clearing is no change", async () => {
+    const { gateway } = scripted([done, cleared]);
+    const answered: string[] = [];
+    let finished = false;
+
+    const why = await waitForChange([listedOn(gateway, [waiting])], 80, {
+      answer: async (c, api, j) => {
+        await new Promise((r) => setTimeout(r, 120)); // longer than the period: the wait must not return before
+        answered.push(`${c.cluster} ${api.kind} ${j.metadata.annotations?.[C]}`);
+        finished = true;
+        return true;
+      },
+    });
+
+    expect(why).toBe('period');
+    expect(answered).toEqual(['c1 TrainJob tok-2']);
+    expect(finished).toBe(true);
+  });
+
+  it('an answer that fails ends the wait: the next pass answers', async () => {
+    const { gateway } = scripted([done]);
+
+    const why = await waitForChange([listedOn(gateway, [waiting])], 60_000, { answer: async () => false });
+
+    expect(why).toBe('changed');
+  });
+
+  it('without an answerer a finished job ends the wait', async () => {
+    const { gateway } = scripted([done]);
+
+    expect(await waitForChange([listedOn(gateway, [waiting])], 60_000)).toBe('changed');
   });
 });
