@@ -46,10 +46,10 @@ export function makePublishArtifacts(deps: PublishArtifactsDeps) {
         });
       });
     }
-    const record = await records.update(run.runId, { phase: 'Publishing' }, opts);
     if (run.trial && !run.trial.publish) {
-      // A sweep publishes its best trial once the sweep ends, not every trial.
-      return {
+      // A sweep publishes its best trial once the sweep ends, not every trial: one record write,
+      // which NotifyServing does not repeat.
+      const summary: PublishSummary = {
         outputUri: run.outputUri,
         model: run.request.modelName,
         published: false,
@@ -57,7 +57,10 @@ export function makePublishArtifacts(deps: PublishArtifactsDeps) {
         bytes: 0,
         at: clock.now().toISOString(),
       };
+      await records.update(run.runId, { phase: 'Publishing', artifacts: recordArtifacts(summary) }, opts);
+      return summary;
     }
+    const record = await records.update(run.runId, { phase: 'Publishing' }, opts);
     const artifacts = await publisher.publish({ run, job, record }, opts);
     await records.update(run.runId, { artifacts: recordArtifacts(artifacts) }, opts);
     return artifacts;
@@ -78,13 +81,14 @@ export function makeNotifyServing(deps: NotifyServingDeps) {
     opts?: CallOptions,
   ): Promise<Notification> {
     const { run, artifacts } = input;
-    await records.update(run.runId, { artifacts: recordArtifacts(artifacts) }, opts);
     if (run.trial && !run.trial.publish) {
+      // PublishArtifacts recorded the trial's summary with its phase.
       return {
         notified: false,
         reason: `a trial of sweep ${run.trial.sweepId}: the sweep hands over its best trial`,
       };
     }
+    await records.update(run.runId, { artifacts: recordArtifacts(artifacts) }, opts);
     return publisher.notify({ run, artifacts }, deps.serving, opts);
   }
 
