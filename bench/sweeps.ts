@@ -13,6 +13,9 @@
  * Run: `node bench/sweeps.ts [--trials 1000] [--parallel 64] [--over 96] [--speed 3600]
  *       [--duration 1800] [--quota 64] [--cases baseline,sweep,over] [--write]`
  * `--over 0` skips the over-quota sweep; `--write` updates bench/results/sweeps.md.
+ * `--reconcile-ms N` sets the embedded reconciler's period (default 250), `--wake-gap-ms N` turns on
+ * the watch between passes (off by default; AWS: a 10 s period and a 1 s gap), `--spread F` varies each
+ * trial's training duration by up to ± F (the simulator's durationSpread; default 0: all equal).
  *
  * Per-trial orchestration overhead (sweep cases; see perTrialTimings): launch (trial released → its
  * job created) + record (job Complete/Failed → trial recorded ended), from the trial items and the
@@ -60,6 +63,8 @@ const REPEAT = Number(arg('repeat', '0'));
 /** The embedded reconciler loop's period (ms) and, when given, its wake on job changes (ms gap). */
 const RECONCILE_MS = Number(arg('reconcile-ms', '250'));
 const WAKE_GAP_MS = arg('wake-gap-ms', '');
+/** ± fraction each trial's training duration varies by (the simulator's durationSpread); default 0. */
+const SPREAD = Number(arg('spread', '0'));
 
 const template = {
   modelName: 'sweep-bench',
@@ -195,6 +200,13 @@ interface PerTrial {
   submit?: Dist;
   reconcile?: Dist;
   handoff?: Dist;
+  /**
+   * reconcile split at the run's Publishing transition (PublishArtifacts' first write): answered =
+   * Publishing − job finished (the wait answered, the state machine on to PublishArtifacts, the
+   * metric drain); closing = run terminal − Publishing (NotifyServing, RecordSuccess).
+   */
+  answered?: Dist;
+  closing?: Dist;
   /** Every measured trial's overhead, seconds (to pool the runs). */
   overheads: number[];
 }
@@ -209,8 +221,10 @@ function perTrialTimings(
   trials: Array<{ index: number; runId: string; releasedAt?: string; endedAt?: string }>,
   jobs: Map<string, JobTimes>,
   parallel: number,
-  runs: Map<string, { accepted?: number; ended?: number }> = new Map(),
+  runs: Map<string, { accepted?: number; publishing?: number; ended?: number }> = new Map(),
 ): PerTrial {
+  const answered: number[] = [];
+  const closing: number[] = [];
   const accept: number[] = [];
   const submit: number[] = [];
   const reconcile: number[] = [];
@@ -245,6 +259,10 @@ function perTrialTimings(
     if (run?.ended !== undefined) {
       reconcile.push((run.ended - j.finished) / 1000);
       handoff.push((ended - run.ended) / 1000);
+      if (run.publishing !== undefined) {
+        answered.push((run.publishing - j.finished) / 1000);
+        closing.push((run.ended - run.publishing) / 1000);
+      }
     }
   }
   return {
@@ -260,6 +278,7 @@ function perTrialTimings(
     submit: dist(submit),
     reconcile: dist(reconcile),
     handoff: dist(handoff),
+    ...(answered.length > 0 ? { answered: dist(answered), closing: dist(closing) } : {}),
     overheads: overhead.map((x) => Math.round(x * 1000) / 1000),
   };
 }
@@ -387,6 +406,7 @@ async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<Ca
     sfnSpeed: 60,
     simulator: {
       defaultDurationSeconds: DURATION,
+      durationSpread: SPREAD,
       queues: [{ ...DEMO_QUEUE, quota: { 'nvidia.com/gpu': QUOTA, cpu: 4096, memory: '64Ti' } }],
     },
     stack: {
@@ -560,7 +580,7 @@ async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<Ca
         if (final || Date.now() > deadline) {
           timedOut = !final;
           // Each trial's run record: when it was Accepted and when it went terminal (its transitions).
-          const runs = new Map<string, { accepted?: number; ended?: number }>();
+          const runs = new Map<string, { accepted?: number; publishing?: number; ended?: number }>();
           const ids = record.trials.map((t) => t.runId);
           for (let i = 0; i < ids.length; i += 32) {
             await Promise.all(
@@ -578,8 +598,10 @@ async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<Ca
                 const tr = run.transitions ?? [];
                 const accepted = tr.find((x) => x.phase === 'Accepted')?.at;
                 const terminal = tr.find((x) => ['Succeeded', 'Failed', 'Cancelled'].includes(x.phase))?.at;
+                const publishing = tr.find((x) => x.phase === 'Publishing')?.at;
                 runs.set(runId, {
                   ...(accepted ? { accepted: Date.parse(accepted) } : {}),
+                  ...(publishing ? { publishing: Date.parse(publishing) } : {}),
                   ...(terminal ? { ended: Date.parse(terminal) } : {}),
                 });
               }),
@@ -666,6 +688,7 @@ function measure(name: string, kind: 'baseline' | 'sweep', parallel: number): Pr
         `--trials=${TRIALS}`,
         `--speed=${SPEED}`,
         `--duration=${DURATION}`,
+        `--spread=${SPREAD}`,
         `--quota=${QUOTA}`,
         `--timeout=${TIMEOUT_S}`,
         `--reconcile-ms=${RECONCILE_MS}`,
@@ -829,6 +852,9 @@ function perTrialLine(p: PerTrial): string {
     `slot refill (trial i ended → trial i + parallel released) ${fmtDist(p.refill)}.` +
     (p.accept && p.reconcile && p.submit && p.handoff
       ? ` Split at the run record: released → run Accepted ${fmtDist(p.accept)}, Accepted → job created ${fmtDist(p.submit)}; job finished → run terminal ${fmtDist(p.reconcile)}, run terminal → trial ended ${fmtDist(p.handoff)}.`
+      : '') +
+    (p.answered && p.closing
+      ? ` Job finished → run Publishing (answer, state machine, metric drain) ${fmtDist(p.answered)}; Publishing → run terminal ${fmtDist(p.closing)}.`
       : '')
   );
 }
@@ -903,7 +929,8 @@ if (REPEAT > 0) {
       runs.push({ name, run, r });
       process.stderr.write(
         `[repeat] ${name} run ${run}: ${doneOf(r)} done, timedOut ${r.timedOut}, peak ${r.peakUnfinished}/${parallel}, ` +
-          `overhead median ${r.perTrial?.overhead.median.toFixed(2)} s\n`,
+          `overhead median ${r.perTrial?.overhead.median.toFixed(2)} s, CPU ${r.cpuSeconds?.toFixed(0)} s\n` +
+          (r.perTrial ? `  ${perTrialLine(r.perTrial)}\n` : ''),
       );
       writeFileSync('/tmp/gantry-bench-sweeps-repeat.json', JSON.stringify(runs));
     }

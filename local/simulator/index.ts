@@ -75,6 +75,12 @@ export interface SimulatorOptions {
   /** Simulated seconds a job trains once its gang runs (default 60; annotation sim.gantry.dev/duration-seconds overrides). */
   defaultDurationSeconds?: number;
   /**
+   * Varies the default duration of each job by up to ± this fraction (0.1: 54–66 s of a 60 s default),
+   * fixed per job by its name, as trainings of one configuration differ in start-up, data loading and
+   * nodes. Default 0: every job trains exactly the default (jobs started together end together).
+   */
+  durationSpread?: number;
+  /**
    * How a job's pods fail to start, decided when the job is created, for jobs without the
    * `sim.gantry.dev/pod-failure` annotation (which wins): tests pick one job of many (e.g. one
    * sweep trial) without reaching into what Gantry builds. Default: none — pods start, as on a
@@ -237,6 +243,7 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     capacity: opts.capacity,
     s3: opts.s3,
     defaultDurationSeconds: opts.defaultDurationSeconds ?? 60,
+    durationSpread: opts.durationSpread ?? 0,
     podFailure: opts.podFailure,
     kueueGranularReasons: opts.kueueGranularReasons ?? false,
     trainerStatus: (opts.trainerStatus ?? false) && (trainerVersion === '2.2' || trainerVersion === '2.3'),

@@ -157,7 +157,9 @@ export class JobLifecycle {
       name: String(m.name),
       gate,
       createdAt,
-      durationMs: (numAnnotation(job, SIM_ANNOTATIONS.duration) ?? this.c.o.defaultDurationSeconds) * 1000,
+      durationMs:
+        (numAnnotation(job, SIM_ANNOTATIONS.duration) ??
+          this.c.o.defaultDurationSeconds * spreadFactor(String(m.name), this.c.o.durationSpread)) * 1000,
       slowStartMs: (numAnnotation(job, SIM_ANNOTATIONS.slowStart) ?? 0) * 1000,
       failAtPct: failPct === undefined ? undefined : Math.min(100, failPct),
       failReason: annotation(job, SIM_ANNOTATIONS.failReason),
@@ -327,4 +329,15 @@ export class JobLifecycle {
     if (j.gate === 'kueue') this.kueue.ensureWorkload(j);
     else if (j.gate === 'podgroup') this.podGroups.ensurePodGroup(j);
   }
+}
+
+/** 1 ± up to `spread`, the same for every call with one job name (FNV-1a of the name, then murmur3's fmix32). */
+export function spreadFactor(name: string, spread: number): number {
+  if (spread <= 0) return 1;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193);
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  h ^= h >>> 16;
+  return 1 + spread * (((h >>> 0) / 0xffffffff) * 2 - 1);
 }

@@ -74,6 +74,8 @@ export interface ControllerOptions {
   capacity?: Record<string, number | string> | undefined;
   s3?: S3Client | undefined;
   defaultDurationSeconds: number;
+  /** ± fraction the default duration varies by, per job (SimulatorOptions.durationSpread). */
+  durationSpread: number;
   /** A job's pod scenario beyond its `sim.gantry.dev/pod-failure` annotation (SimulatorOptions.podFailure). */
   podFailure?: ((job: Json) => PodScenario | undefined) | undefined;
   /** Kueue's UnadmittedWorkloadsObservability gate: granular QuotaReserved reasons instead of `Pending`. */
