@@ -21,7 +21,9 @@
  * job created) + record (job Complete/Failed → trial recorded ended), from the trial items and the
  * simulator's watch events, stamped with the wall clock; waiting for quota and training are not in it.
  * `--repeat K` runs the sweep and over-quota cases K times (no baseline) and appends a section with
- * one row per run (trials done, stalled, peak unfinished jobs against parallelTrials) to the results.
+ * one row per run (trials done, stalled, peak unfinished jobs against parallelTrials) to the results;
+ * it saves the runs so far after each case in /tmp/gantry-bench-sweeps-repeat.json, and
+ * `--repeat-from FILE --command "<the flags>"` writes the section from such a file.
  */
 import { execFile } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -910,6 +912,21 @@ const END = '<!-- results:end -->';
 if (CASE) {
   const result = await runCase(CASE as 'baseline' | 'sweep', PARALLEL);
   process.stdout.write(`\nRESULT ${JSON.stringify(result)}\n`);
+  process.exit(0);
+}
+
+const REPEAT_FROM = arg('repeat-from', '');
+if (REPEAT_FROM) {
+  // The repeated runs' section from what a run saved after each case (e.g. one stopped before its last).
+  const runs = JSON.parse(readFileSync(REPEAT_FROM, 'utf8')) as Array<{
+    name: string;
+    run: number;
+    r: CaseResult;
+  }>;
+  const command = `node bench/sweeps.ts ${arg('command', '')}`;
+  const section = repeatReport(runs, command);
+  console.log(section);
+  if (WRITE) appendFileSync(RESULTS, `\n${section}`);
   process.exit(0);
 }
 
