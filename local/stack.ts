@@ -453,6 +453,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       emit: (after, seen) => (eventsOn ? eventOutbox().emit(after, seen) : Promise.resolve(0)),
       ...(opts.stateDir ? { cursorFile: join(opts.stateDir, 'events-feed.json') } : {}),
       everyMs: opts.events?.feedEveryMs ?? 250,
+      changes: state.onWrite,
       onError: (err) => console.error('events feed pass failed:', err),
     });
     closers.push(() => feed.stop());

@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   CreateTableCommand,
@@ -42,8 +43,51 @@ export interface LocalStateTable {
   tableName: string;
   /** A document client for the table (the stack's own; handlers build theirs from the endpoint). */
   client: DynamoDBDocumentClient;
+  /**
+   * Calls `listener` with the key (`pk`) of each item a write request changed, once the server has
+   * answered it successfully (PutItem, UpdateItem, DeleteItem, BatchWriteItem; any client, this
+   * process or another): the local server's change notification. Returns the unsubscribe.
+   */
+  onWrite(listener: (pk: string) => void): () => void;
   close(): Promise<void>;
 }
+
+/** The item keys (`pk`) a DynamoDB write request names, from its operation and JSON body. */
+export function writtenKeys(operation: string, body: string, tableName: string): string[] {
+  const pkOf = (item: unknown) => {
+    const pk = (item as { pk?: { S?: unknown } } | undefined)?.pk?.S;
+    return typeof pk === 'string' ? [pk] : [];
+  };
+  let input: {
+    TableName?: string;
+    Item?: unknown;
+    Key?: unknown;
+    RequestItems?: Record<
+      string,
+      Array<{ PutRequest?: { Item?: unknown }; DeleteRequest?: { Key?: unknown } }>
+    >;
+  };
+  try {
+    input = JSON.parse(body);
+  } catch {
+    return [];
+  }
+  switch (operation) {
+    case 'PutItem':
+      return input.TableName === tableName ? pkOf(input.Item) : [];
+    case 'UpdateItem':
+    case 'DeleteItem':
+      return input.TableName === tableName ? pkOf(input.Key) : [];
+    case 'BatchWriteItem':
+      return (input.RequestItems?.[tableName] ?? []).flatMap((r) =>
+        pkOf(r.PutRequest?.Item ?? r.DeleteRequest?.Key),
+      );
+    default:
+      return [];
+  }
+}
+
+const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem']);
 
 /**
  * A DynamoDB-compatible server for the embedded default: dynalite (MIT; LevelDB on disk when
@@ -65,6 +109,20 @@ export async function startLocalStateTable(
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const listeners = new Set<(pk: string) => void>();
+  // Beside dynalite's own handler: a write's body is kept and its keys told once it succeeded
+  // (a failed condition answers 400 and changed nothing).
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const operation = String(req.headers['x-amz-target'] ?? '').split('.')[1] ?? '';
+    if (!WRITES.has(operation) || listeners.size === 0) return;
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    res.on('finish', () => {
+      if (res.statusCode !== 200) return;
+      for (const pk of writtenKeys(operation, Buffer.concat(chunks).toString('utf8'), tableName))
+        for (const listener of listeners) listener(pk);
+    });
   });
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const raw = new DynamoDBClient({
@@ -89,7 +147,13 @@ export async function startLocalStateTable(
     await close();
     throw err;
   }
-  return { endpoint, tableName, client: DynamoDBDocumentClient.from(raw), close };
+  const onWrite = (listener: (pk: string) => void) => {
+    listeners.add(listener);
+    return () => {
+      listeners.delete(listener);
+    };
+  };
+  return { endpoint, tableName, client: DynamoDBDocumentClient.from(raw), onWrite, close };
 }
 
 /** The state table of a local stack, through the production adapter. */

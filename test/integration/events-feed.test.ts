@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeDynamoStateTable } from '../../lib/adapters/aws/dynamodb-table.ts';
 import { type EventWatermark, newEvents } from '../../lib/events/event.ts';
@@ -35,15 +36,116 @@ describe('the local change feed', () => {
       clock,
     });
 
-  function feed(cursorFile: string, emit: (after: RunRecord, seen: EventWatermark) => Promise<unknown>) {
+  function feed(
+    cursorFile: string,
+    emit: (after: RunRecord, seen: EventWatermark) => Promise<unknown>,
+    changes?: (listener: (pk: string) => void) => () => void,
+  ) {
     return startEventsFeed({
       client: state.client,
       tableName: state.tableName,
       emit,
       cursorFile,
       everyMs: 0, // the test ticks by hand
+      ...(changes ? { changes } : {}),
     });
   }
+
+  it("the server's write notifications name the items written, only once the write succeeded", async () => {
+    // Prepare
+    const keys: string[] = [];
+    const off = state.onWrite((pk) => keys.push(pk));
+    const spec = aRunSpec({ runId: 'run-feedwrites0000000000' });
+
+    // Act
+    await records().create(newRecord(spec, 'fp', clock.now()));
+    await records().update(spec.runId, { phase: 'Submitting' });
+    // A create of an existing record: its condition fails, nothing is written.
+    await records().create(newRecord(spec, 'fp', clock.now()));
+    off();
+    await records().update(spec.runId, { phase: 'Pending' });
+
+    // Assess
+    expect(keys).toEqual([`run#${spec.runId}`, `run#${spec.runId}`]);
+  });
+
+  it('with write notifications: one scan at the start, then only the records written, each change once', async () => {
+    // Prepare: a record written before the feed starts (caught by its first scan).
+    const cursor = join(dir, 'notified.json');
+    const before = aRunSpec({ runId: 'run-feednotifya000000000' });
+    const later = aRunSpec({ runId: 'run-feednotifyb000000000' });
+    await records().create(newRecord(before, 'fp', clock.now()));
+    const sent: string[] = [];
+    const emit = async (after: RunRecord, seen: EventWatermark) =>
+      sent.push(...newEvents(after, seen).map((e) => e.id));
+    // The feed's calls, to count its scans.
+    const calls: string[] = [];
+    const client = {
+      send: (command: { constructor: { name: string } }) => {
+        calls.push(command.constructor.name);
+        return state.client.send(command as never);
+      },
+    } as unknown as DynamoDBDocumentClient;
+    const notified = startEventsFeed({
+      client,
+      tableName: state.tableName,
+      emit,
+      cursorFile: cursor,
+      everyMs: 0,
+      changes: state.onWrite,
+    });
+    const ofRuns = () => sent.filter((id) => id.startsWith(before.runId) || id.startsWith(later.runId));
+
+    // Act
+    await notified.tick();
+    const afterScan = ofRuns();
+    await records().create(newRecord(later, 'fp', clock.now()));
+    await records().update(before.runId, { phase: 'Submitting' });
+    await notified.tick();
+    await records().update(later.runId, { phase: 'Submitting' });
+    await records().update(later.runId, { progress: { percent: 5 } });
+    await notified.tick();
+    await notified.tick();
+    await notified.stop();
+
+    // Assess
+    expect(calls.filter((c) => c === 'ScanCommand')).toHaveLength(1);
+    expect(afterScan).toEqual([`${before.runId}:0`]);
+    expect(ofRuns()).toEqual([
+      `${before.runId}:0`,
+      `${later.runId}:0`,
+      `${before.runId}:1`,
+      `${later.runId}:1`,
+    ]);
+  });
+
+  it('with write notifications, a pass that fails leaves its records to the next pass', async () => {
+    // Prepare
+    const cursor = join(dir, 'notified-retry.json');
+    const spec = aRunSpec({ runId: 'run-feednotifyretry00000' });
+    const sent: string[] = [];
+    let failing = false;
+    const notified = feed(
+      cursor,
+      async (after, seen) => {
+        if (failing) throw new Error('queue unreachable');
+        sent.push(...newEvents(after, seen).map((e) => e.id));
+      },
+      state.onWrite,
+    );
+    await notified.tick();
+    await records().create(newRecord(spec, 'fp', clock.now()));
+
+    // Act
+    failing = true;
+    await expect(notified.tick()).rejects.toThrow('queue unreachable');
+    failing = false;
+    await notified.tick();
+    await notified.stop();
+
+    // Assess
+    expect(sent.filter((id) => id.startsWith(spec.runId))).toEqual([`${spec.runId}:0`]);
+  });
 
   it('each change is handed over once, with what was already sent; nothing again after a clean restart', async () => {
     // Prepare
