@@ -74,6 +74,7 @@ function sweepCapabilities(): SweepCapabilities {
 /** The reconciler of one shard: its clusters, and the sweeps when it is shard 0. */
 function build(event: unknown) {
   const heartbeatEverySeconds = env().GANTRY_HEARTBEAT_EVERY_SECONDS;
+  const sweepsEverySeconds = env().GANTRY_RECONCILE_SWEEPS_EVERY_SECONDS;
   const scope = shardScope(event, env().GANTRY_RECONCILER_SHARDS, config().clusters);
   const clusters = scope.clusters.map((c) => ({
     name: c.name,
@@ -119,6 +120,7 @@ function build(event: unknown) {
           }),
         },
         ...(heartbeatEverySeconds !== undefined ? { heartbeatEverySeconds } : {}),
+        ...(sweepsEverySeconds !== undefined ? { sweepsEverySeconds } : {}),
         podHealth: podHealth(),
         ...(scope.sweeps
           ? { sweeps: { advanceActive: (opts) => sweeps().advanceActive(sweepCapabilities(), opts) } }

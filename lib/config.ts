@@ -292,6 +292,11 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
      */
     GANTRY_RECONCILE_WAKE_GAP_SECONDS: z.optional(z.coerce.number().check(z.gte(0))),
     /**
+     * A reconciler pass advances the active sweeps only this many seconds after the last pass that
+     * did (unset/0: every pass); each trial's RecordOutcome advances its sweep as it ends.
+     */
+    GANTRY_RECONCILE_SWEEPS_EVERY_SECONDS: z.optional(z.coerce.number().check(z.gte(0))),
+    /**
      * The reconciler's Step Functions calls: SendTask* at most this many a second after a burst of
      * GANTRY_SFN_ANSWERS_BURST, DescribeExecution likewise (about half of Step Functions' quotas in
      * the smaller regions: SendTask* 1,500 burst / 300 per s, DescribeExecution 250 / 10 per s).

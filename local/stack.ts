@@ -370,6 +370,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       GANTRY_HEARTBEAT_EVERY_SECONDS: String(HEARTBEAT_EVERY_SECONDS / (opts.speed ?? 1)),
       // Stall detection counts in the same compressed time as the state machine's deadlines.
       GANTRY_STALL_TIME_SCALE: String(opts.speed ?? 1),
+      // Woken between periods, as on AWS: the sweeps advance once a period (serverless.yml).
+      ...(opts.reconcileWakeGapMs !== undefined && opts.reconcileEveryMs
+        ? { GANTRY_RECONCILE_SWEEPS_EVERY_SECONDS: String(opts.reconcileEveryMs / 1000) }
+        : {}),
       // The local Step Functions endpoint has no API quotas: the reconciler's pacing is set far
       // above what a test sends (its defaults follow AWS's quotas, lib/config.ts).
       GANTRY_SFN_ANSWERS_PER_SECOND: '5000',

@@ -69,6 +69,13 @@ export interface ReconcilerDeps {
   stallTimeScale?: number;
   /** Advances every active sweep after the jobs (releases, early stopping, publishing the best). */
   sweeps?: { advanceActive(opts?: CallOptions): Promise<{ sweeps: number; errors: number }> };
+  /**
+   * A pass advances the active sweeps only when this many seconds have gone since the last pass that
+   * did (default 0: every pass). A trial's own RecordOutcome advances its sweep as the trial ends;
+   * the passes are the safety net (a lost handoff, early stopping, a sweep's end), and one woken
+   * every second by job changes need not read every open trial's run record each time.
+   */
+  sweepsEverySeconds?: number;
   log?: (line: Record<string, unknown>) => void;
 }
 
@@ -116,6 +123,9 @@ export function makeReconciler(deps: ReconcilerDeps) {
   const listed = new Map<string, Listed>();
   /** Answers given from the watch since the last pass started (answerFromWatch). */
   let betweenPasses = emptyReport();
+  /** When a pass last advanced the sweeps (ms; `sweepsEverySeconds`). */
+  let sweptAt = Number.NEGATIVE_INFINITY;
+  const sweepsEveryMs = (deps.sweepsEverySeconds ?? 0) * 1000;
   /** Clusters whose job watch failed: logged once per reconciler. */
   const watchFailed = new Set<string>();
   const note = makeJobNotes({ clock: deps.clock, log });
@@ -159,7 +169,10 @@ export function makeReconciler(deps: ReconcilerDeps) {
     betweenPasses = emptyReport();
     // Sweeps advance beside the job pass, on what the run records said at the last tick: a slow
     // job pass (many jobs, a slow cluster) must not starve the sweeps, nor they it.
-    const sweeping = advanceSweeps(report, opts);
+    const startedAt = deps.clock.now().getTime();
+    const sweepsDue = startedAt - sweptAt >= sweepsEveryMs;
+    if (sweepsDue) sweptAt = startedAt;
+    const sweeping = sweepsDue ? advanceSweeps(report, opts) : undefined;
     const live = new Set<string>();
     const waitingTokens = new Set<string>();
     // Set when Step Functions throttles a heartbeat: the rest of this tick's heartbeats wait for the
