@@ -71,7 +71,10 @@ function sweepCapabilities(): SweepCapabilities {
   return caps;
 }
 
-/** The reconciler of one shard: its clusters, and the sweeps when it is shard 0. */
+/**
+ * The reconciler of one shard: its clusters, and the sweeps when it is shard 0 (any shard advances
+ * a sweep whose last trial waiting for quota it saw admitted).
+ */
 function build(event: unknown) {
   const heartbeatEverySeconds = env().GANTRY_HEARTBEAT_EVERY_SECONDS;
   const sweepsEverySeconds = env().GANTRY_RECONCILE_SWEEPS_EVERY_SECONDS;
@@ -125,6 +128,9 @@ function build(event: unknown) {
         ...(scope.sweeps
           ? { sweeps: { advanceActive: (opts) => sweeps().advanceActive(sweepCapabilities(), opts) } }
           : {}),
+        // Any shard: the sweep of a trial it saw admitted, once none of the sweep's trials waits.
+        advanceSweep: (sweepId, opts) =>
+          sweeps().advance(sweepId, sweepCapabilities(), opts, { maxAttempts: 6 }),
         log: (line) => logLine({ service: 'gantry-reconciler', ...line }),
       }),
   );

@@ -24,6 +24,7 @@ import { type Pacer, UNPACED } from './pacing.ts';
 import { withDisruptionEvidence } from './pod-events.ts';
 import { makeRecordWrites, type PendingRecord } from './record-writes.ts';
 import { makeStallActions } from './stall-actions.ts';
+import { drainedSweeps, waitsForQuota } from './sweep-queue.ts';
 import { emptyReport, type TickReport } from './tick-report.ts';
 import { jobKey, type Listed, type WakeReason, waitForChange } from './wake.ts';
 
@@ -76,6 +77,12 @@ export interface ReconcilerDeps {
    * every second by job changes need not read every open trial's run record each time.
    */
   sweepsEverySeconds?: number;
+  /**
+   * Advances one sweep now: a pass that sees the last of a sweep's trials waiting for quota admitted
+   * calls it for that sweep after the pass's record writes, so the slots the sweep held back are
+   * released within the pass rather than at the next `sweepsEverySeconds` (lib/orchestration/sweep-queue.ts).
+   */
+  advanceSweep?: (sweepId: string, opts?: CallOptions) => Promise<unknown>;
   log?: (line: Record<string, unknown>) => void;
 }
 
@@ -126,6 +133,8 @@ export function makeReconciler(deps: ReconcilerDeps) {
   /** When a pass last advanced the sweeps (ms; `sweepsEverySeconds`). */
   let sweptAt = Number.NEGATIVE_INFINITY;
   const sweepsEveryMs = (deps.sweepsEverySeconds ?? 0) * 1000;
+  /** Per sweep, its trial jobs the last pass that listed every cluster saw waiting for quota. */
+  let queuedBefore = new Map<string, number>();
   /** Clusters whose job watch failed: logged once per reconciler. */
   const watchFailed = new Set<string>();
   const note = makeJobNotes({ clock: deps.clock, log });
@@ -175,6 +184,8 @@ export function makeReconciler(deps: ReconcilerDeps) {
     const sweeping = sweepsDue ? advanceSweeps(report, opts) : undefined;
     const live = new Set<string>();
     const waitingTokens = new Set<string>();
+    const queuedNow = new Map<string, number>();
+    let listedAll = true;
     // Set when Step Functions throttles a heartbeat: the rest of this tick's heartbeats wait for the
     // next tick (they stay due); answers still go out.
     const throttle = { heartbeats: false };
@@ -195,6 +206,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
         } catch (err) {
           // One unreachable cluster must not stop the others; its runs are looked at next tick
           // (and the state machine's heartbeat fallback covers a long outage).
+          listedAll = false;
           report.errors++;
           log({ level: 'ERROR', msg: 'cluster unreachable', cluster: cluster.name, error: String(err) });
           return;
@@ -218,7 +230,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
             // Only this attempt's pods: a pod of an earlier attempt may linger (Terminating on a lost node).
             const attempt = attemptOf(job);
             const runPods = podsOfRun?.get(runId)?.filter((p) => attemptOf(p) === attempt) ?? [];
-            await reconcileJob(
+            const view = await reconcileJob(
               cluster.name,
               cluster.kueueWorkloadGraceSeconds,
               cluster.gateway,
@@ -232,6 +244,8 @@ export function makeReconciler(deps: ReconcilerDeps) {
               dueHeartbeats,
               opts,
             );
+            const sweepId = job.metadata.labels?.[LABEL.sweepId];
+            if (sweepId && waitsForQuota(view)) queuedNow.set(sweepId, (queuedNow.get(sweepId) ?? 0) + 1);
           } catch (err) {
             report.errors++;
             log({
@@ -260,7 +274,28 @@ export function makeReconciler(deps: ReconcilerDeps) {
     if (report.errors === 0)
       for (const token of beaten.keys()) if (!waitingTokens.has(token)) beaten.delete(token);
     await sweeping;
+    // Only a pass that listed every cluster knows that no trial of a sweep waits any more.
+    if (listedAll) {
+      const drained = drainedSweeps(queuedBefore, queuedNow);
+      queuedBefore = queuedNow;
+      await advanceDrained(drained, report, opts);
+    }
     return report;
+  }
+
+  /** Advances the sweeps whose last trial waiting for quota was admitted (sweep-queue.ts). */
+  async function advanceDrained(sweepIds: string[], report: TickReport, opts?: CallOptions) {
+    const advanceSweep = deps.advanceSweep;
+    if (!advanceSweep) return;
+    await mapLimit(sweepIds, 4, async (sweepId) => {
+      try {
+        await advanceSweep(sweepId, opts);
+        report.sweeps++;
+      } catch (err) {
+        report.errors++;
+        log({ level: 'ERROR', msg: 'sweep not advanced after admission', sweepId, error: String(err) });
+      }
+    });
   }
 
   /**
@@ -312,7 +347,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
     toRecord: PendingRecord[],
     dueHeartbeats: DueHeartbeat[],
     opts?: CallOptions,
-  ) {
+  ): Promise<JobView> {
     const now = deps.clock.now();
     const runId = job.metadata.labels?.[LABEL.runId];
     const health = pods === undefined ? undefined : podHealth(pods, now, healthOptions);
@@ -370,6 +405,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
       }
     }
     if (!waiting && runId) await removeIfOrphan(cluster, gateway, api, job, runId, now, report, opts);
+    return view;
   }
 
   /** Answers one waiting token of a job with a decision other than 'wait', then clears the token. */
