@@ -70,6 +70,13 @@ export function sweepLine(sweep: SweepView): string {
   const planned = Math.max(1, sweep.plannedTrials);
   parts.push(`${Math.floor((100 * ended) / planned)}%`, `trials ${ended}/${sweep.plannedTrials} ended`);
   if (inFlight > 0) parts.push(`${inFlight} in flight`);
+  // Over its quota: how many trials Kueue holds, and the slots the sweep keeps empty meanwhile.
+  if (sweep.quota) {
+    const { waiting, heldSlots } = sweep.quota;
+    parts.push(
+      `${waiting} waiting for quota${heldSlots > 0 ? `, ${heldSlots} slot${heldSlots === 1 ? '' : 's'} held` : ''}`,
+    );
+  }
   if (sweep.best) {
     parts.push(
       `best ${sweep.objective.metric} ${formatValue(sweep.best.objective)} (trial ${sweep.best.trialIndex})`,
@@ -132,7 +139,9 @@ export function sweepTable(sweep: SweepView): string {
     t.index === best ? '*' : '',
     String(t.index),
     t.runId,
-    t.attempt !== undefined ? `${t.phase} (retry ${t.attempt})` : t.phase,
+    [t.phase, t.attempt !== undefined ? `(retry ${t.attempt})` : '', t.waitingForQuota ? '(quota)' : '']
+      .filter(Boolean)
+      .join(' '),
     t.objective !== undefined ? formatValue(t.objective) : '',
     Object.entries(t.parameters)
       .map(([k, v]) => `${k}=${formatValue(v as number | string)}`)

@@ -709,6 +709,12 @@ async function sweepPage(id) {
               .join(', ')}`,
           ],
           [
+            'Quota',
+            s.quota
+              ? `${s.quota.waiting} trials waiting for quota, ${s.quota.heldSlots} slots held back (at most ${s.quota.queueAhead} wait at once)`
+              : undefined,
+          ],
+          [
             'Runs',
             h(
               'a',
@@ -780,6 +786,7 @@ async function sweepPage(id) {
                   {},
                   badge(t.phase),
                   t.reason ? h('small', { className: 'muted' }, ` ${t.reason}`) : '',
+                  t.waitingForQuota ? h('small', { className: 'muted' }, ' waiting for quota') : '',
                 ),
                 h('td', { className: 'num' }, typeof t.objective === 'number' ? fmtNum(t.objective) : '—'),
                 paramNames.map((p) =>

@@ -408,7 +408,27 @@ export const SweepViewSchema = z.strictObject({
         'The run this one retries with the same parameters (lost to Preempted, NodeLost, Evicted, Unschedulable or Stalled)',
       ),
       retryReason: z.described(z.optional(z.string()), 'Why the run it retries failed'),
+      waitingForQuota: z.described(
+        z.optional(z.literal(true)),
+        'Pending and held by Kueue or the gang scheduler when the sweep last looked',
+      ),
     }),
+  ),
+  quota: z.described(
+    z.optional(
+      z.strictObject({
+        waiting: z.described(z.number(), 'Trials waiting for quota when the sweep last looked'),
+        heldSlots: z.described(
+          z.number(),
+          'Slots of parallelTrials not refilled while trials wait: released as the waiting ones are admitted',
+        ),
+        queueAhead: z.described(
+          z.number(),
+          'The most trials the sweep lets wait for quota at once: max(2, parallelTrials / 16)',
+        ),
+      }),
+    ),
+    'While the sweep is over its quota (a trial waits, or slots are held back); absent otherwise',
   ),
   usage: z.described(
     z.optional(

@@ -1,7 +1,7 @@
 import { compact } from '../compact.ts';
 import { attemptsOf } from '../run/attempts.ts';
 import { openStall, type RunRecord } from '../run/record.ts';
-import { type SweepRecord, sweepUsage, trialBudget } from '../sweep/record.ts';
+import { quotaPressure, type SweepRecord, sweepUsage, trialBudget } from '../sweep/record.ts';
 import type { RunSummary, RunView, SubmitResponse, SweepSummary, SweepView } from './view-schemas.ts';
 
 /**
@@ -84,7 +84,8 @@ export function sweepLinks(sweepId: string) {
 export function toSweepView(record: SweepRecord): SweepView {
   const counts: Record<string, number> = {};
   for (const t of record.trials) counts[t.phase] = (counts[t.phase] ?? 0) + 1;
-  return { ...sweepView(record, counts), usage: sweepUsage(record.trials) };
+  const quota = record.phase === 'Running' ? quotaPressure(record) : undefined;
+  return { ...sweepView(record, counts), ...(quota ? { quota } : {}), usage: sweepUsage(record.trials) };
 }
 
 function sweepView(record: SweepRecord, counts: Record<string, number>): SweepView {
@@ -126,6 +127,7 @@ function sweepView(record: SweepRecord, counts: Record<string, number>): SweepVi
       ...(t.retryOf !== undefined
         ? { attempt: t.attempt, retryOf: t.retryOf, retryReason: t.retryReason }
         : {}),
+      ...(t.waitingForQuota ? { waitingForQuota: true as const } : {}),
     })),
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,

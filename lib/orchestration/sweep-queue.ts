@@ -1,12 +1,13 @@
 import type { JobView } from '../trainjob/status.ts';
 
 /**
- * Trials a sweep holds back while others wait for quota (lib/sweep/record.ts: no trial is released
- * while one waits) are released by the next advance that sees none waiting. A trial's own advance
- * runs when it ends, not when a waiting trial is admitted, and the reconciler's passes advance the
- * sweeps only every `sweepsEverySeconds`, so without more the held slots stay empty until then while
- * the quota frees. The reconciler therefore counts, per sweep, the trial jobs its pass saw waiting
- * for quota, and advances at once a sweep whose last waiting trial it has just seen admitted.
+ * Slots a sweep holds back while its trials wait for quota (lib/sweep/record.ts `queueAhead`: a
+ * sweep keeps only a few trials waiting) are released by the advances that see fewer waiting. A
+ * trial's own advance runs when it ends, not when a waiting trial is admitted, and the reconciler's
+ * passes advance the sweeps only every `sweepsEverySeconds`, so a sweep whose trials all got
+ * admitted could keep its held slots empty until then while the quota frees. The reconciler
+ * therefore counts, per sweep, the trial jobs its pass saw waiting for quota, and advances at once
+ * a sweep whose last waiting trial it has just seen admitted.
  */
 
 /**

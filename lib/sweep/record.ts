@@ -396,7 +396,7 @@ export function step(
           return stopping;
         });
       }
-      const waiting = next.trials.some((t) => t.waitingForQuota);
+      const waiting = next.trials.filter((t) => t.waitingForQuota).length;
       // Finished trials, and trials stopped early with their last value (samplers rank those
       // after the completed ones, as Optuna does with pruned trials).
       // A warm-started sweep's sampler sees the earlier sweeps' trials first, as if run here.
@@ -411,21 +411,34 @@ export function step(
           : [];
       });
       const history = record.warmStart ? [...record.warmStart.history, ...own] : own;
-      if (!waiting) {
-        // A trial's own advance (`only`: its run) releases its successor the moment it ends; any
+      // Trials whose end was recorded before this step (by their own advance, or an earlier one).
+      const recorded = record.trials.filter((t) => isTrialTerminal(t.phase));
+      const recordedIndexes = new Set(recorded.map((t) => t.index));
+      // Under quota pressure (a trial waits, or slots were held back for that), at most
+      // queueAhead − waiting trials are released, so a sweep keeps a short queue of trials ready
+      // for the GPUs that free up rather than piling its held slots onto the queue at once.
+      const pressure = waiting > 0 || heldSlots(next.trials, recorded, request.parallelTrials, budget) > 0;
+      const room = pressure ? Math.max(0, queueAhead(request.parallelTrials) - waiting) : budget;
+      if (room > 0) {
+        // A trial's own advance (`only`: its run) releases its successor the moment it ends, and
+        // slots held back earlier (trials recorded ended whose successor was not released); any
         // other advance (the reconciler's) the successors of trials already recorded as ended,
-        // so the two do not race for the same index (see `releasable`).
+        // so the two do not race for a slot that just freed (see `releasable`).
         // A run whose own advance was cut off (or never came) counts as recorded once
         // OWN_RELEASE_MS passed since it ended.
-        const recorded = new Set(record.trials.filter((t) => isTrialTerminal(t.phase)).map((t) => t.index));
         const overdue = (t: Trial) => {
           const endedAt = runs.get(t.runId)?.endedAt;
           return endedAt !== undefined && now.getTime() - Date.parse(endedAt) >= OWN_RELEASE_MS;
         };
         const ended = only
-          ? next.trials.filter((t) => only.has(t.runId) && isTrialTerminal(t.phase))
-          : next.trials.filter((t) => isTrialTerminal(t.phase) && (recorded.has(t.index) || overdue(t)));
-        for (const index of releasable(next.trials, request.parallelTrials, budget, ended, !only)) {
+          ? next.trials.filter(
+              (t) => isTrialTerminal(t.phase) && (only.has(t.runId) || recordedIndexes.has(t.index)),
+            )
+          : next.trials.filter(
+              (t) => isTrialTerminal(t.phase) && (recordedIndexes.has(t.index) || overdue(t)),
+            );
+        const indexes = releasable(next.trials, request.parallelTrials, budget, ended, !only);
+        for (const index of indexes.slice(0, room)) {
           // Trials still running: samplers keep new suggestions away from them (constant liar).
           const pending = inFlight()
             .filter((t) => t.phase !== 'Stopping')
@@ -457,6 +470,55 @@ export function step(
   const changed = JSON.stringify(next) !== before;
   if (changed) next.updatedAt = at;
   return { record: next, changed, release, stop };
+}
+
+/**
+ * How many of a sweep's trials may wait for quota at once: a trial is released only while fewer
+ * wait (Kueue keeps them Pending), so a sweep over its quota keeps a short queue of trials ready
+ * for the GPUs that free up and never piles the rest of its `parallelTrials` onto the queue.
+ */
+export function queueAhead(parallel: number): number {
+  return Math.max(2, Math.ceil(parallel / 16));
+}
+
+/** Slots held back: trials recorded ended whose successor was not released (quota pressure). */
+export function heldSlots(
+  trials: readonly Trial[],
+  recorded: readonly Trial[],
+  parallel: number,
+  budget: number,
+): number {
+  return releasable(trials, parallel, budget, recorded, false).length;
+}
+
+/** A sweep's quota pressure as its trials were last recorded: what its view shows. */
+export interface QuotaPressure {
+  waiting: number;
+  heldSlots: number;
+  queueAhead: number;
+}
+
+/** The sweep's quota pressure, or undefined when no trial waits and no slot is held back. */
+export function quotaPressure(record: SweepRecord): QuotaPressure | undefined {
+  const recorded = record.trials.filter((t) => isTrialTerminal(t.phase));
+  const waiting = record.trials.filter((t) => t.waitingForQuota).length;
+  const held = heldSlots(record.trials, recorded, record.request.parallelTrials, trialBudget(record.request));
+  if (waiting === 0 && held === 0) return undefined;
+  return { waiting, heldSlots: held, queueAhead: queueAhead(record.request.parallelTrials) };
+}
+
+/**
+ * Whether a trial's own advance should look at the trials that may be waiting for quota (those
+ * not yet seen running) besides its own run: they decide how many trials it may release, and
+ * the flags on the trial items are only as fresh as the last full advance.
+ */
+export function underQuotaPressure(record: SweepRecord): boolean {
+  return quotaPressure(record) !== undefined;
+}
+
+/** Trials that may be waiting for quota: released and not yet seen running. */
+export function notYetRunning(record: SweepRecord): Trial[] {
+  return record.trials.filter((t) => t.phase === 'Queued' || t.phase === 'Pending');
 }
 
 /**

@@ -3,6 +3,7 @@ import { ConcurrentUpdateError, ModelOwnedError, NotFoundError } from '../errors
 import { runMessage, runMessageAttributes } from '../intake/message.ts';
 import type { CallOptions, Clock, RunQueue } from '../ports.ts';
 import { trialRunId } from '../run/ids.ts';
+import { isTerminal as isRunTerminal } from '../run/phases.ts';
 import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunSpec } from '../run/spec.ts';
@@ -16,6 +17,7 @@ import {
   isSweepFinal,
   isTrialTerminal,
   needsPublish,
+  notYetRunning,
   type PublishedModel,
   type RunObservation,
   readyToFinish,
@@ -24,6 +26,7 @@ import {
   type SweepRecord,
   step,
   type Trial,
+  underQuotaPressure,
 } from './record.ts';
 import { suggest } from './samplers.ts';
 import { MAX_ATTEMPTS, makeSweepStore, READ_CONCURRENCY, REQUEUE_AFTER_MS, sweepBackoff } from './store.ts';
@@ -136,7 +139,13 @@ export function makeSweeps(deps: SweepStoreDeps) {
       if (isSweepFinal(record.phase)) return report;
       const now = clock.now();
       const at = now.toISOString();
-      const { runs } = await observeRuns(records, record, seen, only, opts);
+      // A trial's own advance under quota pressure also reads the runs of the trials not yet seen
+      // running: how many wait now decides how many it may release. It takes only what they say
+      // while in flight; their ends are their own advances' (or the reconciler's) to record.
+      const waitingCheck = only && underQuotaPressure(record) ? notYetRunning(record) : [];
+      const observe = only ? new Set([...only, ...waitingCheck.map((t) => t.runId)]) : undefined;
+      const { runs: observed } = await observeRuns(records, record, seen, observe, opts);
+      const runs = only ? inFlightOrOwn(observed, only) : observed;
       const algorithm = algorithmOf(record.request);
       const result = step(
         record,
@@ -416,6 +425,16 @@ export function makeSweeps(deps: SweepStoreDeps) {
 }
 
 export type Sweeps = ReturnType<typeof makeSweeps>;
+
+/** The own runs' observations, and the others' only while they are in flight. */
+function inFlightOrOwn(
+  runs: ReadonlyMap<string, RunObservation | undefined>,
+  only: ReadonlySet<string>,
+): Map<string, RunObservation | undefined> {
+  return new Map(
+    [...runs].filter(([runId, run]) => only.has(runId) || (run !== undefined && !isRunTerminal(run.phase))),
+  );
+}
 
 /** Whether the sweep item would stay the same (its trials and update time aside). */
 export function sameSweep(a: SweepRecord, b: SweepRecord): boolean {

@@ -190,6 +190,47 @@ describe('sweeps on the embedded default', () => {
     expect(sweep.algorithm).toEqual({ name: 'random', seed: 7 });
   }, 180_000);
 
+  it('a sweep over its quota shows the trials Kueue holds and still ends with every trial, never over parallelTrials', async () => {
+    // 12 trials in parallel on demo-queue's 8 GPUs: 4 wait for quota from the start.
+    const submitted = await call('POST', '/v1/sweeps', {
+      template: { ...template, modelName: 'sweep-quota' },
+      parameters: [{ name: 'lr', type: 'continuous', min: 1e-4, max: 1e-1, scale: 'log' }],
+      objective: { metric: 'accuracy', direction: 'maximize' },
+      algorithm: { name: 'random', seed: 11 },
+      maxTrials: 30,
+      parallelTrials: 12,
+    });
+    expect(submitted.status).toBe(202);
+    const sweepId = submitted.body.sweepId as string;
+    let peakJobs = 0;
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        peakJobs = Math.max(peakJobs, await unfinishedJobs(sweepId));
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    const shown = await until(sweepId, (s) => (s.quota?.waiting ?? 0) > 0 || ended(s));
+    // The view says how many wait and the queue the sweep keeps (max(2, 12 / 16)), and names them.
+    expect(shown.quota).toMatchObject({ queueAhead: 2 });
+    expect(shown.quota.waiting).toBeGreaterThan(0);
+    const waiting = (shown.trials as Array<Trial & { waitingForQuota?: boolean }>).filter(
+      (t) => t.waitingForQuota,
+    );
+    expect(waiting).toHaveLength(shown.quota.waiting);
+    expect(waiting.every((t) => t.phase === 'Pending')).toBe(true);
+    const sweep = await until(sweepId, ended);
+    watching = false;
+    await watcher;
+    // The slots held back while trials waited were all released: every trial ran, none twice.
+    expect(sweep).toMatchObject({ phase: 'Succeeded', reason: 'TrialsExhausted' });
+    expect(sweep.trials).toHaveLength(30);
+    expect(new Set((sweep.trials as Trial[]).map((t) => t.runId)).size).toBe(30);
+    expect(sweep.quota).toBeUndefined();
+    expect(peakJobs).toBeLessThanOrEqual(12);
+    expect(peakJobs).toBeGreaterThan(8);
+  }, 180_000);
+
   it('a grid sweep tries every point once and ends with the grid optimum', async () => {
     const submitted = await call('POST', '/v1/sweeps', {
       template,

@@ -178,6 +178,14 @@ describe('the watch line', () => {
       `${SWEEP}  Running  50%  trials 2/4 ended  2 in flight  best accuracy 0.9123 (trial 3)`,
     ],
     [
+      'over its quota',
+      {
+        counts: { Succeeded: 1, Running: 1, Pending: 2 },
+        quota: { waiting: 2, heldSlots: 1, queueAhead: 2 },
+      },
+      `${SWEEP}  Running  25%  trials 1/4 ended  3 in flight  2 waiting for quota, 1 slot held`,
+    ],
+    [
       'ended',
       {
         phase: 'Succeeded',
@@ -228,7 +236,10 @@ describe('the trials table', () => {
   it('shows usage, warm start, the chained run and retries when the sweep has them', () => {
     const lines = sweepTable(
       sweep({
-        trials: [{ ...trial(0, 'Running'), attempt: 1, retryOf: 'run-x', retryReason: 'NodeLost' }],
+        trials: [
+          { ...trial(0, 'Running'), attempt: 1, retryOf: 'run-x', retryReason: 'NodeLost' },
+          { ...trial(1, 'Pending'), waitingForQuota: true },
+        ],
         usage: { gpuHours: 1.5, trialsPruned: 2, gpuHoursSavedByPruning: 3 },
         warmStartedFrom: ['swp-aaaaaaaaaaaaaaaaaaaa'],
         seededTrials: 12,
@@ -246,7 +257,8 @@ describe('the trials table', () => {
       'warm start: 12 trials from swp-aaaaaaaaaaaaaaaaaaaa',
       'then: full run run-full Succeeded, model m v3',
     ]);
-    expect(lines.at(-1)).toMatch(/Running \(retry 1\)/);
+    expect(lines.at(-2)).toMatch(/Running \(retry 1\)/);
+    expect(lines.at(-1)).toMatch(/ 1 +run-trial1\w+ +Pending \(quota\) /);
   });
 
   it('says when there is no best trial yet', () => {

@@ -137,6 +137,63 @@ describe('submitting a sweep', () => {
     expect(table.items.get(`sweep#${record.sweepId}`)?.body).not.toContain('"trials"');
   });
 
+  /**
+   * parallelTrials 3 (queueAhead 2): trials 0 and 1 recorded waiting for quota by the reconciler's
+   * advance, trial 2 ended while they waited, so its successor 5 is held back.
+   */
+  async function heldByQuota() {
+    const env = setup();
+    const { submit, records, sweeps, queue } = env;
+    const { record } = await submit({ caller: iam(VISION_ARN), body: valid(), idempotencyKey: 'quota' });
+    const [t0, t1, t2] = record.trials.map((t) => sweeps.specOf(record, t).runId) as [string, string, string];
+    for (const t of record.trials)
+      await records.create(newRecord(sweeps.specOf(record, t), 'f', clock.now()));
+    const waits = { phase: 'Pending', admission: { state: 'QuotaReserved', reason: 'Pending' } } as const;
+    await records.update(t0, waits);
+    await records.update(t1, waits);
+    await records.update(t2, { phase: 'Running' });
+    await sweeps.advance(record.sweepId, { queue });
+    await records.update(t2, { phase: 'Succeeded', metrics: { accuracy: 0.7 } });
+    await sweeps.advance(record.sweepId, { queue }, undefined, { onlyRuns: [t2] });
+    const released = () => queue.sent.map((m) => RunMessageSchema.parse(m.message).run.trial?.trialIndex);
+    expect(released()).toEqual([0, 1, 2]);
+    const ends = async (runId: string, accuracy: number) => {
+      await records.update(runId, { phase: 'Running' });
+      await records.update(runId, { phase: 'Succeeded', metrics: { accuracy } });
+    };
+    const ownAdvance = (runId: string) =>
+      sweeps.advance(record.sweepId, { queue }, undefined, { onlyRuns: [runId] });
+    const trialOf = async (index: number) =>
+      (await sweeps.get(record.sweepId))?.trials.find((t) => t.index === index);
+    return { ...env, t0, t1, released, ends, ownAdvance, trialOf };
+  }
+
+  it("lets a trial's own advance under quota pressure see which trials wait now, not when last recorded", async () => {
+    const { records, t0, t1, released, ends, ownAdvance, trialOf } = await heldByQuota();
+    // Trial 1 is admitted, then trial 0 ends. The items still say trial 1 waits; its run says
+    // otherwise, so trial 0's own advance releases its successor 3 and the held slot 5.
+    await records.update(t1, { phase: 'Running' });
+    await ends(t0, 0.8);
+    await ownAdvance(t0);
+    expect(released()).toEqual([0, 1, 2, 3, 5]);
+    expect(await trialOf(1)).toMatchObject({ phase: 'Running' });
+    expect((await trialOf(1))?.waitingForQuota).toBeUndefined();
+  });
+
+  it("leaves the end of another trial to that trial's own advance", async () => {
+    const { t0, t1, released, ends, ownAdvance, trialOf } = await heldByQuota();
+    // Trial 1 ran and ended; its own advance has not come yet when trial 0's does.
+    await ends(t1, 0.9);
+    await ends(t0, 0.8);
+    await ownAdvance(t0);
+    // Trial 1's item still says it waits: one more may wait, so only trial 0's successor 3.
+    expect(released()).toEqual([0, 1, 2, 3]);
+    expect(await trialOf(1)).toMatchObject({ phase: 'Pending', waitingForQuota: true });
+    await ownAdvance(t1);
+    expect(await trialOf(1)).toMatchObject({ phase: 'Succeeded', objective: 0.9 });
+    expect(released()).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
   it('replays the same key and body without releasing more, and refuses the key with another body', async () => {
     const { submit, queue } = setup();
     const first = await submit({ caller: iam(VISION_ARN), body: valid(), idempotencyKey: 'k1' });

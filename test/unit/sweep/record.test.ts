@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   isTrialTerminal,
   OWN_RELEASE_MS,
+  queueAhead,
   type RunObservation,
   readyToFinish,
   releasable,
@@ -9,6 +10,7 @@ import {
   step,
   sweepUsage,
   type Trial,
+  underQuotaPressure,
 } from '../../../lib/sweep/record.ts';
 import { type SweepRequestInput, SweepRequestSchema } from '../../../lib/sweep/schema.ts';
 
@@ -92,19 +94,74 @@ describe('releasing trials', () => {
     ).toEqual([3]);
   });
 
-  it('releases nothing while a trial waits for quota, even with free slots', () => {
-    const record = sweep({}, [trial(0, 'Pending'), trial(1, 'Succeeded', { objective: 0.5 })]);
+  it('keeps at most queueAhead trials waiting for quota, releasing the slots it held back a few at a time', () => {
+    // parallelTrials 3: queueAhead is 2 (at least 2; a sixteenth of parallelTrials above 32).
+    expect([3, 32, 33, 96, 500].map(queueAhead)).toEqual([2, 2, 3, 6, 32]);
+    const waiting = { phase: 'Pending', waitingForQuota: true } as const;
+    const record = sweep({}, [
+      trial(0, 'Pending'),
+      trial(1, 'Pending'),
+      trial(2, 'Succeeded', { objective: 0.5 }),
+    ]);
+    // Two wait: nothing is released, though trial 2 ended and its slot is free.
     const held = step(
       record,
-      runs([['run-0', { phase: 'Pending', waitingForQuota: true }]]),
+      runs([
+        ['run-0', waiting],
+        ['run-1', waiting],
+      ]),
       NOW,
       newTrial,
       false,
     );
     expect(held.release).toEqual([]);
-    const admitted = step(held.record, runs([['run-0', { phase: 'Running' }]]), NOW, newTrial, false);
-    // Slot 2 opens; trial 1 ended, so its successor 1 + parallelTrials 3 = 4 follows it.
-    expect(admitted.release.map((t) => t.index)).toEqual([2, 4]);
+    expect(underQuotaPressure(held.record)).toBe(true);
+    // One admitted, one still waits: one more may wait, so one trial is released (2's successor).
+    const one = step(
+      held.record,
+      runs([
+        ['run-0', { phase: 'Running' }],
+        ['run-1', waiting],
+      ]),
+      NOW,
+      newTrial,
+      false,
+    );
+    expect(one.release.map((t) => t.index)).toEqual([5]);
+  });
+
+  it('releases held slots at most queueAhead at a time once nothing waits, then as freely as before', () => {
+    // parallel 3, budget 10: trials 0-2 ended while others waited, their successors 3-5 held back.
+    const ended = [0, 1, 2].map((i) => trial(i, 'Succeeded', { objective: 0.5 }));
+    const held = sweep({}, ended);
+    expect(underQuotaPressure(held)).toBe(true);
+    const refill = step(held, runs([]), NOW, newTrial, false);
+    expect(refill.release.map((t) => t.index)).toEqual([3, 4]);
+    // The slot still held is released by the next step (nothing waits: a queueAhead's worth).
+    const rest = step(refill.record, runs([]), NOW, newTrial, false);
+    expect(rest.release.map((t) => t.index)).toEqual([5]);
+    // No pressure left: the sweep releases every free slot at once, as a sweep that never waited.
+    expect(underQuotaPressure(rest.record)).toBe(false);
+  });
+
+  it("lets a trial's own advance release slots held back earlier besides its successor", () => {
+    // parallel 3: trial 1 ended while others waited (successor 4 held); trial 0 ends now.
+    const record = sweep({}, [
+      trial(0, 'Running'),
+      trial(1, 'Succeeded', { objective: 0.5 }),
+      trial(2, 'Running'),
+    ]);
+    const own = new Set(['run-0']);
+    const end0 = runs([['run-0', { phase: 'Succeeded', metrics: { accuracy: 0.9 } }]]);
+    expect(step(record, end0, NOW, newTrial, false, own).release.map((t) => t.index)).toEqual([3, 4]);
+    // With one trial waiting, only one: the lowest of the two.
+    const waitingRecord = sweep({}, [
+      trial(0, 'Running'),
+      trial(1, 'Succeeded', { objective: 0.5 }),
+      trial(2, 'Pending', { waitingForQuota: true }),
+    ]);
+    const lowest = step(waitingRecord, end0, NOW, newTrial, false, own);
+    expect(lowest.release.map((t) => t.index)).toEqual([3]);
   });
 
   // Slots by succession: trial i + parallel follows trial i once it ended (parallel 3, budget 10).
