@@ -711,7 +711,7 @@ async function sweepPage(id) {
           [
             'Quota',
             s.quota
-              ? `${s.quota.waiting} trials waiting for quota, ${s.quota.heldSlots} slots held back (at most ${s.quota.queueAhead} wait at once)`
+              ? `${s.quota.waiting} trials waiting for quota, ${s.quota.heldSlots} slots held back (more are released only while fewer than ${s.quota.queueAhead} wait)`
               : undefined,
           ],
           [

@@ -424,7 +424,7 @@ export const SweepViewSchema = z.strictObject({
         ),
         queueAhead: z.described(
           z.number(),
-          'The most trials the sweep lets wait for quota at once: max(2, parallelTrials / 16)',
+          'A trial is released only while fewer than this many wait, as the sweep last saw them: max(2, parallelTrials / 16)',
         ),
       }),
     ),
