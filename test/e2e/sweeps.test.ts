@@ -85,6 +85,24 @@ describe('sweeps on the embedded default', () => {
         ),
     ).length;
   }
+  /** Polls the sweep's unfinished jobs every 50 ms; `stop()` ends it and gives the most seen at once. */
+  function watchPeakJobs(sweepId: string): { stop: () => Promise<number> } {
+    let peak = 0;
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        peak = Math.max(peak, await unfinishedJobs(sweepId));
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    return {
+      stop: async () => {
+        watching = false;
+        await watcher;
+        return peak;
+      },
+    };
+  }
   /** Run ids of the sweep's TrainJobs that exist in the cluster. */
   async function jobRunIds(sweepId: string): Promise<string[]> {
     const selector = encodeURIComponent(`gantry.dev/sweep-id=${sweepId}`);
@@ -156,17 +174,9 @@ describe('sweeps on the embedded default', () => {
     const sweepId = submitted.body.sweepId as string;
     expect(submitted.body.trials).toHaveLength(4);
 
-    let peakSeen = 0;
-    let watching = true;
-    const watcher = (async () => {
-      while (watching) {
-        peakSeen = Math.max(peakSeen, await unfinishedJobs(sweepId));
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    })();
+    const peak = watchPeakJobs(sweepId);
     const sweep = await until(sweepId, ended);
-    watching = false;
-    await watcher;
+    const peakSeen = await peak.stop();
 
     expect(sweep.phase).toBe('Succeeded');
     expect(sweep.reason).toBe('TrialsExhausted');
@@ -202,14 +212,7 @@ describe('sweeps on the embedded default', () => {
     });
     expect(submitted.status).toBe(202);
     const sweepId = submitted.body.sweepId as string;
-    let peakJobs = 0;
-    let watching = true;
-    const watcher = (async () => {
-      while (watching) {
-        peakJobs = Math.max(peakJobs, await unfinishedJobs(sweepId));
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    })();
+    const peak = watchPeakJobs(sweepId);
     const shown = await until(sweepId, (s) => (s.quota?.waiting ?? 0) > 0 || ended(s));
     // The view says how many wait and the queue the sweep keeps (max(2, 12 / 16)), and names them.
     expect(shown.quota).toMatchObject({ queueAhead: 2 });
@@ -220,8 +223,7 @@ describe('sweeps on the embedded default', () => {
     expect(waiting).toHaveLength(shown.quota.waiting);
     expect(waiting.every((t) => t.phase === 'Pending')).toBe(true);
     const sweep = await until(sweepId, ended);
-    watching = false;
-    await watcher;
+    const peakJobs = await peak.stop();
     // The slots held back while trials waited were all released: every trial ran, none twice.
     expect(sweep).toMatchObject({ phase: 'Succeeded', reason: 'TrialsExhausted' });
     expect(sweep.trials).toHaveLength(30);
