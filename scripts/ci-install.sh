@@ -1,9 +1,22 @@
 #!/usr/bin/env bash
 # Installs what the tiers beyond unit tests need, caching slow builds outside the repo.
+#   scripts/ci-install.sh              everything
+#   scripts/ci-install.sh quick        cfn-lint, boto3, Chromium (seconds when cached)
+#   scripts/ci-install.sh go [SETS]    the real control planes from the Go module proxy: the light
+#                                      tier, then the heavy tier for the version sets SETS
+#                                      (e.g. v2.3,v2.1; default all); .ci/run runs it in the background
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -f scripts/realcp-build.sh ]; then
+WHAT="${1:-all}"
+
+install_go() {
   bash scripts/realcp-build.sh
+  # heavy tier (KCM, scheduler, kwok, JobSet, Trainer, Kueue, scheduler-plugins), cached outside the repo
+  bash scripts/realcp-heavy-build.sh --sets "${1:-all}"
+}
+if [ "$WHAT" = go ]; then
+  install_go "${2:-all}"
+  exit 0
 fi
 
 # cfn-lint (deploy tier: `npm run cfn-lint`), pinned, from PyPI into a venv cached outside the repo.
@@ -42,4 +55,4 @@ elif command -v apt-get >/dev/null; then
 else
   echo "chromium is required for the dashboard's browser test (Debian package 'chromium')" >&2; exit 1
 fi
-bash scripts/realcp-heavy-build.sh  # heavy tier (KCM, scheduler, kwok, JobSet, Trainer, Kueue) from the Go module proxy, cached outside the repo
+if [ "$WHAT" = all ]; then install_go all; fi

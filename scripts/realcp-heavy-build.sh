@@ -4,11 +4,10 @@
 #
 #   kube              kube-controller-manager, kube-scheduler   (k8s.io/kubernetes, same replaces as the light tier)
 #   kwok              kwok                                      (sigs.k8s.io/kwok)
-#   controllers-v2.2  trainer-controller-manager, kueue         (Trainer v2.2.0, Kueue v0.17.1; the v2.2 set uses its kueue)
 #   training-operator training-operator                         (Kubeflow Training Operator v1, PyTorchJob)
 #   jobset-v0.10.1, jobset-v0.11.1, jobset-v0.12.0              jobset
 #   trainer-v2.1.0, trainer-v2.2.0, trainer-v2.3.0              trainer-controller-manager
-#   kueue-v0.16.6, kueue-v0.19.2                                kueue
+#   kueue-v0.16.6, kueue-v0.17.1, kueue-v0.19.2                 kueue
 #   scheduler-plugins scheduler, controller                     (scheduler-plugins v0.35.4-devel: Coscheduling + PodGroup controller)
 # (the binaries of each are the `tool` directives of its go.mod). Each controller of a version set is
 # built on the module graph of its own project's go.mod (one wrapper per controller: the wrapper
@@ -22,8 +21,11 @@
 # with the exact module@version that failed (and written to <dir>/FAILED, which the TS harness reads
 # to skip loudly); the other components still build. Binaries are never written inside the repo.
 #
+# Which components make each version set is tools/realcp-heavy/version-sets.tsv.
+#
 # Usage:
 #   scripts/realcp-heavy-build.sh [component...]   build (default: all), print "<component>\t<bin dir>" lines
+#   scripts/realcp-heavy-build.sh --sets v2.3,v2.1  build what those version sets need (and the "always" line)
 #   scripts/realcp-heavy-build.sh --print-bin-dirs  only print "<component>\t<bin dir>" lines (no build)
 #   scripts/realcp-heavy-build.sh --force [component...]
 # Environment: GANTRY_CACHE, REALCP_BUILD_P (parallel packages, default 2),
@@ -34,10 +36,19 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="$ROOT/tools/realcp-heavy"
 CACHE_ROOT="${GANTRY_CACHE:-$HOME/.cache/gantry}/realcp-heavy"
-ALL=(kube kwok controllers-v2.2 training-operator
+ALL=(kube kwok kueue-v0.17.1 training-operator
      jobset-v0.10.1 jobset-v0.11.1 jobset-v0.12.0
      trainer-v2.1.0 trainer-v2.2.0 trainer-v2.3.0
      kueue-v0.16.6 kueue-v0.19.2 scheduler-plugins)
+
+# components_for_sets <v2.3,v2.1|all>: the "always" components, then each named set's (version-sets.tsv)
+components_for_sets() {
+  awk -F'\t' -v want=",$1," '
+    /^#/ || NF == 0 { next }
+    $1 == "always" { n = split($2, a, " "); for (i = 1; i <= n; i++) if (!seen[a[i]]++) print a[i]; next }
+    want == ",all," || index(want, "," $1 ",") { for (i = 2; i <= 4; i++) if (!seen[$i]++) print $i }
+  ' "$TOOLS/version-sets.tsv"
+}
 
 pinned() { # pinned <go.mod> <module>
   awk -v m="$2" '($1 == m || ($1 == "require" && $2 == m)) { v = ($1 == "require") ? $3 : $2; print v; exit }' "$1"
@@ -98,13 +109,15 @@ print_dirs() {
 
 FORCE=0
 COMPONENTS=()
-for a in "$@"; do
-  case "$a" in
+while (($#)); do
+  case "$1" in
     --print-bin-dirs) print_dirs; exit 0 ;;
     --force) FORCE=1 ;;
-    -*) echo "usage: $0 [--print-bin-dirs|--force] [component...]" >&2; exit 2 ;;
-    *) COMPONENTS+=("$a") ;;
+    --sets) shift; mapfile -t -O "${#COMPONENTS[@]}" COMPONENTS < <(components_for_sets "${1:?--sets needs a list}") ;;
+    -*) echo "usage: $0 [--print-bin-dirs|--force] [--sets v2.3,v2.1] [component...]" >&2; exit 2 ;;
+    *) COMPONENTS+=("$1") ;;
   esac
+  shift
 done
 ((${#COMPONENTS[@]})) || COMPONENTS=("${ALL[@]}")
 

@@ -6,6 +6,7 @@ import { LABEL } from '../../lib/trainjob/labels.ts';
 import { DEMO_TEAM, type Stack } from '../../local/stack.ts';
 import { REAL_STACK_START_MS, type RealStack, startRealStack, stopRealStack } from '../helpers/real-stack.ts';
 import {
+  activeVersionSets,
   type HeavyControlPlane,
   heavyMissing,
   KWOK_ENV,
@@ -48,7 +49,7 @@ import { tierAvailable } from '../helpers/tiers.ts';
 
 const SPEED = 60;
 const TRAINJOBS = '/apis/trainer.kubeflow.org/v1alpha1';
-const SETS: VersionSetName[] = ['v2.1', 'v2.2', 'v2.3'];
+const SETS: VersionSetName[] = activeVersionSets();
 /** The taint of the "lost" node (NoExecute, tolerated by no pod). */
 const LOST_TAINT = { key: 'gantry.dev/e2e-node-lost', value: 'true', effect: 'NoExecute' };
 const PREEMPTOR_CLASS = 'gantry-e2e-critical';

@@ -1,14 +1,14 @@
 import { DEMO_QUEUE } from '../../local/embedded.ts';
 import { DEMO_TEAM } from '../../local/stack.ts';
-import { VERSION_SETS, versionSet } from '../helpers/realcp-heavy.ts';
+import { activeVersionSets, versionSet } from '../helpers/realcp-heavy.ts';
 import { PRIORITIES, parityTable, SCENARIOS, simulatorFor } from './parity-tables.ts';
 
 /**
- * Parity on every installable version set (v2.1, v2.2, v2.3): the scenario table of
+ * Parity on every version set of this run (all of v2.1, v2.2, v2.3 unless GANTRY_VERSION_SETS names fewer): the scenario table of
  * parity-tables.ts against the real controllers and against the simulator set up as that set.
  * The coscheduling table runs in parity-coscheduling.test.ts, a process of its own.
  */
-for (const name of VERSION_SETS) {
+for (const name of activeVersionSets()) {
   const set = versionSet(name);
   parityTable({
     name,

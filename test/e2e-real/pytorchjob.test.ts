@@ -12,7 +12,14 @@ import {
   stopRealStack,
   watchUntil,
 } from '../helpers/real-stack.ts';
-import { type HeavyControlPlane, heavyMissing, KWOK_ENV, versionSet } from '../helpers/realcp-heavy.ts';
+import {
+  activeVersionSets,
+  type HeavyControlPlane,
+  heavyMissing,
+  KWOK_ENV,
+  NEWEST_SET,
+  versionSet,
+} from '../helpers/realcp-heavy.ts';
 import { runDriver } from '../helpers/runs.ts';
 import { tierAvailable } from '../helpers/tiers.ts';
 
@@ -292,19 +299,23 @@ describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
 });
 
 /**
- * Kueue v0.17.1 (the v2.2 set) with ITS default configuration, which still enables the
- * kubeflow.org v1 integrations (v0.16–v0.18 did): listed in `kueueManagedKinds`, a queued
- * PyTorchJob gets a Workload, is admitted against the ClusterQueue's GPU quota, unsuspended and run
- * by the operator.
+ * The Kueue of the run's older version set (v0.16.6 of v2.1 or v0.17.1 of v2.2: CI rotates them) with
+ * ITS default configuration, which still enables the kubeflow.org v1 integrations (v0.16–v0.18 did):
+ * listed in `kueueManagedKinds`, a queued PyTorchJob gets a Workload, is admitted against the
+ * ClusterQueue's GPU quota, unsuspended and run by the operator. Not run when the run's sets are only
+ * the newest (GANTRY_VERSION_SETS=v2.3), whose Kueue does not manage PyTorchJob by default.
  */
-const setV22 = versionSet('v2.2');
-const availableV22 = tierAvailable(
-  `e2e-real (Training Operator v1 PyTorchJob under Kueue ${setV22.kueue})`,
-  heavyMissing(['kube', 'kwok', ...setV22.components, 'training-operator']),
-);
+const legacySetName = activeVersionSets().find((s) => s !== NEWEST_SET);
+const legacySet = versionSet(legacySetName ?? 'v2.2');
+const legacyAvailable =
+  legacySetName !== undefined &&
+  tierAvailable(
+    `e2e-real (Training Operator v1 PyTorchJob under Kueue ${legacySet.kueue})`,
+    heavyMissing(['kube', 'kwok', ...legacySet.components, 'training-operator']),
+  );
 
-describe.runIf(availableV22)(
-  `real Training Operator v1: queued PyTorchJob under Kueue ${setV22.kueue}`,
+describe.runIf(legacyAvailable)(
+  `real Training Operator v1: queued PyTorchJob under Kueue ${legacySet.kueue}`,
   () => {
     let hc: HeavyControlPlane;
     let stack: Stack;
@@ -314,9 +325,9 @@ describe.runIf(availableV22)(
 
     beforeAll(async () => {
       real = await startRealStack({
-        log: 'e2e-real pytorchjob v2.2',
+        log: `e2e-real pytorchjob ${legacySet.name}`,
         controlPlane: {
-          set: 'v2.2',
+          set: legacySet.name,
           nodes: 2,
           gpusPerNode: 8,
           trainingOperator: true,

@@ -7,6 +7,7 @@ import { LABEL } from '../../lib/trainjob/labels.ts';
 import { DEMO_TEAM, type Stack } from '../../local/stack.ts';
 import { REAL_STACK_START_MS, type RealStack, startRealStack, stopRealStack } from '../helpers/real-stack.ts';
 import {
+  activeVersionSets,
   type HeavyControlPlane,
   heavyMissing,
   KWOK_ENV,
@@ -59,7 +60,7 @@ import { tierAvailable } from '../helpers/tiers.ts';
 const SPEED = 60;
 const TRAINJOBS = '/apis/trainer.kubeflow.org/v1alpha1';
 const WORKLOADS = '/apis/kueue.x-k8s.io/v1beta2';
-const SETS: VersionSetName[] = ['v2.1', 'v2.2', 'v2.3'];
+const SETS: VersionSetName[] = activeVersionSets();
 const RECONCILE_EVERY_MS = 300;
 const STALL_AFTER = 60;
 const ELASTIC_DEADLINE = 600;

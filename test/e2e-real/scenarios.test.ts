@@ -5,6 +5,7 @@ import { DEMO_TEAM, type Stack } from '../../local/stack.ts';
 import { apiClient, type Body } from '../helpers/api-client.ts';
 import { REAL_STACK_START_MS, type RealStack, startRealStack, stopRealStack } from '../helpers/real-stack.ts';
 import {
+  activeVersionSets,
   type HeavyControlPlane,
   heavyMissing,
   KWOK_ENV,
@@ -34,7 +35,7 @@ import { tierAvailable } from '../helpers/tiers.ts';
 
 const SPEED = 60;
 const TRAINJOBS = '/apis/trainer.kubeflow.org/v1alpha1';
-const SETS: VersionSetName[] = ['v2.1', 'v2.2', 'v2.3'];
+const SETS: VersionSetName[] = activeVersionSets();
 const PRINCIPAL = DEMO_TEAM.principals[0] as string;
 
 const phasesOf = (r: { transitions: Array<{ phase: string; reason?: string }> }) =>

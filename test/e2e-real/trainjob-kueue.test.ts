@@ -13,6 +13,7 @@ import {
   watchUntil,
 } from '../helpers/real-stack.ts';
 import {
+  activeVersionSets,
   type HeavyControlPlane,
   heavyMissing,
   KWOK_ENV,
@@ -49,7 +50,7 @@ interface Condition {
 }
 type Obj = K8sObject & { status?: { conditions?: Condition[] } };
 
-const SETS: VersionSetName[] = ['v2.1', 'v2.2', 'v2.3'];
+const SETS: VersionSetName[] = activeVersionSets();
 
 for (const setName of SETS) {
   const set = versionSet(setName);

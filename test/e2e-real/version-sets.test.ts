@@ -57,8 +57,8 @@ describe.runIf(tierAvailable('e2e-real (version sets)', goMissing()))('version s
     expect(goModRequires(module, 'v0.35.4-devel').get('k8s.io/kubernetes')).toBe(kube);
   }, 120_000);
 
-  it('the check sees a shared graph: Trainer v2.2.0 in controllers-v2.2 (MVS raised to Kueue v0.17.1’s versions)', () => {
-    const raised = graphContradictions('controllers-v2.2', TRAINER_MODULE);
+  it('the check sees a shared graph: Trainer v2.2.0 in kueue-v0.17.1 (MVS raised to Kueue v0.17.1’s versions)', () => {
+    const raised = graphContradictions('kueue-v0.17.1', TRAINER_MODULE);
     expect(raised.length).toBeGreaterThan(0);
     expect(raised).toContain('k8s.io/api: go.mod wants v0.35.2, graph selects v0.35.3');
   }, 120_000);

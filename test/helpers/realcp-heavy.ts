@@ -60,26 +60,68 @@ export type VersionSetName = 'v2.1' | 'v2.2' | 'v2.3';
  * version its go.mod does not ask for. A shared graph would, by MVS, raise one project's
  * dependencies to another's (Kueue v0.19.2 compiled against Trainer v2.3.0 while its go.mod asks
  * for v2.2.1). `graphContradictions()` checks this; test/e2e-real/version-sets.test.ts asserts it.
+ * The table is tools/realcp-heavy/version-sets.tsv (the build script reads it too).
  *
  *   v2.1  JobSet v0.10.1 (pinned by Trainer v2.1.0), Trainer v2.1.0, Kueue v0.16.6: the last Kueue
  *         minor built against Trainer v2.1 (Kueue ≥ 0.17 patches the TrainJob through
  *         `runtimePatches`, which Trainer 2.1 does not have: admitted, never unsuspended, kueue#11931);
  *         v0.16.6 is the newest v0.16 patch the Go module proxy serves.
  *   v2.2  JobSet v0.11.1, Trainer v2.2.0, Kueue v0.17.1 (its go.mod asks for exactly Trainer v2.2.0
- *         and JobSet v0.11.1). Kueue comes from `controllers-v2.2`, whose shared graph is exactly
- *         Kueue's own go.mod; Trainer from its own graph (in the shared one MVS raised 36 of its
- *         requirements).
+ *         and JobSet v0.11.1), each from its own wrapper (`kueue-v0.17.1`'s graph is exactly Kueue's
+ *         own go.mod, Trainer v2.2.0 in it only as a library).
  *   v2.3  JobSet v0.12.0 (pinned by Trainer v2.3.0), Trainer v2.3.0, Kueue v0.19.2 as released: built
  *         against Trainer v2.2.1's API (no Kueue release requires Trainer v2.3.0 yet), talking to
  *         Trainer v2.3.0's CRDs.
  */
-const SETS: Record<VersionSetName, { jobset: string; trainer: string; kueue: string }> = {
-  'v2.1': { jobset: 'jobset-v0.10.1', trainer: 'trainer-v2.1.0', kueue: 'kueue-v0.16.6' },
-  'v2.2': { jobset: 'jobset-v0.11.1', trainer: 'trainer-v2.2.0', kueue: 'controllers-v2.2' },
-  'v2.3': { jobset: 'jobset-v0.12.0', trainer: 'trainer-v2.3.0', kueue: 'kueue-v0.19.2' },
-};
+const SETS_TSV = join(TOOLS, 'version-sets.tsv');
+
+function readSets(): {
+  sets: Record<string, { jobset: string; trainer: string; kueue: string }>;
+  always: string[];
+} {
+  const sets: Record<string, { jobset: string; trainer: string; kueue: string }> = {};
+  let always: string[] = [];
+  for (const line of readFileSync(SETS_TSV, 'utf8').split('\n')) {
+    if (!line.trim() || line.startsWith('#')) continue;
+    const [name, ...rest] = line.split('\t');
+    if (name === 'always') always = (rest[0] ?? '').trim().split(/\s+/);
+    else if (name && rest.length === 3) {
+      const [jobset, trainer, kueue] = rest.map((f) => f.trim()) as [string, string, string];
+      sets[name] = { jobset, trainer, kueue };
+    }
+  }
+  return { sets, always };
+}
+
+const TABLE = readSets();
+const SETS = TABLE.sets as Record<VersionSetName, { jobset: string; trainer: string; kueue: string }>;
 
 export const VERSION_SETS = Object.keys(SETS) as VersionSetName[];
+/** The newest set: every run tests it in full. */
+export const NEWEST_SET: VersionSetName = 'v2.3';
+/** The components every e2e-real run needs whatever its sets. */
+export const ALWAYS_COMPONENTS = TABLE.always;
+
+/**
+ * The version sets this run tests: `GANTRY_VERSION_SETS` (comma-separated names, or `all`), all of
+ * them when unset. CI tests the newest set in full and one older set by rotation (.ci/run).
+ */
+export function activeVersionSets(): VersionSetName[] {
+  const raw = (process.env.GANTRY_VERSION_SETS ?? 'all').trim();
+  if (raw === 'all' || raw === '') return VERSION_SETS;
+  const asked = raw.split(',').map((s) => s.trim());
+  const unknown = asked.filter((s) => !VERSION_SETS.includes(s as VersionSetName));
+  if (unknown.length)
+    throw new Error(
+      `GANTRY_VERSION_SETS: unknown set ${unknown.join(', ')} (sets: ${VERSION_SETS.join(', ')}, or all)`,
+    );
+  return VERSION_SETS.filter((s) => asked.includes(s));
+}
+
+/** The oldest set this run tests (the newest when it tests only that one). */
+export function oldestActiveSet(): VersionSetName {
+  return activeVersionSets()[0] ?? NEWEST_SET;
+}
 
 export interface VersionSet {
   name: VersionSetName;

@@ -1,6 +1,6 @@
-// Wrapper module: builds Kubeflow Trainer v2.2.0 and Kueue v0.17.1 (one MVS graph; JobSet v0.11.1 is
-// built from ../jobset-v0.11.1: its controller-runtime v0.22 graph does not mix with Kueue v0.17).
-module gantry.invalid/realcp-heavy/controllers-v2.2
+// Wrapper module: builds Kueue v0.17.1 on its own go.mod's graph (which requires Trainer v2.2.0 and
+// JobSet v0.11.1 as libraries; their controllers are built from ../trainer-v2.2.0 and ../jobset-v0.11.1).
+module gantry.invalid/realcp-heavy/kueue-v0.17.1
 
 go 1.25.0
 
@@ -149,7 +149,4 @@ require (
 	volcano.sh/apis v1.14.0 // indirect
 )
 
-tool (
-	github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager
-	sigs.k8s.io/kueue/cmd/kueue
-)
+tool sigs.k8s.io/kueue/cmd/kueue
