@@ -37,7 +37,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { deflateRawSync } from 'node:zlib';
 import { build } from 'esbuild';
-import { parse } from 'yaml';
+import { parseYaml as parse } from '../lib/yaml.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = join(ROOT, 'bench/.out/function-bundles');

@@ -16,6 +16,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 type Reader = 'yaml-lite' | 'js-yaml' | 'yaml';
+// `yaml` is no longer a dependency (lib/yaml.ts is the one reader): `npm i --no-save yaml@2.9.1` to compare again.
 const READERS: Reader[] = [...(process.env.YAML_LITE ? (['yaml-lite'] as const) : []), 'js-yaml', 'yaml'];
 
 interface Result {
@@ -129,7 +130,8 @@ Decision (December 2026, rows measured with the hand-written reader from git his
 gives the same output as \`yaml\` on every file, with a lower peak RSS than the hand-written reader
 (~40 MiB less at start-up, ~125 MiB less after the warm rounds) and a parse time within the
 machine's noise of it (2 shared CPUs; ±30 % between runs), so crds.ts reads the CRDs with
-\`js-yaml\` and the hand-written reader (445 lines) was removed. The \`yaml\` package stays the
+\`js-yaml\` and the hand-written reader (445 lines) was removed. Since then js-yaml is the project's one YAML
+library (lib/yaml.ts) and the \`yaml\` package is gone; before that, the \`yaml\` package stayed the
 project's reader elsewhere (small files: config, profiles, request bodies).
 `;
   writeFileSync(new URL('./results/yaml-parsers.md', import.meta.url), md);

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { parse as parseYaml } from 'yaml';
+import { parseYaml } from '../lib/yaml.ts';
 import { UsageError } from './args.ts';
 
 /**
@@ -33,7 +33,7 @@ export function parseRequest(text: string, name: string): LoadedRequest {
     }
   } else {
     try {
-      body = parseYaml(text, { uniqueKeys: true, maxAliasCount: 100 });
+      body = parseYaml(text, { maxAliases: 100 });
     } catch (err) {
       throw new UsageError(`${name}: not valid YAML: ${(err as Error).message.split('\n')[0]}`);
     }

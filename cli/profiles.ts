@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { ValidationError } from '../lib/errors.ts';
 import { parseWith } from '../lib/run/validate.ts';
+import { parseYaml } from '../lib/yaml.ts';
 import * as z from '../lib/zod.ts';
 import { UsageError } from './args.ts';
 
@@ -71,7 +71,7 @@ export function profilesPath(env: Record<string, string | undefined>): string {
 export function parseProfiles(text: string, name: string): ProfilesFile {
   let raw: unknown;
   try {
-    raw = parseYaml(text, { uniqueKeys: true }) ?? {};
+    raw = parseYaml(text, { maxAliases: 100 }) ?? {};
   } catch (err) {
     throw new UsageError(`${name}: not valid YAML: ${(err as Error).message.split('\n')[0]}`);
   }

@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { compact } from '../lib/compact.ts';
 import { configSchemas, type TeamConfig } from '../lib/config.ts';
 import { dataTriggerRuleSchema } from '../lib/datatrigger/rules.ts';
 import { ValidationError } from '../lib/errors.ts';
 import { RFC1035_LABEL } from '../lib/run/limits.ts';
 import { parseWith } from '../lib/run/validate.ts';
+import { parseYaml } from '../lib/yaml.ts';
 import * as z from '../lib/zod.ts';
 import type { EmbeddedOptions } from './embedded.ts';
 import { DEMO_QUEUE } from './embedded.ts';

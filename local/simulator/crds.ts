@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadAll } from 'js-yaml';
+import { parseYamlAll } from '../../lib/yaml.ts';
 import {
   kueueStubs,
   legacyStubs,
@@ -82,7 +82,7 @@ const parsed = new Map<string, { mtimeMs: number; json: string }>();
  * (bench/results/yaml-parsers.md).
  */
 export function parseYamlStream(src: string): unknown[] {
-  return loadAll(src);
+  return parseYamlAll(src);
 }
 
 /** The documents of a YAML file (fresh objects for each caller). */

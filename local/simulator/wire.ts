@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { parse as parseYaml } from 'yaml';
 import type { Json } from '../../lib/json.ts';
+import { parseYaml } from '../../lib/yaml.ts';
 import { summarize } from './decode.ts';
 import type { DeleteOptions } from './deletion.ts';
 import { ApiError, badRequest, invalid, unsupportedMediaType } from './errors.ts';

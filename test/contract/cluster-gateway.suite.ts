@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
 import {
   ClusterRejectedError,
   ClusterUnavailableError,
@@ -14,6 +13,7 @@ import { newRunId } from '../../lib/run/ids.ts';
 import { buildJob, jobApi } from '../../lib/trainjob/build.ts';
 import { LABEL, MANAGED_SELECTOR } from '../../lib/trainjob/labels.ts';
 import { type K8sObject, TRAINER_SHAPES, type TrainerShape } from '../../lib/trainjob/types.ts';
+import { parseYaml } from '../../lib/yaml.ts';
 import { aRunSpec } from '../helpers/builders.ts';
 import { CRD_ROOT } from '../helpers/tiers.ts';
 

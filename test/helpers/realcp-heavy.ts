@@ -36,7 +36,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseAllDocuments, stringify as stringifyYaml } from 'yaml';
+import { parseYamlAll, stringifyYaml } from '../../lib/yaml.ts';
 import {
   freePorts,
   type KubeResponse,
@@ -721,7 +721,7 @@ function kwokStagesYaml(kwokDir: string): string {
     const text = readFileSync(join(kwokDir, f), 'utf8');
     if (!f.endsWith('/pod-ready.yaml')) return text.trim();
     // pod-ready leaves the pods that cannot pull their image to gantry-pod-image-pull.
-    const stage = parseAllDocuments(text)[0]?.toJS() as {
+    const stage = parseYamlAll(text)[0] as {
       spec: { selector: { matchExpressions: unknown[] } };
     };
     stage.spec.selector.matchExpressions.push({
@@ -752,8 +752,8 @@ function webhookConfigs(
   keep: (w: WebhookEntry) => boolean = () => true,
 ): Json[] {
   const out: Json[] = [];
-  for (const doc of parseAllDocuments(readFileSync(manifestFile, 'utf8'))) {
-    const obj = doc.toJS() as Json | null;
+  for (const doc of parseYamlAll(readFileSync(manifestFile, 'utf8'))) {
+    const obj = doc as Json | null;
     if (!obj?.kind) continue;
     const kind = String(obj.kind);
     const webhooks = ((obj.webhooks as WebhookEntry[]) ?? []).filter(keep).map((w) => {
@@ -1011,7 +1011,7 @@ export interface HeavyOptions {
 /** The `integrations.frameworks` a Kueue release's default configuration enables (commented ones are not). */
 export function kueueDefaultFrameworks(kueueDir: string): string[] {
   const file = join(kueueDir, 'config/components/manager/controller_manager_config.yaml');
-  const doc = parseAllDocuments(readFileSync(file, 'utf8'))[0]?.toJS() as
+  const doc = parseYamlAll(readFileSync(file, 'utf8'))[0] as
     | { integrations?: { frameworks?: string[] } }
     | undefined;
   const frameworks = doc?.integrations?.frameworks;
@@ -1238,9 +1238,9 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
     // and its PodGroup controller)
     if (withGang) {
       const schedCfg = join(runDir, 'scheduler-plugins-config.yaml');
-      const shipped = parseAllDocuments(
+      const shipped = parseYamlAll(
         readFileSync(join(pluginsDir, 'manifests/coscheduling/scheduler-config.yaml'), 'utf8'),
-      )[0]?.toJS() as { clientConnection: { kubeconfig: string } };
+      )[0] as { clientConnection: { kubeconfig: string } };
       shipped.clientConnection.kubeconfig = kubeconfig;
       writeFileSync(schedCfg, stringifyYaml(shipped));
       procs.push(
@@ -1553,11 +1553,11 @@ export async function startHeavyControlPlane(opts: HeavyOptions): Promise<HeavyC
       procs,
     );
 
-    const runtimeDoc = parseAllDocuments(
-      readFileSync(join(trainerDir, 'manifests/base/runtimes/torch_distributed.yaml'), 'utf8'),
-    )
-      .map((d) => d.toJS() as Json)
-      .find((o) => o?.kind === 'ClusterTrainingRuntime');
+    const runtimeDoc = (
+      parseYamlAll(
+        readFileSync(join(trainerDir, 'manifests/base/runtimes/torch_distributed.yaml'), 'utf8'),
+      ) as Json[]
+    ).find((o) => o?.kind === 'ClusterTrainingRuntime');
     if (!runtimeDoc)
       throw new HeavyError('realcp-heavy: no ClusterTrainingRuntime in torch_distributed.yaml');
     await applyObject('ClusterTrainingRuntime torch-distributed', runtimeDoc);

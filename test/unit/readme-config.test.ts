@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
 import { configSchemas } from '../../lib/config.ts';
 import { ROUTES } from '../../lib/intake/routes.ts';
+import { parseYaml } from '../../lib/yaml.ts';
 import { DevClusterSchema, DevConfigSchema, SimulatorSettingsSchema } from '../../local/dev-config.ts';
 import { ROOT } from '../helpers/tiers.ts';
 

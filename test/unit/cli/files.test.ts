@@ -37,7 +37,13 @@ describe('request files', () => {
   it.each([
     ['{"modelName": ', 'run.json', /^run\.json: not valid JSON: /],
     ['modelName: [a', 'run.yaml', /^run\.yaml: not valid YAML: /],
-    ['a: 1\na: 2\n', 'run.yaml', /^run\.yaml: not valid YAML: .*[Uu]nique/],
+    ['a: 1\na: 2\n', 'run.yaml', /^run\.yaml: not valid YAML: duplicated mapping key \(2:1\)/],
+    [
+      // a billion-laughs file: each level doubles the one before; aliases are capped at 100
+      `a: &a [x, x]\n${Array.from({ length: 60 }, (_, i) => `l${i}: &l${i} [${i ? `*l${i - 1}` : '*a'}, ${i ? `*l${i - 1}` : '*a'}]`).join('\n')}\n`,
+      'run.yaml',
+      /^run\.yaml: not valid YAML: aliases exceeded maxAliases \(100\)/,
+    ],
     ['- a\n- b\n', 'run.yaml', /^run\.yaml: must hold one object/],
     ['', 'run.yaml', /^run\.yaml: must hold one object/],
     ['"text"', 'run.json', /^run\.json: must hold one object/],

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import { METRIC, METRICS_NAMESPACE } from '../../../lib/observability/metrics.ts';
+import { parseYaml as parse } from '../../../lib/yaml.ts';
 import { ROOT } from '../../helpers/tiers.ts';
 
 const require = createRequire(import.meta.url);
