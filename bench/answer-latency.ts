@@ -20,8 +20,9 @@
  *
  * Run: `node bench/answer-latency.ts [runs=40]`; writes bench/results/answer-latency.md.
  */
-import { writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type Embedded, startEmbedded } from '../local/embedded.ts';
 import { PRINCIPAL_HEADER } from '../local/http-api.ts';
 import { runDriver } from '../test/helpers/runs.ts';
@@ -175,7 +176,9 @@ for (const setting of settings) {
   if (!line) throw new Error(`setting ${JSON.stringify(setting)} printed no result`);
   results.push(JSON.parse(line.slice('RESULT '.length)));
 }
-writeFileSync('/tmp/gantry-answer-latency.json', JSON.stringify(results));
+const resultsFile = join(mkdtempSync(join(tmpdir(), 'gantry-bench-answer-latency-')), 'results.json');
+writeFileSync(resultsFile, JSON.stringify(results));
+process.stderr.write(`bench/answer-latency: results in ${resultsFile}\n`);
 const lines = [
   '# Answer latency: how late Gantry notices admission and completion',
   '',

@@ -8,9 +8,9 @@
  *
  * Run: `node bench/simulator-scale.ts [jobs=1000] [speed=3600]`; writes bench/results/simulator-scale.md.
  */
-import { writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
-import { dirname, resolve } from 'node:path';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mapLimit } from '../lib/concurrency.ts';
 import { spawnSimulator } from './sim-process.ts';
@@ -77,7 +77,9 @@ async function startSimulator(speed: number) {
   const sim = await spawnSimulator(
     ['--speed', String(speed), '--trainer', '2.2', '--queue', `bench=${QUOTA_GPUS}`],
     {
-      nodeArgs: process.env.SIM_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/simprof'] : [],
+      nodeArgs: process.env.SIM_PROFILE
+        ? ['--cpu-prof', `--cpu-prof-dir=${mkdtempSync(join(tmpdir(), 'gantry-simprof-'))}`]
+        : [],
     },
   );
   const { child, url } = sim;

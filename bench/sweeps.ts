@@ -22,13 +22,13 @@
  * simulator's watch events, stamped with the wall clock; waiting for quota and training are not in it.
  * `--repeat K` runs the sweep and over-quota cases K times (no baseline) and appends a section with
  * one row per run (trials done, stalled, peak unfinished jobs against parallelTrials) to the results;
- * it saves the runs so far after each case in /tmp/gantry-bench-sweeps-repeat.json, and
+ * it saves the runs so far after each case in <out>/gantry-bench-sweeps-repeat.json, and
  * `--repeat-from FILE --command "<the flags>"` writes the section from such a file.
  */
 import { execFile } from 'node:child_process';
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
-import { dirname, resolve } from 'node:path';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { S3Client } from '@aws-sdk/client-s3';
 import { DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
@@ -63,7 +63,9 @@ const TRIAL_ENDED = ['Succeeded', 'Failed', 'EarlyStopped', 'Cancelled'];
 /** The trial items are read every this many polls of the sweep item (20 × 250 ms = 5 s). */
 const TRIAL_POLL_EVERY = 20;
 const CASE = arg('case', '');
-const LOG = arg('log', '/tmp/gantry-bench-sweeps.log');
+/** This run's own folder for logs and saved results (`--out DIR`; a new temp folder by default), so two runs never collide. */
+const OUT = arg('out', '') || mkdtempSync(join(tmpdir(), 'gantry-bench-sweeps-'));
+const LOG = arg('log', join(OUT, 'gantry-bench-sweeps.log'));
 /** Run the sweep cases (not the baseline) this many times, one after the other, and report each run. */
 const REPEAT = Number(arg('repeat', '0'));
 /** The embedded reconciler loop's period (ms) and, when given, its wake on job changes (ms gap). */
@@ -769,12 +771,13 @@ function measure(name: string, kind: 'baseline' | 'sweep', parallel: number): Pr
         `--timeout=${TIMEOUT_S}`,
         `--reconcile-ms=${RECONCILE_MS}`,
         ...(WAKE_GAP_MS ? [`--wake-gap-ms=${WAKE_GAP_MS}`] : []),
-        `--log=/tmp/gantry-bench-sweeps-${name}.log`,
+        `--out=${OUT}`,
+        `--log=${join(OUT, `gantry-bench-sweeps-${name}.log`)}`,
       ],
       { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
       (err, stdout) => {
         const line = stdout.split('\n').find((l) => l.startsWith('RESULT '));
-        if (line) writeFileSync(`/tmp/gantry-bench-sweeps-${name}.json`, line.slice('RESULT '.length));
+        if (line) writeFileSync(join(OUT, `gantry-bench-sweeps-${name}.json`), line.slice('RESULT '.length));
         if (line) res(JSON.parse(line.slice('RESULT '.length)) as CaseResult);
         else rej(err ?? new Error(`case ${name} printed no result`));
       },
@@ -1031,7 +1034,7 @@ if (REPEAT > 0) {
           `overhead median ${r.perTrial?.overhead.median.toFixed(2)} s, CPU ${r.cpuSeconds?.toFixed(0)} s\n` +
           (r.perTrial ? `  ${perTrialLine(r.perTrial)}\n` : ''),
       );
-      writeFileSync('/tmp/gantry-bench-sweeps-repeat.json', JSON.stringify(runs));
+      writeFileSync(join(OUT, 'gantry-bench-sweeps-repeat.json'), JSON.stringify(runs));
     }
   }
   const section = repeatReport(runs, command);
@@ -1056,7 +1059,8 @@ if (FROM) {
   if (CASES.includes('over') && OVER > 0) results.over = await measure('over', 'sweep', OVER);
 }
 const loadAfter = FROM ? (Object.values(results).at(-1)?.loadAfter ?? 0) : (loadavg()[0] as number);
-writeFileSync('/tmp/gantry-bench-sweeps.json', JSON.stringify(results, null, 2));
+writeFileSync(join(OUT, 'gantry-bench-sweeps.json'), JSON.stringify(results, null, 2));
+process.stderr.write(`bench/sweeps: logs and results in ${OUT}\n`);
 const section = report(results, loadBefore, loadAfter);
 console.log(section);
 if (WRITE) {
