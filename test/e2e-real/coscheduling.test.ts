@@ -1,15 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEMO_TEAM, type Stack } from '../../local/stack.ts';
-import { REAL_STACK_START_MS, type RealStack, startRealStack, stopRealStack } from '../helpers/real-stack.ts';
-import {
-  GANG_RUNTIME,
-  type HeavyControlPlane,
-  heavyMissing,
-  KWOK_ENV,
-  versionSet,
-} from '../helpers/realcp-heavy.ts';
-import type { runDriver } from '../helpers/runs.ts';
-import { tierAvailable } from '../helpers/tiers.ts';
+import { type RunDriver, TRAINJOBS, useRealStack, versionSetSuite } from '../helpers/real-stack.ts';
+import { GANG_RUNTIME, type HeavyControlPlane, KWOK_ENV } from '../helpers/realcp-heavy.ts';
+import { SUCCEEDED_PHASES } from '../helpers/runs.ts';
 
 /**
  * Gang scheduling through the scheduler-plugins Coscheduling plugin, on the real controllers
@@ -32,7 +25,6 @@ import { tierAvailable } from '../helpers/tiers.ts';
  */
 
 const SPEED = 60;
-const TRAINJOBS = '/apis/trainer.kubeflow.org/v1alpha1';
 const PODGROUPS = '/apis/scheduling.x-k8s.io/v1alpha1';
 
 interface PodGroup {
@@ -47,33 +39,24 @@ interface Pod {
 }
 const scheduled = (p: Pod) => p.status?.conditions?.find((c) => c.type === 'PodScheduled');
 
-const set = versionSet('v2.3');
+const { set, available } = versionSetSuite('v2.3', 'e2e-real coscheduling', ['scheduler-plugins']);
 const label = `scheduler-plugins Coscheduling + Trainer ${set.trainer} + JobSet ${set.jobset}`;
-const available = tierAvailable(
-  `e2e-real coscheduling (${label})`,
-  heavyMissing(['kube', 'kwok', 'scheduler-plugins', ...set.components]),
-);
 
 describe.runIf(available)(`real controllers, gang scheduling: ${label}`, () => {
-  let hc: HeavyControlPlane;
-  let stack: Stack;
-  let driver: ReturnType<typeof runDriver>;
-  let ns: string;
-  let real: RealStack | undefined;
-
-  beforeAll(async () => {
-    real = await startRealStack({
+  let hc: HeavyControlPlane, stack: Stack, driver: RunDriver, ns: string;
+  useRealStack(
+    {
       log: 'e2e-real coscheduling',
       controlPlane: { set: 'v2.3', nodes: 2, gpusPerNode: 4, coscheduling: true },
       namespaces: ['gang'],
       // A team without queues: its runs go unqueued, gang-scheduled by the PodGroup alone.
       stack: (nss) => ({ speed: SPEED, teams: [{ ...DEMO_TEAM, namespaces: nss, queues: [] }] }),
-    });
-    ({ hc, stack, driver } = real);
-    ns = real.namespaces[0] as string;
-  }, REAL_STACK_START_MS);
-
-  afterAll(() => stopRealStack(real));
+    },
+    (real) => {
+      ({ hc, stack, driver } = real);
+      ns = real.namespaces[0] as string;
+    },
+  );
 
   const podGroup = async (name: string) => {
     const r = await hc.request<PodGroup>('GET', `${PODGROUPS}/namespaces/${ns}/podgroups/${name}`);
@@ -143,14 +126,7 @@ describe.runIf(available)(`real controllers, gang scheduling: ${label}`, () => {
     expect(ended.status).toBe('SUCCEEDED');
     const record = await driver.record(run.runId);
     expect(record.phase).toBe('Succeeded');
-    expect(record.transitions.map((t) => t.phase)).toEqual([
-      'Accepted',
-      'Submitting',
-      'Pending',
-      'Running',
-      'Publishing',
-      'Succeeded',
-    ]);
+    expect(record.transitions.map((t) => t.phase)).toEqual(SUCCEEDED_PHASES);
   });
 
   it('a gang that cannot fit: the PodGroup never runs, the run shows it and fails AdmissionTimeout', async () => {

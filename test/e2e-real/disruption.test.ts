@@ -1,20 +1,19 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { checkpointUri } from '../../lib/run/checkpoint.ts';
 import type { RunRequestInput } from '../../lib/run/schema.ts';
 import type { RunSpec } from '../../lib/run/spec.ts';
 import { LABEL } from '../../lib/trainjob/labels.ts';
 import { DEMO_TEAM, type Stack } from '../../local/stack.ts';
-import { REAL_STACK_START_MS, type RealStack, startRealStack, stopRealStack } from '../helpers/real-stack.ts';
 import {
-  activeVersionSets,
-  type HeavyControlPlane,
-  heavyMissing,
-  KWOK_ENV,
-  type VersionSetName,
-  versionSet,
-} from '../helpers/realcp-heavy.ts';
-import type { runDriver } from '../helpers/runs.ts';
-import { tierAvailable } from '../helpers/tiers.ts';
+  type Obj,
+  type RunDriver,
+  setLostTaint,
+  TRAINJOBS,
+  useRealStack,
+  versionSetSuites,
+  watchObjects,
+} from '../helpers/real-stack.ts';
+import { type HeavyControlPlane, KWOK_ENV } from '../helpers/realcp-heavy.ts';
 
 /**
  * Disruptions of a running job by the real Kubernetes controllers (issue 20), and what Gantry makes
@@ -48,14 +47,7 @@ import { tierAvailable } from '../helpers/tiers.ts';
  */
 
 const SPEED = 60;
-const TRAINJOBS = '/apis/trainer.kubeflow.org/v1alpha1';
-const SETS: VersionSetName[] = activeVersionSets();
-/** The taint of the "lost" node (NoExecute, tolerated by no pod). */
-const LOST_TAINT = { key: 'gantry.dev/e2e-node-lost', value: 'true', effect: 'NoExecute' };
 const PREEMPTOR_CLASS = 'gantry-e2e-critical';
-
-// biome-ignore lint/suspicious/noExplicitAny: API objects are read loosely in assertions
-type Obj = Record<string, any>;
 
 interface PodSeen {
   name: string;
@@ -65,41 +57,29 @@ interface PodSeen {
   deleted: boolean;
 }
 
-for (const setName of SETS) {
-  const set = versionSet(setName);
-  const label = `Trainer ${set.trainer} + Kueue ${set.kueue} + JobSet ${set.jobset}`;
-  const available = tierAvailable(
-    `e2e-real disruption (${label})`,
-    heavyMissing(['kube', 'kwok', ...set.components]),
-  );
-
+for (const { setName, label, available } of versionSetSuites('e2e-real disruption')) {
   describe.runIf(available)(`real disruptions of a running job: ${label}`, () => {
-    let hc: HeavyControlPlane;
-    let stack: Stack;
-    let driver: ReturnType<typeof runDriver>;
-    let ns: string;
-    let real: RealStack | undefined;
-
-    beforeAll(async () => {
-      real = await startRealStack({
+    let hc: HeavyControlPlane, stack: Stack, driver: RunDriver, ns: string;
+    useRealStack(
+      {
         log: `e2e-real disruption ${setName}`,
         controlPlane: { set: setName, nodes: 2, gpusPerNode: 8, gpuQuota: 8 },
         namespaces: ['demo'],
         stack: (nss) => ({ speed: SPEED, teams: [{ ...DEMO_TEAM, namespaces: nss }] }),
-      });
-      ({ hc, stack, driver } = real);
-      ns = real.namespaces[0] as string;
-      const pc = await hc.request('POST', '/apis/scheduling.k8s.io/v1/priorityclasses', {
-        apiVersion: 'scheduling.k8s.io/v1',
-        kind: 'PriorityClass',
-        metadata: { name: PREEMPTOR_CLASS },
-        value: 1_000_000,
-        description: 'gantry e2e-real: a pod that preempts training pods',
-      });
-      expect([201, 409]).toContain(pc.status);
-    }, REAL_STACK_START_MS);
-
-    afterAll(() => stopRealStack(real));
+      },
+      async (real) => {
+        ({ hc, stack, driver } = real);
+        ns = real.namespaces[0] as string;
+        const pc = await hc.request('POST', '/apis/scheduling.k8s.io/v1/priorityclasses', {
+          apiVersion: 'scheduling.k8s.io/v1',
+          kind: 'PriorityClass',
+          metadata: { name: PREEMPTOR_CLASS },
+          value: 1_000_000,
+          description: 'gantry e2e-real: a pod that preempts training pods',
+        });
+        expect([201, 409]).toContain(pc.status);
+      },
+    );
     /** Pod watches of the test, stopped after it whatever happened. */
     const watchers: Array<{ stop(): Promise<unknown> }> = [];
     afterEach(async () => {
@@ -138,9 +118,6 @@ for (const setName of SETS) {
      */
     function watchPods(runId: string) {
       const seen = new Map<string, PodSeen>();
-      let stop = false;
-      const path = `/api/v1/namespaces/${ns}/pods`;
-      const sel = `labelSelector=${encodeURIComponent(`${LABEL.runId}=${runId}`)}`;
       const note = (pod: Obj, deleted: boolean) => {
         const name = pod.metadata.name as string;
         const before = seen.get(name);
@@ -159,39 +136,12 @@ for (const setName of SETS) {
           deleted: deleted || (before?.deleted ?? false),
         });
       };
-      const loop = (async () => {
-        try {
-          await watching();
-        } catch (err) {
-          // The control plane went (a failed test's teardown): what was seen is what there is.
-          if (!stop) console.log(`[e2e-real disruption] pod watch ended: ${String(err)}`);
-        }
-      })();
-      async function watching() {
-        const list = await hc.request<{ metadata: { resourceVersion: string }; items: Obj[] }>(
-          'GET',
-          `${path}?${sel}`,
-        );
-        for (const p of list.body.items) note(p, false);
-        let rv = list.body.metadata.resourceVersion;
-        while (!stop) {
-          const w = await hc.request(
-            'GET',
-            `${path}?${sel}&watch=1&allowWatchBookmarks=false&timeoutSeconds=2&resourceVersion=${rv}`,
-          );
-          for (const line of w.text.split('\n').filter(Boolean)) {
-            const ev = JSON.parse(line) as { type: string; object: Obj };
-            if (ev.type === 'ERROR') throw new Error(`pod watch failed: ${line}`);
-            rv = ev.object.metadata.resourceVersion ?? rv;
-            note(ev.object, ev.type === 'DELETED');
-          }
-        }
-      }
+      const sel = `labelSelector=${encodeURIComponent(`${LABEL.runId}=${runId}`)}`;
+      const w = watchObjects(hc, `/api/v1/namespaces/${ns}/pods`, sel, note, 'e2e-real disruption');
       const handle = {
         seen,
         async stop() {
-          stop = true;
-          await loop;
+          await w.stop();
           return [...seen.values()];
         },
       };
@@ -236,17 +186,7 @@ for (const setName of SETS) {
       return r.body.items.map((j) => j.spec.backoffLimit as number);
     }
 
-    async function setTaint(node: string, on: boolean): Promise<void> {
-      const n = await hc.request<Obj>('GET', `/api/v1/nodes/${node}`);
-      const others = ((n.body.spec?.taints ?? []) as Obj[]).filter((t) => t.key !== LOST_TAINT.key);
-      const r = await hc.request(
-        'PATCH',
-        `/api/v1/nodes/${node}`,
-        { spec: { taints: on ? [...others, LOST_TAINT] : others } },
-        'application/merge-patch+json',
-      );
-      expect(r.status).toBe(200);
-    }
+    const setTaint = (node: string, on: boolean) => setLostTaint(hc, node, on);
 
     /** Attempt 2's TrainJob, read while it exists (Gantry may delete it once the run ends). */
     const secondJob = (run: RunSpec) =>

@@ -7,9 +7,11 @@ import { apiClient } from '../helpers/api-client.ts';
 import {
   REAL_STACK_START_MS,
   type RealStack,
+  type RunDriver,
   realStackOptions,
   startRealStack,
   stopRealStack,
+  useRealStack,
   watchUntil,
 } from '../helpers/real-stack.ts';
 import {
@@ -20,7 +22,7 @@ import {
   NEWEST_SET,
   versionSet,
 } from '../helpers/realcp-heavy.ts';
-import { runDriver } from '../helpers/runs.ts';
+import { runDriver, SUCCEEDED_PHASES } from '../helpers/runs.ts';
 import { tierAvailable } from '../helpers/tiers.ts';
 
 /**
@@ -175,14 +177,7 @@ describe.runIf(available)('real Training Operator v1: PyTorchJob', () => {
     expect(ended.status).toBe('SUCCEEDED');
     const record = await driver.record(run.runId);
     expect(record.phase).toBe('Succeeded');
-    expect(record.transitions.map((t) => t.phase)).toEqual([
-      'Accepted',
-      'Submitting',
-      'Pending',
-      'Running',
-      'Publishing',
-      'Succeeded',
-    ]);
+    expect(record.transitions.map((t) => t.phase)).toEqual(SUCCEEDED_PHASES);
     expect(record.artifacts).toMatchObject({ outputUri: run.outputUri, files: 2 });
     await driver.waitFor('the job to be deleted', async () => ((await job(run)) ? undefined : true), 30_000);
   });
@@ -317,14 +312,9 @@ const legacyAvailable =
 describe.runIf(legacyAvailable)(
   `real Training Operator v1: queued PyTorchJob under Kueue ${legacySet.kueue}`,
   () => {
-    let hc: HeavyControlPlane;
-    let stack: Stack;
-    let driver: ReturnType<typeof runDriver>;
-    let ns: string;
-    let real: RealStack | undefined;
-
-    beforeAll(async () => {
-      real = await startRealStack({
+    let hc: HeavyControlPlane, stack: Stack, driver: RunDriver, ns: string;
+    useRealStack(
+      {
         log: `e2e-real pytorchjob ${legacySet.name}`,
         controlPlane: {
           set: legacySet.name,
@@ -339,12 +329,12 @@ describe.runIf(legacyAvailable)(
           speed: SPEED,
           teams: [{ ...DEMO_TEAM, namespaces: nss }],
         }),
-      });
-      ({ hc, stack, driver } = real);
-      ns = real.namespaces[0] as string;
-    }, REAL_STACK_START_MS);
-
-    afterAll(() => stopRealStack(real));
+      },
+      (real) => {
+        ({ hc, stack, driver } = real);
+        ns = real.namespaces[0] as string;
+      },
+    );
 
     it('the default configuration of this Kueue enables kubeflow.org/pytorchjob', () => {
       expect(hc.kueueFrameworks).toContain('kubeflow.org/pytorchjob');
@@ -385,14 +375,7 @@ describe.runIf(legacyAvailable)(
       const ended = await driver.finished(arn, 90_000);
       expect(ended.status).toBe('SUCCEEDED');
       const record = await driver.record(run.runId);
-      expect(record.transitions.map((t) => t.phase)).toEqual([
-        'Accepted',
-        'Submitting',
-        'Pending',
-        'Running',
-        'Publishing',
-        'Succeeded',
-      ]);
+      expect(record.transitions.map((t) => t.phase)).toEqual(SUCCEEDED_PHASES);
     });
 
     it('no controller crashed', () => {

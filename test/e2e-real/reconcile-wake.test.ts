@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEMO_TEAM } from '../../local/stack.ts';
-import { REAL_STACK_START_MS, type RealStack, startRealStack, stopRealStack } from '../helpers/real-stack.ts';
-import { heavyMissing, KWOK_ENV, type VersionSetName, versionSet } from '../helpers/realcp-heavy.ts';
-import { tierAvailable } from '../helpers/tiers.ts';
+import { type RealStack, useRealStack, versionSetSuite } from '../helpers/real-stack.ts';
+import { KWOK_ENV, NEWEST_SET } from '../helpers/realcp-heavy.ts';
 
 /**
  * The reconciler between its passes (lib/orchestration/wake.ts) on the REAL controllers: Kueue
@@ -16,16 +15,12 @@ import { tierAvailable } from '../helpers/tiers.ts';
  * wake option removed, the executions are still running at the 150 s timeout; with it, both runs
  * ended Succeeded in 7.8 s.
  */
-const SET: VersionSetName = 'v2.3';
-const set = versionSet(SET);
-const label = `Trainer ${set.trainer} + Kueue ${set.kueue} + JobSet ${set.jobset}`;
-const available = tierAvailable(`e2e-real (${label})`, heavyMissing(['kube', 'kwok', ...set.components]));
+const SET = NEWEST_SET;
+const { label, available } = versionSetSuite(SET, 'e2e-real');
 
 describe.runIf(available)(`reconciler woken by the real controllers' changes: ${label}`, () => {
-  let real: RealStack | undefined;
-
-  beforeAll(async () => {
-    real = await startRealStack({
+  const real = useRealStack(
+    {
       log: `e2e-real wake ${SET}`,
       controlPlane: { set: SET, nodes: 2, gpusPerNode: 8, gpuQuota: 8 },
       namespaces: ['demo'],
@@ -35,13 +30,12 @@ describe.runIf(available)(`reconciler woken by the real controllers' changes: ${
         reconcileWakeGapMs: 200,
         teams: [{ ...DEMO_TEAM, namespaces: nss }],
       }),
-    });
-  }, REAL_STACK_START_MS);
-
-  afterAll(() => stopRealStack(real));
+    },
+    () => {},
+  );
 
   it('two runs are admitted by Kueue and end Succeeded well within one period', async () => {
-    const { driver, namespaces } = real as RealStack;
+    const { driver, namespaces } = real() as RealStack;
     const ns = namespaces[0] as string;
     const runs = [0, 1].map(() =>
       driver.spec(

@@ -1,21 +1,21 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { toRunView } from '../../lib/intake/views.ts';
 import { checkpointUri } from '../../lib/run/checkpoint.ts';
 import type { RunRequestInput } from '../../lib/run/schema.ts';
 import type { RunSpec } from '../../lib/run/spec.ts';
 import { LABEL } from '../../lib/trainjob/labels.ts';
 import { DEMO_TEAM, type Stack } from '../../local/stack.ts';
-import { REAL_STACK_START_MS, type RealStack, startRealStack, stopRealStack } from '../helpers/real-stack.ts';
 import {
-  activeVersionSets,
-  type HeavyControlPlane,
-  heavyMissing,
-  KWOK_ENV,
-  type VersionSetName,
-  versionSet,
-} from '../helpers/realcp-heavy.ts';
-import type { runDriver } from '../helpers/runs.ts';
-import { tierAvailable } from '../helpers/tiers.ts';
+  type Obj,
+  type RunDriver,
+  setLostTaint,
+  TRAINJOBS,
+  useRealStack,
+  versionSetSuites,
+  WORKLOADS,
+  watchObjects,
+} from '../helpers/real-stack.ts';
+import { type HeavyControlPlane, KWOK_ENV } from '../helpers/realcp-heavy.ts';
 
 /**
  * Resilient runs (issue 20) on the real Trainer + JobSet + Kueue + kube-scheduler + kwok: the
@@ -58,35 +58,15 @@ import { tierAvailable } from '../helpers/tiers.ts';
  */
 
 const SPEED = 60;
-const TRAINJOBS = '/apis/trainer.kubeflow.org/v1alpha1';
-const WORKLOADS = '/apis/kueue.x-k8s.io/v1beta2';
-const SETS: VersionSetName[] = activeVersionSets();
 const RECONCILE_EVERY_MS = 300;
 const STALL_AFTER = 60;
 const ELASTIC_DEADLINE = 600;
-/** The taint of the "lost" node (NoExecute, tolerated by no pod). */
-const LOST_TAINT = { key: 'gantry.dev/e2e-node-lost', value: 'true', effect: 'NoExecute' };
 
-// biome-ignore lint/suspicious/noExplicitAny: API objects are read loosely in assertions
-type Obj = Record<string, any>;
-
-for (const setName of SETS) {
-  const set = versionSet(setName);
-  const label = `Trainer ${set.trainer} + Kueue ${set.kueue} + JobSet ${set.jobset}`;
-  const available = tierAvailable(
-    `e2e-real resilience (${label})`,
-    heavyMissing(['kube', 'kwok', ...set.components]),
-  );
-
+for (const { setName, label, available } of versionSetSuites('e2e-real resilience')) {
   describe.runIf(available)(`resilient runs on the real controllers: ${label}`, () => {
-    let hc: HeavyControlPlane;
-    let stack: Stack;
-    let driver: ReturnType<typeof runDriver>;
-    let ns: string;
-    let real: RealStack | undefined;
-
-    beforeAll(async () => {
-      real = await startRealStack({
+    let hc: HeavyControlPlane, stack: Stack, driver: RunDriver, ns: string;
+    useRealStack(
+      {
         log: `e2e-real resilience ${setName}`,
         // 16 GPUs of quota on 2 nodes × 8: one 8-GPU run at a time for the attempt scenarios, and
         // an elastic run fits at 2 nodes but not at 4.
@@ -97,12 +77,12 @@ for (const setName of SETS) {
           reconcileEveryMs: RECONCILE_EVERY_MS,
           teams: [{ ...DEMO_TEAM, namespaces: nss }],
         }),
-      });
-      ({ hc, stack, driver } = real);
-      ns = real.namespaces[0] as string;
-    }, REAL_STACK_START_MS);
-
-    afterAll(() => stopRealStack(real));
+      },
+      (real) => {
+        ({ hc, stack, driver } = real);
+        ns = real.namespaces[0] as string;
+      },
+    );
     /** Watches and taints of the test, undone after it whatever happened. */
     const cleanups: Array<() => Promise<unknown>> = [];
     afterEach(async () => {
@@ -135,46 +115,17 @@ for (const setName of SETS) {
      */
     function watch(collection: string, keep: (o: Obj) => boolean, query = '') {
       const seen = new Map<string, Obj[]>();
-      let stop = false;
       /** A deleted object's last version carries `deleted: true` (beside its API fields). */
-      const note = (o: Obj, deleted = false) => {
+      const note = (o: Obj, deleted: boolean) => {
         if (!keep(o)) return;
         const name = o.metadata.name as string;
         seen.set(name, [...(seen.get(name) ?? []), deleted ? { ...o, deleted } : o]);
       };
-      const q = query ? `${query}&` : '';
-      async function watching() {
-        const list = await hc.request<{ metadata: { resourceVersion: string }; items: Obj[] }>(
-          'GET',
-          `${collection}?${query}`,
-        );
-        for (const o of list.body.items) note(o);
-        let rv = list.body.metadata.resourceVersion;
-        while (!stop) {
-          const w = await hc.request(
-            'GET',
-            `${collection}?${q}watch=1&allowWatchBookmarks=false&timeoutSeconds=2&resourceVersion=${rv}`,
-          );
-          for (const line of w.text.split('\n').filter(Boolean)) {
-            const ev = JSON.parse(line) as { type: string; object: Obj };
-            if (ev.type === 'ERROR') throw new Error(`watch of ${collection} failed: ${line}`);
-            rv = ev.object.metadata.resourceVersion ?? rv;
-            note(ev.object, ev.type === 'DELETED');
-          }
-        }
-      }
-      const loop = (async () => {
-        try {
-          await watching();
-        } catch (err) {
-          if (!stop) console.log(`[e2e-real resilience] watch of ${collection} ended: ${String(err)}`);
-        }
-      })();
+      const w = watchObjects(hc, collection, query, note, 'e2e-real resilience');
       const handle = {
         seen,
         async stop() {
-          stop = true;
-          await loop;
+          await w.stop();
           return seen;
         },
       };
@@ -218,17 +169,7 @@ for (const setName of SETS) {
         120_000,
       );
 
-    async function setTaint(node: string, on: boolean): Promise<void> {
-      const n = await hc.request<Obj>('GET', `/api/v1/nodes/${node}`);
-      const others = ((n.body.spec?.taints ?? []) as Obj[]).filter((t) => t.key !== LOST_TAINT.key);
-      const r = await hc.request(
-        'PATCH',
-        `/api/v1/nodes/${node}`,
-        { spec: { taints: on ? [...others, LOST_TAINT] : others } },
-        'application/merge-patch+json',
-      );
-      expect(r.status).toBe(200);
-    }
+    const setTaint = (node: string, on: boolean) => setLostTaint(hc, node, on);
 
     const attemptsOf = (r: Awaited<ReturnType<typeof driver.record>>) =>
       (r.attempts ?? []).map((a) => [a.attempt, a.jobName, a.cause]);

@@ -1,19 +1,17 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEMO_TEAM, type Stack } from '../../local/stack.ts';
 import { apiClient, type Body } from '../helpers/api-client.ts';
-import { REAL_STACK_START_MS, type RealStack, startRealStack, stopRealStack } from '../helpers/real-stack.ts';
 import {
-  activeVersionSets,
-  type HeavyControlPlane,
-  heavyMissing,
-  KWOK_ENV,
-  type VersionSetName,
-  versionSet,
-} from '../helpers/realcp-heavy.ts';
-import type { runDriver } from '../helpers/runs.ts';
-import { tierAvailable } from '../helpers/tiers.ts';
+  type RealStack,
+  type RunDriver,
+  TRAINJOBS,
+  useRealStack,
+  versionSetSuites,
+} from '../helpers/real-stack.ts';
+import { type HeavyControlPlane, KWOK_ENV } from '../helpers/realcp-heavy.ts';
+import { SUCCEEDED_PHASES } from '../helpers/runs.ts';
 
 /**
  * Real-controller scenarios of a default install (issue 16): Trainer's alpha `TrainJobStatus`
@@ -34,8 +32,6 @@ import { tierAvailable } from '../helpers/tiers.ts';
  */
 
 const SPEED = 60;
-const TRAINJOBS = '/apis/trainer.kubeflow.org/v1alpha1';
-const SETS: VersionSetName[] = activeVersionSets();
 const PRINCIPAL = DEMO_TEAM.principals[0] as string;
 
 const phasesOf = (r: { transitions: Array<{ phase: string; reason?: string }> }) =>
@@ -44,25 +40,13 @@ const phasesOf = (r: { transitions: Array<{ phase: string; reason?: string }> })
 /** The objective the played training code reports for a learning rate: best at lr = 0.01. */
 const accuracyFor = (lr: number) => Number((0.95 - 0.1 * Math.abs(Math.log10(lr) + 2)).toFixed(4));
 
-for (const setName of SETS) {
-  const set = versionSet(setName);
-  const label = `Trainer ${set.trainer} + Kueue ${set.kueue} + JobSet ${set.jobset}`;
-  const available = tierAvailable(
-    `e2e-real scenarios (${label})`,
-    heavyMissing(['kube', 'kwok', ...set.components]),
-  );
-
+for (const { setName, label, available } of versionSetSuites('e2e-real scenarios')) {
   describe.runIf(available)(`real-controller scenarios, TrainJobStatus gate off: ${label}`, () => {
-    let hc: HeavyControlPlane;
-    let stack: Stack;
+    let hc: HeavyControlPlane, stack: Stack, driver: RunDriver, ns: string;
     let api: { url: string; close(): Promise<void> };
-    let driver: ReturnType<typeof runDriver>;
-    let ns: string;
-    let real: RealStack | undefined;
     const call = apiClient(() => api.url, PRINCIPAL);
-
-    beforeAll(async () => {
-      real = await startRealStack({
+    useRealStack(
+      {
         log: `e2e-real scenarios ${setName}`,
         controlPlane: {
           set: setName,
@@ -80,13 +64,13 @@ for (const setName of SETS) {
           teams: [{ ...DEMO_TEAM, namespaces: nss, priorityClasses: ['low', 'high'] }],
         }),
         api: true,
-      });
-      ({ hc, stack, driver } = real);
-      api = real.api as NonNullable<RealStack['api']>;
-      ns = real.namespaces[0] as string;
-    }, REAL_STACK_START_MS);
-
-    afterAll(() => stopRealStack(real));
+      },
+      (real) => {
+        ({ hc, stack, driver } = real);
+        api = real.api as NonNullable<RealStack['api']>;
+        ns = real.namespaces[0] as string;
+      },
+    );
 
     async function job(run: { namespace: string; jobName: string }): Promise<Body | undefined> {
       const r = await hc.request<Body>(
@@ -151,14 +135,7 @@ for (const setName of SETS) {
       const record = await driver.record(run.runId);
       expect(record.phase).toBe('Succeeded');
       expect(record.metrics).toMatchObject({ loss: 0.31, accuracy: 0.9 });
-      expect(phasesOf(record)).toEqual([
-        'Accepted',
-        'Submitting',
-        'Pending',
-        'Running',
-        'Publishing',
-        'Succeeded',
-      ]);
+      expect(phasesOf(record)).toEqual(SUCCEEDED_PHASES);
       expect(record.artifacts).toMatchObject({ outputUri: run.outputUri });
     });
 
@@ -226,14 +203,7 @@ for (const setName of SETS) {
         expect(t.phase).toBe('Succeeded');
         expect(t.objective).toBe(reported.get(t.runId));
         const rec = await driver.record(t.runId);
-        expect(phasesOf(rec)).toEqual([
-          'Accepted',
-          'Submitting',
-          'Pending',
-          'Running',
-          'Publishing',
-          'Succeeded',
-        ]);
+        expect(phasesOf(rec)).toEqual(SUCCEEDED_PHASES);
       }
       expect(sweep.best.parameters).toEqual({ lr: 0.01 });
       expect(sweep.best.runId).toBe(trials.find((t) => t.parameters.lr === 0.01)?.runId);
@@ -298,14 +268,7 @@ for (const setName of SETS) {
         'Publishing',
         'Succeeded',
       ]);
-      expect(phasesOf(await driver.record(high.runId))).toEqual([
-        'Accepted',
-        'Submitting',
-        'Pending',
-        'Running',
-        'Publishing',
-        'Succeeded',
-      ]);
+      expect(phasesOf(await driver.record(high.runId))).toEqual(SUCCEEDED_PHASES);
       console.log(`[e2e-real scenarios ${setName}] preempted run: ${phasesOf(ended).join(' → ')}`);
     }, 300_000);
 

@@ -1,27 +1,20 @@
 import { StopExecutionCommand } from '@aws-sdk/client-sfn';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunSpec } from '../../lib/run/spec.ts';
 import { RUNTIME_PATCH_MANAGER } from '../../lib/trainjob/build.ts';
 import { LABEL } from '../../lib/trainjob/labels.ts';
 import type { K8sObject } from '../../lib/trainjob/types.ts';
 import { DEMO_TEAM, type Stack } from '../../local/stack.ts';
 import {
-  REAL_STACK_START_MS,
-  type RealStack,
-  startRealStack,
-  stopRealStack,
+  type RunDriver,
+  TRAINJOBS,
+  useRealStack,
+  versionSetSuites,
+  WORKLOADS,
   watchUntil,
 } from '../helpers/real-stack.ts';
-import {
-  activeVersionSets,
-  type HeavyControlPlane,
-  heavyMissing,
-  KWOK_ENV,
-  type VersionSetName,
-  versionSet,
-} from '../helpers/realcp-heavy.ts';
-import type { runDriver } from '../helpers/runs.ts';
-import { tierAvailable } from '../helpers/tiers.ts';
+import { type HeavyControlPlane, KWOK_ENV } from '../helpers/realcp-heavy.ts';
+import { SUCCEEDED_PHASES } from '../helpers/runs.ts';
 
 /**
  * Gantry's own state machine (statemachines/training-run.asl.json on the local Step Functions
@@ -39,8 +32,6 @@ import { tierAvailable } from '../helpers/tiers.ts';
  */
 
 const SPEED = 60;
-const TRAINJOBS = '/apis/trainer.kubeflow.org/v1alpha1';
-const WORKLOADS = '/apis/kueue.x-k8s.io/v1beta2';
 
 interface Condition {
   type: string;
@@ -50,32 +41,21 @@ interface Condition {
 }
 type Obj = K8sObject & { status?: { conditions?: Condition[] } };
 
-const SETS: VersionSetName[] = activeVersionSets();
-
-for (const setName of SETS) {
-  const set = versionSet(setName);
-  const label = `Trainer ${set.trainer} + Kueue ${set.kueue} + JobSet ${set.jobset}`;
-  const available = tierAvailable(`e2e-real (${label})`, heavyMissing(['kube', 'kwok', ...set.components]));
-
+for (const { setName, label, available } of versionSetSuites('e2e-real')) {
   describe.runIf(available)(`real controllers: ${label}`, () => {
-    let hc: HeavyControlPlane;
-    let stack: Stack;
-    let driver: ReturnType<typeof runDriver>;
-    let ns: string;
-    let real: RealStack | undefined;
-
-    beforeAll(async () => {
-      real = await startRealStack({
+    let hc: HeavyControlPlane, stack: Stack, driver: RunDriver, ns: string;
+    useRealStack(
+      {
         log: `e2e-real ${setName}`,
         controlPlane: { set: setName, nodes: 2, gpusPerNode: 8, gpuQuota: 8 },
         namespaces: ['demo'],
         stack: (nss) => ({ speed: SPEED, teams: [{ ...DEMO_TEAM, namespaces: nss }] }),
-      });
-      ({ hc, stack, driver } = real);
-      ns = real.namespaces[0] as string;
-    }, REAL_STACK_START_MS);
-
-    afterAll(() => stopRealStack(real));
+      },
+      (real) => {
+        ({ hc, stack, driver } = real);
+        ns = real.namespaces[0] as string;
+      },
+    );
 
     const jobPath = (run: RunSpec) => `${TRAINJOBS}/namespaces/${run.namespace}/trainjobs/${run.jobName}`;
     async function job(run: RunSpec): Promise<Obj | undefined> {
@@ -175,14 +155,7 @@ for (const setName of SETS) {
       expect(ended.status).toBe('SUCCEEDED');
       const record = await driver.record(run.runId);
       expect(record.phase).toBe('Succeeded');
-      expect(record.transitions.map((t) => t.phase)).toEqual([
-        'Accepted',
-        'Submitting',
-        'Pending',
-        'Running',
-        'Publishing',
-        'Succeeded',
-      ]);
+      expect(record.transitions.map((t) => t.phase)).toEqual(SUCCEEDED_PHASES);
       expect(record.artifacts).toMatchObject({ outputUri: run.outputUri, files: 2 });
       expect(complete.status).toBe('True');
       await driver.waitFor(

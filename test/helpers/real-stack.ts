@@ -1,8 +1,18 @@
-import { vi } from 'vitest';
+import { afterAll, beforeAll, vi } from 'vitest';
 import { apiRoutes, startHttpApi } from '../../local/http-api.ts';
 import { type ClusterTarget, type Stack, type StackOptions, startStack } from '../../local/stack.ts';
-import { type HeavyControlPlane, type HeavyOptions, startHeavyControlPlane } from './realcp-heavy.ts';
+import {
+  activeVersionSets,
+  type HeavyControlPlane,
+  type HeavyOptions,
+  heavyMissing,
+  startHeavyControlPlane,
+  type VersionSet,
+  type VersionSetName,
+  versionSet,
+} from './realcp-heavy.ts';
 import { runDriver } from './runs.ts';
+import { tierAvailable } from './tiers.ts';
 
 /**
  * The setup every e2e-real test shares: a heavy control plane (real controllers, kwok nodes), its
@@ -12,6 +22,129 @@ import { runDriver } from './runs.ts';
 
 /** How long starting a heavy control plane and a stack on it may take (a beforeAll's timeout). */
 export const REAL_STACK_START_MS = 300_000;
+
+/** The API paths e2e-real tests read. */
+export const TRAINJOBS = '/apis/trainer.kubeflow.org/v1alpha1';
+export const WORKLOADS = '/apis/kueue.x-k8s.io/v1beta2';
+/** The taint of a "lost" node (NoExecute, tolerated by no pod): the taint-eviction controller deletes its pods. */
+export const LOST_TAINT = { key: 'gantry.dev/e2e-node-lost', value: 'true', effect: 'NoExecute' };
+
+export type RunDriver = ReturnType<typeof runDriver>;
+// biome-ignore lint/suspicious/noExplicitAny: API objects are read loosely in assertions
+export type Obj = Record<string, any>;
+
+/**
+ * The version sets this run tests (GANTRY_VERSION_SETS), one e2e-real suite each: its label and
+ * whether its binaries are built (if not, a loud TIER SKIPPED line, or a failure under
+ * GANTRY_REQUIRE_ALL_TIERS=1).
+ */
+export function versionSetSuites(tier: string, extraComponents: string[] = []): VersionSetSuite[] {
+  return activeVersionSets().map((setName) => versionSetSuite(setName, tier, extraComponents));
+}
+
+export interface VersionSetSuite {
+  setName: VersionSetName;
+  set: VersionSet;
+  label: string;
+  available: boolean;
+}
+
+/** One version set as an e2e-real suite (see versionSetSuites). */
+export function versionSetSuite(
+  setName: VersionSetName,
+  tier: string,
+  extraComponents: string[] = [],
+): VersionSetSuite {
+  const set = versionSet(setName);
+  const label = `Trainer ${set.trainer} + Kueue ${set.kueue} + JobSet ${set.jobset}`;
+  const available = tierAvailable(
+    `${tier} (${label})`,
+    heavyMissing(['kube', 'kwok', ...extraComponents, ...set.components]),
+  );
+  return { setName, set, label, available };
+}
+
+/**
+ * The set-up of an e2e-real describe: its real stack starts before the tests (within
+ * REAL_STACK_START_MS) and stops after them; `ready` gets it once started (to keep what the tests
+ * use, and for set-up of the describe's own). Returns what started, for a later look.
+ */
+export function useRealStack(
+  options: RealStackOptions,
+  ready: (real: RealStack) => void | Promise<void>,
+): () => RealStack | undefined {
+  let real: RealStack | undefined;
+  beforeAll(async () => {
+    real = await startRealStack(options);
+    await ready(real);
+  }, REAL_STACK_START_MS);
+  afterAll(() => stopRealStack(real));
+  return () => real;
+}
+
+/** Put the "lost node" taint on a node, or take it off (the node's other taints stay). */
+export async function setLostTaint(
+  hc: Pick<HeavyControlPlane, 'request'>,
+  node: string,
+  on: boolean,
+): Promise<void> {
+  const n = await hc.request<Obj>('GET', `/api/v1/nodes/${node}`);
+  const others = ((n.body.spec?.taints ?? []) as Obj[]).filter((t) => t.key !== LOST_TAINT.key);
+  const r = await hc.request(
+    'PATCH',
+    `/api/v1/nodes/${node}`,
+    { spec: { taints: on ? [...others, LOST_TAINT] : others } },
+    'application/merge-patch+json',
+  );
+  if (r.status !== 200) throw new Error(`taint of node ${node}: HTTP ${r.status} ${r.text}`);
+}
+
+/**
+ * Every version of the objects of a collection (a list path; `query` e.g. a labelSelector), from
+ * the watch API in short rounds, handed to `note` (a DELETED event with `deleted` true) until
+ * `stop()`. Gantry deletes a failed attempt's job and kwok a pod the moment it is marked for
+ * deletion: a poll could miss them. A watch that breaks (the control plane went in a failed
+ * test's teardown) ends with one log line: what was seen is what there is.
+ */
+export function watchObjects(
+  hc: Pick<HeavyControlPlane, 'request'>,
+  collection: string,
+  query: string,
+  note: (o: Obj, deleted: boolean) => void,
+  tag: string,
+): { stop(): Promise<void> } {
+  let stop = false;
+  const q = query ? `${query}&` : '';
+  async function watching() {
+    const list = await hc.request<{ metadata: { resourceVersion: string }; items: Obj[] }>(
+      'GET',
+      `${collection}?${query}`,
+    );
+    for (const o of list.body.items) note(o, false);
+    let rv = list.body.metadata.resourceVersion;
+    while (!stop) {
+      const w = await hc.request(
+        'GET',
+        `${collection}?${q}watch=1&allowWatchBookmarks=false&timeoutSeconds=2&resourceVersion=${rv}`,
+      );
+      for (const line of w.text.split('\n').filter(Boolean)) {
+        const ev = JSON.parse(line) as { type: string; object: Obj };
+        if (ev.type === 'ERROR') throw new Error(`watch of ${collection} failed: ${line}`);
+        rv = ev.object.metadata.resourceVersion ?? rv;
+        note(ev.object, ev.type === 'DELETED');
+      }
+    }
+  }
+  const loop = watching().catch((err) => {
+    if (!stop) console.log(`[${tag}] watch of ${collection} ended: ${String(err)}`);
+  });
+  return {
+    async stop() {
+      stop = true;
+      await loop;
+    },
+  };
+}
 
 export interface RealStackOptions {
   /** Tag of the startup log line (`[<tag>] heavy control plane up in … ms`); no line without it. */

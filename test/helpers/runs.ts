@@ -15,6 +15,9 @@ import { aRunRequest } from './builders.ts';
 import { tableOf } from './state.ts';
 
 /** Drive runs through a local stack the way intake does: record (Accepted), then StartExecution. */
+/** The phases of a run that trains once and succeeds, in order (its record's transitions). */
+export const SUCCEEDED_PHASES = ['Accepted', 'Submitting', 'Pending', 'Running', 'Publishing', 'Succeeded'];
+
 export function runDriver(stack: Stack) {
   const clock = { now: () => new Date() };
   const records = makeRunRecords({ table: tableOf(stack), clock });

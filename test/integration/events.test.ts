@@ -18,6 +18,7 @@ import type { RunRecord } from '../../lib/run/record.ts';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import { DEMO_TEAM } from '../../local/stack.ts';
 import { apiClient } from '../helpers/api-client.ts';
+import { SUCCEEDED_PHASES } from '../helpers/runs.ts';
 
 /**
  * Lifecycle events end to end on the embedded default: run record changes → the local change
@@ -176,14 +177,7 @@ describe('lifecycle events to webhooks', { timeout: 120_000 }, () => {
 
     // Assess: the record went through these phases, and the events say so, in order, signed.
     expect(record.phase).toBe('Succeeded');
-    expect(record.transitions.map((t) => t.phase)).toEqual([
-      'Accepted',
-      'Submitting',
-      'Pending',
-      'Running',
-      'Publishing',
-      'Succeeded',
-    ]);
+    expect(record.transitions.map((t) => t.phase)).toEqual(SUCCEEDED_PHASES);
     const got = ok.ofRun(runId);
     expect(types(got)).toEqual(expected);
     expect(got.every((r) => r.verified)).toBe(true);
