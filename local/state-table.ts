@@ -1,16 +1,18 @@
-import { mkdirSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  type AttributeValue,
   CreateTableCommand,
   type CreateTableCommandInput,
   DescribeTableCommand,
   DynamoDBClient,
+  ScanCommand,
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { makeDynamoStateTable } from '../lib/adapters/aws/dynamodb-table.ts';
 import { INDEXES, type StateTable } from '../lib/state/table.ts';
+import { JOURNALED, type RecoveryReport, recoverStateTable, type StateJournal } from './state-journal.ts';
 
 /**
  * The state table's shape: the same key schema and indexes as `serverless.yml`'s StateTable
@@ -49,6 +51,8 @@ export interface LocalStateTable {
    * process or another): the local server's change notification. Returns the unsubscribe.
    */
   onWrite(listener: (pk: string) => void): () => void;
+  /** What recovery found at start, when the table is kept in a folder (local/state-journal.ts). */
+  recovery?: RecoveryReport;
   close(): Promise<void>;
 }
 
@@ -90,39 +94,84 @@ export function writtenKeys(operation: string, body: string, tableName: string):
 const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem']);
 
 /**
- * A DynamoDB-compatible server for the embedded default: dynalite (MIT; LevelDB on disk when
- * `dataDir` is given, memory otherwise), bound to 127.0.0.1, with the state table created when
- * it is not there yet. dynalite implements the item, query and index calls Gantry uses; it has
- * no transactions, so Gantry's store changes one item per write (see lib/state/table.ts).
+ * A DynamoDB-compatible server for the embedded default: dynalite (MIT), bound to 127.0.0.1, with
+ * the state table created at start. dynalite implements the item, query and index calls Gantry
+ * uses; it has no transactions, so Gantry's store changes one item per write (see
+ * lib/state/table.ts). dynalite keeps the table in memory; with `dataDir` the table survives
+ * restarts and `kill -9` at any instant through a snapshot and a journal of answered writes
+ * (local/state-journal.ts), not through dynalite's LevelDB, whose item and index writes a crash
+ * can separate.
  */
 export async function startLocalStateTable(
   opts: { dataDir?: string; tableName?: string } = {},
 ): Promise<LocalStateTable> {
   const tableName = opts.tableName ?? 'gantry-state';
-  if (opts.dataDir) mkdirSync(opts.dataDir, { recursive: true });
+  const { server, endpoint, raw, close: closeServer } = await startDynalite(tableName);
+  const listeners = new Set<(pk: string) => void>();
+  let journal: StateJournal | undefined;
+  // Beside dynalite's own handler: a write's body is kept; once dynalite answered it successfully
+  // (a failed condition answers 400 and changed nothing) it is journaled before the answer leaves,
+  // and its keys are told.
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const operation = String(req.headers['x-amz-target'] ?? '').split('.')[1] ?? '';
+    if (!WRITES.has(operation) || (listeners.size === 0 && !journal)) return;
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    if (journal && JOURNALED.has(operation)) {
+      const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+      res.end = ((...args: unknown[]) => {
+        if (res.statusCode === 200) journal?.append(operation, Buffer.concat(chunks).toString('utf8'));
+        return end(...args);
+      }) as typeof res.end;
+    }
+    res.on('finish', () => {
+      if (res.statusCode !== 200 || listeners.size === 0) return;
+      for (const pk of writtenKeys(operation, Buffer.concat(chunks).toString('utf8'), tableName))
+        for (const listener of listeners) listener(pk);
+    });
+  });
+  let recovery: RecoveryReport | undefined;
+  const close = async () => {
+    await closeServer();
+    journal?.close();
+  };
+  if (opts.dataDir) {
+    try {
+      const recovered = await recoverStateTable(opts.dataDir, raw, tableName, legacyItems(tableName));
+      journal = recovered.journal;
+      recovery = recovered.report;
+    } catch (err) {
+      await close();
+      throw err;
+    }
+  }
+  const onWrite = (listener: (pk: string) => void) => {
+    listeners.add(listener);
+    return () => {
+      listeners.delete(listener);
+    };
+  };
+  return {
+    endpoint,
+    tableName,
+    client: DynamoDBDocumentClient.from(raw),
+    onWrite,
+    ...(recovery ? { recovery } : {}),
+    close,
+  };
+}
+
+/** dynalite in memory on 127.0.0.1 with the (empty) state table. */
+async function startDynalite(tableName: string, path?: string) {
   const server = dynalite({
     createTableMs: 0,
     deleteTableMs: 0,
     updateTableMs: 0,
-    ...(opts.dataDir ? { path: opts.dataDir } : {}),
+    ...(path ? { path } : {}),
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const listeners = new Set<(pk: string) => void>();
-  // Beside dynalite's own handler: a write's body is kept and its keys told once it succeeded
-  // (a failed condition answers 400 and changed nothing).
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const operation = String(req.headers['x-amz-target'] ?? '').split('.')[1] ?? '';
-    if (!WRITES.has(operation) || listeners.size === 0) return;
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    res.on('finish', () => {
-      if (res.statusCode !== 200) return;
-      for (const pk of writtenKeys(operation, Buffer.concat(chunks).toString('utf8'), tableName))
-        for (const listener of listeners) listener(pk);
-    });
   });
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const raw = new DynamoDBClient({
@@ -147,13 +196,26 @@ export async function startLocalStateTable(
     await close();
     throw err;
   }
-  const onWrite = (listener: (pk: string) => void) => {
-    listeners.add(listener);
-    return () => {
-      listeners.delete(listener);
-    };
+  return { server, endpoint, raw, close };
+}
+
+/** The items of a state folder of an earlier version (dynalite's LevelDB), read once to migrate it. */
+function legacyItems(tableName: string) {
+  return async (dir: string) => {
+    const old = await startDynalite(tableName, dir);
+    try {
+      const items: Array<Record<string, AttributeValue>> = [];
+      let ExclusiveStartKey: Record<string, AttributeValue> | undefined;
+      do {
+        const page = await old.raw.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey }));
+        items.push(...(page.Items ?? []));
+        ExclusiveStartKey = page.LastEvaluatedKey;
+      } while (ExclusiveStartKey);
+      return items;
+    } finally {
+      await old.close();
+    }
   };
-  return { endpoint, tableName, client: DynamoDBDocumentClient.from(raw), onWrite, close };
 }
 
 /** The state table of a local stack, through the production adapter. */
