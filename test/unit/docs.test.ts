@@ -136,4 +136,11 @@ describe('the documentation', () => {
     expect(files).toEqual(expect.arrayContaining(['examples/run.yaml', 'examples/sweep-tpe-asha.yaml']));
     expect(files.filter((f) => !existsSync(resolve(ROOT, f)))).toEqual([]);
   });
+
+  it("npm run dev's how-to names a request file that exists", () => {
+    const source = readFileSync(resolve(ROOT, 'local/dev.ts'), 'utf8');
+    const named = [...source.matchAll(/gantry -- submit (\S+)/g)].map((m) => m[1] as string);
+    expect(named.length).toBeGreaterThan(0);
+    expect(named.filter((f) => !existsSync(resolve(ROOT, f)))).toEqual([]);
+  });
 });
