@@ -273,7 +273,7 @@ Its lifecycle events (also ${stack.eventsSinkFile ? `appended to ${stack.eventsS
 The last lines its trainer printed (node 0; ?node=1 for the next):
   curl -s '${url}/v1/runs/<runId>/logs?tailLines=20' -H '${who}'
 Or with the CLI (README.md, section CLI):
-  npm run gantry -- submit request.yaml --watch --endpoint ${url}
+  npm run gantry -- submit examples/run.yaml --watch --endpoint ${url}
 List runtimes, the API description:
   curl -s ${url}/v1/runtimes -H '${who}'
   curl -s ${url}/v1/openapi.json

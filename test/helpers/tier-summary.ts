@@ -33,7 +33,7 @@ export default function setup(project: Invocation) {
         ? `\nTiers run: ${tiers.join(', ')} (none skipped)${sets}.\n`
         : `\nTiers run: ${tiers.join(', ')}${sets}.\n` +
           `\u001b[33mTiers skipped (${lines.length}):\n${lines.map((l) => `  - ${l}`).join('\n')}\u001b[0m\n` +
-          'Install what they name (README "Tests") or run `bash .ci/run`, which installs everything.\n';
+          'Install what they name (docs/contributing/testing.md) or run `bash .ci/run`, which installs everything.\n';
     process.stdout.write(out);
   };
 }

@@ -21,7 +21,7 @@ import { ROOT, tierAvailable } from '../helpers/tiers.ts';
  * The metric channel on the embedded default: metric objects written to the local S3 produce the
  * AWS-shaped ObjectCreated notifications on the metrics queue, functions/intake/metrics.ts folds
  * them into the run's history and record. The run asks for more GPUs than its queue has, so it
- * stays Pending and only the test writes metrics. The README's Python snippet runs unchanged
+ * stays Pending and only the test writes metrics. The Python snippet of docs/training-code.md runs unchanged
  * against the same local S3.
  */
 
@@ -190,7 +190,7 @@ describe('the metric channel on the local stack', { timeout: 90_000 }, () => {
     }
   });
 
-  it("runs the README's Python snippet unchanged: its report reaches the run record", async (ctx) => {
+  it('runs the Python snippet of docs/training-code.md unchanged: its report reaches the run record', async (ctx) => {
     const python = pythonWithBoto3();
     if (
       !tierAvailable(
@@ -201,11 +201,11 @@ describe('the metric channel on the local stack', { timeout: 90_000 }, () => {
       ctx.skip();
       return;
     }
-    const readme = readFileSync(resolve(ROOT, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('### Reporting progress and metrics'));
+    const page = readFileSync(resolve(ROOT, 'docs/training-code.md'), 'utf8');
+    const section = page.slice(page.indexOf('## Reporting progress and metrics'));
     const snippet = /```python\n([\s\S]*?)```/.exec(section)?.[1];
     expect(snippet).toContain('GANTRY_METRICS_URI');
-    // Act: the snippet as README prints it, with the env a training pod gets.
+    // Act: the snippet as docs/training-code.md prints it, with the env a training pod gets.
     await exec(python as string, ['-c', snippet as string], {
       env: {
         PATH: process.env.PATH ?? '',

@@ -7,14 +7,14 @@ import { checkpointUri } from '../../lib/run/checkpoint.ts';
 import { ROOT, tierAvailable } from '../helpers/tiers.ts';
 
 /**
- * README "Checkpoints and resuming": its Python snippet, run as printed (imported as a module, with
+ * docs/training-code.md "Checkpoints and resuming": its Python snippet, run as printed (imported as a module, with
  * a directory standing in for the S3 prefix of GANTRY_CHECKPOINT_URI). One process trains, saves,
  * and is killed while saving; the next one — the next attempt, same URI — resumes from the last
  * complete checkpoint and ends where an uninterrupted run ends.
  */
 
-const readme = readFileSync(resolve(ROOT, 'README.md'), 'utf8');
-const section = readme.slice(readme.indexOf('### Checkpoints and resuming'));
+const page = readFileSync(resolve(ROOT, 'docs/training-code.md'), 'utf8');
+const section = page.slice(page.indexOf('## Checkpoints and resuming'));
 const snippet = /```python\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
 const python = spawnSync('python3', ['--version']).status === 0;
 
@@ -44,7 +44,7 @@ state = ckpt.train(DirStore(ckpt.CHECKPOINTS, sys.argv[1]), total_steps=20, save
 print(f"weights {state['weights']}")
 `;
 
-describe('README: saving and resuming checkpoints (Python snippet)', () => {
+describe('docs/training-code.md: saving and resuming checkpoints (Python snippet)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'gantry-ckpt-'));
   writeFileSync(join(dir, 'ckpt.py'), snippet);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));

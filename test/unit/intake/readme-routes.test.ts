@@ -3,12 +3,12 @@ import { describe, expect, it } from 'vitest';
 import { buildOpenApiDocument } from '../../../lib/intake/openapi.ts';
 
 /**
- * README's route table says what the API serves: every route of the OpenAPI document is in it,
+ * The route table of docs/api.md says what the API serves: every route of the OpenAPI document is in it,
  * nothing else is, and every query parameter it shows is one the document declares.
  */
 
-const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
-const rows = [...readme.matchAll(/^\| `(GET|POST) ([^`]+)`\s*\|/gm)].map((m) => {
+const page = readFileSync(new URL('../../../docs/api.md', import.meta.url), 'utf8');
+const rows = [...page.matchAll(/^\| `(GET|POST) ([^`]+)`\s*\|/gm)].map((m) => {
   const [path = '', query = ''] = (m[2] as string).split('?');
   const params = query
     .split('&')
@@ -23,7 +23,7 @@ const documented = Object.entries(doc.paths).flatMap(([path, ops]) =>
   Object.entries(ops).map(([method, op]) => ({ key: `${method.toUpperCase()} ${path}`, op })),
 );
 
-describe("README's route table", () => {
+describe("docs/api.md's route table", () => {
   it('lists exactly the routes of the OpenAPI document', () => {
     expect(rows.map((r) => `${r.method} ${r.path}`).sort()).toEqual(documented.map((d) => d.key).sort());
   });
