@@ -1,11 +1,6 @@
 import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import {
-  CreateQueueCommand,
-  GetQueueAttributesCommand,
-  SendMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { startFauxqs } from 'fauxqs';
 import { type GantryConfig, JWT_DEFAULTS } from '../lib/config.ts';
@@ -17,7 +12,8 @@ import { startEventsFeed } from './events-feed.ts';
 import { invokeLocal, type LambdaHandler } from './lambda.ts';
 import { onLoopback } from './loopback.ts';
 import { startConditionalS3Proxy } from './s3/conditional-proxy.ts';
-import { startSqsPoller } from './sqs-poller.ts';
+import { makeConsumers, startReconcileLoop } from './stack-loops.ts';
+import { createQueues, type StackQueues } from './stack-queues.ts';
 import { startLocalStateTable } from './state-table.ts';
 import { createLocalStepFunctions, type LocalStepFunctions } from './stepfunctions/engine.ts';
 import { startStepFunctionsServer } from './stepfunctions/server.ts';
@@ -153,376 +149,89 @@ export const DEMO_TEAM = {
   outputPrefixes: [] as string[],
 };
 
+type Closers = Array<() => Promise<unknown>>;
+
+/**
+ * storage (fauxqs, the state table, the S3 proxy) → bucket and queues → the cluster → the
+ * configuration → Step Functions → the environment the handlers read → consumers, events feed and
+ * reconciler loop. Whatever started is closed, last first, on `close` or a failed start.
+ */
 export async function startStack(opts: StackOptions): Promise<Stack> {
-  const closers: Array<() => Promise<unknown>> = [];
+  const closers: Closers = [];
   const close = async () => {
     for (const c of closers.reverse()) await c().catch(() => undefined);
   };
   try {
-    const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
-    // fauxqs listens on 0.0.0.0 whatever `host` says (that names the host in its URLs): keep it on loopback.
-    const fauxqs = await onLoopback(() =>
-      startFauxqs({
-        port: 0,
-        logger: false,
-        host: '127.0.0.1',
-        ...(opts.stateDir ? { dataDir: join(opts.stateDir, 'fauxqs') } : {}),
-      }),
-    );
-    closers.push(() => fauxqs.stop());
-    const state = await startLocalStateTable(
-      opts.stateDir ? { dataDir: join(opts.stateDir, 'dynamodb') } : {},
-    );
-    closers.push(() => state.close());
-    const bucket = 'gantry-local';
-    const dataTriggers = (opts.dataTriggers ?? []).map((r) => dataTriggerRuleSchema().parse(r));
-    const dataEvents: string[] = [];
-    let sendDataEvent: (body: string) => Promise<void> = async () => undefined;
-    let sendMetricEvent: (body: string) => Promise<void> = async () => undefined;
-    // As serverless.yml's notification for the metric channel: prefix runs/, suffix .jsonl.
-    const isMetricObject = (b: string, key: string) =>
-      b === bucket && key.startsWith('runs/') && key.endsWith(METRIC_OBJECT_SUFFIX);
-    const proxy = await startConditionalS3Proxy({
-      upstream: `http://127.0.0.1:${fauxqs.port}`,
-      // As serverless.yml's NotificationConfiguration (data/), plus the prefixes of local rules.
-      notifications: {
-        watches: (b, key) =>
-          isMetricObject(b, key) ||
-          (b === bucket && key.startsWith('data/')) ||
-          dataTriggers.some((r) => (r.bucket ?? bucket) === b && key.startsWith(r.prefix)),
-        deliver: async (object, body) => {
-          if (isMetricObject(object.bucket, object.key)) return sendMetricEvent(body);
-          dataEvents.push(body);
-          await sendDataEvent(body);
-        },
-      },
-    });
-    closers.push(() => proxy.close());
-    const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
-    const s3 = new S3Client({ endpoint: proxy.url, forcePathStyle: true, region: REGION, credentials });
-    const sqs = new SQSClient({ endpoint: sqsEndpoint, region: REGION, credentials });
-    closers.push(async () => {
-      s3.destroy();
-      sqs.destroy();
-    });
-
+    const storage = await startStorage(opts, closers);
+    const { s3, sqs, bucket, proxy, state, sqsEndpoint } = storage;
     await s3.send(new CreateBucketCommand({ Bucket: bucket })).catch((err: { name?: string }) => {
       // A stack restarted on its state directory finds its bucket there.
       if (err.name !== 'BucketAlreadyOwnedByYou' && err.name !== 'BucketAlreadyExists') throw err;
     });
-    const dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'gantry-runs-dlq' })))
-      .QueueUrl as string;
-    const dlqArn = (
-      await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }))
-    ).Attributes?.QueueArn as string;
-    const queueUrl = (
-      await sqs.send(
-        new CreateQueueCommand({
-          QueueName: 'gantry-runs',
-          Attributes: {
-            VisibilityTimeout: '30',
-            RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 5 }),
-          },
-        }),
-      )
-    ).QueueUrl as string;
-    const queueArn = `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-runs`;
-    const dataEventsDlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'gantry-data-events-dlq' })))
-      .QueueUrl as string;
-    const dataEventsQueueUrl = (
-      await sqs.send(
-        new CreateQueueCommand({
-          QueueName: 'gantry-data-events',
-          Attributes: {
-            VisibilityTimeout: '30',
-            RedrivePolicy: JSON.stringify({
-              deadLetterTargetArn: `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-data-events-dlq`,
-              maxReceiveCount: 5,
-            }),
-          },
-        }),
-      )
-    ).QueueUrl as string;
-    const dataEventsQueueArn = `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-data-events`;
-    const metricsDlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'gantry-metrics-dlq' })))
-      .QueueUrl as string;
-    const metricsQueueUrl = (
-      await sqs.send(
-        new CreateQueueCommand({
-          QueueName: 'gantry-metrics',
-          Attributes: {
-            VisibilityTimeout: '30',
-            RedrivePolicy: JSON.stringify({
-              deadLetterTargetArn: `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-metrics-dlq`,
-              maxReceiveCount: 5,
-            }),
-          },
-        }),
-      )
-    ).QueueUrl as string;
-    const metricsQueueArn = `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-metrics`;
-    const eventsDlqUrl = (
-      await sqs.send(
-        new CreateQueueCommand({ QueueName: 'gantry-events-dlq.fifo', Attributes: { FifoQueue: 'true' } }),
-      )
-    ).QueueUrl as string;
-    const eventsQueueUrl = (
-      await sqs.send(
-        new CreateQueueCommand({
-          QueueName: 'gantry-events.fifo',
-          Attributes: {
-            FifoQueue: 'true',
-            VisibilityTimeout: '30',
-            RedrivePolicy: JSON.stringify({
-              deadLetterTargetArn: `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-events-dlq.fifo`,
-              maxReceiveCount: opts.events?.maxReceiveCount ?? 10,
-            }),
-          },
-        }),
-      )
-    ).QueueUrl as string;
-    const eventsQueueArn = `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-events.fifo`;
+    const q = await createQueues(sqs, {
+      eventsMaxReceiveCount: opts.events?.maxReceiveCount,
+      servingQueue: opts.servingQueue,
+    });
     const eventsSinkFile =
       opts.events?.sinkFile ?? (opts.stateDir ? join(opts.stateDir, 'events.jsonl') : undefined);
-    const servingQueueUrl =
-      opts.servingQueue === false
-        ? undefined
-        : ((await sqs.send(new CreateQueueCommand({ QueueName: 'gantry-serving' }))).QueueUrl as string);
-    sendMetricEvent = async (body) => {
-      await sqs.send(new SendMessageCommand({ QueueUrl: metricsQueueUrl, MessageBody: body }));
+    storage.senders.metric = async (body) => {
+      await sqs.send(new SendMessageCommand({ QueueUrl: q.metricsQueueUrl, MessageBody: body }));
     };
-    sendDataEvent = async (body) => {
-      await sqs.send(new SendMessageCommand({ QueueUrl: dataEventsQueueUrl, MessageBody: body }));
+    storage.senders.data = async (body) => {
+      await sqs.send(new SendMessageCommand({ QueueUrl: q.dataEventsQueueUrl, MessageBody: body }));
     };
-
-    let target: ClusterTarget;
-    if (typeof opts.cluster === 'function') {
-      const owned = await opts.cluster({ endpoint: proxy.url, bucket });
-      closers.push(() => owned.close());
-      target = owned;
-    } else {
-      target = opts.cluster;
-    }
-
-    const clusterName = target.name ?? 'local';
-    const config: GantryConfig = {
-      clusters: [
-        {
-          name: clusterName,
-          kubeconfig: target.kubeconfigYaml,
-          legacyKinds: target.legacyKinds ?? [],
-          kueueManagedKinds: target.kueueManagedKinds ?? ['TrainJob'],
-          kueueWorkloadGraceSeconds: target.kueueWorkloadGraceSeconds ?? 120,
-        },
-        ...(opts.otherClusters ?? []),
-      ],
-      teams: opts.teams ?? [DEMO_TEAM],
-      defaultCluster: clusterName,
-      dataTriggers,
-      auth: { jwt: { ...JWT_DEFAULTS, ...opts.jwt } },
-    };
-
-    // The handlers are the production modules; they read their environment on first use.
-    const stateMachineArn = `arn:aws:states:${REGION}:${ACCOUNT}:stateMachine:${STATE_MACHINE}`;
-    const handlers = new Map<string, LambdaHandler>();
-    for (const [name, path] of Object.entries(TASK_FUNCTIONS)) {
-      const mod = (await import(path)) as { handler: LambdaHandler };
-      handlers.set(functionArn(name), mod.handler);
-    }
-    const sfn = createLocalStepFunctions({
-      definitions: { [STATE_MACHINE]: loadDefinition() },
-      region: REGION,
-      accountId: ACCOUNT,
-      speed: opts.speed ?? 1,
-      resolveTask: (resource) => {
-        const handler = handlers.get(resource);
-        if (!handler) return undefined;
-        const name = resource.slice(resource.lastIndexOf(':') + 1);
-        return (payload) => invokeLocal(name, handler, payload);
-      },
+    const target = await clusterTarget(opts, proxy.url, bucket, closers);
+    const config = stackConfig(opts, target, storage.dataTriggers);
+    const { sfn, sfnUrl, stateMachineArn } = await startStepFunctions(opts, closers);
+    const env = stackEnv(opts, {
+      bucket,
+      state,
+      stateMachineArn,
+      q,
+      eventsSinkFile,
+      s3Url: proxy.url,
+      sqsEndpoint,
+      sfnUrl,
+      config,
     });
-    const sfnServer = await startStepFunctionsServer({ engine: sfn, port: 0, host: '127.0.0.1' });
-    closers.push(() => sfnServer.close());
-
-    const env: Record<string, string> = {
-      AWS_REGION: REGION,
-      AWS_ACCESS_KEY_ID: 'test',
-      AWS_SECRET_ACCESS_KEY: 'test',
-      GANTRY_BUCKET: bucket,
-      GANTRY_STATE_TABLE: state.tableName,
-      GANTRY_DYNAMODB_ENDPOINT: state.endpoint,
-      GANTRY_STATE_MACHINE_ARN: stateMachineArn,
-      GANTRY_RUNS_QUEUE_URL: queueUrl,
-      GANTRY_RUNS_DLQ_URL: dlqUrl,
-      GANTRY_DATA_EVENTS_QUEUE_URL: dataEventsQueueUrl,
-      GANTRY_EVENTS_QUEUE_URL: eventsQueueUrl,
-      GANTRY_EVENTS_RETRY_BASE_SECONDS: String(opts.events?.retryBaseSeconds ?? 1),
-      GANTRY_EVENTS_RETRY_MAX_SECONDS: String(opts.events?.retryMaxSeconds ?? 30),
-      ...(eventsSinkFile ? { GANTRY_EVENTS_SINK_FILE: eventsSinkFile } : {}),
-      ...(servingQueueUrl ? { GANTRY_SERVING_QUEUE_URL: servingQueueUrl } : {}),
-      GANTRY_S3_ENDPOINT: proxy.url,
-      GANTRY_SQS_ENDPOINT: sqsEndpoint,
-      GANTRY_SFN_ENDPOINT: sfnServer.url,
-      GANTRY_CONFIG: JSON.stringify(config),
-      GANTRY_ORPHAN_GRACE_SECONDS: String(opts.orphanGraceSeconds ?? 300),
-      // The local state machine runs its timers `speed` times faster (HeartbeatSeconds included):
-      // the reconciler's heartbeat pacing follows, in wall-clock seconds.
-      GANTRY_HEARTBEAT_EVERY_SECONDS: String(HEARTBEAT_EVERY_SECONDS / (opts.speed ?? 1)),
-      // Stall detection counts in the same compressed time as the state machine's deadlines.
-      GANTRY_STALL_TIME_SCALE: String(opts.speed ?? 1),
-      // Woken between periods, as on AWS: the sweeps advance once a period (serverless.yml).
-      ...(opts.reconcileWakeGapMs !== undefined && opts.reconcileEveryMs
-        ? { GANTRY_RECONCILE_SWEEPS_EVERY_SECONDS: String(opts.reconcileEveryMs / 1000) }
-        : {}),
-      // The local Step Functions endpoint has no API quotas: the reconciler's pacing is set far
-      // above what a test sends (its defaults follow AWS's quotas, lib/config.ts).
-      GANTRY_SFN_ANSWERS_PER_SECOND: '5000',
-      GANTRY_SFN_ANSWERS_BURST: '5000',
-      GANTRY_SFN_DESCRIBE_PER_SECOND: '1000',
-      GANTRY_SFN_DESCRIBE_BURST: '1000',
-      ...(opts.unschedulableGraceSeconds !== undefined
-        ? { GANTRY_UNSCHEDULABLE_GRACE_SECONDS: String(opts.unschedulableGraceSeconds) }
-        : {}),
-      ...(opts.admittedSuspendedGraceSeconds !== undefined
-        ? { GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS: String(opts.admittedSuspendedGraceSeconds) }
-        : {}),
-    };
     Object.assign(process.env, env);
 
-    const consumerHandler = async (event: never, context: Parameters<LambdaHandler>[1]) => {
-      const mod = (await import('../functions/intake/queue.ts')) as { handler: LambdaHandler };
-      return mod.handler(event, context);
-    };
-    const metricsHandler = async (event: never, context: Parameters<LambdaHandler>[1]) => {
-      const mod = (await import('../functions/intake/metrics.ts')) as { handler: LambdaHandler };
-      return mod.handler(event, context);
-    };
-    const dataHandler = async (event: never, context: Parameters<LambdaHandler>[1]) => {
-      const mod = (await import('../functions/intake/data.ts')) as { handler: LambdaHandler };
-      return mod.handler(event, context);
-    };
-    const eventsHandler = async (event: never, context: Parameters<LambdaHandler>[1]) => {
-      const mod = (await import('../functions/events/deliver.ts')) as { handler: LambdaHandler };
-      return mod.handler(event, context);
-    };
     const eventsOn = opts.events?.enabled !== false;
-    let eventsPoller: ReturnType<typeof startSqsPoller> | undefined;
-    let poller: ReturnType<typeof startSqsPoller> | undefined;
-    let dataPoller: ReturnType<typeof startSqsPoller> | undefined;
-    let metricsPoller: ReturnType<typeof startSqsPoller> | undefined;
-    const startConsumer = () => {
-      poller ??= startSqsPoller({ sqs, queueUrl, queueArn, handler: consumerHandler, concurrency: 2 });
-      dataPoller ??= startSqsPoller({
-        sqs,
-        queueUrl: dataEventsQueueUrl,
-        queueArn: dataEventsQueueArn,
-        handler: dataHandler,
-        concurrency: 2,
-        functionName: 'gantry-data-intake',
-      });
-      metricsPoller ??= startSqsPoller({
-        sqs,
-        queueUrl: metricsQueueUrl,
-        queueArn: metricsQueueArn,
-        handler: metricsHandler,
-        concurrency: 2,
-        functionName: 'gantry-metrics-intake',
-      });
-      if (eventsOn) {
-        eventsPoller ??= startSqsPoller({
-          sqs,
-          queueUrl: eventsQueueUrl,
-          queueArn: eventsQueueArn,
-          handler: eventsHandler,
-          concurrency: 2,
-          functionName: 'gantry-events',
-        });
-      }
-    };
-    const stopConsumer = async () => {
-      await Promise.all([poller?.stop(), dataPoller?.stop(), metricsPoller?.stop(), eventsPoller?.stop()]);
-      eventsPoller = undefined;
-      poller = undefined;
-      dataPoller = undefined;
-      metricsPoller = undefined;
-    };
+    const { startConsumer, stopConsumer } = makeConsumers(sqs, q, eventsOn);
     if (opts.consumer !== false) startConsumer();
     closers.push(stopConsumer);
-
-    // DynamoDB Streams' stand-in: run record changes → the outbox → the events queue.
-    const { eventOutbox } = await import('../functions/_deps.ts');
-    const feed = startEventsFeed({
-      client: state.client,
-      tableName: state.tableName,
-      emit: (after, seen) => (eventsOn ? eventOutbox().emit(after, seen) : Promise.resolve(0)),
-      ...(opts.stateDir ? { cursorFile: join(opts.stateDir, 'events-feed.json') } : {}),
-      everyMs: opts.events?.feedEveryMs ?? 250,
-      changes: state.onWrite,
-      onError: (err) => console.error('events feed pass failed:', err),
-    });
+    const feed = await startFeed(opts, state, eventsOn);
     closers.push(() => feed.stop());
-
-    const reconcilerModule = await import('../functions/reconciler.ts');
-    const reconcilerHandler = (reconcilerModule as { handler: LambdaHandler }).handler;
-    const reconcile = () => invokeLocal('gantry-reconciler', reconcilerHandler, {}, 55_000);
-    let closed = false;
-    let paused = opts.reconcileEveryMs === 0;
-    const stopLoop = new AbortController();
-    const pause = (ms: number) =>
-      new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          stopLoop.signal.removeEventListener('abort', done);
-          resolve();
-        };
-        const timer = setTimeout(done, ms);
-        stopLoop.signal.addEventListener('abort', done, { once: true });
-      });
-    const loop = (async () => {
-      while (!closed) {
-        const started = Date.now();
-        if (!paused) await reconcile().catch((err) => console.error('reconciler tick failed:', err));
-        const period = opts.reconcileEveryMs || 500;
-        if (opts.reconcileWakeGapMs === undefined || paused) await pause(period);
-        else if ((await reconcilerModule.waitForJobChange(period, stopLoop.signal)) === 'changed') {
-          // As runPasses: the next tick no sooner than the gap after the last one started.
-          const rest = started + opts.reconcileWakeGapMs - Date.now();
-          if (rest > 0) await pause(rest);
-        }
-      }
-    })();
-    closers.push(async () => {
-      closed = true;
-      stopLoop.abort();
-      await loop;
+    const loop = await startReconcileLoop({
+      everyMs: opts.reconcileEveryMs,
+      wakeGapMs: opts.reconcileWakeGapMs,
     });
+    closers.push(loop.stop);
 
     return {
       s3,
       sqs,
       bucket,
-      queueUrl,
-      dlqUrl,
-      dataEventsQueueUrl,
-      dataEventsDlqUrl,
-      dataEvents,
-      metricsQueueUrl,
-      metricsDlqUrl,
-      eventsQueueUrl,
-      eventsDlqUrl,
+      queueUrl: q.queueUrl,
+      dlqUrl: q.dlqUrl,
+      dataEventsQueueUrl: q.dataEventsQueueUrl,
+      dataEventsDlqUrl: q.dataEventsDlqUrl,
+      dataEvents: storage.dataEvents,
+      metricsQueueUrl: q.metricsQueueUrl,
+      metricsDlqUrl: q.metricsDlqUrl,
+      eventsQueueUrl: q.eventsQueueUrl,
+      eventsDlqUrl: q.eventsDlqUrl,
       ...(eventsSinkFile ? { eventsSinkFile } : {}),
       feedEvents: () => feed.tick(),
-      ...(servingQueueUrl ? { servingQueueUrl } : {}),
+      ...(q.servingQueueUrl ? { servingQueueUrl: q.servingQueueUrl } : {}),
       sfn,
       stateTable: { name: state.tableName, client: state.client },
-      endpoints: { s3: proxy.url, sqs: sqsEndpoint, sfn: sfnServer.url, dynamodb: state.endpoint },
+      endpoints: { s3: proxy.url, sqs: sqsEndpoint, sfn: sfnUrl, dynamodb: state.endpoint },
       stateMachineArn,
       env,
       config,
-      reconcile,
-      pauseReconciler: (p: boolean) => {
-        paused = p;
-      },
+      reconcile: loop.reconcile,
+      pauseReconciler: loop.pauseReconciler,
       startConsumer,
       stopConsumer,
       close,
@@ -531,6 +240,200 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     await close();
     throw err;
   }
+}
+
+type StateTable = Awaited<ReturnType<typeof startLocalStateTable>>;
+
+/**
+ * fauxqs (S3, SQS), the local state table, and the conditional-write S3 proxy whose notifications
+ * feed the data-events and metrics queues (`senders`, set once the queues exist).
+ */
+async function startStorage(opts: StackOptions, closers: Closers) {
+  const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
+  // fauxqs listens on 0.0.0.0 whatever `host` says (that names the host in its URLs): keep it on loopback.
+  const fauxqs = await onLoopback(() =>
+    startFauxqs({
+      port: 0,
+      logger: false,
+      host: '127.0.0.1',
+      ...(opts.stateDir ? { dataDir: join(opts.stateDir, 'fauxqs') } : {}),
+    }),
+  );
+  closers.push(() => fauxqs.stop());
+  const state = await startLocalStateTable(opts.stateDir ? { dataDir: join(opts.stateDir, 'dynamodb') } : {});
+  closers.push(() => state.close());
+  const bucket = 'gantry-local';
+  const dataTriggers = (opts.dataTriggers ?? []).map((r) => dataTriggerRuleSchema().parse(r));
+  const dataEvents: string[] = [];
+  const senders: { data: (body: string) => Promise<void>; metric: (body: string) => Promise<void> } = {
+    data: async () => undefined,
+    metric: async () => undefined,
+  };
+  // As serverless.yml's notification for the metric channel: prefix runs/, suffix .jsonl.
+  const isMetricObject = (b: string, key: string) =>
+    b === bucket && key.startsWith('runs/') && key.endsWith(METRIC_OBJECT_SUFFIX);
+  const proxy = await startConditionalS3Proxy({
+    upstream: `http://127.0.0.1:${fauxqs.port}`,
+    // As serverless.yml's NotificationConfiguration (data/), plus the prefixes of local rules.
+    notifications: {
+      watches: (b, key) =>
+        isMetricObject(b, key) ||
+        (b === bucket && key.startsWith('data/')) ||
+        dataTriggers.some((r) => (r.bucket ?? bucket) === b && key.startsWith(r.prefix)),
+      deliver: async (object, body) => {
+        if (isMetricObject(object.bucket, object.key)) return senders.metric(body);
+        dataEvents.push(body);
+        await senders.data(body);
+      },
+    },
+  });
+  closers.push(() => proxy.close());
+  const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
+  const s3 = new S3Client({ endpoint: proxy.url, forcePathStyle: true, region: REGION, credentials });
+  const sqs = new SQSClient({ endpoint: sqsEndpoint, region: REGION, credentials });
+  closers.push(async () => {
+    s3.destroy();
+    sqs.destroy();
+  });
+  return { s3, sqs, bucket, proxy, state, sqsEndpoint, dataTriggers, dataEvents, senders };
+}
+
+/** The cluster the stack runs on: a given kubeconfig, or one the stack starts (and closes). */
+async function clusterTarget(
+  opts: StackOptions,
+  s3Endpoint: string,
+  bucket: string,
+  closers: Closers,
+): Promise<ClusterTarget> {
+  if (typeof opts.cluster !== 'function') return opts.cluster;
+  const owned = await opts.cluster({ endpoint: s3Endpoint, bucket });
+  closers.push(() => owned.close());
+  return owned;
+}
+
+function stackConfig(
+  opts: StackOptions,
+  target: ClusterTarget,
+  dataTriggers: GantryConfig['dataTriggers'],
+): GantryConfig {
+  const clusterName = target.name ?? 'local';
+  return {
+    clusters: [
+      {
+        name: clusterName,
+        kubeconfig: target.kubeconfigYaml,
+        legacyKinds: target.legacyKinds ?? [],
+        kueueManagedKinds: target.kueueManagedKinds ?? ['TrainJob'],
+        kueueWorkloadGraceSeconds: target.kueueWorkloadGraceSeconds ?? 120,
+      },
+      ...(opts.otherClusters ?? []),
+    ],
+    teams: opts.teams ?? [DEMO_TEAM],
+    defaultCluster: clusterName,
+    dataTriggers,
+    auth: { jwt: { ...JWT_DEFAULTS, ...opts.jwt } },
+  };
+}
+
+/** The local Step Functions engine on the ASL file, its tasks the production handler modules. */
+async function startStepFunctions(opts: StackOptions, closers: Closers) {
+  // The handlers are the production modules; they read their environment on first use.
+  const stateMachineArn = `arn:aws:states:${REGION}:${ACCOUNT}:stateMachine:${STATE_MACHINE}`;
+  const handlers = new Map<string, LambdaHandler>();
+  for (const [name, path] of Object.entries(TASK_FUNCTIONS)) {
+    const mod = (await import(path)) as { handler: LambdaHandler };
+    handlers.set(functionArn(name), mod.handler);
+  }
+  const sfn = createLocalStepFunctions({
+    definitions: { [STATE_MACHINE]: loadDefinition() },
+    region: REGION,
+    accountId: ACCOUNT,
+    speed: opts.speed ?? 1,
+    resolveTask: (resource) => {
+      const handler = handlers.get(resource);
+      if (!handler) return undefined;
+      const name = resource.slice(resource.lastIndexOf(':') + 1);
+      return (payload) => invokeLocal(name, handler, payload);
+    },
+  });
+  const sfnServer = await startStepFunctionsServer({ engine: sfn, port: 0, host: '127.0.0.1' });
+  closers.push(() => sfnServer.close());
+  return { sfn, sfnUrl: sfnServer.url, stateMachineArn };
+}
+
+/** The environment the handlers read (as serverless.yml sets it), pointed at the local stand-ins. */
+function stackEnv(
+  opts: StackOptions,
+  at: {
+    bucket: string;
+    state: StateTable;
+    stateMachineArn: string;
+    q: StackQueues;
+    eventsSinkFile: string | undefined;
+    s3Url: string;
+    sqsEndpoint: string;
+    sfnUrl: string;
+    config: GantryConfig;
+  },
+): Record<string, string> {
+  const { q, eventsSinkFile } = at;
+  return {
+    AWS_REGION: REGION,
+    AWS_ACCESS_KEY_ID: 'test',
+    AWS_SECRET_ACCESS_KEY: 'test',
+    GANTRY_BUCKET: at.bucket,
+    GANTRY_STATE_TABLE: at.state.tableName,
+    GANTRY_DYNAMODB_ENDPOINT: at.state.endpoint,
+    GANTRY_STATE_MACHINE_ARN: at.stateMachineArn,
+    GANTRY_RUNS_QUEUE_URL: q.queueUrl,
+    GANTRY_RUNS_DLQ_URL: q.dlqUrl,
+    GANTRY_DATA_EVENTS_QUEUE_URL: q.dataEventsQueueUrl,
+    GANTRY_EVENTS_QUEUE_URL: q.eventsQueueUrl,
+    GANTRY_EVENTS_RETRY_BASE_SECONDS: String(opts.events?.retryBaseSeconds ?? 1),
+    GANTRY_EVENTS_RETRY_MAX_SECONDS: String(opts.events?.retryMaxSeconds ?? 30),
+    ...(eventsSinkFile ? { GANTRY_EVENTS_SINK_FILE: eventsSinkFile } : {}),
+    ...(q.servingQueueUrl ? { GANTRY_SERVING_QUEUE_URL: q.servingQueueUrl } : {}),
+    GANTRY_S3_ENDPOINT: at.s3Url,
+    GANTRY_SQS_ENDPOINT: at.sqsEndpoint,
+    GANTRY_SFN_ENDPOINT: at.sfnUrl,
+    GANTRY_CONFIG: JSON.stringify(at.config),
+    GANTRY_ORPHAN_GRACE_SECONDS: String(opts.orphanGraceSeconds ?? 300),
+    // The local state machine runs its timers `speed` times faster (HeartbeatSeconds included):
+    // the reconciler's heartbeat pacing follows, in wall-clock seconds.
+    GANTRY_HEARTBEAT_EVERY_SECONDS: String(HEARTBEAT_EVERY_SECONDS / (opts.speed ?? 1)),
+    // Stall detection counts in the same compressed time as the state machine's deadlines.
+    GANTRY_STALL_TIME_SCALE: String(opts.speed ?? 1),
+    // Woken between periods, as on AWS: the sweeps advance once a period (serverless.yml).
+    ...(opts.reconcileWakeGapMs !== undefined && opts.reconcileEveryMs
+      ? { GANTRY_RECONCILE_SWEEPS_EVERY_SECONDS: String(opts.reconcileEveryMs / 1000) }
+      : {}),
+    // The local Step Functions endpoint has no API quotas: the reconciler's pacing is set far
+    // above what a test sends (its defaults follow AWS's quotas, lib/config.ts).
+    GANTRY_SFN_ANSWERS_PER_SECOND: '5000',
+    GANTRY_SFN_ANSWERS_BURST: '5000',
+    GANTRY_SFN_DESCRIBE_PER_SECOND: '1000',
+    GANTRY_SFN_DESCRIBE_BURST: '1000',
+    ...(opts.unschedulableGraceSeconds !== undefined
+      ? { GANTRY_UNSCHEDULABLE_GRACE_SECONDS: String(opts.unschedulableGraceSeconds) }
+      : {}),
+    ...(opts.admittedSuspendedGraceSeconds !== undefined
+      ? { GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS: String(opts.admittedSuspendedGraceSeconds) }
+      : {}),
+  };
+}
+
+/** DynamoDB Streams' stand-in: run record changes → the outbox → the events queue. */
+async function startFeed(opts: StackOptions, state: StateTable, eventsOn: boolean) {
+  const { eventOutbox } = await import('../functions/_deps.ts');
+  return startEventsFeed({
+    client: state.client,
+    tableName: state.tableName,
+    emit: (after, seen) => (eventsOn ? eventOutbox().emit(after, seen) : Promise.resolve(0)),
+    ...(opts.stateDir ? { cursorFile: join(opts.stateDir, 'events-feed.json') } : {}),
+    everyMs: opts.events?.feedEveryMs ?? 250,
+    changes: state.onWrite,
+    onError: (err) => console.error('events feed pass failed:', err),
+  });
 }
 
 /** Re-exported for callers that know the stack only. */

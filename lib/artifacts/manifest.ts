@@ -1,6 +1,19 @@
 import type { DataTriggerRef, RunSpec } from '../run/spec.ts';
 import { MANIFEST_FILE, manifestKey, s3Uri, versionPrefix } from './layout.ts';
-import type { FileChecksum } from './ports.ts';
+
+/**
+ * A SHA-256 checksum of a published file. `FULL_OBJECT` is the digest of the whole file;
+ * `COMPOSITE` (multipart copies) is the digest of the concatenated part digests, suffixed
+ * `-<parts>`, as S3 reports it; `partSize` says how to recompute it. `origin` says who computed
+ * it: S3 itself, or Gantry reading the copy back (stores that do not report checksums).
+ */
+export interface FileChecksum {
+  algorithm: 'SHA256';
+  type: 'FULL_OBJECT' | 'COMPOSITE';
+  value: string;
+  origin: 's3' | 'computed';
+  partSize?: number;
+}
 
 /** One published file: its path under the version directory, size and checksum. */
 export interface ManifestFile {

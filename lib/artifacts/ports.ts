@@ -1,5 +1,9 @@
 import type { CallOptions } from '../ports.ts';
 import type { ServingEvent } from './events.ts';
+import type { FileChecksum } from './manifest.ts';
+
+// The checksum is part of the manifest; the store's adapter names it from here, with the port.
+export type { FileChecksum };
 
 /** An object in storage, addressed by bucket and key. */
 export interface ObjectLocation {
@@ -11,20 +15,6 @@ export interface ObjectLocation {
 export interface SourceObject extends ObjectLocation {
   size: number;
   etag?: string;
-}
-
-/**
- * A SHA-256 checksum of a published file. `FULL_OBJECT` is the digest of the whole file;
- * `COMPOSITE` (multipart copies) is the digest of the concatenated part digests, suffixed
- * `-<parts>`, as S3 reports it; `partSize` says how to recompute it. `origin` says who computed
- * it: S3 itself, or Gantry reading the copy back (stores that do not report checksums).
- */
-export interface FileChecksum {
-  algorithm: 'SHA256';
-  type: 'FULL_OBJECT' | 'COMPOSITE';
-  value: string;
-  origin: 's3' | 'computed';
-  partSize?: number;
 }
 
 /** What one server-side copy produced. */

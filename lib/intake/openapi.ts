@@ -126,211 +126,187 @@ function queryParameters(shape: Record<string, z.core.$ZodType>): Json[] {
   });
 }
 
+/**
+ * Each route's operation (without its operationId and summary, which come from the route table),
+ * by operationId; built on use, as the query schemas are.
+ */
+const OPERATIONS: Record<string, () => Json> = {
+  submitRun: () => ({
+    parameters: [idempotencyHeader],
+    requestBody: runRequestBody,
+    responses: {
+      202: json(ref('SubmitResponse'), 'Accepted: the run is recorded and queued', runLocation),
+      200: json(ref('SubmitResponse'), 'Replay: this key and body were submitted before', runLocation),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      409: json(
+        errorOf('IdempotencyConflictError'),
+        'The idempotency key was used with another body (`IdempotencyConflictError`)',
+      ),
+      413: ERRORS[413],
+      415: ERRORS[415],
+      429: ERRORS[429],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+  listRuns: () => ({
+    parameters: queryParameters(listRunsQuerySchema().shape),
+    responses: {
+      200: json(ref('RunList'), "A page of one of the caller's teams' runs, newest first"),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+  listSweeps: () => ({
+    parameters: queryParameters(listSweepsQuerySchema().shape),
+    responses: {
+      200: json(ref('SweepList'), "A page of one of the caller's teams' sweeps, newest first"),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+  getRun: () => ({
+    parameters: [runIdParameter],
+    responses: {
+      200: json(ref('RunView'), 'The run'),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      404: ERRORS[404],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+  getRunMetrics: () => ({
+    parameters: [runIdParameter],
+    responses: {
+      200: json(ref('MetricHistory'), 'The metric history (empty series before the first report)'),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      404: ERRORS[404],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+  getRunEvents: () => ({
+    parameters: [runIdParameter],
+    responses: {
+      200: json(ref('RunEvents'), "The run's lifecycle events, oldest first"),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      404: ERRORS[404],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+  getRunLogs: () => ({
+    parameters: [runIdParameter, ...queryParameters(runLogsQuerySchema().shape)],
+    responses: {
+      200: json(ref('RunLogs'), "The last lines of the node's trainer container"),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      404: ERRORS[404],
+      409: json(
+        ref('RunLogsUnavailableBody'),
+        'No log to read yet (no job or pod for the node, its container has not started) or any more (the run ended and its pods are gone); `phase` says where the run is',
+      ),
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+  cancelRun: () => ({
+    parameters: [runIdParameter],
+    responses: {
+      202: json(ref('CancelResponse'), 'Cancelled (also for a run that was already cancelled)'),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      404: ERRORS[404],
+      409: json(ref('RunFinishedBody'), 'The run already ended; `phase` says how'),
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+  validateRun: () => ({
+    parameters: [idempotencyHeader],
+    requestBody: runRequestBody,
+    responses: {
+      200: json(ref('ValidateResponse'), 'The checks; `valid` is false when one failed'),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      413: ERRORS[413],
+      415: ERRORS[415],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+  submitSweep: () => ({
+    parameters: [idempotencyHeader],
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: ref('SweepRequest') } },
+    },
+    responses: {
+      202: json(ref('SweepView'), 'Accepted: the sweep is recorded and its first trials are queued'),
+      200: json(ref('SweepView'), 'Replay: this key and body were submitted before'),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      409: json(
+        errorOf('IdempotencyConflictError'),
+        'The idempotency key was used with another body (`IdempotencyConflictError`)',
+      ),
+      413: ERRORS[413],
+      415: ERRORS[415],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+  getSweep: () => ({
+    parameters: [sweepIdParameter],
+    responses: {
+      200: json(ref('SweepView'), 'The sweep'),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      404: ERRORS[404],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+  cancelSweep: () => ({
+    parameters: [sweepIdParameter],
+    responses: {
+      202: json(ref('SweepView'), 'Cancelled: no trial runs any more (also for a sweep already cancelled)'),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      404: ERRORS[404],
+      409: json(ref('SweepFinishedBody'), 'The sweep already ended; `phase` says how'),
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+  listRuntimes: () => ({
+    responses: {
+      200: json(ref('RuntimeList'), 'The runtimes'),
+      403: ERRORS[403],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+  getOpenApi: () => ({
+    security: [],
+    responses: { 200: json({ type: 'object' }, 'The OpenAPI 3.1 document'), 500: ERRORS[500] },
+  }),
+};
+
 function operation(route: Route): Json {
   const common = { operationId: route.operationId, summary: route.summary };
-  switch (route.operationId) {
-    case 'submitRun':
-      return {
-        ...common,
-        parameters: [idempotencyHeader],
-        requestBody: runRequestBody,
-        responses: {
-          202: json(ref('SubmitResponse'), 'Accepted: the run is recorded and queued', runLocation),
-          200: json(ref('SubmitResponse'), 'Replay: this key and body were submitted before', runLocation),
-          400: ERRORS[400],
-          403: ERRORS[403],
-          409: json(
-            errorOf('IdempotencyConflictError'),
-            'The idempotency key was used with another body (`IdempotencyConflictError`)',
-          ),
-          413: ERRORS[413],
-          415: ERRORS[415],
-          429: ERRORS[429],
-          500: ERRORS[500],
-          503: ERRORS[503],
-        },
-      };
-    case 'listRuns':
-      return {
-        ...common,
-        parameters: queryParameters(listRunsQuerySchema().shape),
-        responses: {
-          200: json(ref('RunList'), "A page of one of the caller's teams' runs, newest first"),
-          400: ERRORS[400],
-          403: ERRORS[403],
-          500: ERRORS[500],
-          503: ERRORS[503],
-        },
-      };
-    case 'listSweeps':
-      return {
-        ...common,
-        parameters: queryParameters(listSweepsQuerySchema().shape),
-        responses: {
-          200: json(ref('SweepList'), "A page of one of the caller's teams' sweeps, newest first"),
-          400: ERRORS[400],
-          403: ERRORS[403],
-          500: ERRORS[500],
-          503: ERRORS[503],
-        },
-      };
-    case 'getRun':
-      return {
-        ...common,
-        parameters: [runIdParameter],
-        responses: {
-          200: json(ref('RunView'), 'The run'),
-          400: ERRORS[400],
-          403: ERRORS[403],
-          404: ERRORS[404],
-          500: ERRORS[500],
-          503: ERRORS[503],
-        },
-      };
-    case 'getRunMetrics':
-      return {
-        ...common,
-        parameters: [runIdParameter],
-        responses: {
-          200: json(ref('MetricHistory'), 'The metric history (empty series before the first report)'),
-          400: ERRORS[400],
-          403: ERRORS[403],
-          404: ERRORS[404],
-          500: ERRORS[500],
-          503: ERRORS[503],
-        },
-      };
-    case 'getRunEvents':
-      return {
-        ...common,
-        parameters: [runIdParameter],
-        responses: {
-          200: json(ref('RunEvents'), "The run's lifecycle events, oldest first"),
-          400: ERRORS[400],
-          403: ERRORS[403],
-          404: ERRORS[404],
-          500: ERRORS[500],
-          503: ERRORS[503],
-        },
-      };
-    case 'getRunLogs':
-      return {
-        ...common,
-        parameters: [runIdParameter, ...queryParameters(runLogsQuerySchema().shape)],
-        responses: {
-          200: json(ref('RunLogs'), "The last lines of the node's trainer container"),
-          400: ERRORS[400],
-          403: ERRORS[403],
-          404: ERRORS[404],
-          409: json(
-            ref('RunLogsUnavailableBody'),
-            'No log to read yet (no job or pod for the node, its container has not started) or any more (the run ended and its pods are gone); `phase` says where the run is',
-          ),
-          500: ERRORS[500],
-          503: ERRORS[503],
-        },
-      };
-    case 'cancelRun':
-      return {
-        ...common,
-        parameters: [runIdParameter],
-        responses: {
-          202: json(ref('CancelResponse'), 'Cancelled (also for a run that was already cancelled)'),
-          400: ERRORS[400],
-          403: ERRORS[403],
-          404: ERRORS[404],
-          409: json(ref('RunFinishedBody'), 'The run already ended; `phase` says how'),
-          500: ERRORS[500],
-          503: ERRORS[503],
-        },
-      };
-    case 'validateRun':
-      return {
-        ...common,
-        parameters: [idempotencyHeader],
-        requestBody: runRequestBody,
-        responses: {
-          200: json(ref('ValidateResponse'), 'The checks; `valid` is false when one failed'),
-          400: ERRORS[400],
-          403: ERRORS[403],
-          413: ERRORS[413],
-          415: ERRORS[415],
-          500: ERRORS[500],
-          503: ERRORS[503],
-        },
-      };
-    case 'submitSweep':
-      return {
-        ...common,
-        parameters: [idempotencyHeader],
-        requestBody: {
-          required: true,
-          content: { 'application/json': { schema: ref('SweepRequest') } },
-        },
-        responses: {
-          202: json(ref('SweepView'), 'Accepted: the sweep is recorded and its first trials are queued'),
-          200: json(ref('SweepView'), 'Replay: this key and body were submitted before'),
-          400: ERRORS[400],
-          403: ERRORS[403],
-          409: json(
-            errorOf('IdempotencyConflictError'),
-            'The idempotency key was used with another body (`IdempotencyConflictError`)',
-          ),
-          413: ERRORS[413],
-          415: ERRORS[415],
-          500: ERRORS[500],
-          503: ERRORS[503],
-        },
-      };
-    case 'getSweep':
-      return {
-        ...common,
-        parameters: [sweepIdParameter],
-        responses: {
-          200: json(ref('SweepView'), 'The sweep'),
-          400: ERRORS[400],
-          403: ERRORS[403],
-          404: ERRORS[404],
-          500: ERRORS[500],
-          503: ERRORS[503],
-        },
-      };
-    case 'cancelSweep':
-      return {
-        ...common,
-        parameters: [sweepIdParameter],
-        responses: {
-          202: json(
-            ref('SweepView'),
-            'Cancelled: no trial runs any more (also for a sweep already cancelled)',
-          ),
-          400: ERRORS[400],
-          403: ERRORS[403],
-          404: ERRORS[404],
-          409: json(ref('SweepFinishedBody'), 'The sweep already ended; `phase` says how'),
-          500: ERRORS[500],
-          503: ERRORS[503],
-        },
-      };
-    case 'listRuntimes':
-      return {
-        ...common,
-        responses: {
-          200: json(ref('RuntimeList'), 'The runtimes'),
-          403: ERRORS[403],
-          500: ERRORS[500],
-          503: ERRORS[503],
-        },
-      };
-    case 'getOpenApi':
-      return {
-        ...common,
-        security: [],
-        responses: { 200: json({ type: 'object' }, 'The OpenAPI 3.1 document'), 500: ERRORS[500] },
-      };
-    default:
-      throw new Error(`no OpenAPI operation for route ${route.operationId}`);
+  if (!Object.hasOwn(OPERATIONS, route.operationId)) {
+    throw new Error(`no OpenAPI operation for route ${route.operationId}`);
   }
+  return { ...common, ...(OPERATIONS[route.operationId] as () => Json)() };
 }
 
 /** Every route's operation, and the schemas they reference. */

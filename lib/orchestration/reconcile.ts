@@ -1,27 +1,25 @@
 import { mapLimit } from '../concurrency.ts';
 import { ClusterAccessDeniedError } from '../errors.ts';
-import { noteForDecision, preemptionNote } from '../observability/events.ts';
 import type { CallOptions, Clock, ClusterGateway, JobApi, WorkflowEngine } from '../ports.ts';
-import { PREEMPTED } from '../run/phases.ts';
 import type { RunRecords } from '../run/records.ts';
 import { attemptOf } from '../trainjob/disruption.ts';
-import { ANNOTATION, LABEL, MANAGED_SELECTOR } from '../trainjob/labels.ts';
-import {
-  DEFAULT_POD_HEALTH,
-  type PodHealthOptions,
-  podHealth,
-  podsByRun,
-  withPodHealth,
-} from '../trainjob/pod-health.ts';
-import { type JobView, toRunPhase } from '../trainjob/status.ts';
+import { LABEL, MANAGED_SELECTOR } from '../trainjob/labels.ts';
+import { DEFAULT_POD_HEALTH, type PodHealthOptions, podsByRun } from '../trainjob/pod-health.ts';
+import { toRunPhase } from '../trainjob/status.ts';
 import type { K8sObject } from '../trainjob/types.ts';
-import { type Decision, decide, decideMissingWorkload, failureCause, type Stage } from './decide.ts';
+import { decide } from './decide.ts';
 import { type DueHeartbeat, HEARTBEAT_EVERY_SECONDS, makeHeartbeats } from './heartbeats.ts';
 import { makeJobNotes } from './job-notes.ts';
-import { refFromJob } from './job-ref.ts';
 import { makeOrphanRemoval } from './orphans.ts';
 import { type Pacer, UNPACED } from './pacing.ts';
-import { withDisruptionEvidence } from './pod-events.ts';
+import {
+  answer,
+  type JobAt,
+  type JobReconciling,
+  type JobSinks,
+  reconcileJob,
+  TOKEN_KEYS,
+} from './reconcile-job.ts';
 import { makeRecordWrites, type PendingRecord } from './record-writes.ts';
 import { makeStallActions } from './stall-actions.ts';
 import { drainedSweeps, waitsForQuota } from './sweep-queue.ts';
@@ -86,10 +84,53 @@ export interface ReconcilerDeps {
   log?: (line: Record<string, unknown>) => void;
 }
 
-const TOKEN_KEYS: Array<[Stage, string]> = [
-  ['admission', ANNOTATION.admissionToken],
-  ['completion', ANNOTATION.completionToken],
-];
+type Cluster = ReturnType<ReconcilerDeps['clusters']>[number];
+
+/** What a reconciler keeps between passes, and the helpers its passes share. */
+interface Reconciling extends JobReconciling {
+  deps: ReconcilerDeps;
+  /**
+   * What was last written to each run's record, while this reconciler lives (a warm Lambda
+   * keeps it between ticks). Only an optimisation: an unchanged job costs no store call, and a
+   * cold start writes each record once more, which changes nothing.
+   */
+  recorded: Map<string, string>;
+  /** Each cluster's jobs as the last pass listed them: what `waitForChange` compares the watch with. */
+  listed: Map<string, Listed>;
+  /** Answers given from the watch since the last pass started (answerFromWatch). */
+  betweenPasses: TickReport;
+  /** When a pass last advanced the sweeps (ms; `sweepsEverySeconds`). */
+  sweptAt: number;
+  sweepsEveryMs: number;
+  /** Per sweep, its trial jobs the last pass that listed every cluster saw waiting for quota. */
+  queuedBefore: Map<string, number>;
+  /** Clusters whose job watch failed: logged once per reconciler. */
+  watchFailed: Set<string>;
+  heartbeat: ReturnType<typeof makeHeartbeats>['heartbeat'];
+  writeRecords: ReturnType<typeof makeRecordWrites>['writeRecords'];
+}
+
+/** One pass over every cluster: its report and what it saw, for the bookkeeping after it. */
+interface Pass {
+  report: TickReport;
+  /** Runs whose jobs were listed. */
+  live: Set<string>;
+  waitingTokens: Set<string>;
+  /** Per sweep, its trial jobs this pass saw waiting for quota. */
+  queuedNow: Map<string, number>;
+  listedAll: boolean;
+  // Set when Step Functions throttles a heartbeat: the rest of this tick's heartbeats wait for the
+  // next tick (they stay due); answers still go out.
+  throttle: { heartbeats: boolean };
+}
+
+/** One cluster's LISTs of a pass, the jobs paired with their gates and pods. */
+interface ClusterListing {
+  cluster: Cluster;
+  gateByOwner: Map<string, K8sObject>;
+  podsOfRun: ReturnType<typeof podsByRun> | undefined;
+  work: Array<{ api: JobApi; job: K8sObject }>;
+}
 
 /**
  * One reconciler tick: per cluster, one LIST per job kind, one of admission gates (Kueue
@@ -100,24 +141,22 @@ const TOKEN_KEYS: Array<[Stage, string]> = [
  * already answered is simply stale (SendTask* reports it and the annotation is cleared).
  */
 export function makeReconciler(deps: ReconcilerDeps) {
-  const graceMs = (deps.orphanGraceSeconds ?? 300) * 1000;
-  const healthOptions: PodHealthOptions = { ...DEFAULT_POD_HEALTH, ...deps.podHealth };
+  const r = reconciling(deps);
+  return {
+    tick: (opts?: CallOptions) => tick(r, opts),
+    waitForJobChange: (ms: number, opts?: CallOptions) => waitForJobChange(r, ms, opts),
+  };
+}
+
+/** The reconciler's state and helpers (heartbeats, stall actions, record writes, orphan removal). */
+function reconciling(deps: ReconcilerDeps): Reconciling {
   const log = deps.log ?? (() => undefined);
-  /**
-   * What was last written to each run's record, while this reconciler lives (a warm Lambda
-   * keeps it between ticks). Only an optimisation: an unchanged job costs no store call, and a
-   * cold start writes each record once more, which changes nothing.
-   */
-  const recorded = new Map<string, string>();
   /**
    * When this reconciler last heartbeated each waiting token (ms). Only ever set after a heartbeat
    * was delivered, so it can make a token's heartbeat late by at most one interval, never skip it:
    * a cold start (an empty map) heartbeats every token once, then only those that are due.
    */
   const beaten = new Map<string, number>();
-  const answers = deps.pacing?.answers ?? UNPACED;
-  const describe = deps.pacing?.describe ?? UNPACED;
-  const heartbeatEveryMs = (deps.heartbeatEverySeconds ?? HEARTBEAT_EVERY_SECONDS) * 1000;
   /**
    * Stall detection (decideStall): per running job, the time (ms) its record must next be read,
    * learnt from the last read; Infinity when the run has no detection. A job not in the map is read
@@ -125,24 +164,16 @@ export function makeReconciler(deps: ReconcilerDeps) {
    * a job that is not due costs the store nothing.
    */
   const stallDue = new Map<string, number>();
+  const recorded = new Map<string, string>();
+  const answers = deps.pacing?.answers ?? UNPACED;
   const stallScale = deps.stallTimeScale ?? 1;
-  /** Each cluster's jobs as the last pass listed them: what `waitForChange` compares the watch with. */
-  const listed = new Map<string, Listed>();
-  /** Answers given from the watch since the last pass started (answerFromWatch). */
-  let betweenPasses = emptyReport();
-  /** When a pass last advanced the sweeps (ms; `sweepsEverySeconds`). */
-  let sweptAt = Number.NEGATIVE_INFINITY;
-  const sweepsEveryMs = (deps.sweepsEverySeconds ?? 0) * 1000;
-  /** Per sweep, its trial jobs the last pass that listed every cluster saw waiting for quota. */
-  let queuedBefore = new Map<string, number>();
-  /** Clusters whose job watch failed: logged once per reconciler. */
-  const watchFailed = new Set<string>();
   const note = makeJobNotes({ clock: deps.clock, log });
+  const everyMs = (deps.heartbeatEverySeconds ?? HEARTBEAT_EVERY_SECONDS) * 1000;
   const { heartbeatDue, heartbeat } = makeHeartbeats({
     workflow: deps.workflow,
     answers,
     log,
-    everyMs: heartbeatEveryMs,
+    everyMs,
     beaten,
   });
   const actOnStall = makeStallActions({
@@ -166,352 +197,312 @@ export function makeReconciler(deps: ReconcilerDeps) {
   const removeIfOrphan = makeOrphanRemoval({
     workflow: deps.workflow,
     records: deps.records,
-    describe,
+    describe: deps.pacing?.describe ?? UNPACED,
     log,
     note,
-    graceMs,
+    graceMs: (deps.orphanGraceSeconds ?? 300) * 1000,
   });
+  return {
+    deps,
+    clock: deps.clock,
+    workflow: deps.workflow,
+    admittedSuspendedGraceSeconds: deps.admittedSuspendedGraceSeconds,
+    healthOptions: { ...DEFAULT_POD_HEALTH, ...deps.podHealth },
+    answers,
+    log,
+    note,
+    beaten,
+    stallDue,
+    heartbeatDue,
+    progressChange,
+    removeIfOrphan,
+    recorded,
+    listed: new Map(),
+    betweenPasses: emptyReport(),
+    sweptAt: Number.NEGATIVE_INFINITY,
+    sweepsEveryMs: (deps.sweepsEverySeconds ?? 0) * 1000,
+    queuedBefore: new Map(),
+    watchFailed: new Set(),
+    heartbeat,
+    writeRecords,
+  };
+}
 
-  async function tick(opts?: CallOptions): Promise<TickReport> {
-    // What was answered between passes counts in this pass's report.
-    const report = betweenPasses;
-    betweenPasses = emptyReport();
-    // Sweeps advance beside the job pass, on what the run records said at the last tick: a slow
-    // job pass (many jobs, a slow cluster) must not starve the sweeps, nor they it.
-    const startedAt = deps.clock.now().getTime();
-    const sweepsDue = startedAt - sweptAt >= sweepsEveryMs;
-    if (sweepsDue) sweptAt = startedAt;
-    const sweeping = sweepsDue ? advanceSweeps(report, opts) : undefined;
-    const live = new Set<string>();
-    const waitingTokens = new Set<string>();
-    const queuedNow = new Map<string, number>();
-    let listedAll = true;
-    // Set when Step Functions throttles a heartbeat: the rest of this tick's heartbeats wait for the
-    // next tick (they stay due); answers still go out.
-    const throttle = { heartbeats: false };
-    // Clusters in parallel: a slow or unreachable cluster does not delay the others' answers.
-    await Promise.all(
-      deps.clusters().map(async (cluster) => {
-        let apis: JobApi[];
-        let gates: K8sObject[];
-        let pods: K8sObject[] | undefined;
-        let jobLists: K8sObject[][];
-        try {
-          apis = await cluster.jobApis();
-          [gates, pods, ...jobLists] = await Promise.all([
-            cluster.gateway.listAdmissionGates(opts),
-            listPods(cluster.name, cluster.gateway, opts),
-            ...apis.map((api) => cluster.gateway.listManagedJobs(api, opts)),
-          ]);
-        } catch (err) {
-          // One unreachable cluster must not stop the others; its runs are looked at next tick
-          // (and the state machine's heartbeat fallback covers a long outage).
-          listedAll = false;
-          report.errors++;
-          log({ level: 'ERROR', msg: 'cluster unreachable', cluster: cluster.name, error: String(err) });
-          return;
-        }
-        listed.set(cluster.name, {
-          cluster: cluster.name,
-          gateway: cluster.gateway,
-          apis,
-          jobs: new Map(jobLists.flat().map((job) => [jobKey(job), job])),
-        });
-        const gateByOwner = indexByOwner(gates);
-        const podsOfRun = pods === undefined ? undefined : podsByRun(pods);
-        const work = apis.flatMap((api, i) => (jobLists[i] ?? []).map((job) => ({ api, job })));
-        const toRecord: PendingRecord[] = [];
-        const dueHeartbeats: DueHeartbeat[] = [];
-        report.jobs += work.length;
-        for (const { job } of work) live.add(job.metadata.labels?.[LABEL.runId] ?? '');
-        await mapLimit(work, 32, async ({ api, job }) => {
-          try {
-            const runId = job.metadata.labels?.[LABEL.runId] ?? '';
-            // Only this attempt's pods: a pod of an earlier attempt may linger (Terminating on a lost node).
-            const attempt = attemptOf(job);
-            const runPods = podsOfRun?.get(runId)?.filter((p) => attemptOf(p) === attempt) ?? [];
-            const view = await reconcileJob(
-              cluster.name,
-              cluster.kueueWorkloadGraceSeconds,
-              cluster.gateway,
-              api,
-              job,
-              gateByOwner.get(job.metadata.uid ?? ''),
-              podsOfRun === undefined ? undefined : runPods,
-              report,
-              waitingTokens,
-              toRecord,
-              dueHeartbeats,
-              opts,
-            );
-            const sweepId = job.metadata.labels?.[LABEL.sweepId];
-            if (sweepId && waitsForQuota(view)) queuedNow.set(sweepId, (queuedNow.get(sweepId) ?? 0) + 1);
-          } catch (err) {
-            report.errors++;
-            log({
-              level: 'ERROR',
-              msg: 'reconcile failed',
-              runId: job.metadata.labels?.[LABEL.runId],
-              error: String(err),
-            });
-          }
-        });
-        // Heartbeats after every answer of the cluster: they share the SendTask* pacing, and a
-        // cold start (every token due once) must not hold back a completion behind thousands.
-        await mapLimit(dueHeartbeats, 32, async (due) => {
-          try {
-            await heartbeat(due, report, throttle, opts);
-          } catch (err) {
-            report.errors++;
-            log({ level: 'ERROR', msg: 'heartbeat failed', runId: due.runId, error: String(err) });
-          }
-        });
-        await writeRecords(toRecord, report, opts);
-      }),
-    );
-    for (const runId of recorded.keys()) if (!live.has(runId)) recorded.delete(runId);
-    for (const runId of stallDue.keys()) if (!live.has(runId)) stallDue.delete(runId);
-    if (report.errors === 0)
-      for (const token of beaten.keys()) if (!waitingTokens.has(token)) beaten.delete(token);
-    await sweeping;
-    // Only a pass that listed every cluster knows that no trial of a sweep waits any more.
-    if (listedAll) {
-      const drained = drainedSweeps(queuedBefore, queuedNow);
-      queuedBefore = queuedNow;
-      await advanceDrained(drained, report, opts);
-    }
-    return report;
+/** listJobs → interpret and answer each job → heartbeats → writeRecords, per cluster; then bookkeeping. */
+async function tick(r: Reconciling, opts?: CallOptions): Promise<TickReport> {
+  // What was answered between passes counts in this pass's report.
+  const report = r.betweenPasses;
+  r.betweenPasses = emptyReport();
+  const sweeping = startSweeps(r, report, opts);
+  const pass: Pass = {
+    report,
+    live: new Set(),
+    waitingTokens: new Set(),
+    queuedNow: new Map(),
+    listedAll: true,
+    throttle: { heartbeats: false },
+  };
+  // Clusters in parallel: a slow or unreachable cluster does not delay the others' answers.
+  await Promise.all(r.deps.clusters().map((cluster) => reconcileCluster(r, cluster, pass, opts)));
+  forgetGone(r, pass);
+  await sweeping;
+  await advanceDrainedSweeps(r, pass, opts);
+  return report;
+}
+
+/**
+ * Sweeps advance beside the job pass, on what the run records said at the last tick: a slow
+ * job pass (many jobs, a slow cluster) must not starve the sweeps, nor they it.
+ */
+function startSweeps(r: Reconciling, report: TickReport, opts?: CallOptions): Promise<void> | undefined {
+  const startedAt = r.clock.now().getTime();
+  const sweepsDue = startedAt - r.sweptAt >= r.sweepsEveryMs;
+  if (sweepsDue) r.sweptAt = startedAt;
+  return sweepsDue ? advanceSweeps(r, report, opts) : undefined;
+}
+
+async function reconcileCluster(r: Reconciling, cluster: Cluster, pass: Pass, opts?: CallOptions) {
+  const listing = await listJobs(r, cluster, pass, opts);
+  if (!listing) return;
+  const toRecord: PendingRecord[] = [];
+  const dueHeartbeats: DueHeartbeat[] = [];
+  await reconcileJobs(
+    r,
+    listing,
+    pass,
+    { report: pass.report, waitingTokens: pass.waitingTokens, toRecord, dueHeartbeats },
+    opts,
+  );
+  // Heartbeats after every answer of the cluster: they share the SendTask* pacing, and a
+  // cold start (every token due once) must not hold back a completion behind thousands.
+  await sendHeartbeats(r, dueHeartbeats, pass, opts);
+  await r.writeRecords(toRecord, pass.report, opts);
+}
+
+/** The cluster's jobs, gates and pods; undefined (counted, logged) when the cluster is unreachable. */
+async function listJobs(
+  r: Reconciling,
+  cluster: Cluster,
+  pass: Pass,
+  opts?: CallOptions,
+): Promise<ClusterListing | undefined> {
+  let apis: JobApi[];
+  let gates: K8sObject[];
+  let pods: K8sObject[] | undefined;
+  let jobLists: K8sObject[][];
+  try {
+    apis = await cluster.jobApis();
+    [gates, pods, ...jobLists] = await Promise.all([
+      cluster.gateway.listAdmissionGates(opts),
+      listPods(r, cluster.name, cluster.gateway, opts),
+      ...apis.map((api) => cluster.gateway.listManagedJobs(api, opts)),
+    ]);
+  } catch (err) {
+    // One unreachable cluster must not stop the others; its runs are looked at next tick
+    // (and the state machine's heartbeat fallback covers a long outage).
+    pass.listedAll = false;
+    pass.report.errors++;
+    r.log({ level: 'ERROR', msg: 'cluster unreachable', cluster: cluster.name, error: String(err) });
+    return undefined;
   }
+  r.listed.set(cluster.name, {
+    cluster: cluster.name,
+    gateway: cluster.gateway,
+    apis,
+    jobs: new Map(jobLists.flat().map((job) => [jobKey(job), job])),
+  });
+  const work = apis.flatMap((api, i) => (jobLists[i] ?? []).map((job) => ({ api, job })));
+  const listing = {
+    cluster,
+    gateByOwner: indexByOwner(gates),
+    podsOfRun: pods === undefined ? undefined : podsByRun(pods),
+    work,
+  };
+  pass.report.jobs += work.length;
+  for (const { job } of work) pass.live.add(job.metadata.labels?.[LABEL.runId] ?? '');
+  return listing;
+}
 
-  /** Advances the sweeps whose last trial waiting for quota was admitted (sweep-queue.ts). */
-  async function advanceDrained(sweepIds: string[], report: TickReport, opts?: CallOptions) {
-    const advanceSweep = deps.advanceSweep;
-    if (!advanceSweep) return;
-    await mapLimit(sweepIds, 4, async (sweepId) => {
-      try {
-        await advanceSweep(sweepId, opts);
-        report.sweeps++;
-      } catch (err) {
-        report.errors++;
-        log({ level: 'ERROR', msg: 'sweep not advanced after admission', sweepId, error: String(err) });
-      }
-    });
-  }
-
-  /**
-   * Gantry's pods on one cluster: one paginated LIST by label. A cluster whose RBAC does not let
-   * Gantry list pods (an install from before pod health) is reconciled from the jobs alone; any
-   * other failure makes the cluster unreachable for this tick, like a failed job LIST.
-   */
-  async function listPods(
-    cluster: string,
-    gateway: ClusterGateway,
-    opts?: CallOptions,
-  ): Promise<K8sObject[] | undefined> {
+/** Each listed job interpreted and its tokens answered (reconcile-job.ts); counts its sweep's queued trials. */
+async function reconcileJobs(
+  r: Reconciling,
+  listing: ClusterListing,
+  pass: Pass,
+  sinks: JobSinks,
+  opts?: CallOptions,
+) {
+  const { cluster, gateByOwner, podsOfRun } = listing;
+  await mapLimit(listing.work, 32, async ({ api, job }) => {
     try {
-      return await gateway.listPods(MANAGED_SELECTOR, opts);
+      const runId = job.metadata.labels?.[LABEL.runId] ?? '';
+      // Only this attempt's pods: a pod of an earlier attempt may linger (Terminating on a lost node).
+      const attempt = attemptOf(job);
+      const runPods = podsOfRun?.get(runId)?.filter((p) => attemptOf(p) === attempt) ?? [];
+      const at: JobAt = {
+        cluster: cluster.name,
+        workloadGraceSeconds: cluster.kueueWorkloadGraceSeconds,
+        gateway: cluster.gateway,
+        api,
+        job,
+        gate: gateByOwner.get(job.metadata.uid ?? ''),
+        pods: podsOfRun === undefined ? undefined : runPods,
+      };
+      const view = await reconcileJob(r, at, sinks, opts);
+      const sweepId = job.metadata.labels?.[LABEL.sweepId];
+      if (sweepId && waitsForQuota(view)) pass.queuedNow.set(sweepId, (pass.queuedNow.get(sweepId) ?? 0) + 1);
     } catch (err) {
-      if (!(err instanceof ClusterAccessDeniedError)) throw err;
-      log({
-        level: 'WARN',
-        msg: 'pods not listed: health after admission is off',
-        cluster,
-        error: String(err),
-      });
-      return undefined;
-    }
-  }
-
-  async function advanceSweeps(report: TickReport, opts?: CallOptions) {
-    if (!deps.sweeps) return;
-    try {
-      const swept = await deps.sweeps.advanceActive(opts);
-      report.sweeps = swept.sweeps;
-      report.errors += swept.errors;
-    } catch (err) {
-      report.errors++;
-      log({ level: 'ERROR', msg: 'sweeps not advanced', error: String(err) });
-    }
-  }
-
-  async function reconcileJob(
-    cluster: string,
-    workloadGraceSeconds: number | undefined,
-    gateway: ClusterGateway,
-    api: JobApi,
-    job: K8sObject,
-    gate: K8sObject | undefined,
-    pods: unknown[] | undefined,
-    report: TickReport,
-    waitingTokens: Set<string>,
-    toRecord: PendingRecord[],
-    dueHeartbeats: DueHeartbeat[],
-    opts?: CallOptions,
-  ): Promise<JobView> {
-    const now = deps.clock.now();
-    const runId = job.metadata.labels?.[LABEL.runId];
-    const health = pods === undefined ? undefined : podHealth(pods, now, healthOptions);
-    const view = await withDisruptionEvidence(
-      gateway,
-      withPodHealth(toRunPhase(job, gate), health, job),
-      pods,
-      job,
-      opts,
-    );
-    const missing =
-      workloadGraceSeconds === undefined
-        ? undefined
-        : decideMissingWorkload(job, view, { cluster, now, graceSeconds: workloadGraceSeconds });
-    const annotations = job.metadata.annotations ?? {};
-    let waiting = false;
-    for (const [stage, key] of TOKEN_KEYS) {
-      const token = annotations[key];
-      if (!token) continue;
-      waiting = true;
-      waitingTokens.add(token);
-      const decision =
-        missing ??
-        decide(stage, view, {
-          now,
-          ...(deps.admittedSuspendedGraceSeconds !== undefined
-            ? { admittedSuspendedGraceSeconds: deps.admittedSuspendedGraceSeconds }
-            : {}),
-        });
-      if (decision.kind === 'wait') {
-        // Still waiting: nothing to answer, and a heartbeat only when this token's is due — sent
-        // once the cluster's answers are out (`heartbeat`).
-        if (heartbeatDue(token, now.getTime()))
-          dueHeartbeats.push({ token, key, stage, gateway, api, job, runId, at: now.getTime() });
-        continue;
-      }
-      await answer({ cluster, gateway, api, job, view, now }, stage, key, token, decision, report, opts);
-    }
-    if (runId) {
-      const progress = progressChange(runId, job.metadata.name, view, health);
-      if (progress?.change.reason === PREEMPTED) {
-        progress.onPreempted = () => note(cluster, gateway, job, preemptionNote(runId, view.message), opts);
-      }
-      // A running job's record is read when its stall check is due (and on any write).
-      if (view.phase !== 'Running') stallDue.delete(runId);
-      const due = view.phase === 'Running' && (stallDue.get(runId) ?? 0) <= now.getTime();
-      if (progress || due) {
-        const token = job.metadata.annotations?.[ANNOTATION.completionToken];
-        toRecord.push({
-          ...(progress ?? { runId, change: {} }),
-          ...(view.phase === 'Running'
-            ? { stall: { cluster, gateway, api, job, ...(token ? { token } : {}) } }
-            : {}),
-        });
-      }
-    }
-    if (!waiting && runId) await removeIfOrphan(cluster, gateway, api, job, runId, now, report, opts);
-    return view;
-  }
-
-  /** Answers one waiting token of a job with a decision other than 'wait', then clears the token. */
-  async function answer(
-    at: { cluster: string; gateway: ClusterGateway; api: JobApi; job: K8sObject; view: JobView; now: Date },
-    stage: Stage,
-    key: string,
-    token: string,
-    decision: Exclude<Decision, { kind: 'wait' }>,
-    report: TickReport,
-    opts?: CallOptions,
-  ) {
-    const { cluster, gateway, api, job } = at;
-    const runId = job.metadata.labels?.[LABEL.runId];
-    await answers.take();
-    let delivered: boolean;
-    if (decision.kind === 'succeed') {
-      delivered = await deps.workflow.sendTaskSuccess(
-        token,
-        refFromJob(cluster, api, job, at.view, at.now),
-        opts,
-      );
-      report.answered++;
-    } else {
-      delivered = await deps.workflow.sendTaskFailure(token, decision.error, failureCause(decision), opts);
-      report.failed++;
-    }
-    beaten.delete(token);
-    if (delivered)
-      await note(cluster, gateway, job, noteForDecision(stage, decision, runId ?? job.metadata.name), opts);
-    // Answered now, or stale: either way nobody waits on this token any more.
-    await gateway.annotateJob(
-      api,
-      job.metadata.namespace ?? 'default',
-      job.metadata.name,
-      { [key]: null },
-      opts,
-    );
-    if (!delivered) log({ level: 'INFO', msg: 'cleared a stale task token', runId, stage });
-  }
-
-  /**
-   * Between passes, a finished job's waits answered from its watch event (wake.ts `actionFor`
-   * 'answer'): a Complete job succeeds whatever its pods and its Workload say, so the answer needs
-   * no pass over every job. Counted in the next pass's report. False when an answer failed (logged;
-   * the next pass answers it).
-   */
-  async function answerFromWatch(
-    c: Listed,
-    api: JobApi,
-    job: K8sObject,
-    opts?: CallOptions,
-  ): Promise<boolean> {
-    const now = deps.clock.now();
-    const view = toRunPhase(job);
-    const annotations = job.metadata.annotations ?? {};
-    try {
-      for (const [stage, key] of TOKEN_KEYS) {
-        const token = annotations[key];
-        const decision = decide(stage, view, { now });
-        if (!token || decision.kind === 'wait') continue;
-        await answer(
-          { cluster: c.cluster, gateway: c.gateway, api, job, view, now },
-          stage,
-          key,
-          token,
-          decision,
-          betweenPasses,
-          opts,
-        );
-      }
-      return true;
-    } catch (err) {
-      log({
+      pass.report.errors++;
+      r.log({
         level: 'ERROR',
-        msg: 'answer between passes failed; the next pass answers',
+        msg: 'reconcile failed',
         runId: job.metadata.labels?.[LABEL.runId],
         error: String(err),
       });
-      return false;
     }
-  }
+  });
+}
 
-  /**
-   * Between passes: wait up to `ms`, ended early ('changed') when a Gantry job changes in a way the
-   * next pass acts on — watched from the last pass's LISTs (wake.ts). Before any pass, or on
-   * clusters that cannot be watched, it waits the whole period.
-   */
-  function waitForJobChange(ms: number, opts?: CallOptions): Promise<WakeReason> {
-    return waitForChange(listed.values(), ms, {
-      ...(opts?.signal ? { signal: opts.signal } : {}),
-      answer: (c, api, job) => answerFromWatch(c, api, job, opts),
-      onError: (cluster, err) => {
-        if (watchFailed.has(cluster)) return;
-        watchFailed.add(cluster);
-        log({
-          level: 'WARN',
-          msg: 'jobs not watched between passes: answers wait for the next pass',
-          cluster,
-          error: String(err),
-        });
-      },
+async function sendHeartbeats(r: Reconciling, dueHeartbeats: DueHeartbeat[], pass: Pass, opts?: CallOptions) {
+  await mapLimit(dueHeartbeats, 32, async (due) => {
+    try {
+      await r.heartbeat(due, pass.report, pass.throttle, opts);
+    } catch (err) {
+      pass.report.errors++;
+      r.log({ level: 'ERROR', msg: 'heartbeat failed', runId: due.runId, error: String(err) });
+    }
+  });
+}
+
+/** Forgets the runs whose jobs are gone, and (after a pass without errors) the tokens nobody waits on. */
+function forgetGone(r: Reconciling, pass: Pass) {
+  for (const runId of r.recorded.keys()) if (!pass.live.has(runId)) r.recorded.delete(runId);
+  for (const runId of r.stallDue.keys()) if (!pass.live.has(runId)) r.stallDue.delete(runId);
+  if (pass.report.errors === 0)
+    for (const token of r.beaten.keys()) if (!pass.waitingTokens.has(token)) r.beaten.delete(token);
+}
+
+/**
+ * Advances the sweeps whose last trial waiting for quota was admitted (sweep-queue.ts). Only a
+ * pass that listed every cluster knows that no trial of a sweep waits any more.
+ */
+async function advanceDrainedSweeps(r: Reconciling, pass: Pass, opts?: CallOptions) {
+  if (!pass.listedAll) return;
+  const drained = drainedSweeps(r.queuedBefore, pass.queuedNow);
+  r.queuedBefore = pass.queuedNow;
+  const advanceSweep = r.deps.advanceSweep;
+  if (!advanceSweep) return;
+  await mapLimit(drained, 4, async (sweepId) => {
+    try {
+      await advanceSweep(sweepId, opts);
+      pass.report.sweeps++;
+    } catch (err) {
+      pass.report.errors++;
+      r.log({ level: 'ERROR', msg: 'sweep not advanced after admission', sweepId, error: String(err) });
+    }
+  });
+}
+
+/**
+ * Gantry's pods on one cluster: one paginated LIST by label. A cluster whose RBAC does not let
+ * Gantry list pods (an install from before pod health) is reconciled from the jobs alone; any
+ * other failure makes the cluster unreachable for this tick, like a failed job LIST.
+ */
+async function listPods(
+  r: Reconciling,
+  cluster: string,
+  gateway: ClusterGateway,
+  opts?: CallOptions,
+): Promise<K8sObject[] | undefined> {
+  try {
+    return await gateway.listPods(MANAGED_SELECTOR, opts);
+  } catch (err) {
+    if (!(err instanceof ClusterAccessDeniedError)) throw err;
+    r.log({
+      level: 'WARN',
+      msg: 'pods not listed: health after admission is off',
+      cluster,
+      error: String(err),
     });
+    return undefined;
   }
+}
 
-  return { tick, waitForJobChange };
+async function advanceSweeps(r: Reconciling, report: TickReport, opts?: CallOptions) {
+  if (!r.deps.sweeps) return;
+  try {
+    const swept = await r.deps.sweeps.advanceActive(opts);
+    report.sweeps = swept.sweeps;
+    report.errors += swept.errors;
+  } catch (err) {
+    report.errors++;
+    r.log({ level: 'ERROR', msg: 'sweeps not advanced', error: String(err) });
+  }
+}
+
+/**
+ * Between passes, a finished job's waits answered from its watch event (wake.ts `actionFor`
+ * 'answer'): a Complete job succeeds whatever its pods and its Workload say, so the answer needs
+ * no pass over every job. Counted in the next pass's report. False when an answer failed (logged;
+ * the next pass answers it).
+ */
+async function answerFromWatch(
+  r: Reconciling,
+  c: Listed,
+  api: JobApi,
+  job: K8sObject,
+  opts?: CallOptions,
+): Promise<boolean> {
+  const now = r.clock.now();
+  const view = toRunPhase(job);
+  const annotations = job.metadata.annotations ?? {};
+  try {
+    for (const [stage, key] of TOKEN_KEYS) {
+      const token = annotations[key];
+      const decision = decide(stage, view, { now });
+      if (!token || decision.kind === 'wait') continue;
+      await answer(
+        r,
+        { cluster: c.cluster, gateway: c.gateway, api, job, view, now },
+        stage,
+        key,
+        token,
+        decision,
+        r.betweenPasses,
+        opts,
+      );
+    }
+    return true;
+  } catch (err) {
+    r.log({
+      level: 'ERROR',
+      msg: 'answer between passes failed; the next pass answers',
+      runId: job.metadata.labels?.[LABEL.runId],
+      error: String(err),
+    });
+    return false;
+  }
+}
+
+/**
+ * Between passes: wait up to `ms`, ended early ('changed') when a Gantry job changes in a way the
+ * next pass acts on — watched from the last pass's LISTs (wake.ts). Before any pass, or on
+ * clusters that cannot be watched, it waits the whole period.
+ */
+function waitForJobChange(r: Reconciling, ms: number, opts?: CallOptions): Promise<WakeReason> {
+  return waitForChange(r.listed.values(), ms, {
+    ...(opts?.signal ? { signal: opts.signal } : {}),
+    answer: (c, api, job) => answerFromWatch(r, c, api, job, opts),
+    onError: (cluster, err) => {
+      if (r.watchFailed.has(cluster)) return;
+      r.watchFailed.add(cluster);
+      r.log({
+        level: 'WARN',
+        msg: 'jobs not watched between passes: answers wait for the next pass',
+        cluster,
+        error: String(err),
+      });
+    },
+  });
 }
 
 function indexByOwner(gates: K8sObject[]): Map<string, K8sObject> {

@@ -1,9 +1,4 @@
-import type { ArtifactStore, ServingEvents } from '../artifacts/ports.ts';
-import type { CallOptions, Clock, ClusterGateway, ObjectStore, WorkflowEngine } from '../ports.ts';
-import type { RunRecord } from '../run/record.ts';
-import type { RunRecords } from '../run/records.ts';
-import type { RunSpec, TrialRef } from '../run/spec.ts';
-import type { PodHealthOptions } from '../trainjob/pod-health.ts';
+import type { StepDeps } from './step-deps.ts';
 import { makeCleanup } from './steps/cleanup.ts';
 import { makeCreateJob } from './steps/create-job.ts';
 import { makeNextAttempt } from './steps/next-attempt.ts';
@@ -12,11 +7,23 @@ import { makeNotifyServing, makePublishArtifacts } from './steps/publish.ts';
 import { makeAwaitJob, makeCheckJob } from './steps/waits.ts';
 
 /**
- * The state machine's Task states: what they depend on (`StepDeps`, and the `Pick` each step's
- * factory takes), `makeSteps` wiring them all, and the step factories re-exported from
- * `./steps/` (one file per task or pair of tasks).
+ * The state machine's Task states: `makeSteps` wiring them all, the step factories re-exported from
+ * `./steps/` (one file per task or pair of tasks), and what they depend on, re-exported from
+ * `./step-deps.ts` (there, not here, so the step files do not import the file that imports them).
  */
 
+export type {
+  AwaitJobDeps,
+  CheckJobDeps,
+  CleanupDeps,
+  CreateJobDeps,
+  NextAttemptDeps,
+  NotifyServingDeps,
+  PublishArtifactsDeps,
+  RecordOutcomeDeps,
+  RunInput,
+  StepDeps,
+} from './step-deps.ts';
 export { type FailedState, failureOf } from './steps/failure.ts';
 export { TRIAL_HOOK_BUDGET_MS } from './steps/outcome.ts';
 export {
@@ -30,93 +37,12 @@ export {
   makeRecordOutcome,
 };
 
-export interface StepDeps {
-  /** The gateway of a named cluster (built lazily: the Kubernetes client loads on first use). */
-  gateway: (cluster: string) => Promise<ClusterGateway>;
-  records: RunRecords;
-  workflow: WorkflowEngine;
-  store: ObjectStore;
-  clock: Clock;
-  /** Server-side copies of training output into the models bucket (the bucket `store` writes). */
-  artifacts: ArtifactStore;
-  /** The bucket published models go to (`models/<model>/<version>/`): the one `store` writes. */
-  modelsBucket: string;
-  /** The serving hand-off channel; without one NotifyServing only records. */
-  serving?: ServingEvents;
-  /**
-   * Called when a sweep trial's run ends, so the sweep releases its next trials at once. Its
-   * failure is logged, never the run's: the reconciler advances every active sweep each tick.
-   */
-  onTrialEnded?: (trial: TrialRef, runId: string, opts?: CallOptions) => Promise<void>;
-  /**
-   * The metric channel (lib/metrics/ingest.ts): PublishArtifacts folds in the run's newest metric
-   * objects first, so a report whose notification is still queued counts for the manifest and a
-   * trial's objective. Its failure is logged, never the run's.
-   */
-  metrics?: { drain(runId: string, opts?: CallOptions): Promise<number> };
-  /** How long a job may stay suspended after Kueue admitted it (default ADMITTED_SUSPENDED_GRACE_SECONDS). */
-  admittedSuspendedGraceSeconds?: number;
-  /** The kinds a cluster's Kueue manages (config `kueueManagedKinds`); absent → Kueue's default, TrainJob. */
-  kueueManagedKinds?: (cluster: string) => readonly string[];
-  /** Unschedulable grace and crash-loop restart limit (the reconciler's; pod-health.ts). */
-  podHealth?: Partial<PodHealthOptions>;
-  /**
-   * Authorize the run against the configuration again before its job is created (lib/intake/authorize.ts):
-   * throws ForbiddenError, and the run fails `Forbidden` without a job. Absent → not checked.
-   */
-  authorize?: (run: RunSpec) => void;
-  log?: (line: Record<string, unknown>) => void;
-  /**
-   * Told when a run's job was created (`started`, the record now Pending) and when the run ended
-   * (`ended`, the terminal record): the functions emit metrics from it (lib/observability). Must
-   * not throw (awaited: the functions write the metrics before the step returns). Told once per
-   * run: only the call whose write made the transition tells (a retried step finds it made).
-   * Runs ended by a cancel are told by the API and the sweep stopper (their `onEnded`).
-   */
-  runs?: {
-    started(record: RunRecord): void | Promise<void>;
-    ended(record: RunRecord): void | Promise<void>;
-  };
-}
-
-export interface RunInput {
-  run: RunSpec;
-}
-
 /** Output location of a run, split for the object store (`s3://bucket/prefix/`). */
 export function splitS3Uri(uri: string): { bucket: string; prefix: string } {
   const m = /^s3:\/\/([^/]+)\/(.*)$/.exec(uri);
   if (!m) throw new Error(`not an s3:// URI: ${uri}`);
   return { bucket: m[1] as string, prefix: m[2] as string };
 }
-
-/**
- * What each of the state machine's tasks uses: its factory below takes exactly these, so a step
- * function (functions/steps/) that wires less fails to compile.
- */
-export type CreateJobDeps = Pick<
-  StepDeps,
-  'gateway' | 'records' | 'clock' | 'authorize' | 'kueueManagedKinds' | 'runs'
->;
-export type AwaitJobDeps = Pick<
-  StepDeps,
-  'gateway' | 'workflow' | 'clock' | 'podHealth' | 'admittedSuspendedGraceSeconds'
->;
-export type CheckJobDeps = Pick<
-  StepDeps,
-  'gateway' | 'clock' | 'podHealth' | 'admittedSuspendedGraceSeconds'
->;
-export type PublishArtifactsDeps = Pick<
-  StepDeps,
-  'records' | 'store' | 'artifacts' | 'modelsBucket' | 'clock' | 'metrics' | 'log'
->;
-export type NotifyServingDeps = Pick<
-  StepDeps,
-  'records' | 'store' | 'artifacts' | 'modelsBucket' | 'clock' | 'serving'
->;
-export type CleanupDeps = Pick<StepDeps, 'gateway'>;
-export type NextAttemptDeps = Pick<StepDeps, 'gateway' | 'records' | 'clock' | 'log'>;
-export type RecordOutcomeDeps = Pick<StepDeps, 'records' | 'runs' | 'onTrialEnded' | 'log'>;
 
 /** The use cases behind the state machine's tasks. Each is idempotent: Step Functions may retry it. */
 export function makeSteps(deps: StepDeps) {

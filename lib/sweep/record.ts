@@ -1,11 +1,23 @@
 import { trialRunId } from '../run/ids.ts';
 import { isInfrastructureFailure, isTerminal as isRunTerminal, type RunPhase } from '../run/phases.ts';
 import { type Curve, shouldStopEarly } from './early-stopping.ts';
+import {
+  type BestTrial,
+  type ChainedRun,
+  isTrialTerminal,
+  MAX_TRIAL_RETRIES,
+  OWN_RELEASE_MS,
+  type RunObservation,
+  type StepResult,
+  type StopReason,
+  type SweepOutcome,
+  type SweepPhase,
+  type SweepRecord,
+  type Trial,
+} from './record-types.ts';
 import { type Algorithm, algorithmFor, type Observation } from './samplers.ts';
 import type { SweepRequest } from './schema.ts';
 import { type Assignment, gridSize } from './space.ts';
-import type { SweepPlacement } from './trials.ts';
-import type { WarmStart } from './warm-start.ts';
 
 /**
  * The sweep record and the pure decision of what a sweep does next. In the state table a sweep is
@@ -16,60 +28,24 @@ import type { WarmStart } from './warm-start.ts';
  * conditional write simply finds nothing to do.
  */
 
-export const SWEEP_PHASES = ['Running', 'Completing', 'Succeeded', 'Failed', 'Cancelled'] as const;
-export type SweepPhase = (typeof SWEEP_PHASES)[number];
-export type SweepOutcome = { phase: 'Succeeded' | 'Failed' | 'Cancelled'; reason: string; message: string };
-
-/**
- * A trial's phase. `Stopping`: Gantry decided to stop it (early stopping, the sweep ended) and
- * waits for its run to say Cancelled; it still holds a slot until then.
- */
-export const TRIAL_PHASES = [
-  'Queued',
-  'Pending',
-  'Running',
-  'Stopping',
-  'Succeeded',
-  'Failed',
-  'EarlyStopped',
-  'Cancelled',
-] as const;
-export type TrialPhase = (typeof TRIAL_PHASES)[number];
-const TRIAL_TERMINAL: readonly TrialPhase[] = ['Succeeded', 'Failed', 'EarlyStopped', 'Cancelled'];
-export const isTrialTerminal = (p: TrialPhase) => TRIAL_TERMINAL.includes(p);
-
-/** Why Gantry stops a trial's run; the run record ends Cancelled with this reason. */
-export type StopReason = 'EarlyStopped' | 'SweepEnded' | 'Cancelled';
-
-export interface Trial {
-  index: number;
-  runId: string;
-  parameters: Assignment;
-  phase: TrialPhase;
-  /** The objective metric's final value (Succeeded trials). */
-  objective?: number;
-  reason?: string;
-  /** Why it is being stopped (phase Stopping). */
-  stopReason?: StopReason;
-  /** Objective samples over progress, [percent, value] (kept only when early stopping is on). */
-  curve?: Array<[number, number]>;
-  /** The run was waiting for quota (Kueue/gang scheduler) when last seen. */
-  waitingForQuota?: boolean;
-  releasedAt: string;
-  endedAt?: string;
-  /** GPU-hours its run spent Running (GPUs × hours), once it ended. */
-  gpuHours?: number;
-  /** Retries after infrastructure failures: 1 or 2 (absent: its first run). */
-  attempt?: number;
-  /** The run this one retries with the same parameters, and why that one was lost. */
-  retryOf?: string;
-  retryReason?: string;
-  /** GPU-hours of the runs lost to infrastructure before this one. */
-  lostGpuHours?: number;
-}
-
-/** Retries of a trial lost to infrastructure (same parameters, a new run) before it counts as Failed. */
-export const MAX_TRIAL_RETRIES = 2;
+export {
+  type BestTrial,
+  type ChainedRun,
+  isTrialTerminal,
+  MAX_TRIAL_RETRIES,
+  OWN_RELEASE_MS,
+  type PublishedModel,
+  type RunObservation,
+  type StepResult,
+  type StopReason,
+  SWEEP_PHASES,
+  type SweepOutcome,
+  type SweepPhase,
+  type SweepRecord,
+  TRIAL_PHASES,
+  type Trial,
+  type TrialPhase,
+} from './record-types.ts';
 
 /**
  * A trial whose run failed with an infrastructure reason (lib/run/phases.ts INFRASTRUCTURE_REASONS)
@@ -99,95 +75,6 @@ export function retryTrial(
     retryReason: run.reason as string,
     ...(lost > 0 ? { lostGpuHours: lost } : {}),
   };
-}
-
-export interface BestTrial {
-  trialIndex: number;
-  runId: string;
-  objective: number;
-  parameters: Assignment;
-}
-
-export interface PublishedModel {
-  runId: string;
-  model: string;
-  published: boolean;
-  version?: number;
-  modelUri?: string;
-  manifestUri?: string;
-  notified?: boolean;
-}
-
-export interface ChainedRun {
-  runId: string;
-  phase: RunPhase;
-  reason?: string;
-  submittedAt: string;
-  /** The model the full run published (once Succeeded). */
-  model?: { name: string; version?: string; modelUri?: string };
-}
-
-export interface SweepRecord {
-  sweepId: string;
-  team: string;
-  phase: SweepPhase;
-  reason?: string;
-  message?: string;
-  /** Decided when the sweep stops releasing trials; the phase becomes it once nothing is in flight. */
-  outcome?: SweepOutcome;
-  /** The accepted request, the seed filled in (so the sweep can be reproduced). */
-  request: SweepRequest;
-  fingerprint: string;
-  placement: SweepPlacement;
-  /** Every trial, by index (read from the trial items; not part of the sweep item). */
-  trials: Trial[];
-  /**
-   * Trials per phase as the sweep item's counters say (lists read these instead of the trials;
-   * live: a late add of an advance cut off may be missing or arrive after the end). Not stored in the
-   * document.
-   */
-  counts?: Record<string, number>;
-  /** Trials per phase when the sweep ended, exactly (what lists show for a final sweep). */
-  finalCounts?: Record<string, number>;
-  best?: BestTrial;
-  published?: PublishedModel;
-  /** The chained full run (`then`), once submitted: its run id and what its record last said. */
-  chained?: ChainedRun;
-  /** The earlier sweeps' finished trials that seed the sampler (`warmStartFrom`). */
-  warmStart?: WarmStart;
-  createdAt: string;
-  updatedAt: string;
-  endedAt?: string;
-}
-
-/** What a trial's run record says, as the advancer read it (undefined: no record yet). */
-export interface RunObservation {
-  phase: RunPhase;
-  reason?: string;
-  message?: string;
-  metrics?: Record<string, number | string>;
-  percent?: number;
-  waitingForQuota?: boolean;
-  /** When the run ended (terminal phases). */
-  endedAt?: string;
-  /** GPU-hours the run spent Running (terminal phases). */
-  gpuHours?: number;
-}
-
-/**
- * How long after a trial's run ended its own advance may still be releasing its successor: longer
- * than that advance may take (TRIAL_HOOK_BUDGET_MS in lib/orchestration/steps/outcome.ts). Past this,
- * any advance releases it.
- */
-export const OWN_RELEASE_MS = 10_000;
-
-export interface StepResult {
-  record: SweepRecord;
-  changed: boolean;
-  /** New trials to enqueue. */
-  release: Trial[];
-  /** Trials whose runs must be stopped. */
-  stop: Array<{ trial: Trial; reason: StopReason }>;
 }
 
 /** Samples closer than this (in percent) to the previous one are not kept: a curve stays small. */

@@ -2,8 +2,8 @@ import { SWEEP_ID } from '../run/ids.ts';
 import { ENV_NAME, RESERVED_ENV_PREFIX } from '../run/limits.ts';
 import { RunRequestSchema } from '../run/schema.ts';
 import * as z from '../zod.ts';
+import { injectionOf } from './injection.ts';
 import { gridSize } from './space.ts';
-import { injectionOf } from './trials.ts';
 
 /**
  * What a user submits to start a sweep: a run template, a search space, an objective, an

@@ -3,11 +3,11 @@ import { ConcurrentUpdateError, ModelOwnedError, NotFoundError } from '../errors
 import { runMessage, runMessageAttributes } from '../intake/message.ts';
 import type { CallOptions, Clock, RunQueue } from '../ports.ts';
 import { trialRunId } from '../run/ids.ts';
-import { isTerminal as isRunTerminal } from '../run/phases.ts';
 import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunSpec } from '../run/spec.ts';
 import type { StateTable } from '../state/table.ts';
+import { fitToCaps, inFlightOrOwn } from './advance-plan.ts';
 import { makeChaining } from './chaining.ts';
 import { sweepItemKey, sweepItemOf, trialIndexes, trialItemKey } from './items.ts';
 import { observeRuns } from './observe.ts';
@@ -22,6 +22,7 @@ import {
   type RunObservation,
   readyToFinish,
   requestCancel,
+  type StepResult,
   type StopReason,
   type SweepRecord,
   step,
@@ -29,7 +30,7 @@ import {
   underQuotaPressure,
 } from './record.ts';
 import { suggest } from './samplers.ts';
-import { MAX_ATTEMPTS, makeSweepStore, READ_CONCURRENCY, REQUEUE_AFTER_MS, sweepBackoff } from './store.ts';
+import { MAX_ATTEMPTS, makeSweepStore, READ_CONCURRENCY, sweepBackoff } from './store.ts';
 import { trialRequest, trialSpec } from './trials.ts';
 
 export * from './items.ts';
@@ -99,6 +100,12 @@ export function makeSweeps(deps: SweepStoreDeps) {
     });
   }
 
+  /**
+   * read the sweep → plan (observe the runs, `step`, fit to the caller's capabilities) → write the
+   * sweep item → create released trials → write changed trials → send runs → add counts → stop
+   * trials → (Completing) publish the best, chain, end the sweep. A lost race on the sweep item
+   * goes round again.
+   */
   async function advance(
     sweepId: string,
     caps: SweepCapabilities = deps,
@@ -107,7 +114,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
   ): Promise<AdvanceReport> {
     const maxAttempts = how.maxAttempts ?? MAX_ATTEMPTS;
     const only = how.onlyRuns ? new Set(how.onlyRuns) : undefined;
-    const seen = new Map<string, RunObservation | undefined>();
+    const reads: AdvanceReads = { seen: new Map(), restopped: false };
     const report: AdvanceReport = {
       sweepId,
       phase: 'Running',
@@ -117,187 +124,38 @@ export function makeSweeps(deps: SweepStoreDeps) {
       writes: 0,
     };
     const canStop = caps.stopRun !== undefined;
-    let restopped = false;
-    let trialsRead: { trials: Trial[]; versions: Map<number, string> } | undefined;
-    let sweepRead: { item: SweepRecord; version: string } | undefined;
     for (let attempt = 1; ; attempt++) {
-      // A lost race for the sweep item re-reads only that item: the trials read stay (a trial
-      // changed meanwhile makes this call's write of it lose, and it is left to the next call).
-      if (!trialsRead) {
-        const loaded = await load(sweepId, opts);
-        if (!loaded) throw new NotFoundError(`sweep ${sweepId} has no record`);
-        trialsRead = { trials: loaded.record.trials, versions: loaded.trialVersions };
-        sweepRead = { item: loaded.record, version: loaded.version };
-      } else if (!sweepRead) {
-        sweepRead = await store.loadItem(sweepId, opts);
-        if (!sweepRead) throw new NotFoundError(`sweep ${sweepId} has no record`);
-      }
-      const record: SweepRecord = { ...sweepRead.item, trials: trialsRead.trials };
-      const trialVersions = trialsRead.versions;
-      const sweepVersion = sweepRead.version;
+      const { record, trialVersions, sweepVersion } = await readSweep(sweepId, reads, opts);
       report.phase = record.phase;
       if (isSweepFinal(record.phase)) return report;
       const now = clock.now();
       const at = now.toISOString();
-      // A trial's own advance under quota pressure also reads the runs of the trials not yet seen
-      // running: how many wait now decides how many it may release. It takes only what they say
-      // while in flight; their ends are their own advances' (or the reconciler's) to record.
-      const waitingCheck = only && underQuotaPressure(record) ? notYetRunning(record) : [];
-      const observe = only ? new Set([...only, ...waitingCheck.map((t) => t.runId)]) : undefined;
-      const { runs: observed } = await observeRuns(records, record, seen, observe, opts);
-      const runs = only ? inFlightOrOwn(observed, only) : observed;
-      const algorithm = algorithmOf(record.request);
-      const result = step(
-        record,
-        runs,
-        now,
-        (index, history, pending) => ({
-          index,
-          runId: trialRunId(sweepId, index),
-          parameters: suggest(algorithm, record.request.parameters, index, history, pending),
-          phase: 'Queued',
-          releasedAt: at,
-        }),
-        canStop,
-        only,
-      );
-      // Only a caller that can release may grow the trial list; others leave it for the next one.
-      let next = result.record;
-      let release = result.release;
-      if (!caps.queue && release.length > 0) {
-        const left = new Set(release);
-        next = { ...next, trials: next.trials.filter((t) => !left.has(t)) };
-        release = [];
-      }
-      // Trials released again after an infrastructure failure (a new run id, same index): sent
-      // once their item is written. A caller that cannot send leaves them to the next advance.
-      const readBefore = new Map(record.trials.map((t) => [t.index, t]));
-      const isRetry = (t: Trial) => {
-        const old = readBefore.get(t.index);
-        return old !== undefined && old.runId !== t.runId;
-      };
-      if (!caps.queue && next.trials.some(isRetry)) {
-        next = {
-          ...next,
-          trials: next.trials.map((t) => (isRetry(t) ? (readBefore.get(t.index) as Trial) : t)),
-        };
-      }
-      const retried = caps.queue ? next.trials.filter(isRetry) : [];
-      let requeue = caps.queue
-        ? next.trials.filter(
-            (t) =>
-              t.phase === 'Queued' &&
-              runs.has(t.runId) &&
-              runs.get(t.runId) === undefined &&
-              !release.includes(t) &&
-              now.getTime() - Date.parse(t.releasedAt) > REQUEUE_AFTER_MS,
-          )
-        : [];
-      if (retried.length > 0) {
-        log({
-          level: 'INFO',
-          msg: 'trials retried after an infrastructure failure',
-          sweepId,
-          trials: retried.map((t) => [t.index, t.retryOf, t.retryReason]),
-        });
-      }
-      if (requeue.length > 0) {
-        const again = new Set(requeue);
-        requeue = requeue.map((t) => ({ ...t, releasedAt: at }));
-        const byIndex = new Map(requeue.map((t) => [t.index, t]));
-        next = {
-          ...next,
-          trials: next.trials.map((t) => (again.has(t) ? (byIndex.get(t.index) as Trial) : t)),
-        };
-      }
-
+      const plan = await planAdvance(sweepId, record, reads.seen, caps, only, now, at, opts);
+      const { next } = plan;
       // 1. The sweep item, only when the sweep's own decisions changed (outcome, best, phase): a
       // trial's progress is not the sweep item's business.
       if (sameSweep(record, next) === false) {
-        // Read the sweep item again just before: a change by another advancer since (a better
-        // best, most often) is decided upon again rather than lost in a write race.
-        const fresh = await store.loadItem(sweepId, opts);
-        if (fresh && fresh.version !== sweepVersion && attempt < maxAttempts) {
-          sweepRead = fresh;
-          continue;
-        }
-        if (!(await store.write({ ...next, updatedAt: at }, sweepVersion, opts))) {
-          if (attempt >= maxAttempts)
-            throw new ConcurrentUpdateError(`sweep ${sweepId}: too many concurrent updates`);
-          sweepRead = undefined;
-          await sweepBackoff(attempt);
-          continue;
-        }
+        const written = await writeSweepItem(
+          sweepId,
+          next,
+          sweepVersion,
+          at,
+          attempt,
+          maxAttempts,
+          reads,
+          opts,
+        );
+        if (!written) continue;
         report.writes++;
       }
       report.phase = next.phase;
-
       const deltas: Record<string, number> = {};
       const count = (phase: string, d: number) => {
         deltas[phase] = (deltas[phase] ?? 0) + d;
       };
-
-      // 2. New trials, before the trials that ended are written: whoever reads a trial as ended
-      // finds its successor there already (see `releasable`). Each index is created only if
-      // absent, so two advancers releasing at once never make the same trial twice; the one that
-      // finds the index taken skips it.
-      const created: Trial[] = [];
-      for (const t of release) {
-        try {
-          await table.put(
-            trialItemKey(sweepId, t.index),
-            t,
-            trialIndexes(sweepId, t),
-            { ifAbsent: true },
-            opts,
-          );
-          report.writes++;
-          created.push(t);
-          count(t.phase, 1);
-        } catch (err) {
-          if (!(err instanceof ConcurrentUpdateError)) throw err;
-        }
-      }
-
-      // 3. Each changed trial's own item, at the version read. The item is read again just
-      // before: when another advancer wrote the trial since this one listed the trials (most
-      // often a trial's own advance recording its end), this one writes only if it ends the
-      // trial and the other did not; otherwise it leaves that trial, and acting on it, to the next
-      // advance. A write that still loses is treated the same way.
-      const before = new Map(record.trials.map((t) => [t.index, t]));
-      const lost = new Set<number>();
-      const changedTrials = next.trials.filter((t) => {
-        const old = before.get(t.index);
-        return old !== undefined && JSON.stringify(old) !== JSON.stringify(t);
-      });
-      await mapLimit(changedTrials, READ_CONCURRENCY, async (t) => {
-        const key = trialItemKey(sweepId, t.index);
-        let base = before.get(t.index) as Trial;
-        let version = trialVersions.get(t.index) as string;
-        const fresh = await table.get<Trial>(key, opts);
-        if (fresh && fresh.version !== version) {
-          if (isTrialTerminal(fresh.value.phase) || !isTrialTerminal(t.phase)) {
-            lost.add(t.index);
-            return;
-          }
-          base = fresh.value;
-          version = fresh.version;
-        }
-        try {
-          await table.put(key, t, trialIndexes(sweepId, t), { ifVersion: version }, opts);
-          report.writes++;
-          if (base.phase !== t.phase) {
-            count(base.phase, -1);
-            count(t.phase, 1);
-          }
-        } catch (err) {
-          if (!(err instanceof ConcurrentUpdateError)) throw err;
-          lost.add(t.index);
-        }
-      });
-
-      release = created;
-      requeue = [...requeue, ...retried].filter((t) => !lost.has(t.index));
+      const release = await createTrials(sweepId, plan.release, report, count, opts);
+      const lost = await writeTrials(sweepId, record, next, trialVersions, report, count, opts);
+      const requeue = [...plan.requeue, ...plan.retried].filter((t) => !lost.has(t.index));
       await mapLimit([...release, ...requeue], 16, async (trial) => {
         const spec = specOf(next, trial);
         await caps.queue?.enqueue(runMessage(spec), runMessageAttributes(spec), opts);
@@ -308,79 +166,284 @@ export function makeSweeps(deps: SweepStoreDeps) {
       report.released += release.length;
       if (release.length > 0)
         log({ level: 'INFO', msg: 'trials released', sweepId, trials: release.map((t) => t.index) });
-      result.stop = result.stop.filter((s) => !lost.has(s.trial.index));
-      if (caps.stopRun) {
-        await mapLimit(result.stop, 8, async ({ trial, reason }) => {
-          await caps.stopRun?.(specOf(next, trial), reason, opts);
-        });
-        report.stopped += result.stop.length;
-        if (result.stop.length > 0) {
-          log({
-            level: 'INFO',
-            msg: 'trials stopped',
-            sweepId,
-            trials: result.stop.map((s) => [s.trial.index, s.reason]),
-          });
-        }
-      }
+      const stop = plan.stop.filter((s) => !lost.has(s.trial.index));
+      await stopTrials(sweepId, next, stop, caps, report, opts);
       if (next.phase !== 'Completing' || !canStop) return report;
       // Trials stopped just now: look once more, so their runs' Cancelled reaches the record and
       // a cancelled or finished sweep ends in this call rather than at the next tick.
-      if (result.stop.length > 0 && !restopped) {
-        restopped = true;
-        trialsRead = undefined;
-        sweepRead = undefined;
-        for (const { trial } of result.stop) seen.delete(trial.runId);
+      if (stop.length > 0 && !reads.restopped) {
+        reads.restopped = true;
+        reads.trialsRead = undefined;
+        reads.sweepRead = undefined;
+        for (const { trial } of stop) reads.seen.delete(trial.runId);
         continue;
       }
-      // Completing: publish the best (once nothing else runs), then end the sweep.
-      if (needsPublish(next) && caps.publishBest && next.trials.every((t) => isTrialTerminal(t.phase))) {
-        const best = next.best;
-        const run = best ? await records.get(best.runId, opts) : undefined;
-        if (!run) throw new NotFoundError(`the best trial's run ${best?.runId} has no record`);
-        let published: PublishedModel | undefined;
-        try {
-          published = await caps.publishBest(run, opts);
-        } catch (err) {
-          // The model name went to another team after submit: retrying every tick cannot help.
-          if (!(err instanceof ModelOwnedError)) throw err;
-          const outcome = { phase: 'Failed' as const, reason: 'ModelOwned', message: err.message };
-          await settle(sweepId, (r) => (r.published ? undefined : { ...r, outcome }), opts);
-          log({
-            level: 'ERROR',
-            msg: 'best trial not published',
-            sweepId,
-            runId: run.runId,
-            error: err.message,
-          });
-        }
-        if (published) {
-          const model = published;
-          report.published = true;
-          await settle(sweepId, (r) => (r.published ? undefined : { ...r, published: model }), opts);
-          log({
-            level: 'INFO',
-            msg: 'best trial published',
-            sweepId,
-            runId: run.runId,
-            version: published.version,
-          });
-        }
-      }
-      if (next.request.then && next.trials.every((t) => isTrialTerminal(t.phase))) {
-        const current = await load(sweepId, opts);
-        if (current) await chain(current.record, caps, opts);
-      }
-      const ended = await settle(
-        sweepId,
-        (r) => (readyToFinish(r) ? finish(r, clock.now()) : undefined),
-        opts,
-      );
-      if (ended && isSweepFinal(ended.phase)) {
-        report.phase = ended.phase;
-        log({ level: 'INFO', msg: 'sweep ended', sweepId, phase: ended.phase, reason: ended.reason });
-      }
+      await complete(sweepId, next, caps, report, opts);
       return report;
+    }
+  }
+
+  /**
+   * The sweep and its trials as this advance last read them. A lost race for the sweep item
+   * re-reads only that item: the trials read stay (a trial changed meanwhile makes this call's
+   * write of it lose, and it is left to the next call).
+   */
+  async function readSweep(sweepId: string, reads: AdvanceReads, opts?: CallOptions) {
+    if (!reads.trialsRead) {
+      const loaded = await load(sweepId, opts);
+      if (!loaded) throw new NotFoundError(`sweep ${sweepId} has no record`);
+      reads.trialsRead = { trials: loaded.record.trials, versions: loaded.trialVersions };
+      reads.sweepRead = { item: loaded.record, version: loaded.version };
+    } else if (!reads.sweepRead) {
+      reads.sweepRead = await store.loadItem(sweepId, opts);
+      if (!reads.sweepRead) throw new NotFoundError(`sweep ${sweepId} has no record`);
+    }
+    const sweepRead = reads.sweepRead as { item: SweepRecord; version: string };
+    const record: SweepRecord = { ...sweepRead.item, trials: reads.trialsRead.trials };
+    return { record, trialVersions: reads.trialsRead.versions, sweepVersion: sweepRead.version };
+  }
+
+  /** What the sweep does next (`step` on the runs observed), fitted to what the caller can do. */
+  async function planAdvance(
+    sweepId: string,
+    record: SweepRecord,
+    seen: Map<string, RunObservation | undefined>,
+    caps: SweepCapabilities,
+    only: Set<string> | undefined,
+    now: Date,
+    at: string,
+    opts?: CallOptions,
+  ) {
+    // A trial's own advance under quota pressure also reads the runs of the trials not yet seen
+    // running: how many wait now decides how many it may release. It takes only what they say
+    // while in flight; their ends are their own advances' (or the reconciler's) to record.
+    const waitingCheck = only && underQuotaPressure(record) ? notYetRunning(record) : [];
+    const observe = only ? new Set([...only, ...waitingCheck.map((t) => t.runId)]) : undefined;
+    const { runs: observed } = await observeRuns(records, record, seen, observe, opts);
+    const runs = only ? inFlightOrOwn(observed, only) : observed;
+    const algorithm = algorithmOf(record.request);
+    const result = step(
+      record,
+      runs,
+      now,
+      (index, history, pending) => ({
+        index,
+        runId: trialRunId(sweepId, index),
+        parameters: suggest(algorithm, record.request.parameters, index, history, pending),
+        phase: 'Queued',
+        releasedAt: at,
+      }),
+      caps.stopRun !== undefined,
+      only,
+    );
+    const fitted = fitToCaps(record, result, runs, caps.queue !== undefined, now, at);
+    if (fitted.retried.length > 0) {
+      log({
+        level: 'INFO',
+        msg: 'trials retried after an infrastructure failure',
+        sweepId,
+        trials: fitted.retried.map((t) => [t.index, t.retryOf, t.retryReason]),
+      });
+    }
+    return { ...fitted, stop: result.stop };
+  }
+
+  /**
+   * Writes the sweep item at the version read; false when this attempt must go round again (the
+   * item changed since, or the write lost a race). Read again just before: a change by another
+   * advancer since (a better best, most often) is decided upon again rather than lost in a race.
+   */
+  async function writeSweepItem(
+    sweepId: string,
+    next: SweepRecord,
+    sweepVersion: string,
+    at: string,
+    attempt: number,
+    maxAttempts: number,
+    reads: AdvanceReads,
+    opts?: CallOptions,
+  ): Promise<boolean> {
+    const fresh = await store.loadItem(sweepId, opts);
+    if (fresh && fresh.version !== sweepVersion && attempt < maxAttempts) {
+      reads.sweepRead = fresh;
+      return false;
+    }
+    if (!(await store.write({ ...next, updatedAt: at }, sweepVersion, opts))) {
+      if (attempt >= maxAttempts)
+        throw new ConcurrentUpdateError(`sweep ${sweepId}: too many concurrent updates`);
+      reads.sweepRead = undefined;
+      await sweepBackoff(attempt);
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * 2. New trials, before the trials that ended are written: whoever reads a trial as ended
+   * finds its successor there already (see `releasable`). Each index is created only if
+   * absent, so two advancers releasing at once never make the same trial twice; the one that
+   * finds the index taken skips it. Returns the trials created.
+   */
+  async function createTrials(
+    sweepId: string,
+    release: Trial[],
+    report: AdvanceReport,
+    count: (phase: string, d: number) => void,
+    opts?: CallOptions,
+  ): Promise<Trial[]> {
+    const created: Trial[] = [];
+    for (const t of release) {
+      try {
+        await table.put(
+          trialItemKey(sweepId, t.index),
+          t,
+          trialIndexes(sweepId, t),
+          { ifAbsent: true },
+          opts,
+        );
+        report.writes++;
+        created.push(t);
+        count(t.phase, 1);
+      } catch (err) {
+        if (!(err instanceof ConcurrentUpdateError)) throw err;
+      }
+    }
+    return created;
+  }
+
+  /**
+   * 3. Each changed trial's own item, at the version read. The item is read again just
+   * before: when another advancer wrote the trial since this one listed the trials (most
+   * often a trial's own advance recording its end), this one writes only if it ends the
+   * trial and the other did not; otherwise it leaves that trial, and acting on it, to the next
+   * advance. A write that still loses is treated the same way. Returns the indexes left.
+   */
+  async function writeTrials(
+    sweepId: string,
+    record: SweepRecord,
+    next: SweepRecord,
+    trialVersions: Map<number, string>,
+    report: AdvanceReport,
+    count: (phase: string, d: number) => void,
+    opts?: CallOptions,
+  ): Promise<Set<number>> {
+    const before = new Map(record.trials.map((t) => [t.index, t]));
+    const lost = new Set<number>();
+    const changedTrials = next.trials.filter((t) => {
+      const old = before.get(t.index);
+      return old !== undefined && JSON.stringify(old) !== JSON.stringify(t);
+    });
+    await mapLimit(changedTrials, READ_CONCURRENCY, async (t) => {
+      const key = trialItemKey(sweepId, t.index);
+      let base = before.get(t.index) as Trial;
+      let version = trialVersions.get(t.index) as string;
+      const fresh = await table.get<Trial>(key, opts);
+      if (fresh && fresh.version !== version) {
+        if (isTrialTerminal(fresh.value.phase) || !isTrialTerminal(t.phase)) {
+          lost.add(t.index);
+          return;
+        }
+        base = fresh.value;
+        version = fresh.version;
+      }
+      try {
+        await table.put(key, t, trialIndexes(sweepId, t), { ifVersion: version }, opts);
+        report.writes++;
+        if (base.phase !== t.phase) {
+          count(base.phase, -1);
+          count(t.phase, 1);
+        }
+      } catch (err) {
+        if (!(err instanceof ConcurrentUpdateError)) throw err;
+        lost.add(t.index);
+      }
+    });
+    return lost;
+  }
+
+  /** Stops the runs of the trials `step` stopped, when the caller can stop runs. */
+  async function stopTrials(
+    sweepId: string,
+    next: SweepRecord,
+    stop: StepResult['stop'],
+    caps: SweepCapabilities,
+    report: AdvanceReport,
+    opts?: CallOptions,
+  ) {
+    if (!caps.stopRun) return;
+    await mapLimit(stop, 8, async ({ trial, reason }) => {
+      await caps.stopRun?.(specOf(next, trial), reason, opts);
+    });
+    report.stopped += stop.length;
+    if (stop.length > 0) {
+      log({
+        level: 'INFO',
+        msg: 'trials stopped',
+        sweepId,
+        trials: stop.map((s) => [s.trial.index, s.reason]),
+      });
+    }
+  }
+
+  /** Completing: publish the best (once nothing else runs), chain the `then` run, then end the sweep. */
+  async function complete(
+    sweepId: string,
+    next: SweepRecord,
+    caps: SweepCapabilities,
+    report: AdvanceReport,
+    opts?: CallOptions,
+  ) {
+    if (needsPublish(next) && caps.publishBest && next.trials.every((t) => isTrialTerminal(t.phase))) {
+      await publishBest(sweepId, next, caps.publishBest, report, opts);
+    }
+    if (next.request.then && next.trials.every((t) => isTrialTerminal(t.phase))) {
+      const current = await load(sweepId, opts);
+      if (current) await chain(current.record, caps, opts);
+    }
+    const ended = await settle(sweepId, (r) => (readyToFinish(r) ? finish(r, clock.now()) : undefined), opts);
+    if (ended && isSweepFinal(ended.phase)) {
+      report.phase = ended.phase;
+      log({ level: 'INFO', msg: 'sweep ended', sweepId, phase: ended.phase, reason: ended.reason });
+    }
+  }
+
+  async function publishBest(
+    sweepId: string,
+    next: SweepRecord,
+    publish: NonNullable<SweepCapabilities['publishBest']>,
+    report: AdvanceReport,
+    opts?: CallOptions,
+  ) {
+    const best = next.best;
+    const run = best ? await records.get(best.runId, opts) : undefined;
+    if (!run) throw new NotFoundError(`the best trial's run ${best?.runId} has no record`);
+    let published: PublishedModel | undefined;
+    try {
+      published = await publish(run, opts);
+    } catch (err) {
+      // The model name went to another team after submit: retrying every tick cannot help.
+      if (!(err instanceof ModelOwnedError)) throw err;
+      const outcome = { phase: 'Failed' as const, reason: 'ModelOwned', message: err.message };
+      await settle(sweepId, (r) => (r.published ? undefined : { ...r, outcome }), opts);
+      log({
+        level: 'ERROR',
+        msg: 'best trial not published',
+        sweepId,
+        runId: run.runId,
+        error: err.message,
+      });
+    }
+    if (published) {
+      const model = published;
+      report.published = true;
+      await settle(sweepId, (r) => (r.published ? undefined : { ...r, published: model }), opts);
+      log({
+        level: 'INFO',
+        msg: 'best trial published',
+        sweepId,
+        runId: run.runId,
+        version: published.version,
+      });
     }
   }
 
@@ -426,14 +489,13 @@ export function makeSweeps(deps: SweepStoreDeps) {
 
 export type Sweeps = ReturnType<typeof makeSweeps>;
 
-/** The own runs' observations, and the others' only while they are in flight. */
-function inFlightOrOwn(
-  runs: ReadonlyMap<string, RunObservation | undefined>,
-  only: ReadonlySet<string>,
-): Map<string, RunObservation | undefined> {
-  return new Map(
-    [...runs].filter(([runId, run]) => only.has(runId) || (run !== undefined && !isRunTerminal(run.phase))),
-  );
+/** What one advance has read, kept across the attempts of its loop. */
+interface AdvanceReads {
+  seen: Map<string, RunObservation | undefined>;
+  trialsRead?: { trials: Trial[]; versions: Map<number, string> } | undefined;
+  sweepRead?: { item: SweepRecord; version: string } | undefined;
+  /** Already looked once more after stopping trials. */
+  restopped: boolean;
 }
 
 /** Whether the sweep item would stay the same (its trials and update time aside). */

@@ -2,19 +2,9 @@ import { metricsUri } from '../metrics/channel.ts';
 import { checkpointUri } from '../run/checkpoint.ts';
 import type { RunRequest } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
+import { injectionOf } from './injection.ts';
 import type { Parameter } from './schema.ts';
 import type { Assignment, ParameterValue } from './space.ts';
-
-/**
- * Where a parameter is injected, its defaults filled. Here rather than in schema.ts, so building
- * trials does not build the sweep schema.
- */
-export function injectionOf(p: Pick<Parameter, 'name' | 'inject'>): { into: 'args' | 'env'; as: string } {
-  const into = p.inject?.into ?? 'args';
-  const as =
-    p.inject?.as ?? (into === 'args' ? `--${p.name}` : p.name.toUpperCase().replace(/[^A-Z0-9_]/g, '_'));
-  return { into, as };
-}
 
 /** How a value is written into an argument or an env var: numbers in their shortest exact form. */
 export function formatValue(value: ParameterValue): string {

@@ -244,66 +244,9 @@ export class HttpFront {
     }
     const resource = r.subresource ? `${def.plural}/${r.subresource}` : def.plural;
     const warnings: string[] = [];
-    const dryRun = q.getAll('dryRun').includes('All');
-    const fv = q.get('fieldValidation');
-    if (fv !== null && fv !== '' && !['Strict', 'Warn', 'Ignore'].includes(fv)) {
-      const options =
-        method === 'POST' ? 'CreateOptions' : method === 'PATCH' ? 'PatchOptions' : 'UpdateOptions';
-      throw invalid('meta.k8s.io', options, '', [
-        {
-          type: 'FieldValueNotSupported',
-          field: 'fieldValidation',
-          value: fv,
-          detail: 'supported values: "", "Ignore", "Strict", "Warn"',
-        },
-      ]);
-    }
-    const fieldValidation = (fv || undefined) as FieldValidation | undefined;
-    const writeOpts = { dryRun, warnings, ...(fieldValidation ? { fieldValidation } : {}) };
+    const writeOpts = writeOptions(method, q, warnings);
 
-    if (r.name === undefined) {
-      if (method === 'GET') {
-        if (isTrue(q.get('watch'))) {
-          this.count('watch', resource);
-          return watch(api, this.watches, r, q, req, res);
-        }
-        this.count('list', resource);
-        const limit = q.get('limit');
-        return send(
-          res,
-          200,
-          api.list(def, version, ns, {
-            labelSelector: q.get('labelSelector'),
-            fieldSelector: q.get('fieldSelector'),
-            ...(limit ? { limit: Number(limit) } : {}),
-            continue: q.get('continue'),
-          }),
-        );
-      }
-      if (method === 'POST') {
-        this.count('create', resource);
-        if (def.namespaced && ns === undefined) throw methodNotAllowed('GET');
-        const { value, raw } = await readObject(req, def);
-        const created = api.create(def, version, ns, value, { ...writeOpts, raw, owned: true });
-        return send(res, 201, created, warnings);
-      }
-      if (method === 'DELETE') {
-        this.count('deletecollection', resource);
-        const del = await readDeleteOptions(req, q);
-        return send(
-          res,
-          200,
-          api.deleteCollection(
-            def,
-            version,
-            ns,
-            { labelSelector: q.get('labelSelector'), fieldSelector: q.get('fieldSelector') },
-            del,
-          ),
-        );
-      }
-      throw methodNotAllowed('GET, POST, DELETE');
-    }
+    if (r.name === undefined) return this.collection(method, r, q, resource, writeOpts, req, res);
 
     const name = r.name;
     switch (method) {
@@ -351,6 +294,62 @@ export class HttpFront {
     }
   }
 
+  /** A request on a collection: list or watch, create, delete a collection. */
+  private async collection(
+    method: string,
+    r: Route,
+    q: URLSearchParams,
+    resource: string,
+    writeOpts: WriteOptions,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
+    const api = this.deps.api;
+    const { def, version, namespace: ns } = r;
+    const warnings = writeOpts.warnings;
+    if (method === 'GET') {
+      if (isTrue(q.get('watch'))) {
+        this.count('watch', resource);
+        return watch(api, this.watches, r, q, req, res);
+      }
+      this.count('list', resource);
+      const limit = q.get('limit');
+      return send(
+        res,
+        200,
+        api.list(def, version, ns, {
+          labelSelector: q.get('labelSelector'),
+          fieldSelector: q.get('fieldSelector'),
+          ...(limit ? { limit: Number(limit) } : {}),
+          continue: q.get('continue'),
+        }),
+      );
+    }
+    if (method === 'POST') {
+      this.count('create', resource);
+      if (def.namespaced && ns === undefined) throw methodNotAllowed('GET');
+      const { value, raw } = await readObject(req, def);
+      const created = api.create(def, version, ns, value, { ...writeOpts, raw, owned: true });
+      return send(res, 201, created, warnings);
+    }
+    if (method === 'DELETE') {
+      this.count('deletecollection', resource);
+      const del = await readDeleteOptions(req, q);
+      return send(
+        res,
+        200,
+        api.deleteCollection(
+          def,
+          version,
+          ns,
+          { labelSelector: q.get('labelSelector'), fieldSelector: q.get('fieldSelector') },
+          del,
+        ),
+      );
+    }
+    throw methodNotAllowed('GET, POST, DELETE');
+  }
+
   /**
    * `pods/log` as the apiserver and the kubelet answer it: the container checked (LogLocation), an
    * unscheduled pod's log empty, a container that has not started a 400 with the kubelet's words,
@@ -391,4 +390,26 @@ export class HttpFront {
     });
     res.end(text);
   }
+}
+
+type WriteOptions = ReturnType<typeof writeOptions>;
+
+/** A write's options from the query: dryRun, and fieldValidation (checked: a bad value is a 422). */
+function writeOptions(method: string, q: URLSearchParams, warnings: string[]) {
+  const dryRun = q.getAll('dryRun').includes('All');
+  const fv = q.get('fieldValidation');
+  if (fv !== null && fv !== '' && !['Strict', 'Warn', 'Ignore'].includes(fv)) {
+    const options =
+      method === 'POST' ? 'CreateOptions' : method === 'PATCH' ? 'PatchOptions' : 'UpdateOptions';
+    throw invalid('meta.k8s.io', options, '', [
+      {
+        type: 'FieldValueNotSupported',
+        field: 'fieldValidation',
+        value: fv,
+        detail: 'supported values: "", "Ignore", "Strict", "Warn"',
+      },
+    ]);
+  }
+  const fieldValidation = (fv || undefined) as FieldValidation | undefined;
+  return { dryRun, warnings, ...(fieldValidation ? { fieldValidation } : {}) };
 }

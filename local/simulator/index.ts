@@ -225,36 +225,12 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     },
   });
 
-  const nsDef = registry.get('', 'namespaces')!;
-  for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease', ...(opts.namespaces ?? [])]) {
-    if (!api.peek(nsDef, undefined, ns))
-      api.seed(nsDef, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
-  }
-  const crdDef = registry.get('apiextensions.k8s.io', 'customresourcedefinitions')!;
-  for (const crd of loaded.crds) api.seed(crdDef, crd);
+  seedCluster(api, registry, loaded.crds, opts.namespaces ?? []);
 
-  const controllers = new Controllers({
-    api,
-    clock,
+  const controllers = makeControllers(api, clock, opts, {
     trainerVersion,
     gang,
-    queues: opts.queues ?? [],
-    priorityClasses: opts.priorityClasses ?? {},
-    capacity: opts.capacity,
-    s3: opts.s3,
-    defaultDurationSeconds: opts.defaultDurationSeconds ?? 60,
-    durationSpread: opts.durationSpread ?? 0,
-    podFailure: opts.podFailure,
-    kueueGranularReasons: opts.kueueGranularReasons ?? false,
-    trainerStatus: (opts.trainerStatus ?? false) && (trainerVersion === '2.2' || trainerVersion === '2.3'),
-    metricChannel: opts.metricChannel ?? true,
-    checkpoints: opts.checkpoints ?? true,
     kueueVersion,
-    waitForPodsReady:
-      opts.waitForPodsReady === false
-        ? undefined
-        : (opts.waitForPodsReady ?? (kueueVersion === '0.16' ? undefined : { timeoutSeconds: 1800 })),
-    flavor: opts.flavor ?? {},
     kueueIntegrations,
     log,
   });
@@ -281,21 +257,7 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
   let address = '127.0.0.1:0';
   const front = new HttpFront({
     api,
-    version: {
-      major: '1',
-      minor: '35',
-      emulationMajor: '1',
-      emulationMinor: '35',
-      minCompatibilityMajor: '1',
-      minCompatibilityMinor: '34',
-      gitVersion: 'v1.35.4',
-      gitCommit: 'gantry-cluster-simulator',
-      gitTreeState: 'clean',
-      buildDate: '1970-01-01T00:00:00Z',
-      goVersion: 'none',
-      compiler: 'gantry-simulator',
-      platform: `${process.platform}/${process.arch}`,
-    },
+    version: simulatorVersion(),
     address: () => address,
     admin: async (method, path, body) => adminCall(method, path, body),
     podLog: (pod, container, last) => controllers.podLog(pod, container, last),
@@ -444,31 +406,7 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     url,
     port,
     crdSources: loaded.sources,
-    kubeconfigYaml: (o = {}) => {
-      const ctx = o.context ?? 'gantry-sim';
-      return [
-        'apiVersion: v1',
-        'kind: Config',
-        'clusters:',
-        `- name: ${ctx}`,
-        '  cluster:',
-        `    server: ${url}`,
-        // Plain HTTP on 127.0.0.1: client-node only allows http:// with this flag set.
-        '    insecure-skip-tls-verify: true',
-        'users:',
-        `- name: ${ctx}`,
-        '  user:',
-        '    token: gantry-simulator',
-        'contexts:',
-        `- name: ${ctx}`,
-        '  context:',
-        `    cluster: ${ctx}`,
-        `    user: ${ctx}`,
-        `    namespace: ${o.namespace ?? 'default'}`,
-        `current-context: ${ctx}`,
-        '',
-      ].join('\n');
-    },
+    kubeconfigYaml: (o = {}) => kubeconfigFor(url, o),
     async close() {
       if (closed) return;
       closed = true;
@@ -491,4 +429,106 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     api,
     clock,
   };
+}
+
+/** The namespaces a fresh cluster has (and those asked for), and the CRDs installed. */
+function seedCluster(
+  api: ApiServer,
+  registry: Registry,
+  crds: Awaited<ReturnType<typeof loadCrds>>['crds'],
+  namespaces: readonly string[],
+) {
+  const nsDef = registry.get('', 'namespaces')!;
+  for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease', ...namespaces]) {
+    if (!api.peek(nsDef, undefined, ns))
+      api.seed(nsDef, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  }
+  const crdDef = registry.get('apiextensions.k8s.io', 'customresourcedefinitions')!;
+  for (const crd of crds) api.seed(crdDef, crd);
+}
+
+/** The controllers the simulator plays (Trainer, Kueue or coscheduling, the kubelet), from the options. */
+function makeControllers(
+  api: ApiServer,
+  clock: SimClock,
+  opts: SimulatorOptions,
+  at: {
+    trainerVersion: TrainerVersion | 'none';
+    gang: Gang;
+    kueueVersion: KueueVersion;
+    kueueIntegrations: readonly string[];
+    log: (m: string) => void;
+  },
+): Controllers {
+  const { trainerVersion, gang, kueueVersion, kueueIntegrations, log } = at;
+  return new Controllers({
+    api,
+    clock,
+    trainerVersion,
+    gang,
+    queues: opts.queues ?? [],
+    priorityClasses: opts.priorityClasses ?? {},
+    capacity: opts.capacity,
+    s3: opts.s3,
+    defaultDurationSeconds: opts.defaultDurationSeconds ?? 60,
+    durationSpread: opts.durationSpread ?? 0,
+    podFailure: opts.podFailure,
+    kueueGranularReasons: opts.kueueGranularReasons ?? false,
+    trainerStatus: (opts.trainerStatus ?? false) && (trainerVersion === '2.2' || trainerVersion === '2.3'),
+    metricChannel: opts.metricChannel ?? true,
+    checkpoints: opts.checkpoints ?? true,
+    kueueVersion,
+    waitForPodsReady:
+      opts.waitForPodsReady === false
+        ? undefined
+        : (opts.waitForPodsReady ?? (kueueVersion === '0.16' ? undefined : { timeoutSeconds: 1800 })),
+    flavor: opts.flavor ?? {},
+    kueueIntegrations,
+    log,
+  });
+}
+
+/** What `/version` answers: a Kubernetes 1.35 API server. */
+function simulatorVersion() {
+  return {
+    major: '1',
+    minor: '35',
+    emulationMajor: '1',
+    emulationMinor: '35',
+    minCompatibilityMajor: '1',
+    minCompatibilityMinor: '34',
+    gitVersion: 'v1.35.4',
+    gitCommit: 'gantry-cluster-simulator',
+    gitTreeState: 'clean',
+    buildDate: '1970-01-01T00:00:00Z',
+    goVersion: 'none',
+    compiler: 'gantry-simulator',
+    platform: `${process.platform}/${process.arch}`,
+  };
+}
+
+function kubeconfigFor(url: string, o: { namespace?: string; context?: string }): string {
+  const ctx = o.context ?? 'gantry-sim';
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    `- name: ${ctx}`,
+    '  cluster:',
+    `    server: ${url}`,
+    // Plain HTTP on 127.0.0.1: client-node only allows http:// with this flag set.
+    '    insecure-skip-tls-verify: true',
+    'users:',
+    `- name: ${ctx}`,
+    '  user:',
+    '    token: gantry-simulator',
+    'contexts:',
+    `- name: ${ctx}`,
+    '  context:',
+    `    cluster: ${ctx}`,
+    `    user: ${ctx}`,
+    `    namespace: ${o.namespace ?? 'default'}`,
+    `current-context: ${ctx}`,
+    '',
+  ].join('\n');
 }

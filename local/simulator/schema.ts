@@ -273,116 +273,129 @@ function validateValue(v: unknown, s: Schema, path: string, out: FieldError[], s
   if (s.enum && !s.enum.some((e) => deepEqual(e, v))) {
     out.push(err('FieldValueNotSupported', path, v, `supported values: ${s.enum.map(quoteEnum).join(', ')}`));
   }
-  if (typeof v === 'string') {
-    const len = [...v].length;
-    if (s.maxLength !== undefined && len > s.maxLength) {
+  if (typeof v === 'string') validateString(v, s, path, mp, out);
+  if (typeof v === 'number') validateNumber(v, s, path, mp, out);
+  if (Array.isArray(v)) validateArray(v, s, path, out, strip);
+  if (isObj(v)) validateObject(v, s, path, out, strip);
+  validateCombinators(v, s, path, out, strip);
+}
+
+function validateString(v: string, s: Schema, path: string, mp: string, out: FieldError[]): void {
+  const len = [...v].length;
+  if (s.maxLength !== undefined && len > s.maxLength) {
+    out.push(
+      err(
+        'FieldValueTooLong',
+        path,
+        v,
+        `may not be more than ${s.maxLength} ${s.maxLength === 1 ? 'byte' : 'bytes'}`,
+      ),
+    );
+  }
+  if (s.minLength !== undefined && len < s.minLength) {
+    out.push(err('FieldValueInvalid', path, v, `${mp} in body should be at least ${s.minLength} chars long`));
+  }
+  if (s.pattern !== undefined) {
+    let ok = true;
+    try {
+      ok = goRegExp(s.pattern).test(v);
+    } catch {
+      ok = true; // an RE2 construct JavaScript lacks: do not guess
+    }
+    if (!ok) out.push(err('FieldValueInvalid', path, v, `${mp} in body should match '${s.pattern}'`));
+  }
+}
+
+function validateNumber(v: number, s: Schema, path: string, mp: string, out: FieldError[]): void {
+  if (s.minimum !== undefined) {
+    if (s.exclusiveMinimum ? v <= s.minimum : v < s.minimum) {
       out.push(
         err(
-          'FieldValueTooLong',
+          'FieldValueInvalid',
           path,
           v,
-          `may not be more than ${s.maxLength} ${s.maxLength === 1 ? 'byte' : 'bytes'}`,
+          `${mp} in body should be greater than ${s.exclusiveMinimum ? '' : 'or equal to '}${s.minimum}`,
         ),
       );
     }
-    if (s.minLength !== undefined && len < s.minLength) {
+  }
+  if (s.maximum !== undefined) {
+    if (s.exclusiveMaximum ? v >= s.maximum : v > s.maximum) {
       out.push(
-        err('FieldValueInvalid', path, v, `${mp} in body should be at least ${s.minLength} chars long`),
+        err(
+          'FieldValueInvalid',
+          path,
+          v,
+          `${mp} in body should be less than ${s.exclusiveMaximum ? '' : 'or equal to '}${s.maximum}`,
+        ),
       );
     }
-    if (s.pattern !== undefined) {
-      let ok = true;
-      try {
-        ok = goRegExp(s.pattern).test(v);
-      } catch {
-        ok = true; // an RE2 construct JavaScript lacks: do not guess
+  }
+  if (
+    s.multipleOf !== undefined &&
+    s.multipleOf > 0 &&
+    Math.abs(v / s.multipleOf - Math.round(v / s.multipleOf)) > 1e-9
+  ) {
+    out.push(err('FieldValueInvalid', path, v, `${mp} in body should be a multiple of ${s.multipleOf}`));
+  }
+}
+
+function validateArray(v: unknown[], s: Schema, path: string, out: FieldError[], strip: number): void {
+  const mp = path.slice(strip);
+  if (s.maxItems !== undefined && v.length > s.maxItems) {
+    out.push(err('FieldValueTooMany', path, v.length, `must have at most ${s.maxItems} items`));
+  }
+  if (s.minItems !== undefined && v.length < s.minItems) {
+    out.push(
+      err('FieldValueInvalid', path, v.length, `${mp} in body should have at least ${s.minItems} items`),
+    );
+  }
+  if (s.uniqueItems) {
+    const seen = new Set<string>();
+    for (const x of v) {
+      const k = JSON.stringify(canonical(x));
+      if (seen.has(k)) {
+        out.push(err('FieldValueInvalid', path, v, `${mp} in body shouldn't contain duplicates`));
+        break;
       }
-      if (!ok) out.push(err('FieldValueInvalid', path, v, `${mp} in body should match '${s.pattern}'`));
+      seen.add(k);
     }
   }
-  if (typeof v === 'number') {
-    if (s.minimum !== undefined) {
-      if (s.exclusiveMinimum ? v <= s.minimum : v < s.minimum) {
-        out.push(
-          err(
-            'FieldValueInvalid',
-            path,
-            v,
-            `${mp} in body should be greater than ${s.exclusiveMinimum ? '' : 'or equal to '}${s.minimum}`,
-          ),
-        );
-      }
-    }
-    if (s.maximum !== undefined) {
-      if (s.exclusiveMaximum ? v >= s.maximum : v > s.maximum) {
-        out.push(
-          err(
-            'FieldValueInvalid',
-            path,
-            v,
-            `${mp} in body should be less than ${s.exclusiveMaximum ? '' : 'or equal to '}${s.maximum}`,
-          ),
-        );
-      }
-    }
-    if (
-      s.multipleOf !== undefined &&
-      s.multipleOf > 0 &&
-      Math.abs(v / s.multipleOf - Math.round(v / s.multipleOf)) > 1e-9
-    ) {
-      out.push(err('FieldValueInvalid', path, v, `${mp} in body should be a multiple of ${s.multipleOf}`));
-    }
+  if (s.items) {
+    const items = s.items;
+    v.forEach((x, i) => {
+      validateValue(x, items, item(path, i), out, strip);
+    });
   }
-  if (Array.isArray(v)) {
-    if (s.maxItems !== undefined && v.length > s.maxItems) {
-      out.push(err('FieldValueTooMany', path, v.length, `must have at most ${s.maxItems} items`));
-    }
-    if (s.minItems !== undefined && v.length < s.minItems) {
-      out.push(
-        err('FieldValueInvalid', path, v.length, `${mp} in body should have at least ${s.minItems} items`),
-      );
-    }
-    if (s.uniqueItems) {
-      const seen = new Set<string>();
-      for (const x of v) {
-        const k = JSON.stringify(canonical(x));
-        if (seen.has(k)) {
-          out.push(err('FieldValueInvalid', path, v, `${mp} in body shouldn't contain duplicates`));
-          break;
-        }
-        seen.add(k);
-      }
-    }
-    if (s.items) {
-      const items = s.items;
-      v.forEach((x, i) => {
-        validateValue(x, items, item(path, i), out, strip);
-      });
-    }
-    validateListType(v, s, path, out);
+  validateListType(v, s, path, out);
+}
+
+function validateObject(
+  v: Record<string, unknown>,
+  s: Schema,
+  path: string,
+  out: FieldError[],
+  strip: number,
+): void {
+  const mp = path.slice(strip);
+  for (const r of s.required ?? []) {
+    if (!Object.hasOwn(v, r)) out.push(err('FieldValueRequired', child(path, r), '', ''));
   }
-  if (isObj(v)) {
-    for (const r of s.required ?? []) {
-      if (!Object.hasOwn(v, r)) out.push(err('FieldValueRequired', child(path, r), '', ''));
-    }
-    const n = Object.keys(v).length;
-    if (s.maxProperties !== undefined && n > s.maxProperties) {
-      out.push(err('FieldValueTooMany', path, n, `must have at most ${s.maxProperties} items`));
-    }
-    if (s.minProperties !== undefined && n < s.minProperties) {
-      out.push(
-        err('FieldValueInvalid', path, n, `${mp} in body should have at least ${s.minProperties} properties`),
-      );
-    }
-    // Body order, as the real server reports them.
-    for (const k of Object.keys(v)) {
-      const ps =
-        s.properties?.[k] ??
-        (typeof s.additionalProperties === 'object' ? s.additionalProperties : undefined);
-      if (ps) validateValue(v[k], ps, child(path, k), out, strip);
-    }
+  const n = Object.keys(v).length;
+  if (s.maxProperties !== undefined && n > s.maxProperties) {
+    out.push(err('FieldValueTooMany', path, n, `must have at most ${s.maxProperties} items`));
   }
-  validateCombinators(v, s, path, out, strip);
+  if (s.minProperties !== undefined && n < s.minProperties) {
+    out.push(
+      err('FieldValueInvalid', path, n, `${mp} in body should have at least ${s.minProperties} properties`),
+    );
+  }
+  // Body order, as the real server reports them.
+  for (const k of Object.keys(v)) {
+    const ps =
+      s.properties?.[k] ?? (typeof s.additionalProperties === 'object' ? s.additionalProperties : undefined);
+    if (ps) validateValue(v[k], ps, child(path, k), out, strip);
+  }
 }
 
 function validateCombinators(v: unknown, s: Schema, path: string, out: FieldError[], strip: number): void {

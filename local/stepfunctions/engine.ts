@@ -34,7 +34,7 @@ import {
   rewriteMachine,
   type StatePlan,
 } from './plans.ts';
-import { statesTimeoutErrorClass } from './task-errors.ts';
+import { statesTimeoutErrorClass, type TimeoutErrorClass } from './task-errors.ts';
 import {
   type ExecutionDescription,
   type ExecutionListItem,
@@ -81,6 +81,38 @@ function pageSize(maxResults: number | undefined): number {
     throw new SfnApiError('ValidationException', 'maxResults must be between 0 and 1000');
   }
   return maxResults;
+}
+
+/** StartExecution's name and input, checked as AWS checks them. */
+function executionInput(req: { name?: string; input?: string }): {
+  name: string;
+  inputText: string;
+  input: unknown;
+} {
+  const name = req.name ?? randomUUID();
+  if (
+    typeof name !== 'string' ||
+    [...name].length < 1 ||
+    [...name].length > MAX_NAME_LENGTH ||
+    FORBIDDEN_NAME_CHARS.test(name)
+  ) {
+    throw new SfnApiError('InvalidName', `Invalid Name: '${String(name)}'`);
+  }
+  const inputText = req.input ?? '{}';
+  let input: unknown;
+  try {
+    if (typeof inputText !== 'string') throw new TypeError('input is not a string');
+    input = JSON.parse(inputText);
+  } catch {
+    throw new SfnApiError('InvalidExecutionInput', `Invalid State Machine Execution Input: '${inputText}'`);
+  }
+  if (utf8Length(inputText) > MAX_PAYLOAD_BYTES) {
+    throw new SfnApiError(
+      'InvalidExecutionInput',
+      'Execution input exceeds the maximum size of 262144 bytes',
+    );
+  }
+  return { name, inputText, input };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -181,6 +213,95 @@ export function createLocalStepFunctions(opts: LocalStepFunctionsOptions): Local
     return attempt;
   };
 
+  // --- an execution's start ---------------------------------------------------------------------
+
+  /** The execution, recorded (ExecutionStarted) and findable by its ARN. */
+  function openExecution(arn: string, name: string, machine: Machine, inputText: string): Execution {
+    let resolveClosed: (d: ExecutionDescription) => void = () => {};
+    const closed = new Promise<ExecutionDescription>((r) => {
+      resolveClosed = r;
+    });
+    const exec: Execution = {
+      arn,
+      name,
+      machine,
+      input: inputText,
+      status: 'RUNNING',
+      closing: false,
+      startDate: clock.now(),
+      history: [],
+      sealed: false,
+      abortRun: () => {},
+      drained: Promise.resolve(),
+      pending: new Set(),
+      unopened: new Map(),
+      closed,
+      resolveClosed,
+    };
+    executions.set(arn, exec);
+    append(exec, {
+      type: 'ExecutionStarted',
+      detailsKey: 'executionStartedEventDetails',
+      details: { input: inputText, inputDetails: { truncated: false }, roleArn },
+    });
+    return exec;
+  }
+
+  /**
+   * Runs the library on the machine's copy, its Task and Wait states overridden (overrides.ts);
+   * its events become the history, its result (or the machine's timeout) closes the execution.
+   */
+  function runExecution(exec: Execution, input: unknown, TimeoutError: TimeoutErrorClass): void {
+    const { machine, arn } = exec;
+    const handlers: Record<string, (input: unknown) => Promise<unknown>> = {};
+    for (const [stateName, plan] of machine.plans) {
+      if (plan.task) handlers[stateName] = taskOverride(exec, stateName, plan.task, TimeoutError);
+      else if (plan.wait) handlers[stateName] = waitOverride(exec);
+    }
+    const context = {
+      Execution: { Id: arn, Name: exec.name, RoleArn: roleArn, StartTime: exec.startDate.toISOString() },
+      StateMachine: { Id: machine.arn, Name: machine.name },
+      Task: {
+        // A getter: the library reads $$.Task.Token on every Parameters evaluation, so each
+        // attempt (retries included) gets a fresh token; taskOverride claims it.
+        get Token(): string {
+          exec.lastMinted ??= mintToken(exec);
+          return exec.lastMinted;
+        },
+      },
+    };
+    const run = machine.runtime.run(input as never, {
+      context,
+      overrides: { taskResourceLocalHandlers: handlers as never },
+    });
+    exec.abortRun = run.abort;
+    exec.drained = (async () => {
+      for await (const ev of run.eventLogs) onLibraryEvent(exec, ev as LibraryEvent);
+    })().catch((err: unknown) => console.error(`local-stepfunctions: history of ${arn} broke`, err));
+    if (machine.timeoutSeconds !== undefined) {
+      exec.cancelTimeout = longTimer(scaled(machine.timeoutSeconds), () => {
+        void finish(exec, 'TIMED_OUT', { error: 'States.Timeout', cause: 'Execution timed out' });
+      });
+    }
+    run.result.then(
+      (output) => void finish(exec, 'SUCCEEDED', { output: json(output) }),
+      (err: unknown) => {
+        if (exec.closing) return;
+        const cause =
+          err instanceof ExecutionError && err.cause instanceof Error ? err.cause : (err as Error);
+        // A Fail state without Error/Cause: AWS reports neither.
+        const failState = cause?.name === 'FailStateError';
+        void finish(exec, 'FAILED', {
+          error: failState ? undefined : String(cause?.name ?? 'Error'),
+          cause:
+            failState && cause.message === 'Execution failed because of a Fail state'
+              ? undefined
+              : cause?.message,
+        });
+      },
+    );
+  }
+
   // --- API -------------------------------------------------------------------------------------
 
   const engine: LocalStepFunctions = {
@@ -191,33 +312,7 @@ export function createLocalStepFunctions(opts: LocalStepFunctionsOptions): Local
     async startExecution(req) {
       const TimeoutError = await statesTimeoutErrorClass();
       const machine = machineOf(req.stateMachineArn);
-      const name = req.name ?? randomUUID();
-      if (
-        typeof name !== 'string' ||
-        [...name].length < 1 ||
-        [...name].length > MAX_NAME_LENGTH ||
-        FORBIDDEN_NAME_CHARS.test(name)
-      ) {
-        throw new SfnApiError('InvalidName', `Invalid Name: '${String(name)}'`);
-      }
-      const inputText = req.input ?? '{}';
-      let input: unknown;
-      try {
-        if (typeof inputText !== 'string') throw new TypeError('input is not a string');
-        input = JSON.parse(inputText);
-      } catch {
-        throw new SfnApiError(
-          'InvalidExecutionInput',
-          `Invalid State Machine Execution Input: '${inputText}'`,
-        );
-      }
-      if (utf8Length(inputText) > MAX_PAYLOAD_BYTES) {
-        throw new SfnApiError(
-          'InvalidExecutionInput',
-          'Execution input exceeds the maximum size of 262144 bytes',
-        );
-      }
-
+      const { name, inputText, input } = executionInput(req);
       const arn = `arn:aws:states:${region}:${accountId}:execution:${machine.name}:${name}`;
       const existing = executions.get(arn);
       if (existing) {
@@ -227,82 +322,8 @@ export function createLocalStepFunctions(opts: LocalStepFunctionsOptions): Local
         }
         throw new SfnApiError('ExecutionAlreadyExists', `Execution Already Exists: '${arn}'`);
       }
-
-      let resolveClosed: (d: ExecutionDescription) => void = () => {};
-      const closed = new Promise<ExecutionDescription>((r) => {
-        resolveClosed = r;
-      });
-      const exec: Execution = {
-        arn,
-        name,
-        machine,
-        input: inputText,
-        status: 'RUNNING',
-        closing: false,
-        startDate: clock.now(),
-        history: [],
-        sealed: false,
-        abortRun: () => {},
-        drained: Promise.resolve(),
-        pending: new Set(),
-        unopened: new Map(),
-        closed,
-        resolveClosed,
-      };
-      executions.set(arn, exec);
-      append(exec, {
-        type: 'ExecutionStarted',
-        detailsKey: 'executionStartedEventDetails',
-        details: { input: inputText, inputDetails: { truncated: false }, roleArn },
-      });
-
-      const handlers: Record<string, (input: unknown) => Promise<unknown>> = {};
-      for (const [stateName, plan] of machine.plans) {
-        if (plan.task) handlers[stateName] = taskOverride(exec, stateName, plan.task, TimeoutError);
-        else if (plan.wait) handlers[stateName] = waitOverride(exec);
-      }
-      const context = {
-        Execution: { Id: arn, Name: name, RoleArn: roleArn, StartTime: exec.startDate.toISOString() },
-        StateMachine: { Id: machine.arn, Name: machine.name },
-        Task: {
-          // A getter: the library reads $$.Task.Token on every Parameters evaluation, so each
-          // attempt (retries included) gets a fresh token; taskOverride claims it.
-          get Token(): string {
-            exec.lastMinted ??= mintToken(exec);
-            return exec.lastMinted;
-          },
-        },
-      };
-      const run = machine.runtime.run(input as never, {
-        context,
-        overrides: { taskResourceLocalHandlers: handlers as never },
-      });
-      exec.abortRun = run.abort;
-      exec.drained = (async () => {
-        for await (const ev of run.eventLogs) onLibraryEvent(exec, ev as LibraryEvent);
-      })().catch((err: unknown) => console.error(`local-stepfunctions: history of ${arn} broke`, err));
-      if (machine.timeoutSeconds !== undefined) {
-        exec.cancelTimeout = longTimer(scaled(machine.timeoutSeconds), () => {
-          void finish(exec, 'TIMED_OUT', { error: 'States.Timeout', cause: 'Execution timed out' });
-        });
-      }
-      run.result.then(
-        (output) => void finish(exec, 'SUCCEEDED', { output: json(output) }),
-        (err: unknown) => {
-          if (exec.closing) return;
-          const cause =
-            err instanceof ExecutionError && err.cause instanceof Error ? err.cause : (err as Error);
-          // A Fail state without Error/Cause: AWS reports neither.
-          const failState = cause?.name === 'FailStateError';
-          void finish(exec, 'FAILED', {
-            error: failState ? undefined : String(cause?.name ?? 'Error'),
-            cause:
-              failState && cause.message === 'Execution failed because of a Fail state'
-                ? undefined
-                : cause?.message,
-          });
-        },
-      );
+      const exec = openExecution(arn, name, machine, inputText);
+      runExecution(exec, input, TimeoutError);
       return { executionArn: arn, startDate: exec.startDate };
     },
 

@@ -67,159 +67,79 @@ export function createOverrides(deps: {
       const token = plan.callback ? (exec.lastMinted ?? mintToken(exec)) : undefined;
       exec.lastMinted = undefined;
       if (exec.closing) return Promise.reject(terminated());
-
-      let params = input;
-      let timeoutS = plan.timeoutSeconds;
-      let heartbeatS = plan.heartbeatSeconds;
-      if (plan.wrapped && isObject(input)) {
-        params = input[W_PAYLOAD];
-        try {
-          if (W_TIMEOUT in input) timeoutS = positiveInteger(input[W_TIMEOUT], 'TimeoutSecondsPath', 1);
-          if (W_HEARTBEAT in input)
-            heartbeatS = positiveInteger(input[W_HEARTBEAT], 'HeartbeatSecondsPath', 1);
-        } catch (err) {
-          return Promise.reject(err);
-        }
+      let limits: TaskLimits;
+      try {
+        limits = taskLimits(plan, input);
+      } catch (err) {
+        return Promise.reject(err);
       }
-
-      const attempt: Attempt = new Attempt({
-        exec,
-        stateName,
-        plan,
-        token,
-        append: (e) => append(exec, e),
-        onSettled: (a) => exec.pending.delete(a),
-      });
-      exec.pending.add(attempt);
-      const queue = exec.unopened.get(stateName) ?? [];
-      queue.push(attempt);
-      exec.unopened.set(stateName, queue);
-      if (token) tokens.set(token, attempt);
-
-      let resource = plan.resource;
-      let payload: unknown = params;
-      if (plan.lambdaInvoke) {
-        const p = isObject(params) ? params : {};
-        resource = String(p.FunctionName ?? '');
-        payload = 'Payload' in p ? p.Payload : {};
-      }
-
-      const lambda = plan.kind === 'lambda';
+      const attempt = openAttempt(exec, stateName, plan, token);
+      const call = taskCall(plan, limits.params);
       const rt = { resourceType: plan.resourceType, resource: plan.resourceName };
-      if (lambda) {
-        const details: JsonObject = { resource, input: json(payload), inputDetails: { truncated: false } };
-        if (timeoutS !== undefined) details.timeoutInSeconds = timeoutS;
-        attempt.emit({
-          type: 'LambdaFunctionScheduled',
-          detailsKey: 'lambdaFunctionScheduledEventDetails',
-          details,
-        });
-        attempt.emit({ type: 'LambdaFunctionStarted' });
-      } else {
-        const details: JsonObject = { ...rt, region, parameters: json(params) };
-        if (timeoutS !== undefined) details.timeoutInSeconds = timeoutS;
-        if (heartbeatS !== undefined) details.heartbeatInSeconds = heartbeatS;
-        attempt.emit({ type: 'TaskScheduled', detailsKey: 'taskScheduledEventDetails', details });
-        attempt.emit({ type: 'TaskStarted', detailsKey: 'taskStartedEventDetails', details: rt });
-      }
-
-      const onTimeout = (heartbeat: boolean) => {
-        const error = new TimeoutError();
-        error.name = heartbeat ? 'States.HeartbeatTimeout' : 'States.Timeout';
-        error.message = heartbeat ? 'Task did not send a heartbeat in time' : 'Task timed out';
-        const details = { error: error.name, cause: error.message };
-        attempt.settle(
-          { ok: false, error },
-          lambda
-            ? { type: 'LambdaFunctionTimedOut', detailsKey: 'lambdaFunctionTimedOutEventDetails', details }
-            : {
-                type: 'TaskTimedOut',
-                detailsKey: 'taskTimedOutEventDetails',
-                details: { ...rt, ...details },
-              },
-        );
-      };
+      emitScheduled(attempt, plan, rt, region, call, limits);
       attempt.armTimers(
-        timeoutS === undefined ? undefined : scaled(timeoutS),
-        heartbeatS === undefined ? undefined : scaled(heartbeatS),
-        onTimeout,
+        limits.timeoutS === undefined ? undefined : scaled(limits.timeoutS),
+        limits.heartbeatS === undefined ? undefined : scaled(limits.heartbeatS),
+        (heartbeat) => timedOut(attempt, plan, rt, TimeoutError, heartbeat),
       );
-
-      const fail = (err: unknown) => {
-        const { error, cause } = lambdaError(err);
-        const e = new Error(cause);
-        e.name = error;
-        attempt.settle(
-          { ok: false, error: e },
-          lambda
-            ? {
-                type: 'LambdaFunctionFailed',
-                detailsKey: 'lambdaFunctionFailedEventDetails',
-                details: { error, cause },
-              }
-            : { type: 'TaskFailed', detailsKey: 'taskFailedEventDetails', details: { ...rt, error, cause } },
-        );
-      };
-
-      const ctx: TaskContext = { executionArn: exec.arn, stateName, signal: attempt.controller.signal };
-      void Promise.resolve()
-        .then(() => {
-          if (attempt.settled) return undefined;
-          const handler = resolveTask(resource, stateName, clone(params));
-          if (!handler) {
-            const missing = new Error(`Function not found: ${resource}`);
-            missing.name = 'Lambda.ResourceNotFoundException';
-            throw missing;
-          }
-          return handler(clone(payload), ctx);
-        })
-        .then(
-          (value) => {
-            if (attempt.settled) return;
-            const result = clone(value);
-            const response = plan.lambdaInvoke
-              ? {
-                  ExecutedVersion: '$LATEST',
-                  Payload: result,
-                  SdkHttpMetadata: {
-                    HttpHeaders: { 'Content-Type': 'application/json' },
-                    HttpStatusCode: 200,
-                  },
-                  SdkResponseMetadata: { RequestId: randomUUID() },
-                  StatusCode: 200,
-                }
-              : result;
-            if (plan.callback) {
-              attempt.emit({
-                type: 'TaskSubmitted',
-                detailsKey: 'taskSubmittedEventDetails',
-                details: { ...rt, output: json(response), outputDetails: { truncated: false } },
-              });
-              return;
-            }
-            const output = { output: json(response), outputDetails: { truncated: false } };
-            attempt.settle(
-              { ok: true, value: response },
-              lambda
-                ? {
-                    type: 'LambdaFunctionSucceeded',
-                    detailsKey: 'lambdaFunctionSucceededEventDetails',
-                    details: output,
-                  }
-                : {
-                    type: 'TaskSucceeded',
-                    detailsKey: 'taskSucceededEventDetails',
-                    details: { ...rt, ...output },
-                  },
-            );
-          },
-          (err: unknown) => {
-            if (!attempt.settled) fail(err);
-          },
-        );
-
+      runHandler(attempt, exec, stateName, plan, rt, call, limits.params);
       return attempt.promise;
     };
+
+  /** A new attempt of the Task state, registered with its execution (and its token, if any). */
+  function openAttempt(
+    exec: Execution,
+    stateName: string,
+    plan: TaskPlan,
+    token: string | undefined,
+  ): Attempt {
+    const attempt: Attempt = new Attempt({
+      exec,
+      stateName,
+      plan,
+      token,
+      append: (e) => append(exec, e),
+      onSettled: (a) => exec.pending.delete(a),
+    });
+    exec.pending.add(attempt);
+    const queue = exec.unopened.get(stateName) ?? [];
+    queue.push(attempt);
+    exec.unopened.set(stateName, queue);
+    if (token) tokens.set(token, attempt);
+    return attempt;
+  }
+
+  /** Calls the handler on the next turn; its result settles the attempt (or submits, for a callback). */
+  function runHandler(
+    attempt: Attempt,
+    exec: Execution,
+    stateName: string,
+    plan: TaskPlan,
+    rt: ResourceType,
+    call: { resource: string; payload: unknown },
+    params: unknown,
+  ): void {
+    const ctx: TaskContext = { executionArn: exec.arn, stateName, signal: attempt.controller.signal };
+    void Promise.resolve()
+      .then(() => {
+        if (attempt.settled) return undefined;
+        const handler = resolveTask(call.resource, stateName, clone(params));
+        if (!handler) {
+          const missing = new Error(`Function not found: ${call.resource}`);
+          missing.name = 'Lambda.ResourceNotFoundException';
+          throw missing;
+        }
+        return handler(clone(call.payload), ctx);
+      })
+      .then(
+        (value) => {
+          if (!attempt.settled) succeeded(attempt, plan, rt, value);
+        },
+        (err: unknown) => {
+          if (!attempt.settled) failed(attempt, plan, rt, err);
+        },
+      );
+  }
 
   const waitOverride =
     (exec: Execution) =>
@@ -260,4 +180,149 @@ export function createOverrides(deps: {
     };
 
   return { mintToken, taskOverride, waitOverride };
+}
+
+type ResourceType = { resourceType: string; resource: string };
+
+interface TaskLimits {
+  /** The state's parameters (unwrapped from the plan's envelope). */
+  params: unknown;
+  timeoutS: number | undefined;
+  heartbeatS: number | undefined;
+}
+
+/** The parameters and the timeouts of one attempt: the plan's, or the *Path values it carries. */
+function taskLimits(plan: TaskPlan, input: unknown): TaskLimits {
+  let params = input;
+  let timeoutS = plan.timeoutSeconds;
+  let heartbeatS = plan.heartbeatSeconds;
+  if (plan.wrapped && isObject(input)) {
+    params = input[W_PAYLOAD];
+    if (W_TIMEOUT in input) timeoutS = positiveInteger(input[W_TIMEOUT], 'TimeoutSecondsPath', 1);
+    if (W_HEARTBEAT in input) heartbeatS = positiveInteger(input[W_HEARTBEAT], 'HeartbeatSecondsPath', 1);
+  }
+  return { params, timeoutS, heartbeatS };
+}
+
+/** The function called and its payload (`lambda:invoke` names them in its parameters). */
+function taskCall(plan: TaskPlan, params: unknown): { resource: string; payload: unknown } {
+  if (!plan.lambdaInvoke) return { resource: plan.resource, payload: params };
+  const p = isObject(params) ? params : {};
+  return { resource: String(p.FunctionName ?? ''), payload: 'Payload' in p ? p.Payload : {} };
+}
+
+/** The *Scheduled and *Started history events of an attempt. */
+function emitScheduled(
+  attempt: Attempt,
+  plan: TaskPlan,
+  rt: ResourceType,
+  region: string,
+  call: { resource: string; payload: unknown },
+  limits: TaskLimits,
+): void {
+  const { timeoutS, heartbeatS } = limits;
+  if (plan.kind === 'lambda') {
+    const details: JsonObject = {
+      resource: call.resource,
+      input: json(call.payload),
+      inputDetails: { truncated: false },
+    };
+    if (timeoutS !== undefined) details.timeoutInSeconds = timeoutS;
+    attempt.emit({
+      type: 'LambdaFunctionScheduled',
+      detailsKey: 'lambdaFunctionScheduledEventDetails',
+      details,
+    });
+    attempt.emit({ type: 'LambdaFunctionStarted' });
+  } else {
+    const details: JsonObject = { ...rt, region, parameters: json(limits.params) };
+    if (timeoutS !== undefined) details.timeoutInSeconds = timeoutS;
+    if (heartbeatS !== undefined) details.heartbeatInSeconds = heartbeatS;
+    attempt.emit({ type: 'TaskScheduled', detailsKey: 'taskScheduledEventDetails', details });
+    attempt.emit({ type: 'TaskStarted', detailsKey: 'taskStartedEventDetails', details: rt });
+  }
+}
+
+/** The attempt timed out (States.Timeout) or missed its heartbeat (States.HeartbeatTimeout). */
+function timedOut(
+  attempt: Attempt,
+  plan: TaskPlan,
+  rt: ResourceType,
+  TimeoutError: TimeoutErrorClass,
+  heartbeat: boolean,
+): void {
+  const error = new TimeoutError();
+  error.name = heartbeat ? 'States.HeartbeatTimeout' : 'States.Timeout';
+  error.message = heartbeat ? 'Task did not send a heartbeat in time' : 'Task timed out';
+  const details = { error: error.name, cause: error.message };
+  attempt.settle(
+    { ok: false, error },
+    plan.kind === 'lambda'
+      ? { type: 'LambdaFunctionTimedOut', detailsKey: 'lambdaFunctionTimedOutEventDetails', details }
+      : {
+          type: 'TaskTimedOut',
+          detailsKey: 'taskTimedOutEventDetails',
+          details: { ...rt, ...details },
+        },
+  );
+}
+
+/** The handler threw: the attempt fails with the Lambda error name and cause. */
+function failed(attempt: Attempt, plan: TaskPlan, rt: ResourceType, err: unknown): void {
+  const { error, cause } = lambdaError(err);
+  const e = new Error(cause);
+  e.name = error;
+  attempt.settle(
+    { ok: false, error: e },
+    plan.kind === 'lambda'
+      ? {
+          type: 'LambdaFunctionFailed',
+          detailsKey: 'lambdaFunctionFailedEventDetails',
+          details: { error, cause },
+        }
+      : { type: 'TaskFailed', detailsKey: 'taskFailedEventDetails', details: { ...rt, error, cause } },
+  );
+}
+
+/**
+ * The handler returned: the attempt succeeds with its result (as `lambda:invoke` wraps it), or,
+ * for a callback task, the result is only submitted and the attempt waits for its token.
+ */
+function succeeded(attempt: Attempt, plan: TaskPlan, rt: ResourceType, value: unknown): void {
+  const result = clone(value);
+  const response = plan.lambdaInvoke
+    ? {
+        ExecutedVersion: '$LATEST',
+        Payload: result,
+        SdkHttpMetadata: {
+          HttpHeaders: { 'Content-Type': 'application/json' },
+          HttpStatusCode: 200,
+        },
+        SdkResponseMetadata: { RequestId: randomUUID() },
+        StatusCode: 200,
+      }
+    : result;
+  if (plan.callback) {
+    attempt.emit({
+      type: 'TaskSubmitted',
+      detailsKey: 'taskSubmittedEventDetails',
+      details: { ...rt, output: json(response), outputDetails: { truncated: false } },
+    });
+    return;
+  }
+  const output = { output: json(response), outputDetails: { truncated: false } };
+  attempt.settle(
+    { ok: true, value: response },
+    plan.kind === 'lambda'
+      ? {
+          type: 'LambdaFunctionSucceeded',
+          detailsKey: 'lambdaFunctionSucceededEventDetails',
+          details: output,
+        }
+      : {
+          type: 'TaskSucceeded',
+          detailsKey: 'taskSucceededEventDetails',
+          details: { ...rt, ...output },
+        },
+  );
 }

@@ -1,7 +1,7 @@
 import type { CallOptions } from '../../ports.ts';
 import type { RunSpec } from '../../run/spec.ts';
 import type { JobRef } from '../job-ref.ts';
-import type { CleanupDeps } from '../steps.ts';
+import type { CleanupDeps } from '../step-deps.ts';
 
 /** The state machine's Cleanup task: the run's job deleted once the run ends. */
 

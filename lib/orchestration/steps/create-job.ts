@@ -10,7 +10,7 @@ import { type InitializerJobs, initializerJobs } from '../../trainjob/initialize
 import { KUEUE_DEFAULT_MANAGED_KINDS, requireQueueable } from '../../trainjob/kueue-kinds.ts';
 import { ANNOTATION } from '../../trainjob/labels.ts';
 import { type JobRef, secondsUntil } from '../job-ref.ts';
-import type { CreateJobDeps, RunInput } from '../steps.ts';
+import type { CreateJobDeps, RunInput } from '../step-deps.ts';
 
 /**
  * The state machine's CreateJob task: the attempt's shape (the request's, or a step of its elastic

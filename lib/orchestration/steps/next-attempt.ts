@@ -18,7 +18,7 @@ import {
 } from '../../run/attempts.ts';
 import { isInfrastructureFailure, isTerminal } from '../../run/phases.ts';
 import { isPast, type JobRef } from '../job-ref.ts';
-import type { NextAttemptDeps } from '../steps.ts';
+import type { NextAttemptDeps } from '../step-deps.ts';
 import { type FailedState, failureOf } from './failure.ts';
 
 /**

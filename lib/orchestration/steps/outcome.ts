@@ -1,7 +1,7 @@
 import type { CallOptions } from '../../ports.ts';
 import type { RunSpec } from '../../run/spec.ts';
 import type { JobRef } from '../job-ref.ts';
-import type { RecordOutcomeDeps } from '../steps.ts';
+import type { RecordOutcomeDeps } from '../step-deps.ts';
 import { type FailedState, failureOf } from './failure.ts';
 
 /**

@@ -6,7 +6,7 @@ import {
 } from '../../artifacts/publish.ts';
 import type { CallOptions } from '../../ports.ts';
 import type { JobRef } from '../job-ref.ts';
-import type { NotifyServingDeps, PublishArtifactsDeps, RunInput, StepDeps } from '../steps.ts';
+import type { NotifyServingDeps, PublishArtifactsDeps, RunInput, StepDeps } from '../step-deps.ts';
 
 /**
  * The state machine's publishing tasks: PublishArtifacts (the run's output as the next version of

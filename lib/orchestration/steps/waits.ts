@@ -24,7 +24,7 @@ import { toRunPhase } from '../../trainjob/status.ts';
 import { decide, failureCause, type Stage } from '../decide.ts';
 import { isPast, type JobRef, refreshRef } from '../job-ref.ts';
 import { withDisruptionEvidence } from '../pod-events.ts';
-import type { AwaitJobDeps, CheckJobDeps, RunInput, StepDeps } from '../steps.ts';
+import type { AwaitJobDeps, CheckJobDeps, RunInput, StepDeps } from '../step-deps.ts';
 
 /**
  * The state machine's two waits on a job: AwaitJob (the `.waitForTaskToken` task that stores the
