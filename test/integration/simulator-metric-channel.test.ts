@@ -146,11 +146,11 @@ describe('cluster simulator defaults: no trainerStatus, metrics through the metr
     expect(percents).toEqual([...percents].sort((a, b) => (a ?? 0) - (b ?? 0)));
     const last = all.lines.at(-1);
     expect(last).toMatchObject({ progressPercentage: 100, estimatedRemainingSeconds: 0 });
-    expect(last?.metrics?.accuracy).toBeCloseTo(
+    expect(last?.metrics?.get('accuracy')).toBeCloseTo(
       finalAccuracy({ lr: 0.00316, batchSize: 64, dropout: 0.2 }),
       5,
     );
-    expect(all.lines[0]?.metrics?.loss).toBeGreaterThan(last?.metrics?.loss as number);
+    expect(all.lines[0]?.metrics?.get('loss')).toBeGreaterThan(last?.metrics?.get('loss') as number);
     expect(all.keys.every((k) => /^runs\/reports\/metrics\/progress-\d{3}\.jsonl$/.test(k))).toBe(true);
   });
 
