@@ -1,16 +1,14 @@
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { METRIC } from '../../lib/observability/metrics.ts';
 import { metricIngester } from '../_deps.ts';
 import { log, withLogKeys } from '../_log.ts';
-import { emitMetrics } from '../_metrics.ts';
 
 /**
  * The metric channel's consumer (SQS event source with ReportBatchItemFailures): S3 notifications
  * for metric objects under `runs/<id>/metrics/*.jsonl` → the run's metric history and record
  * (lib/metrics). Objects whose key does not carry the run's token, or that name no run, are
- * dropped and counted (`MetricObjectsRefused`). Malformed events are acknowledged and logged; a run whose history could not be
- * written is redelivered.
+ * dropped and logged (WARN, with `refused`). Malformed events are acknowledged and logged; a run
+ * whose history could not be written is redelivered.
  */
 export const handler = withLogKeys(
   () => ({}),
@@ -18,11 +16,6 @@ export const handler = withLogKeys(
     async (event, _context, { signal }) => {
       const { batchItemFailures, report } = await metricIngester().consume(event.Records, { signal });
       log('debug', { msg: 'metrics ingested', ...report });
-      // Objects from writers that are not the run (each also logged by the ingester): an alarm's input.
-      if (report.refused > 0)
-        await emitMetrics('gantry-metrics', [
-          { name: METRIC.metricObjectsRefused, unit: 'Count', value: report.refused },
-        ]);
       return { batchItemFailures };
     },
   ),

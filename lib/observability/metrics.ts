@@ -25,8 +25,6 @@ export const METRIC = {
   tickJobs: 'ReconcilerJobs',
   tickAnswered: 'ReconcilerAnswered',
   runsStalled: 'RunsStalled',
-  /** Metric objects dropped because their writer is not the run (lib/metrics/ingest.ts). */
-  metricObjectsRefused: 'MetricObjectsRefused',
 } as const;
 
 export type Unit = 'Count' | 'Seconds' | 'Milliseconds';
