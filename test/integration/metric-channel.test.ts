@@ -7,10 +7,12 @@ import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand as SqsAttributes } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeS3ObjectStore, makeS3TextReader } from '../../lib/adapters/aws/s3-store.ts';
-import { historyKey, type MetricHistory } from '../../lib/metrics/channel.ts';
+import { historyKey, type MetricHistory, metricsUri, newMetricsToken } from '../../lib/metrics/channel.ts';
 import { makeMetricIngester } from '../../lib/metrics/ingest.ts';
-import type { RunRecord } from '../../lib/run/record.ts';
+import { newRunId } from '../../lib/run/ids.ts';
+import { newRecord, type RunRecord } from '../../lib/run/record.ts';
 import { makeRunRecords } from '../../lib/run/records.ts';
+import type { RunSpec } from '../../lib/run/spec.ts';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import { DEMO_TEAM } from '../../local/stack.ts';
 import { apiClient } from '../helpers/api-client.ts';
@@ -274,6 +276,59 @@ describe('the metric channel on the local stack', { timeout: 90_000 }, () => {
     ]);
     expect(JSON.stringify(lines)).not.toContain(demoToken);
     expect(await store().getJson(historyKey('run-bbbbbbbbbbbbbbbbbbbb'))).toBeUndefined();
+  });
+
+  it("keeps a trial's objective through the consumer, whatever a flood of names took first", async () => {
+    // Prepare: a trial's run (its sweep's objective is val/loss), the notification consumer down so
+    // only this ingester (with the objective lookup) folds its objects.
+    const trialRun = newRunId();
+    const base = (await records().get(runId))?.spec as RunSpec;
+    const token = newMetricsToken();
+    await records().create(
+      newRecord(
+        {
+          ...base,
+          runId: trialRun,
+          jobName: trialRun,
+          metricsUri: metricsUri(env.stack.bucket, trialRun, token),
+          trial: { sweepId: 'swp-aaaaaaaaaaaaaaaaaaaa', trialIndex: 0 },
+        },
+        'fingerprint',
+        new Date(),
+      ),
+    );
+    const trialPrefix = await metricKeyPrefix(records(), trialRun);
+    await env.stack.stopConsumer();
+    try {
+      const ingester = makeMetricIngester({
+        store: store(),
+        objects: makeS3TextReader({ s3: env.stack.s3, bucket: env.stack.bucket }),
+        records: records(),
+        clock: { now: () => new Date() },
+        bucket: env.stack.bucket,
+        objectiveOf: async (sweepId) => (sweepId === 'swp-aaaaaaaaaaaaaaaaaaaa' ? 'val/loss' : undefined),
+      });
+      // Act: five objects of 1,000 names each, then the objective.
+      const keys: string[] = [];
+      for (let o = 0; o < 5; o++) {
+        const metrics = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`junk${o}_${i}`, i]));
+        keys.push(`${trialPrefix}flood-${o}.jsonl`);
+        await put(keys[o] as string, `${JSON.stringify({ time: T(o), metrics })}\n`);
+      }
+      await put(
+        `${trialPrefix}real.jsonl`,
+        `${JSON.stringify({ time: T(10), metrics: { 'val/loss': 0.3 } })}\n`,
+      );
+      for (const key of [...keys, `${trialPrefix}real.jsonl`])
+        await ingester.ingest([{ bucket: env.stack.bucket, key }]);
+      // Assess
+      const history = (await store().getJson<MetricHistory>(historyKey(trialRun)))?.value;
+      expect(Object.keys(history?.series ?? {}).length).toBeLessThanOrEqual(64);
+      expect(history?.series['val/loss']?.map((p) => p.v)).toEqual([0.3]);
+      expect((await records().get(trialRun))?.metrics?.['val/loss']).toBe(0.3);
+    } finally {
+      env.stack.startConsumer();
+    }
   });
 
   it("runs the README's Python snippet unchanged: its report reaches the run record", async (ctx) => {
