@@ -142,7 +142,10 @@ async function measure(n: number) {
       await records.create(newRecord(spec, requestFingerprint(spec.request), clock.now()));
       await records.update(spec.runId, { phase: 'Pending' });
       const job = buildJob(spec, SHAPE);
-      job.metadata.annotations = { ...job.metadata.annotations, [ANNOTATION.admissionToken]: token('adm', i) };
+      job.metadata.annotations = {
+        ...job.metadata.annotations,
+        [ANNOTATION.admissionToken]: token('adm', i),
+      };
       await gateway.createJob(job);
     });
     const setupSeconds = (performance.now() - t0) / 1000;

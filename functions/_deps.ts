@@ -39,6 +39,8 @@ import type {
 import type { JobLocation } from '../lib/run/record.ts';
 import { makeRunRecords, type RunRecords } from '../lib/run/records.ts';
 import type { StateTable } from '../lib/state/table.ts';
+import { sweepItemKey } from '../lib/sweep/items.ts';
+import type { SweepRecord } from '../lib/sweep/record.ts';
 import { makeSweeps, type Sweeps } from '../lib/sweep/sweeps.ts';
 import { config, env } from './_config.ts';
 import { logLine } from './_log.ts';
@@ -167,6 +169,9 @@ export const metricIngester = /* @__PURE__ */ lazily(
       records: records(),
       clock,
       bucket: env().GANTRY_BUCKET,
+      // The sweep item alone (no trial items): a trial's objective keeps its series slot.
+      objectiveOf: async (sweepId, opts) =>
+        (await table().get<SweepRecord>(sweepItemKey(sweepId), opts))?.value.request.objective.metric,
       log: logLine,
     }),
 );

@@ -82,7 +82,8 @@ export function log(level: Level, fields: Record<string, unknown>): void {
   const setting = process.env.GANTRY_LOG_LEVEL ?? 'info';
   if (setting !== thresholdOf) {
     thresholdOf = setting;
-    threshold = LEVELS[setting as keyof typeof LEVELS] ?? LEVELS.info;
+    // Own keys only: GANTRY_LOG_LEVEL=constructor must not read Object.prototype.
+    threshold = Object.hasOwn(LEVELS, setting) ? LEVELS[setting as keyof typeof LEVELS] : LEVELS.info;
   }
   if (LEVELS[level] < threshold) return;
   const { msg, service, level: _level, message: _message, timestamp: _ts, ...rest } = fields;
@@ -97,7 +98,7 @@ export function log(level: Level, fields: Record<string, unknown>): void {
 export function logLine(line: Record<string, unknown>): void {
   const { level, ...fields } = line;
   const name = String(level ?? 'info').toLowerCase();
-  log(name in LEVELS && name !== 'silent' ? (name as 'info') : 'info', fields);
+  log(Object.hasOwn(LEVELS, name) && name !== 'silent' ? (name as 'info') : 'info', fields);
 }
 
 /**

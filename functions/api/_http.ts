@@ -92,8 +92,37 @@ export function respond(statusCode: number, body: unknown, headers: Record<strin
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/** Arrays and objects nested in a body: a request nests a few levels, far fewer than this. */
+export const MAX_BODY_DEPTH = 64;
+
+/**
+ * The nesting depth of JSON text (arrays and objects), counted without recursion and stopping at
+ * the first level past `max`: the parser's reviver and every schema after it recurse, and a body
+ * nested 100,000 deep would overflow their stack. Brackets inside strings do not count; text
+ * that is not JSON is the parser's to refuse.
+ */
+export function jsonDepthExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // backslash: the next character is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
+
 /** Parse JSON text; `__proto__` keys are refused (zod would drop them silently from records). */
 export function parseJsonText(text: string): unknown {
+  // Before the parser: its reviver recurses once per level.
+  if (jsonDepthExceeds(text, MAX_BODY_DEPTH))
+    throw new InvalidJsonError(`body: nested deeper than ${MAX_BODY_DEPTH} levels (arrays and objects)`);
   try {
     return JSON.parse(text, (key, value) => {
       if (key === '__proto__') throw new InvalidJsonError('the key "__proto__" is not allowed');

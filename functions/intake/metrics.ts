@@ -6,8 +6,9 @@ import { log, withLogKeys } from '../_log.ts';
 /**
  * The metric channel's consumer (SQS event source with ReportBatchItemFailures): S3 notifications
  * for metric objects under `runs/<id>/metrics/*.jsonl` → the run's metric history and record
- * (lib/metrics). Malformed events are acknowledged and logged; a run whose history could not be
- * written is redelivered.
+ * (lib/metrics). Objects whose key does not carry the run's token, or that name no run, are
+ * dropped and logged (WARN, with `refused`). Malformed events are acknowledged and logged; a run
+ * whose history could not be written is redelivered.
  */
 export const handler = withLogKeys(
   () => ({}),

@@ -1,6 +1,6 @@
 import type { GantryConfig } from '../config.ts';
 import { ForbiddenError } from '../errors.ts';
-import { metricsUri } from '../metrics/channel.ts';
+import { metricsTokenOf, metricsUri } from '../metrics/channel.ts';
 import { checkpointUri } from '../run/checkpoint.ts';
 import type { RunSpec } from '../run/spec.ts';
 import { checkTenancy, outputLocations, type Placement } from './tenancy.ts';
@@ -44,8 +44,8 @@ export function authorizeRun(run: RunSpec, config: GantryConfig, bucket: string)
       `outputUri ${run.outputUri} is outside team ${team.name}'s output locations (${locations.join(', ')})`,
     );
   }
-  if (run.metricsUri !== undefined && run.metricsUri !== metricsUri(bucket, run.runId)) {
-    broken.push(`metricsUri ${run.metricsUri} must be ${metricsUri(bucket, run.runId)}`);
+  if (run.metricsUri !== undefined && metricsTokenOf(run.metricsUri, bucket, run.runId) === undefined) {
+    broken.push(`metricsUri ${run.metricsUri} must be ${metricsUri(bucket, run.runId)}<32 hex token>/`);
   }
   if (run.checkpointUri !== undefined && run.checkpointUri !== checkpointUri(bucket, run.runId)) {
     broken.push(`checkpointUri ${run.checkpointUri} must be ${checkpointUri(bucket, run.runId)}`);

@@ -85,9 +85,11 @@ export function identityOf(
   names: Pick<JwtConfig, 'principalClaim' | 'groupsClaims'>,
 ): Caller {
   const caller: Caller = { groups: [] };
-  const principal = claims[names.principalClaim];
+  // Own claims only: a claim name such as `constructor` must not read Object.prototype.
+  const claim = (name: string) => (Object.hasOwn(claims, name) ? claims[name] : undefined);
+  const principal = claim(names.principalClaim);
   if (typeof principal === 'string' && principal.length > 0) caller.sub = principal;
-  caller.groups = [...new Set(names.groupsClaims.flatMap((name) => claimList(claims[name])))];
+  caller.groups = [...new Set(names.groupsClaims.flatMap((name) => claimList(claim(name))))];
   return caller;
 }
 

@@ -16,7 +16,9 @@ export const RunSpecSchema = z.strictObject({
   namespace: z.string().check(z.regex(RFC1035_LABEL), z.maxLength(63)),
   request: RunRequestSchema,
   outputUri: z.string().check(z.regex(/^s3:\/\/[^/]+\/.*$/, 'must be an s3:// URI')),
-  metricsUri: z.optional(z.string().check(z.regex(/^s3:\/\/[^/]+\/runs\/run-[a-z2-7]{20}\/metrics\/$/))),
+  metricsUri: z.optional(
+    z.string().check(z.regex(/^s3:\/\/[^/]+\/runs\/run-[a-z2-7]{20}\/metrics\/(?:[0-9a-f]{32}\/)?$/)),
+  ),
   checkpointUri: z.optional(
     z.string().check(z.regex(/^s3:\/\/[^/]+\/runs\/run-[a-z2-7]{20}\/checkpoints\/$/)),
   ),

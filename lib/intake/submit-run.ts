@@ -2,7 +2,7 @@ import { type ModelOwners, ownedByAnother, ownershipRule } from '../artifacts/ow
 import type { GantryConfig } from '../config.ts';
 import { ForbiddenError, IdempotencyConflictError, ValidationError } from '../errors.ts';
 import { lazily } from '../lazily.ts';
-import { metricsUri } from '../metrics/channel.ts';
+import { metricsUri, newMetricsToken } from '../metrics/channel.ts';
 import type { CallOptions, Clock, RunQueue } from '../ports.ts';
 import { checkpointUri } from '../run/checkpoint.ts';
 import { fingerprintOf, newRunId, runIdFromKey } from '../run/ids.ts';
@@ -82,7 +82,8 @@ export function buildRunSpec(
       ...(key !== undefined ? { idempotencyKey: key } : {}),
     },
     outputUri: request.output?.uri ?? `s3://${bucket}/runs/${runId}/output/`,
-    metricsUri: metricsUri(bucket, runId),
+    // A new token per run: only this run's pods learn it (docs/metric-channel-security.md).
+    metricsUri: metricsUri(bucket, runId, newMetricsToken()),
     checkpointUri: checkpointUri(bucket, runId),
   };
 }

@@ -1,6 +1,7 @@
 import { parseDataMessage } from '../datatrigger/events.ts';
 import { NotFoundError } from '../errors.ts';
 import type { CallOptions, Clock, ObjectStore } from '../ports.ts';
+import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import { updateWithRetry } from '../state/update.ts';
 import {
@@ -12,7 +13,10 @@ import {
   METRIC_OBJECT_SUFFIX,
   type MetricHistory,
   metricsPrefix,
+  metricsTokenOf,
+  parseMetricKey,
   runOfMetricKey,
+  tokenMatches,
 } from './channel.ts';
 
 /** Reads a metric object's text (the S3 adapter's `makeS3TextReader`). Undefined when it is gone. */
@@ -35,6 +39,11 @@ export interface IngestReport {
   objects: number;
   /** Objects that are not metric objects of the Gantry bucket, too large, gone, or already folded in. */
   skipped: number;
+  /**
+   * Objects dropped because their writer is not the run: the key's token is not the run's, the run
+   * does not exist, or its record names no metric channel here. Nothing is written for them.
+   */
+  refused: number;
   /** Runs whose history could not be written (retryable): their messages are redelivered. */
   failedRuns: string[];
 }
@@ -54,13 +63,18 @@ export function makeMetricIngester(deps: {
   records: RunRecords;
   clock: Clock;
   bucket: string;
+  /**
+   * A sweep's objective metric, to reserve its series slot in a trial's history (lib/sweep): the
+   * name early stopping and the sweep's ranking read. Absent: no name is reserved.
+   */
+  objectiveOf?: (sweepId: string, opts?: CallOptions) => Promise<string | undefined>;
   log?: (line: Record<string, unknown>) => void;
 }) {
   const { store, objects, records, clock } = deps;
   const log = deps.log ?? (() => undefined);
 
   async function ingest(notified: NotifiedObject[], opts?: CallOptions): Promise<IngestReport> {
-    const report: IngestReport = { runs: 0, objects: 0, skipped: 0, failedRuns: [] };
+    const report: IngestReport = { runs: 0, objects: 0, skipped: 0, refused: 0, failedRuns: [] };
     const byRun = new Map<string, string[]>();
     for (const o of notified) {
       const runId = o.bucket === deps.bucket ? runOfMetricKey(o.key) : undefined;
@@ -75,10 +89,31 @@ export function makeMetricIngester(deps: {
     }
     for (const [runId, keys] of byRun) {
       try {
-        const folded = await foldInto(runId, keys, opts);
+        // The record first: an object for a run that does not exist, or from a writer that does
+        // not hold the run's token, is dropped before anything is read or written.
+        const record = await records.get(runId, opts);
+        const allowed = record ? keys.filter((key) => writtenByRun(record, key)) : [];
+        if (allowed.length < keys.length) {
+          report.refused += keys.length - allowed.length;
+          log({
+            level: 'WARN',
+            msg: record
+              ? 'metric objects from a writer that is not the run; dropped'
+              : 'metric objects for a run that does not exist; dropped',
+            runId,
+            // Key names without the token segment: a log reader must not learn a run's token.
+            objects: keys
+              .filter((k) => !allowed.includes(k))
+              .slice(0, 5)
+              .map(withoutToken),
+            refused: keys.length - allowed.length,
+          });
+        }
+        if (!record || allowed.length === 0) continue;
+        const folded = await foldInto(record, allowed, opts);
         report.runs++;
         report.objects += folded;
-        report.skipped += keys.length - folded;
+        report.skipped += allowed.length - folded;
       } catch (err) {
         if (err instanceof NotFoundError) {
           report.skipped += keys.length;
@@ -97,8 +132,15 @@ export function makeMetricIngester(deps: {
    * called before a finished run's metrics are read (publishing, a trial's objective).
    */
   async function drain(runId: string, opts?: CallOptions): Promise<number> {
-    const listed = (await store.list(metricsPrefix(runId), opts))
-      .filter((o) => o.key.endsWith(METRIC_OBJECT_SUFFIX) && o.size <= MAX_OBJECT_BYTES)
+    const record = await records.get(runId, opts);
+    const token = record ? runToken(record) : undefined;
+    if (!record || token === undefined) return 0;
+    // Only the run's own prefix: objects other writers left beside it are never listed.
+    const listed = (await store.list(metricsPrefix(runId, token ?? undefined), opts))
+      .filter(
+        (o) =>
+          o.key.endsWith(METRIC_OBJECT_SUFFIX) && o.size <= MAX_OBJECT_BYTES && writtenByRun(record, o.key),
+      )
       .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
       .slice(-DRAIN_OBJECTS);
     if (listed.length === 0) return 0;
@@ -108,27 +150,50 @@ export function makeMetricIngester(deps: {
     return fresh.length === 0
       ? 0
       : foldInto(
-          runId,
+          record,
           fresh.map((o) => o.key),
           opts,
         );
   }
 
+  /** The run's token (null: a run from before tokens), undefined when its record names no channel here. */
+  function runToken(record: RunRecord): string | null | undefined {
+    const uri = record.spec.metricsUri;
+    return uri === undefined ? undefined : metricsTokenOf(uri, deps.bucket, record.runId);
+  }
+
+  /** Whether an object under the run's prefix carries the run's token (the run's own pods wrote it). */
+  function writtenByRun(record: RunRecord, key: string): boolean {
+    const expected = runToken(record);
+    const parsed = parseMetricKey(key);
+    return expected !== undefined && parsed?.runId === record.runId && tokenMatches(expected, parsed.token);
+  }
+
+  /** The names that keep a series slot: a trial's objective. */
+  async function reservedOf(record: RunRecord, opts?: CallOptions): Promise<string[]> {
+    const sweepId = record.spec.trial?.sweepId;
+    if (!sweepId || !deps.objectiveOf) return [];
+    const objective = await deps.objectiveOf(sweepId, opts);
+    return objective === undefined ? [] : [objective];
+  }
+
   /** Returns how many of the objects were new. */
-  async function foldInto(runId: string, keys: string[], opts?: CallOptions): Promise<number> {
+  async function foldInto(record: RunRecord, keys: string[], opts?: CallOptions): Promise<number> {
+    const { runId } = record;
     const read: ({ key: string } & NonNullable<Awaited<ReturnType<MetricObjectReader['read']>>>)[] = [];
     for (const key of keys) {
       const o = await objects.read(key, opts);
       if (o && o.size <= MAX_OBJECT_BYTES) read.push({ key, ...o });
     }
     if (read.length === 0) return 0;
+    const reserved = await reservedOf(record, opts);
     const { history, folded } = await updateWithRetry(
       async () => {
         const current = await store.getJson<MetricHistory>(historyKey(runId), opts);
         let history = current?.value ?? emptyHistory(runId, clock.now());
         let folded = 0;
         for (const o of read) {
-          const next = foldObject(history, o, clock.now());
+          const next = foldObject(history, o, clock.now(), { reserved });
           if (!next) continue;
           folded++;
           history = next.history;
@@ -216,4 +281,9 @@ export type MetricIngester = ReturnType<typeof makeMetricIngester>;
 function recordProgress(p: NonNullable<MetricHistory['progress']>) {
   const { step: _step, ...progress } = p;
   return progress;
+}
+
+/** A metric key without its token segment, for logs. */
+function withoutToken(key: string): string {
+  return key.replace(/^(runs\/[^/]+\/metrics\/)[^/]+\/([^/]+)$/, '$1…/$2');
 }

@@ -115,6 +115,8 @@ const QUANTITY_FACTORS: Record<string, number> = {
 export function parseQuantity(q: string): number {
   const m = /^([0-9]+(?:\.[0-9]+)?)([a-zA-Z]*)$/.exec(q);
   if (!m) return Number.NaN;
-  const factor = QUANTITY_FACTORS[m[2] ?? ''];
+  const suffix = m[2] ?? '';
+  // Own keys only: a suffix such as `constructor` is not a unit.
+  const factor = Object.hasOwn(QUANTITY_FACTORS, suffix) ? QUANTITY_FACTORS[suffix] : undefined;
   return factor === undefined ? Number.NaN : Number(m[1]) * factor;
 }

@@ -23,8 +23,10 @@ export interface RunSpec {
   /** `s3://bucket/prefix/` where the training code writes its output. */
   outputUri: string;
   /**
-   * `s3://<gantry bucket>/runs/<id>/metrics/`: where the training code writes its metric objects
-   * (lib/metrics/channel.ts). Absent on messages queued before the channel existed.
+   * `s3://<gantry bucket>/runs/<id>/metrics/<token>/`: where the training code writes its metric
+   * objects (lib/metrics/channel.ts). The token is minted at submit and known only to the run's
+   * pods and this record: the consumer drops objects without it. Without a token on runs submitted
+   * before tokens; absent on messages queued before the channel existed.
    */
   metricsUri?: string;
   /**

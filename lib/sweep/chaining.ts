@@ -1,5 +1,5 @@
 import { runMessage, runMessageAttributes } from '../intake/message.ts';
-import { metricsUri } from '../metrics/channel.ts';
+import { metricsUri, newMetricsToken } from '../metrics/channel.ts';
 import type { CallOptions, Clock, RunQueue } from '../ports.ts';
 import { chainedRunId } from '../run/ids.ts';
 import { isTerminal as isRunTerminal } from '../run/phases.ts';
@@ -49,7 +49,7 @@ export function makeChaining(deps: ChainingDeps) {
         ...(placement.queue !== undefined ? { queue: placement.queue } : {}),
       },
       outputUri: `s3://${deps.bucket}/runs/${runId}/output/`,
-      metricsUri: metricsUri(deps.bucket, runId),
+      metricsUri: metricsUri(deps.bucket, runId, newMetricsToken()),
     };
   }
 

@@ -1,4 +1,4 @@
-import { metricsUri } from '../metrics/channel.ts';
+import { metricsUri, newMetricsToken } from '../metrics/channel.ts';
 import { checkpointUri } from '../run/checkpoint.ts';
 import type { RunRequest } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
@@ -65,7 +65,8 @@ export function trialSpec(input: {
     namespace: placement.namespace,
     request: { ...input.request, ...(placement.queue !== undefined ? { queue: placement.queue } : {}) },
     outputUri: `s3://${input.bucket}/runs/${runId}/output/`,
-    metricsUri: metricsUri(input.bucket, runId),
+    // A spec built again (a requeued message) gets another token: the record's spec is what runs.
+    metricsUri: metricsUri(input.bucket, runId, newMetricsToken()),
     checkpointUri: checkpointUri(input.bucket, runId),
     trial: { sweepId: input.sweepId, trialIndex: input.trialIndex, publish: input.publish },
   };

@@ -6,9 +6,12 @@ import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LifecycleEvent } from '../../lib/events/event.ts';
+import { makeRunRecords } from '../../lib/run/records.ts';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import { DEMO_TEAM } from '../../local/stack.ts';
 import { apiClient } from '../helpers/api-client.ts';
+import { metricKeyPrefix } from '../helpers/metric-channel.ts';
+import { tableOf } from '../helpers/state.ts';
 
 /**
  * Stall detection on the embedded default, through the HTTP API: a running job (the cluster
@@ -97,6 +100,8 @@ describe('stall detection (embedded default)', { timeout: 120_000 }, () => {
     return res.body.runId as string;
   }
 
+  const records = () => makeRunRecords({ table: tableOf(env.stack), clock: { now: () => new Date() } });
+
   /** What training code does: one metric line, now, under the run's GANTRY_METRICS_URI. */
   let seq = 0;
   async function report(runId: string, step: number) {
@@ -104,7 +109,7 @@ describe('stall detection (embedded default)', { timeout: 120_000 }, () => {
     await env.stack.s3.send(
       new PutObjectCommand({
         Bucket: env.stack.bucket,
-        Key: `runs/${runId}/metrics/${String(Date.now() * 1000 + (seq++ % 1000)).padStart(20, '0')}-rank0.jsonl`,
+        Key: `${await metricKeyPrefix(records(), runId)}${String(Date.now() * 1000 + (seq++ % 1000)).padStart(20, '0')}-rank0.jsonl`,
         Body: `${JSON.stringify(line)}\n`,
       }),
     );

@@ -5,6 +5,7 @@ import {
   SFNClient,
   StartExecutionCommand,
 } from '@aws-sdk/client-sfn';
+import { metricsUri, newMetricsToken } from '../../lib/metrics/channel.ts';
 import { newRunId, requestFingerprint } from '../../lib/run/ids.ts';
 import { newRecord, type RunRecord } from '../../lib/run/record.ts';
 import { makeRunRecords } from '../../lib/run/records.ts';
@@ -12,6 +13,7 @@ import type { RunRequestInput } from '../../lib/run/schema.ts';
 import type { RunSpec } from '../../lib/run/spec.ts';
 import type { Stack } from '../../local/stack.ts';
 import { aRunRequest } from './builders.ts';
+import { metricKeyPrefix } from './metric-channel.ts';
 import { tableOf } from './state.ts';
 
 /** Drive runs through a local stack the way intake does: record (Accepted), then StartExecution. */
@@ -36,6 +38,7 @@ export function runDriver(stack: Stack) {
       namespace,
       request: aRunRequest({ team: 'demo', namespace, image: 'registry.local/train:1', ...request }),
       outputUri: `s3://${stack.bucket}/runs/${runId}/output/`,
+      metricsUri: metricsUri(stack.bucket, runId, newMetricsToken()),
     };
   }
 
@@ -110,7 +113,8 @@ export function runDriver(stack: Stack) {
 
   /**
    * What training code does through the metric channel: one JSON Lines object under the run's
-   * GANTRY_METRICS_URI (`s3://<bucket>/runs/<runId>/metrics/`), keys in the order they are written.
+   * GANTRY_METRICS_URI (`s3://<bucket>/runs/<runId>/metrics/<token>/`, from its record), keys in
+   * the order they are written.
    */
   let metricSeq = 0;
   async function writeMetrics(
@@ -128,7 +132,7 @@ export function runDriver(stack: Stack) {
     await s3.send(
       new PutObjectCommand({
         Bucket: stack.bucket,
-        Key: `runs/${runId}/metrics/${name}`,
+        Key: `${await metricKeyPrefix(records, runId)}${name}`,
         Body: `${body}\n`,
       }),
     );

@@ -7,13 +7,16 @@ import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand as SqsAttributes } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeS3ObjectStore, makeS3TextReader } from '../../lib/adapters/aws/s3-store.ts';
-import { historyKey, type MetricHistory } from '../../lib/metrics/channel.ts';
+import { historyKey, type MetricHistory, metricsUri, newMetricsToken } from '../../lib/metrics/channel.ts';
 import { makeMetricIngester } from '../../lib/metrics/ingest.ts';
-import type { RunRecord } from '../../lib/run/record.ts';
+import { newRunId } from '../../lib/run/ids.ts';
+import { newRecord, type RunRecord } from '../../lib/run/record.ts';
 import { makeRunRecords } from '../../lib/run/records.ts';
+import type { RunSpec } from '../../lib/run/spec.ts';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import { DEMO_TEAM } from '../../local/stack.ts';
 import { apiClient } from '../helpers/api-client.ts';
+import { metricKeyPrefix } from '../helpers/metric-channel.ts';
 import { tableOf } from '../helpers/state.ts';
 import { ROOT, tierAvailable } from '../helpers/tiers.ts';
 
@@ -26,6 +29,15 @@ import { ROOT, tierAvailable } from '../helpers/tiers.ts';
  */
 
 const PRINCIPAL = DEMO_TEAM.principals[0] as string;
+/** A second team on the same stack, the one whose run another team's pod writes into. */
+const RIVAL = {
+  ...DEMO_TEAM,
+  name: 'rival',
+  principals: ['arn:aws:iam::000000000000:user/rival'],
+  namespaces: ['rival'],
+  queues: [],
+  imagePrefixes: ['registry.local/rival/'],
+};
 const BOTO3_VERSION = '1.43.11';
 const exec = promisify(execFile);
 /** Report times an hour back, so the snippet's `now` is the newest report. */
@@ -35,9 +47,16 @@ const T = (s: number) => new Date(BASE + s * 1000).toISOString();
 describe('the metric channel on the local stack', { timeout: 90_000 }, () => {
   let env: Embedded;
   let runId: string;
+  /** The key prefix the run's pods write under (its GANTRY_METRICS_URI, with the run's token). */
+  let prefix: string;
 
   beforeAll(async () => {
-    env = await startEmbedded({ simSpeed: 0, sfnSpeed: 60 });
+    env = await startEmbedded({
+      simSpeed: 0,
+      sfnSpeed: 60,
+      simulator: { namespaces: ['demo', 'rival'] },
+      stack: { teams: [DEMO_TEAM, RIVAL] },
+    });
     const call = apiClient(() => env.api.url, PRINCIPAL);
     const submitted = await call('POST', '/v1/runs', {
       modelName: 'metered',
@@ -51,6 +70,8 @@ describe('the metric channel on the local stack', { timeout: 90_000 }, () => {
     });
     expect(submitted.status).toBe(202);
     runId = submitted.body.runId;
+    prefix = await metricKeyPrefix(records(), runId);
+    expect(prefix).toMatch(new RegExp(`^runs/${runId}/metrics/[0-9a-f]{32}/$`));
   }, 60_000);
 
   afterAll(async () => {
@@ -82,11 +103,11 @@ describe('the metric channel on the local stack', { timeout: 90_000 }, () => {
   it('folds metric objects into the run record and a bounded history, in time order', async () => {
     // Act: two objects, the later one written first.
     await put(
-      `runs/${runId}/metrics/002.jsonl`,
+      `${prefix}002.jsonl`,
       `${JSON.stringify({ time: T(20), step: 20, progressPercentage: 40, metrics: { loss: 0.5, accuracy: 0.8 } })}\n`,
     );
     await put(
-      `runs/${runId}/metrics/001.jsonl`,
+      `${prefix}001.jsonl`,
       [
         JSON.stringify({
           time: T(0),
@@ -129,13 +150,10 @@ describe('the metric channel on the local stack', { timeout: 90_000 }, () => {
 
   it('acknowledges malformed objects and objects outside the channel: nothing retried or dead-lettered', async () => {
     // Act
-    await put(`runs/${runId}/metrics/bad.jsonl`, 'not json\n{"metrics":{"loss":"high"}}\n');
+    await put(`${prefix}bad.jsonl`, 'not json\n{"metrics":{"loss":"high"}}\n');
     await put('runs/run-aaaaaaaaaaaaaaaaaaaa/metrics/001.jsonl', '{"metrics":{"loss":1}}\n'); // no such run
     await put(`runs/${runId}/output/trace.jsonl`, '{"metrics":{"loss":0}}\n'); // output, not metrics
-    await put(
-      `runs/${runId}/metrics/003.jsonl`,
-      `${JSON.stringify({ time: T(30), metrics: { loss: 0.4 } })}\n`,
-    );
+    await put(`${prefix}003.jsonl`, `${JSON.stringify({ time: T(30), metrics: { loss: 0.4 } })}\n`);
     // Assess: the good object after them lands; the bad ones changed nothing and left no message behind.
     await until(
       'the good object',
@@ -158,7 +176,9 @@ describe('the metric channel on the local stack', { timeout: 90_000 }, () => {
     });
     expect(settled).toBeDefined();
     expect((await attrs(env.stack.metricsDlqUrl)).ApproximateNumberOfMessages).toBe('0');
+    // A run that does not exist gets no state: no record, no history.
     expect(await records().get('run-aaaaaaaaaaaaaaaaaaaa')).toBeUndefined();
+    expect(await store().getJson(historyKey('run-aaaaaaaaaaaaaaaaaaaa'))).toBeUndefined();
     const history = (await store().getJson<MetricHistory>(historyKey(runId)))?.value;
     expect(history?.dropped).toBe(2);
     expect(history?.series.loss?.map((p) => p.v)).toEqual([0.9, 0.7, 0.5, 0.4]);
@@ -169,7 +189,7 @@ describe('the metric channel on the local stack', { timeout: 90_000 }, () => {
     await env.stack.stopConsumer();
     try {
       await put(
-        `runs/${runId}/metrics/999.jsonl`,
+        `${prefix}999.jsonl`,
         `${JSON.stringify({ time: T(60), step: 99, progressPercentage: 100, metrics: { loss: 0.1 } })}\n`,
       );
       const ingester = makeMetricIngester({
@@ -185,6 +205,127 @@ describe('the metric channel on the local stack', { timeout: 90_000 }, () => {
       expect(folded).toBe(1);
       expect((await records().get(runId))?.metrics?.loss).toBe(0.1);
       expect(await ingester.drain(runId)).toBe(0); // everything already folded in
+    } finally {
+      env.stack.startConsumer();
+    }
+  });
+
+  it("drops what a pod writes under another team's run, or under its own run without the run's token", async () => {
+    // Prepare: a run of the rival team (no queue of its own; the frozen simulator never runs it).
+    const rival = await apiClient(() => env.api.url, RIVAL.principals[0] as string)('POST', '/v1/runs', {
+      modelName: 'rivalry',
+      team: 'rival',
+      runtime: { name: 'torch-distributed' },
+      image: 'registry.local/rival/train:1.0',
+      resourcesPerNode: { gpu: 1 },
+    });
+    expect(rival.status).toBe(202);
+    const rivalRun = rival.body.runId as string;
+    const rivalPrefix = await metricKeyPrefix(records(), rivalRun);
+    const demoToken = prefix.split('/')[3] as string;
+    const forged = `${JSON.stringify({ time: T(40), metrics: { loss: 999 } })}\n`;
+    // Act: the demo run's pod writes into the rival's run: bare, with its own token, with a guess;
+    // and into its own run without its token. Then each run's own pod reports.
+    await put(`runs/${rivalRun}/metrics/x.jsonl`, forged);
+    await put(`runs/${rivalRun}/metrics/${demoToken}/x.jsonl`, forged);
+    await put(`runs/${rivalRun}/metrics/${'0'.repeat(32)}/x.jsonl`, forged);
+    await put(`runs/${runId}/metrics/x.jsonl`, forged);
+    await put(`${rivalPrefix}own.jsonl`, `${JSON.stringify({ time: T(41), metrics: { loss: 0.25 } })}\n`);
+    await put(`${prefix}004.jsonl`, `${JSON.stringify({ time: T(70), metrics: { loss: 0.35 } })}\n`);
+    // Assess: each run has its own reports only (the rival's pod, running in the simulator, may
+    // report too: every source is under the run's own prefix, and 999 is nowhere).
+    const historyWith = (run: string, key: string) => async () => {
+      const h = (await store().getJson<MetricHistory>(historyKey(run)))?.value;
+      return h?.sources.some((s) => s.key === key) ? h : undefined;
+    };
+    const rivalHistory = await until(
+      "the rival's own report",
+      historyWith(rivalRun, `${rivalPrefix}own.jsonl`),
+    );
+    const history = await until("the demo run's own report", historyWith(runId, `${prefix}004.jsonl`));
+    for (const [h, own] of [
+      [rivalHistory, rivalPrefix],
+      [history, prefix],
+    ] as const) {
+      expect(h.sources.every((s) => s.key.startsWith(own))).toBe(true);
+      expect(h.series.loss?.map((p) => p.v)).not.toContain(999);
+    }
+    expect(rivalHistory.series.loss?.map((p) => p.v)).toContain(0.25);
+    expect((await records().get(rivalRun))?.metrics?.loss).not.toBe(999);
+    // The consumer counts them as refused (the log line and the MetricObjectsRefused metric).
+    const lines: Array<Record<string, unknown>> = [];
+    const report = await makeMetricIngester({
+      store: store(),
+      objects: makeS3TextReader({ s3: env.stack.s3, bucket: env.stack.bucket }),
+      records: records(),
+      clock: { now: () => new Date() },
+      bucket: env.stack.bucket,
+      log: (l) => lines.push(l),
+    }).ingest(
+      [
+        `runs/${rivalRun}/metrics/${demoToken}/x.jsonl`,
+        `runs/${runId}/metrics/x.jsonl`,
+        'runs/run-bbbbbbbbbbbbbbbbbbbb/metrics/x.jsonl',
+      ].map((key) => ({ bucket: env.stack.bucket, key })),
+    );
+    expect(report).toMatchObject({ refused: 3, objects: 0 });
+    expect(lines.map((l) => l.msg)).toEqual([
+      'metric objects from a writer that is not the run; dropped',
+      'metric objects from a writer that is not the run; dropped',
+      'metric objects for a run that does not exist; dropped',
+    ]);
+    expect(JSON.stringify(lines)).not.toContain(demoToken);
+    expect(await store().getJson(historyKey('run-bbbbbbbbbbbbbbbbbbbb'))).toBeUndefined();
+  });
+
+  it("keeps a trial's objective through the consumer, whatever a flood of names took first", async () => {
+    // Prepare: a trial's run (its sweep's objective is val/loss), the notification consumer down so
+    // only this ingester (with the objective lookup) folds its objects.
+    const trialRun = newRunId();
+    const base = (await records().get(runId))?.spec as RunSpec;
+    const token = newMetricsToken();
+    await records().create(
+      newRecord(
+        {
+          ...base,
+          runId: trialRun,
+          jobName: trialRun,
+          metricsUri: metricsUri(env.stack.bucket, trialRun, token),
+          trial: { sweepId: 'swp-aaaaaaaaaaaaaaaaaaaa', trialIndex: 0 },
+        },
+        'fingerprint',
+        new Date(),
+      ),
+    );
+    const trialPrefix = await metricKeyPrefix(records(), trialRun);
+    await env.stack.stopConsumer();
+    try {
+      const ingester = makeMetricIngester({
+        store: store(),
+        objects: makeS3TextReader({ s3: env.stack.s3, bucket: env.stack.bucket }),
+        records: records(),
+        clock: { now: () => new Date() },
+        bucket: env.stack.bucket,
+        objectiveOf: async (sweepId) => (sweepId === 'swp-aaaaaaaaaaaaaaaaaaaa' ? 'val/loss' : undefined),
+      });
+      // Act: five objects of 1,000 names each, then the objective.
+      const keys: string[] = [];
+      for (let o = 0; o < 5; o++) {
+        const metrics = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`junk${o}_${i}`, i]));
+        keys.push(`${trialPrefix}flood-${o}.jsonl`);
+        await put(keys[o] as string, `${JSON.stringify({ time: T(o), metrics })}\n`);
+      }
+      await put(
+        `${trialPrefix}real.jsonl`,
+        `${JSON.stringify({ time: T(10), metrics: { 'val/loss': 0.3 } })}\n`,
+      );
+      for (const key of [...keys, `${trialPrefix}real.jsonl`])
+        await ingester.ingest([{ bucket: env.stack.bucket, key }]);
+      // Assess
+      const history = (await store().getJson<MetricHistory>(historyKey(trialRun)))?.value;
+      expect(Object.keys(history?.series ?? {}).length).toBeLessThanOrEqual(64);
+      expect(history?.series['val/loss']?.map((p) => p.v)).toEqual([0.3]);
+      expect((await records().get(trialRun))?.metrics?.['val/loss']).toBe(0.3);
     } finally {
       env.stack.startConsumer();
     }
@@ -209,7 +350,7 @@ describe('the metric channel on the local stack', { timeout: 90_000 }, () => {
     await exec(python as string, ['-c', snippet as string], {
       env: {
         PATH: process.env.PATH ?? '',
-        GANTRY_METRICS_URI: `s3://${env.stack.bucket}/runs/${runId}/metrics/`,
+        GANTRY_METRICS_URI: `s3://${env.stack.bucket}/${prefix}`,
         AWS_ENDPOINT_URL_S3: env.stack.endpoints.s3,
         AWS_ACCESS_KEY_ID: 'test',
         AWS_SECRET_ACCESS_KEY: 'test',

@@ -13,6 +13,7 @@ import { finalAccuracy, SIM_ANNOTATIONS, startClusterSimulator } from '../../loc
  */
 
 const BUCKET = 'gantry-sim-metrics';
+const TOKEN = '0123456789abcdef0123456789abcdef';
 // biome-ignore lint/suspicious/noExplicitAny: manifests are read field by field
 type Obj = Record<string, any>;
 
@@ -125,12 +126,13 @@ describe('cluster simulator defaults: no trainerStatus, metrics through the metr
       namespace: 'default',
       body: trainJob('reports', {
         GANTRY_OUTPUT_URI: `s3://${BUCKET}/runs/reports/output/`,
-        GANTRY_METRICS_URI: `s3://${BUCKET}/runs/reports/metrics/`,
+        // As Gantry sets it: the run's prefix and its write token (lib/metrics/channel.ts).
+        GANTRY_METRICS_URI: `s3://${BUCKET}/runs/reports/metrics/${TOKEN}/`,
       }),
     });
     await sim.settle();
     await sim.advance(45);
-    const midway = await linesUnder('runs/reports/metrics/');
+    const midway = await linesUnder(`runs/reports/metrics/${TOKEN}/`);
     await sim.advance(70);
     const done = (await custom.getNamespacedCustomObject({
       ...TRAINER,
@@ -146,12 +148,14 @@ describe('cluster simulator defaults: no trainerStatus, metrics through the metr
     expect(percents).toEqual([...percents].sort((a, b) => (a ?? 0) - (b ?? 0)));
     const last = all.lines.at(-1);
     expect(last).toMatchObject({ progressPercentage: 100, estimatedRemainingSeconds: 0 });
-    expect(last?.metrics?.accuracy).toBeCloseTo(
+    expect(last?.metrics?.get('accuracy')).toBeCloseTo(
       finalAccuracy({ lr: 0.00316, batchSize: 64, dropout: 0.2 }),
       5,
     );
-    expect(all.lines[0]?.metrics?.loss).toBeGreaterThan(last?.metrics?.loss as number);
-    expect(all.keys.every((k) => /^runs\/reports\/metrics\/progress-\d{3}\.jsonl$/.test(k))).toBe(true);
+    expect(all.lines[0]?.metrics?.get('loss')).toBeGreaterThan(last?.metrics?.get('loss') as number);
+    // Every object under the token: the keys the consumer accepts for the run.
+    expect(all.keys.every((k) => k.startsWith(`runs/reports/metrics/${TOKEN}/progress-`))).toBe(true);
+    expect(all.keys.every((k) => /\/progress-\d{3}\.jsonl$/.test(k))).toBe(true);
   });
 
   it('with the gate turned on (per test) trainerStatus is reported again', async () => {
