@@ -29,8 +29,9 @@ else
   touch "$VENV/.complete"
   echo "python client venv: created $VENV"
 fi
-# The package itself changes with the tree: installed again each run, offline (its build backend
-# is in the venv; it has no dependencies of its own).
+# The package changes with the tree: installed again each run, from a clean build/ (a stale one
+# could keep a removed module), offline (its build backend is in the venv; it has no dependencies).
+rm -rf "$HERE/build"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation \
   --force-reinstall "$HERE"
 
