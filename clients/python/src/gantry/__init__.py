@@ -4,6 +4,7 @@
 ``gantry.training`` is for training code inside the job (the metric channel, checkpoints).
 """
 
+from . import training
 from ._version import __version__
 from .client import Client, Run, Sweep, load_request
 from .errors import (
@@ -38,6 +39,7 @@ from .errors import (
 )
 
 __all__ = [
+    "training",
     "__version__",
     "Client",
     "Run",

@@ -121,7 +121,7 @@ class Transport:
 def _backoff(attempt: int, retry_after: Optional[str]) -> float:
     if retry_after and retry_after.isdigit():
         return min(float(retry_after), 10.0)
-    return min(0.5 * 2 ** (attempt - 1), 5.0)
+    return min(0.5 * 2.0 ** (attempt - 1), 5.0)
 
 
 def _json_of(raw: bytes) -> Dict[str, Any]:

@@ -252,7 +252,7 @@ class _Progress:
             raise MissingDependencyError(
                 "progress=True draws a bar with tqdm: pip install tqdm (the [progress] extra)"
             ) from err
-        self.bar = tqdm(total=100, desc=desc, unit="%", bar_format="{desc} {percentage:3.0f}%|{bar}| {postfix}")
+        self.bar = tqdm(total=100, desc=desc, unit="%", bar_format="{desc} {percentage:3.0f}%|{bar}|{postfix}")
 
     def update(self, percent: Optional[float], postfix: str) -> None:
         if self.bar is None:

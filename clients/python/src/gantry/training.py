@@ -135,7 +135,7 @@ def _check_number(field: str, v: Any, low: Optional[float] = None, high: Optiona
         raise ValueError(f"{field}: must be >= {low:g}, got {v}")
     if high is not None and v > high:
         raise ValueError(f"{field}: must be <= {high:g}, got {v}")
-    return v
+    return float(v)
 
 
 def _writer_id() -> str:
