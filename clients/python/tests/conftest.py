@@ -110,3 +110,11 @@ def trainer_env(stack: Dict[str, Any], run: gantry.Run) -> Dict[str, str]:
     with urllib.request.urlopen(url, timeout=10) as res:
         obj = json.loads(res.read())
     return {e["name"]: e.get("value", "") for e in obj["spec"]["trainer"]["env"]}
+
+
+def stop(run: gantry.Run) -> None:
+    """Cancel a run the test no longer needs (frees the queue's GPUs); one that already ended is fine."""
+    try:
+        run.cancel()
+    except gantry.RunFinishedError:
+        pass

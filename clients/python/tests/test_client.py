@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 import pytest
 
 import gantry
-from conftest import run_request, wait_for
+from conftest import run_request, stop, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -58,10 +58,18 @@ def test_logs_follow_reads_the_training_log(succeeded: Dict[str, Any]) -> None:
 
 def test_logs_of_an_ended_run_are_a_409_with_the_phase(succeeded: Dict[str, Any]) -> None:
     run = succeeded["run"]
-    with pytest.raises(gantry.RunLogsUnavailableError) as err:
-        run.logs(node=0)
-    assert err.value.status == 409 and err.value.phase == "Succeeded"
-    assert isinstance(err.value, gantry.ConflictError)
+
+    def gone() -> Any:
+        try:
+            run.logs(node=0)
+        except gantry.RunLogsUnavailableError as err:
+            return err
+        return None
+
+    # The job (with its pods) is deleted a moment after the run ends.
+    err = wait_for("the ended run's job to go", gone, 60, 0.3)
+    assert err.status == 409 and err.phase == "Succeeded"
+    assert isinstance(err, gantry.ConflictError)
 
 
 def test_replay_with_the_same_key_is_the_same_run(client: gantry.Client, succeeded: Dict[str, Any]) -> None:
@@ -78,7 +86,7 @@ def test_get_and_list_runs_page_by_page(client: gantry.Client, succeeded: Dict[s
     ids = [r.id for r in client.list_runs(model="py-happy", page_size=1)]
     assert len(ids) == len(set(ids)) >= 2
     assert {run.id, extra.id} <= set(ids)
-    extra.cancel()
+    stop(extra)
 
 
 def test_submit_from_json_and_yaml_files(client: gantry.Client, tmp_path: Path) -> None:
@@ -95,7 +103,7 @@ def test_submit_from_json_and_yaml_files(client: gantry.Client, tmp_path: Path) 
     assert a.id != b.id
     assert client.get_run(b.id).view["request"]["modelName"] == "py-files"
     for r in (a, b):
-        r.cancel()
+        stop(r)
 
 
 def test_cancel_ends_the_run_cancelled(client: gantry.Client) -> None:
@@ -122,7 +130,7 @@ def test_wait_timeout(client: gantry.Client) -> None:
     with pytest.raises(gantry.WaitTimeout) as err:
         run.wait(timeout=0.2, poll=0.1)
     assert err.value.view["runId"] == run.id
-    run.cancel()
+    stop(run)
 
 
 def test_validation_error_names_the_field_and_rule(client: gantry.Client) -> None:

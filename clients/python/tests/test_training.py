@@ -15,7 +15,7 @@ from typing import Any, Dict
 import pytest
 
 import gantry
-from conftest import run_request, trainer_env, wait_for
+from conftest import run_request, stop, trainer_env, wait_for
 from gantry import training
 
 URI = "s3://gantry-local/runs/run-abcdefghijklmnopqrst/metrics/"
@@ -169,7 +169,7 @@ def test_checkpoints_under_the_runs_checkpoint_uri(
     pytest.importorskip("boto3")
     run = client.submit_run(run_request("py-checkpoint"))
     uri = wait_for("the checkpoint URI", lambda: run.refresh().view.get("checkpointUri"), 30, 0.1)
-    run.cancel()
+    stop(run)
     for k, v in local_s3_env(stack).items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("GANTRY_CHECKPOINT_URI", uri)

@@ -19,12 +19,15 @@ from ._http import Auth, IamAuth, JwtAuth, LocalAuth, Transport, query_string
 from ._logs import TailState, next_lines
 from .errors import (
     GantryError,
+    InternalError,
     MissingDependencyError,
     RunCancelledError,
     RunFailedError,
     RunLogsUnavailableError,
+    ServiceUnavailable,
     SweepCancelledError,
     SweepFailedError,
+    UnreachableError,
     WaitTimeout,
 )
 
@@ -239,6 +242,25 @@ def _seg(s: str) -> str:
     return quote(s, safe="")
 
 
+# How long wait() keeps polling through network errors and 5xx answers (as `gantry watch` does).
+TRANSIENT_GRACE_SECONDS = 60.0
+
+
+def _refresh_through_blips(refresh: Callable[[], Any], poll: float) -> None:
+    """``refresh()``, retried through unreachable/5xx answers for up to TRANSIENT_GRACE_SECONDS."""
+    first_failure: Optional[float] = None
+    while True:
+        try:
+            refresh()
+            return
+        except (UnreachableError, ServiceUnavailable, InternalError):
+            now = time.monotonic()
+            first_failure = first_failure or now
+            if now - first_failure >= TRANSIENT_GRACE_SECONDS:
+                raise
+            time.sleep(max(poll, 1.0))
+
+
 class _Progress:
     """A tqdm bar over 0–100 % (``progress=True``), or nothing."""
 
@@ -312,12 +334,13 @@ class Run:
     ) -> View:
         """Poll until the run ends. Returns the final view when it ``Succeeded``; raises
         ``RunFailedError`` (with ``reason``) on ``Failed``, ``RunCancelledError`` on ``Cancelled``,
-        ``WaitTimeout`` when ``timeout`` seconds pass first."""
+        ``WaitTimeout`` when ``timeout`` seconds pass first. Network errors and 5xx answers are
+        polled through for a minute before they are raised."""
         deadline = None if timeout is None else time.monotonic() + timeout
         bar = _Progress(progress, self.id)
         try:
             while True:
-                self.refresh()
+                _refresh_through_blips(self.refresh, poll)
                 if on_update is not None:
                     on_update(self.view)
                 metrics = self.view.get("metrics") or {}
@@ -369,12 +392,13 @@ class Run:
     def _follow(self, node: int, poll: float) -> Iterator[str]:
         state: Optional[TailState] = None
         seen_any = False
+        ended = False
         while True:
             try:
                 tail = self._tail(node, 1000)
             except RunLogsUnavailableError as err:
                 # Not started yet: wait. Ended (its job deleted): nothing more to read.
-                if err.phase in RUN_TERMINAL or seen_any:
+                if ended or err.phase in RUN_TERMINAL or seen_any:
                     return
                 time.sleep(poll)
                 continue
@@ -385,9 +409,12 @@ class Run:
             for line in step.fresh:
                 seen_any = True
                 yield line
-            if self.refresh().done:
+            if ended:
                 return
-            time.sleep(poll)
+            # Once it ended, one more read for the lines written just before the end.
+            ended = self.refresh().done
+            if not ended:
+                time.sleep(poll)
 
 
 class Sweep:
@@ -436,7 +463,7 @@ class Sweep:
         bar = _Progress(progress, self.id)
         try:
             while True:
-                self.refresh()
+                _refresh_through_blips(self.refresh, poll)
                 planned = self.view.get("plannedTrials") or 0
                 counts = self.view.get("counts") or {}
                 ended = sum(v for k, v in counts.items() if k in ("Succeeded", "Failed", "EarlyStopped", "Cancelled"))
