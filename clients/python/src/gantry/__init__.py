@@ -1,0 +1,76 @@
+"""Gantry's Python client.
+
+``gantry.Client`` calls the HTTP API (submit, wait, metrics, logs, sweeps);
+``gantry.training`` is for training code inside the job (the metric channel, checkpoints).
+"""
+
+from . import training
+from ._version import __version__
+from .client import Client, Run, Sweep, load_request
+from .errors import (
+    ApiError,
+    BadRequestError,
+    ConflictError,
+    ForbiddenError,
+    GantryError,
+    IdempotencyConflictError,
+    InternalError,
+    InvalidJson,
+    Issue,
+    MissingDependencyError,
+    NotFoundError,
+    PayloadTooLarge,
+    RunCancelledError,
+    RunEndedError,
+    RunFailedError,
+    RunFinishedError,
+    RunLogsUnavailableError,
+    ServiceUnavailable,
+    SweepCancelledError,
+    SweepEndedError,
+    SweepFailedError,
+    SweepFinishedError,
+    TeamLimitError,
+    Unauthenticated,
+    UnreachableError,
+    UnsupportedMediaType,
+    ValidationError,
+    WaitTimeout,
+)
+
+__all__ = [
+    "training",
+    "__version__",
+    "Client",
+    "Run",
+    "Sweep",
+    "load_request",
+    "ApiError",
+    "BadRequestError",
+    "ConflictError",
+    "ForbiddenError",
+    "GantryError",
+    "IdempotencyConflictError",
+    "InternalError",
+    "InvalidJson",
+    "Issue",
+    "MissingDependencyError",
+    "NotFoundError",
+    "PayloadTooLarge",
+    "RunCancelledError",
+    "RunEndedError",
+    "RunFailedError",
+    "RunFinishedError",
+    "RunLogsUnavailableError",
+    "ServiceUnavailable",
+    "SweepCancelledError",
+    "SweepEndedError",
+    "SweepFailedError",
+    "SweepFinishedError",
+    "TeamLimitError",
+    "Unauthenticated",
+    "UnreachableError",
+    "UnsupportedMediaType",
+    "ValidationError",
+    "WaitTimeout",
+]
