@@ -12,6 +12,8 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { SFNClient } from '@aws-sdk/client-sfn';
+import { makeSfnWorkflow } from '../lib/adapters/aws/sfn.ts';
 import { makeSqsRunQueue } from '../lib/adapters/aws/sqs-queue.ts';
 import type { TeamConfig } from '../lib/config.ts';
 import { ValidationError } from '../lib/errors.ts';
@@ -104,16 +106,17 @@ async function main() {
     await close();
   };
   if (stateDir) {
-    const { requeued, failed } = await recoverAfterRestart({
+    const { requeued, resumed } = await recoverAfterRestart({
       table: tableOfStack(stack),
       config: stack.config,
       queue: makeSqsRunQueue({ sqs: stack.sqs, queueUrl: stack.queueUrl }),
+      workflow: localWorkflow(stack),
       clock: { now: () => new Date() },
     });
-    if (requeued.length + failed.length > 0) {
+    if (requeued.length + resumed.length > 0) {
       console.log(
         `Restarted on ${stateDir}: ${requeued.length} accepted run(s) queued again, ` +
-          `${failed.length} run(s) in flight failed with reason LocalRestart.`,
+          `${resumed.length} run(s) in flight resumed as a new attempt (reason LocalRestart).`,
       );
     }
   }
@@ -422,3 +425,15 @@ main().catch((err) => {
   console.error(err);
   process.exit(1);
 });
+
+/** The local Step Functions endpoint as the workflow port (the restart starts executions through it). */
+function localWorkflow(stack: Stack) {
+  return makeSfnWorkflow({
+    sfn: new SFNClient({
+      endpoint: stack.endpoints.sfn,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    }),
+    stateMachineArn: stack.stateMachineArn,
+  });
+}

@@ -96,8 +96,14 @@ export function isInfrastructureFailure(reason: string | undefined): reason is I
 /**
  * Reasons a running run goes back to Pending: a Kueue preemption (the same job re-queued) or the
  * end of an attempt whose next attempt waits for admission (an infrastructure failure, or a code
- * failure the request asked to retry).
+ * failure the request asked to retry, or a restart of the embedded default, which resumes every
+ * run it finds in flight as a new attempt: local/restart.ts).
  */
 export function isRequeueReason(reason: string | undefined): boolean {
-  return reason === PREEMPTED || reason === 'TrainingFailed' || isInfrastructureFailure(reason);
+  return (
+    reason === PREEMPTED ||
+    reason === 'TrainingFailed' ||
+    reason === 'LocalRestart' ||
+    isInfrastructureFailure(reason)
+  );
 }
