@@ -177,6 +177,18 @@ describe('caller shapes on the API handlers and the local host', () => {
     else expect(JSON.parse(res.body)).toHaveProperty('runs');
   });
 
+  // The local host presents a configured role or permission set as a session of it, as AWS does.
+  it.each([
+    [`arn:aws:iam::${A}:role/vision-mlops`, 200],
+    [`arn:aws:iam::${A}:role/teams/nlp-mlops`, 200],
+    [`sso:${A}:DataScience`, 200],
+    [`sso:${A}:Other`, 403],
+    [`arn:aws:iam::${A}:role/other`, 403],
+  ])('the principal %s as written → %i on the local host', async (principal, status) => {
+    const res = await fetch(`${env.api.url}/v1/runs`, { headers: { [PRINCIPAL_HEADER]: principal } });
+    expect(res.status, await res.clone().text()).toBe(status);
+  });
+
   it.each(SHAPES)('$name → $status on the local host', async (shape) => {
     const identity = shape.iam
       ? { [PRINCIPAL_HEADER]: shape.iam.userArn }
