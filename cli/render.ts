@@ -167,7 +167,7 @@ export function sweepTable(sweep: SweepView): string {
   return `${head}\n\n${table(['', 'TRIAL', 'RUN', 'PHASE', sweep.objective.metric.toUpperCase(), 'PARAMETERS'], rows)}`;
 }
 
-/** An API error body as lines: its message, then each issue as `field: rule` (400), the rule (403), the local host's hint. */
+/** An API error body as lines: its message, then each issue as `field: rule` (400), the rule (403). */
 export function formatApiError(status: number, body: unknown): string {
   const b = (body ?? {}) as {
     error?: string;
@@ -175,15 +175,14 @@ export function formatApiError(status: number, body: unknown): string {
     issues?: Array<{ field?: string; rule?: string }>;
     rule?: string;
     phase?: string;
-    /** The local host's advice on a 403 (how to act as a team). */
-    hint?: string;
   };
-  const head = `error: HTTP ${status}${b.error ? ` ${b.error}` : ''}: ${b.message ?? 'no message'}`;
-  const lines = [head];
+  // A message of several lines (the local host adds how to act as a team to a 403): the rest indented.
+  const [first = 'no message', ...more] = (b.message ?? 'no message').split('\n');
+  const head = `error: HTTP ${status}${b.error ? ` ${b.error}` : ''}: ${first}`;
+  const lines = [head, ...more.map((l) => `  ${l}`)];
   for (const i of b.issues ?? []) lines.push(`  ${i.field || '(request)'}: ${i.rule ?? ''}`);
-  if (b.rule && b.rule !== b.message) lines.push(`  rule: ${b.rule}`);
+  if (b.rule && b.rule !== first && b.rule !== b.message) lines.push(`  rule: ${b.rule}`);
   if (b.phase) lines.push(`  phase: ${b.phase}`);
-  if (b.hint) lines.push(...b.hint.split('\n').map((l) => `  ${l}`));
   return lines.join('\n');
 }
 

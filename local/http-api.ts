@@ -208,12 +208,15 @@ function authorizerOf(identity: LocalIdentity): Record<string, unknown> | undefi
   return { jwt: { claims, scopes: null } };
 }
 
-/** A 403 body that found the caller in no team (or without identity), with how to act as a team. */
+/**
+ * A 403 body that found the caller in no team (or without identity), its message followed by how
+ * to act as a team on this host (in the message: the body keeps the documented error shape).
+ */
 function withHint(
   body: string | undefined,
   teams: () => readonly Pick<TeamConfig, 'name' | 'principals'>[],
 ): string | undefined {
-  let parsed: { message?: unknown; hint?: unknown };
+  let parsed: { message?: unknown };
   try {
     parsed = JSON.parse(body ?? '');
   } catch {
@@ -227,7 +230,7 @@ function withHint(
   } catch {
     return body;
   }
-  return JSON.stringify({ ...parsed, hint: actAsHint(configured) });
+  return JSON.stringify({ ...parsed, message: `${message}\n${actAsHint(configured)}` });
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
