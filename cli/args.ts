@@ -12,6 +12,8 @@ type Options = NonNullable<ParseArgsConfig['options']>;
 const TARGET: Options = {
   profile: { type: 'string', short: 'p' },
   endpoint: { type: 'string' },
+  /** The local host's identity (auth: local profiles), e.g. `local:vision`; GANTRY_PRINCIPAL too. */
+  principal: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 };
 
@@ -79,6 +81,8 @@ export interface ParsedCommand {
   args: Record<string, string>;
   profile?: string;
   endpoint?: string;
+  /** Who to act as on the local host (`x-gantry-principal`), e.g. `local:vision`. */
+  principal?: string;
   watch: boolean;
   follow: boolean;
   /** events: print each event's JSON envelope instead of a line. */
@@ -149,7 +153,8 @@ export function usage(command?: CommandName): string {
     '',
     ...entries.map(([, spec], i) => `  ${(heads[i] as string).padEnd(width)}  ${spec.summary}`),
     '',
-    '  Every command takes --profile NAME (or GANTRY_PROFILE) and --endpoint URL (or GANTRY_ENDPOINT).',
+    '  Every command takes --profile NAME (or GANTRY_PROFILE) and --endpoint URL (or GANTRY_ENDPOINT);',
+    '  on npm run dev, --principal P (or GANTRY_PRINCIPAL) acts as a team, e.g. --principal local:vision.',
     '  gantry <command> --help shows its options. Exit codes: see README.md, section CLI.',
   ].join('\n');
 }
@@ -201,6 +206,7 @@ export function parseCommandLine(argv: readonly string[]): Parsed {
   };
   set('profile', str('profile'));
   set('endpoint', str('endpoint'));
+  set('principal', str('principal'));
   set('idempotencyKey', str('idempotency-key'));
   set('node', wholeNumber(str('node'), '--node', 0, 1023));
   set('tail', wholeNumber(str('tail'), '--tail', 1, 100_000));

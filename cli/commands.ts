@@ -248,7 +248,7 @@ export async function validate(client: Client, io: Io, file: string): Promise<nu
     io.stdout.write('passed  sweep: the sweep fields match the SweepRequest schema\n');
     run = body.template as Record<string, unknown>;
   }
-  const res = await client.call('POST', '/v1/runs:validate', { body: run });
+  const res = await client.call('POST', '/v1/runs/validate', { body: run });
   const checks = (res.body.checks ?? []) as CheckView[];
   for (const c of checks) io.stdout.write(`${c.status.padEnd(7)} ${c.name}: ${c.message}\n`);
   io.stdout.write(

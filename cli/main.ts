@@ -27,6 +27,7 @@ export async function main(
     const target = resolveTarget({
       ...(parsed.profile !== undefined ? { profile: parsed.profile } : {}),
       ...(parsed.endpoint !== undefined ? { endpoint: parsed.endpoint } : {}),
+      ...(parsed.principal !== undefined ? { principal: parsed.principal } : {}),
       env,
       ...(file !== undefined ? { file } : {}),
     });

@@ -109,11 +109,15 @@ export function regionOfEndpoint(endpoint: string): string | undefined {
 
 /**
  * The target of this call: `--profile`, else `GANTRY_PROFILE`, else the file's `default`, else
- * the built-in `local`; `--endpoint` (or `GANTRY_ENDPOINT`) replaces the profile's endpoint.
+ * the built-in `local`; `--endpoint` (or `GANTRY_ENDPOINT`) replaces the profile's endpoint. On a
+ * local target the identity is `--principal`, else `GANTRY_PRINCIPAL`, else the profile's
+ * `principal`, else the demo team's user.
  */
 export function resolveTarget(input: {
   profile?: string;
   endpoint?: string;
+  /** `--principal`: the identity on the local host; wins over GANTRY_PRINCIPAL and the profile's. */
+  principal?: string;
   env: Record<string, string | undefined>;
   file?: ProfilesFile;
 }): Target {
@@ -133,6 +137,11 @@ export function resolveTarget(input: {
   if (!/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(endpoint)) {
     throw new UsageError(`endpoint must be an http(s) URL (got ${JSON.stringify(endpoint)})`);
   }
+  if (input.principal !== undefined && profile.auth !== 'local') {
+    throw new UsageError(
+      `--principal is for the local host (auth: local); profile ${name} authenticates with ${profile.auth}`,
+    );
+  }
   switch (profile.auth) {
     case 'local':
       return {
@@ -140,7 +149,7 @@ export function resolveTarget(input: {
         endpoint,
         auth: {
           type: 'local',
-          principal: env.GANTRY_PRINCIPAL || profile.principal || LOCAL_DEFAULT_PRINCIPAL,
+          principal: input.principal || env.GANTRY_PRINCIPAL || profile.principal || LOCAL_DEFAULT_PRINCIPAL,
         },
       };
     case 'iam': {

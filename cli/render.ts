@@ -176,10 +176,12 @@ export function formatApiError(status: number, body: unknown): string {
     rule?: string;
     phase?: string;
   };
-  const head = `error: HTTP ${status}${b.error ? ` ${b.error}` : ''}: ${b.message ?? 'no message'}`;
-  const lines = [head];
+  // A message of several lines (the local host adds how to act as a team to a 403): the rest indented.
+  const [first = 'no message', ...more] = (b.message ?? 'no message').split('\n');
+  const head = `error: HTTP ${status}${b.error ? ` ${b.error}` : ''}: ${first}`;
+  const lines = [head, ...more.map((l) => `  ${l}`)];
   for (const i of b.issues ?? []) lines.push(`  ${i.field || '(request)'}: ${i.rule ?? ''}`);
-  if (b.rule && b.rule !== b.message) lines.push(`  rule: ${b.rule}`);
+  if (b.rule && b.rule !== first && b.rule !== b.message) lines.push(`  rule: ${b.rule}`);
   if (b.phase) lines.push(`  phase: ${b.phase}`);
   return lines.join('\n');
 }

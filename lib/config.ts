@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dataTriggerRuleSchema } from './datatrigger/rules.ts';
 import { ValidationError } from './errors.ts';
+import { parsePrincipal } from './intake/principals.ts';
 import { lazily } from './lazily.ts';
 import { RFC1035_LABEL, RFC1123_SUBDOMAIN } from './run/limits.ts';
 import { parseWith } from './run/validate.ts';
@@ -113,9 +114,20 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
 
   const TeamConfigSchema = z.strictObject({
     name,
-    /** Who belongs to the team: IAM principal ARNs (a trailing * matches a prefix) or JWT `sub`/group values. */
+    /**
+     * Who belongs to the team (lib/intake/principals.ts): IAM users, roles (matching their sessions),
+     * `sso:<account>:<PermissionSetName>`, role sessions, federated users, `local:NAME` (the embedded
+     * default only) or JWT principal/group values; a trailing * matches a prefix.
+     */
     principals: z
-      .array(z.string().check(z.minLength(1)))
+      .array(
+        z.string().check(
+          z.superRefine((p, ctx) => {
+            const parsed = parsePrincipal(p);
+            if ('error' in parsed) ctx.addIssue({ code: 'custom', input: p, message: parsed.error });
+          }),
+        ),
+      )
       .check(z.minLength(1, 'a team needs at least one principal')),
     namespaces: z.array(name).check(z.minLength(1, 'a team needs at least one namespace')),
     queues: z._default(z.array(name), []),

@@ -10,7 +10,7 @@ import { parseYaml } from '../lib/yaml.ts';
 import * as z from '../lib/zod.ts';
 import type { EmbeddedOptions } from './embedded.ts';
 import { DEMO_QUEUE } from './embedded.ts';
-import { JWT_CLAIMS_HEADER, PRINCIPAL_HEADER } from './http-api.ts';
+import { JWT_CLAIMS_HEADER, localPrincipalOf, PRINCIPAL_HEADER } from './http-api.ts';
 import { DEMO_TEAM } from './stack.ts';
 
 /**
@@ -289,18 +289,18 @@ export function embeddedOptions(
 }
 
 /**
- * The header a member of the team calls the local API with: its IAM principal (the first `arn:`
- * pattern, a trailing `*` filled in), else JWT claims naming its first principal, with the
- * configured issuer and write scope — without an issuer JWT callers are refused (401), which the
- * note says.
+ * The header a member of the team calls the local API with: its `local:` principal, else its first
+ * IAM principal (a trailing `*` filled in; the host presents a role as a session of it), with the
+ * CLI's `--principal` for it; else JWT claims naming its first principal, with the configured
+ * issuer and write scope — without an issuer JWT callers are refused (401), which the note says.
  */
 export function identityHeaderOf(
   team: TeamConfig,
   jwt: Partial<z.output<typeof JwtConfigSchema>> = {},
-): { header: string; note?: string } {
+): { header: string; principal?: string; note?: string } {
   const fill = (p: string) => (p.endsWith('*') ? `${p.slice(0, -1)}me` : p);
-  const arn = team.principals.find((p) => p.startsWith('arn:'));
-  if (arn) return { header: `${PRINCIPAL_HEADER}: ${fill(arn)}` };
+  const principal = localPrincipalOf(team);
+  if (principal) return { header: `${PRINCIPAL_HEADER}: ${principal}`, principal };
   const claims = {
     ...(jwt.issuer ? { iss: jwt.issuer } : {}),
     [jwt.principalClaim ?? 'sub']: fill(team.principals[0] as string),

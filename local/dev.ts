@@ -13,6 +13,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { SFNClient } from '@aws-sdk/client-sfn';
+import { LOCAL_DEFAULT_PRINCIPAL } from '../cli/profiles.ts';
 import { makeSfnWorkflow } from '../lib/adapters/aws/sfn.ts';
 import { makeSqsRunQueue } from '../lib/adapters/aws/sqs-queue.ts';
 import type { TeamConfig } from '../lib/config.ts';
@@ -179,10 +180,14 @@ async function startOnCluster(
   };
 }
 
-/** How a team's member calls the local API (the header, and why it would be refused if it would). */
+/**
+ * How to act as a team on this host: the CLI's `--principal` (or GANTRY_PRINCIPAL) and the header,
+ * or the JWT claims header (and why it would be refused if it would).
+ */
 function identityHeader(team: TeamConfig): string {
-  const { header, note } = identityHeaderOf(team, plan.jwt);
-  return note ? `${header}   (${note})` : header;
+  const { header, principal, note } = identityHeaderOf(team, plan.jwt);
+  const how = principal ? `gantry --principal ${principal} …   curl -H '${header}'` : `curl -H '${header}'`;
+  return note ? `${how}   (${note})` : how;
 }
 
 function printHowTo(url: string, stack: Stack, servingFile: string | undefined, simUrl: string | undefined) {
@@ -205,9 +210,11 @@ function printHowTo(url: string, stack: Stack, servingFile: string | undefined, 
   const who = identityHeaderOf(team, plan.jwt).header;
   const teams = plan.teams.map(
     (t) =>
-      `${t.name.padEnd(12)} ${identityHeader(t)}   namespaces ${t.namespaces.join(', ')}` +
+      `${t.name.padEnd(12)} namespaces ${t.namespaces.join(', ')}` +
       `${t.queues.length ? `   queues ${t.queues.join(', ')}` : ''}   ≤ ${t.maxRunsInFlight} runs / ${t.maxGpusInFlight} GPUs in flight`,
   );
+  const actAs = plan.teams.map((t) => `${t.name.padEnd(12)} ${identityHeader(t)}`);
+  const defaultIsMember = plan.teams.some((t) => t.principals.includes(LOCAL_DEFAULT_PRINCIPAL));
   const minutes = (trainSeconds / 60).toFixed(0);
   const cluster = plan.primaryKubeconfig
     ? `${plan.primary.name}: the cluster of ${flags.kubeconfig ?? plan.primary.kubeconfig} (a real cluster; no simulator)`
@@ -233,13 +240,16 @@ function printHowTo(url: string, stack: Stack, servingFile: string | undefined, 
   console.log(`
 Gantry is running on this machine (Ctrl-C stops it).
 
-  HTTP API            ${url}   (local identity header: ${identityHeader(team)})
+  HTTP API            ${url}
   Dashboard           ${url}/   (runs, sweeps, loss curves; README "Dashboard")
   State               ${stateDir ? `${stateDir} (runs, sweeps, models and queued messages survive a restart; --ephemeral keeps nothing)` : 'in memory (--ephemeral): nothing survives a stop'}
   Step Functions API  ${stack.endpoints.sfn}
   S3 / SQS (fauxqs)   ${stack.endpoints.s3} / ${stack.endpoints.sqs}   bucket ${stack.bucket}
   Serving hand-off    ${serving}
   Teams               ${teams.join('\n                      ')}
+  Act as a team       ${actAs.join('\n                      ')}
+                      (or GANTRY_PRINCIPAL=<principal> for every gantry call; without one the CLI calls as
+                      ${LOCAL_DEFAULT_PRINCIPAL}${defaultIsMember ? '' : ', which is in no team here: 403'})
   Cluster             ${cluster}${plan.others.map((c) => `\n                      ${c.name}: the cluster of ${c.kubeconfig}`).join('')}
   Data triggers       ${rules.length ? rules.join('\n                      ') : 'none (--config FILE adds some: examples/dev-config.yaml)'}
 

@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { config } from '../functions/_config.ts';
+import type { TeamConfig } from '../lib/config.ts';
+import { parsePrincipal } from '../lib/intake/principals.ts';
 import { ROUTES, routeKey } from '../lib/intake/routes.ts';
 import { DASHBOARD_ROUTES } from '../lib/web/assets.ts';
 import { type LambdaHandler, localContext } from './lambda.ts';
@@ -9,7 +12,8 @@ import { type LambdaHandler, localContext } from './lambda.ts';
 /**
  * A local stand-in for API Gateway's HTTP API: node:http requests become HTTP API (payload v2)
  * events and go to the same handler exports Lambda runs. LOCAL ONLY: the caller's identity is
- * whatever the `x-gantry-principal` header (an IAM principal ARN) or the `x-gantry-jwt-claims`
+ * whatever the `x-gantry-principal` header (a team principal as the configuration names it:
+ * `local:NAME`, an IAM ARN, `sso:A:SET` — see `localUserArn`) or the `x-gantry-jwt-claims`
  * header (a JSON object of JWT claims, as a JWT authorizer would pass them on) says, or what
  * `identity` returns — there is no authentication; on AWS the IAM or JWT authorizer fills
  * `requestContext.authorizer`. The handlers check JWT claims (issuer, scopes) themselves, so
@@ -21,6 +25,56 @@ export type LocalIdentity = string | { claims: Record<string, string | string[]>
 
 export const PRINCIPAL_HEADER = 'x-gantry-principal';
 export const JWT_CLAIMS_HEADER = 'x-gantry-jwt-claims';
+
+/** The session name the local host gives a role or Identity Center caller. */
+export const LOCAL_SESSION = 'local-session';
+
+/**
+ * The `userArn` API Gateway would present for a caller who uses this principal: a role ARN
+ * (`arn:aws:iam::A:role/[path/]NAME`) becomes a session of the role,
+ * `arn:aws:sts::A:assumed-role/NAME/local-session` (the path dropped, as STS does); `sso:A:SET`
+ * becomes a session of the permission set's reserved role; anything else (`local:NAME`, a user, a
+ * session, a federated user) is presented as written. So the local host exercises the same
+ * matching as AWS.
+ */
+export function localUserArn(principal: string): string {
+  const p = parsePrincipal(principal);
+  if (!('kind' in p)) return principal;
+  if (p.kind === 'role') {
+    return `arn:${p.partition}:sts::${p.account}:assumed-role/${p.name}/${LOCAL_SESSION}`;
+  }
+  if (p.kind === 'sso') {
+    return `arn:aws:sts::${p.account}:assumed-role/AWSReservedSSO_${p.permissionSet}_0000000000000000/${LOCAL_SESSION}`;
+  }
+  return principal;
+}
+
+/**
+ * What a member of the team sends as `x-gantry-principal`: its first `local:` principal, else its
+ * first IAM one (a trailing `*` filled in), else undefined (a team of JWT values only).
+ */
+export function localPrincipalOf(team: Pick<TeamConfig, 'principals'>): string | undefined {
+  const fill = (p: string) => (p.endsWith('*') ? `${p.slice(0, -1)}me` : p);
+  const kinds = team.principals.map((text) => ({ text, parsed: parsePrincipal(text) }));
+  const local = kinds.find((k) => 'kind' in k.parsed && k.parsed.kind === 'local');
+  if (local) return local.text;
+  const iam = kinds.find((k) => 'kind' in k.parsed && k.parsed.kind !== 'claim' && k.parsed.kind !== 'local');
+  return iam ? fill(iam.text) : undefined;
+}
+
+/**
+ * How to act as each team on this host, for a 403 that found the caller in no team: the header,
+ * and the CLI's flag and variable.
+ */
+export function actAsHint(teams: readonly Pick<TeamConfig, 'name' | 'principals'>[]): string {
+  const lines = teams.slice(0, 20).map((t) => {
+    const p = localPrincipalOf(t);
+    return p
+      ? `team ${t.name}: header '${PRINCIPAL_HEADER}: ${p}', CLI --principal ${p} (or GANTRY_PRINCIPAL=${p})`
+      : `team ${t.name}: JWT claims only (header ${JWT_CLAIMS_HEADER}); it has no IAM or local: principal`;
+  });
+  return ['act as a team on this local host:', ...lines].join('\n');
+}
 
 /** The default local identity: JWT claims from `x-gantry-jwt-claims`, else the principal header. */
 export function headerIdentity(req: IncomingMessage): LocalIdentity {
@@ -45,6 +99,11 @@ export function headerIdentity(req: IncomingMessage): LocalIdentity {
 }
 
 export interface HttpApiOptions {
+  /**
+   * The configured teams, read when a 403 finds the caller in no team: the answer then says how to
+   * act as each (default: the handlers' own configuration, GANTRY_CONFIG; none → no hint).
+   */
+  teams?: () => readonly Pick<TeamConfig, 'name' | 'principals'>[];
   /** Route key (`POST /v1/runs/{id}/cancel`) → handler. */
   routes: Record<string, LambdaHandler>;
   port?: number;
@@ -129,14 +188,15 @@ function headersOf(req: IncomingMessage): Record<string, string> {
 function authorizerOf(identity: LocalIdentity): Record<string, unknown> | undefined {
   if (identity === undefined) return undefined;
   if (typeof identity === 'string') {
+    const userArn = localUserArn(identity);
     return {
       iam: {
         accessKey: 'LOCAL',
-        accountId: identity.split(':')[4] ?? '000000000000',
+        accountId: (userArn.startsWith('arn:') ? userArn.split(':')[4] : undefined) || '000000000000',
         callerId: 'LOCAL',
         cognitoIdentity: null,
         principalOrgId: null,
-        userArn: identity,
+        userArn,
         userId: 'LOCAL',
       },
     };
@@ -148,6 +208,31 @@ function authorizerOf(identity: LocalIdentity): Record<string, unknown> | undefi
   return { jwt: { claims, scopes: null } };
 }
 
+/**
+ * A 403 body that found the caller in no team (or without identity), its message followed by how
+ * to act as a team on this host (in the message: the body keeps the documented error shape).
+ */
+function withHint(
+  body: string | undefined,
+  teams: () => readonly Pick<TeamConfig, 'name' | 'principals'>[],
+): string | undefined {
+  let parsed: { message?: unknown };
+  try {
+    parsed = JSON.parse(body ?? '');
+  } catch {
+    return body;
+  }
+  const message = typeof parsed.message === 'string' ? parsed.message : '';
+  if (!/belongs to no team|carries no caller identity/.test(message)) return body;
+  let configured: readonly Pick<TeamConfig, 'name' | 'principals'>[];
+  try {
+    configured = teams();
+  } catch {
+    return body;
+  }
+  return JSON.stringify({ ...parsed, message: `${message}\n${actAsHint(configured)}` });
+}
+
 function send(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify(body));
@@ -156,6 +241,7 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 export async function startHttpApi(opts: HttpApiOptions) {
   const routes = Object.entries(opts.routes).map(([key, handler]) => compile(key, handler));
   const identity = opts.identity ?? headerIdentity;
+  const teams = opts.teams ?? (() => config().teams);
   const maxBody = opts.maxBodyBytes ?? 10 * 1024 * 1024;
 
   async function handle(req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
@@ -233,8 +319,9 @@ export async function startHttpApi(opts: HttpApiOptions) {
     const outHeaders = Object.fromEntries(
       Object.entries(result.headers ?? {}).map(([k, v]) => [k, String(v)]),
     );
+    const out = result.statusCode === 403 ? withHint(result.body, teams) : result.body;
     res.writeHead(result.statusCode ?? 200, outHeaders);
-    res.end(result.isBase64Encoded ? Buffer.from(result.body ?? '', 'base64') : (result.body ?? ''));
+    res.end(result.isBase64Encoded ? Buffer.from(out ?? '', 'base64') : (out ?? ''));
   }
 
   const server = createServer((req, res) => {

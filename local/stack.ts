@@ -135,7 +135,7 @@ export interface Stack {
 
 export const DEMO_TEAM = {
   name: 'demo',
-  principals: ['arn:aws:iam::000000000000:user/demo', 'local-demo'],
+  principals: ['arn:aws:iam::000000000000:user/demo', 'local-demo', 'local:demo'],
   namespaces: ['demo'],
   queues: ['demo-queue'],
   runtimes: [],

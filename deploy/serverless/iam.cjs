@@ -107,10 +107,48 @@ const existenceChecks = {
   Resource: [BUCKET_ARN],
 };
 
+/**
+ * The teams' `outputPrefixes` (s3://bucket/prefix/): a run may write its output there, and the
+ * functions that publish a run's model (publishArtifacts; the reconciler for a sweep's best trial)
+ * list the output, read it and copy it into the models bucket (lib/artifacts/publish.ts). Derived
+ * from the configuration at package time, so each prefix a team may name is one these roles can
+ * read — and nothing else outside Gantry's bucket. ListBucket is limited to the prefixes with
+ * s3:prefix; GetObject to the keys under them. A bucket in another account must also allow these
+ * roles in its bucket policy (docs/aws-callers-and-deploy.md).
+ */
+function outputPrefixStatements() {
+  const byBucket = new Map();
+  for (const uri of ctx.outputPrefixes) {
+    const m = /^s3:\/\/([^/]+)\/(.*)$/.exec(uri);
+    if (!m) throw new Error(`outputPrefixes: ${uri} is not an s3://bucket/prefix/ URI`);
+    const [, bucket, prefix] = m;
+    byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), prefix]);
+  }
+  if (byBucket.size === 0) return [];
+  const bucketArn = (b) => join('arn:', P, `:s3:::${b}`);
+  return [
+    ...[...byBucket.entries()].map(([bucket, prefixes], i) => ({
+      Sid: `TeamOutputList${i}`,
+      Effect: 'Allow',
+      Action: ['s3:ListBucket'],
+      Resource: [bucketArn(bucket)],
+      Condition: { StringLike: { 's3:prefix': prefixes.map((p) => `${p}*`) } },
+    })),
+    {
+      Sid: 'TeamOutputRead',
+      Effect: 'Allow',
+      Action: ['s3:GetObject'],
+      Resource: [...byBucket.entries()].flatMap(([bucket, prefixes]) =>
+        prefixes.map((p) => join(bucketArn(bucket), `/${p}*`)),
+      ),
+    },
+  ];
+}
+
 const stateMachineArn = (name) => join('arn:', P, ':states:', R, ':', A, `:stateMachine:${name}`);
 const executionsArn = (name) => join('arn:', P, ':states:', R, ':', A, `:execution:${name}:*`);
 
-const ctx = {}; // filled by build(): stateMachineName, clusterArns, eventBusName, webhookParameters
+const ctx = {}; // filled by build(): stateMachineName, clusterArns, eventBusName, webhookParameters, outputPrefixes
 
 const statements = {
   startExecution: () => ({
@@ -356,6 +394,7 @@ const FUNCTIONS = {
       readWriteRuns,
       objects(['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'], 'models/*'),
       existenceChecks,
+      ...outputPrefixStatements(),
     ],
   },
   // Reads the published manifest (models/<model>/<version>/manifest.json) to send it.
@@ -387,6 +426,7 @@ const FUNCTIONS = {
       statements.stopExecution(),
       objects(['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'], 'models/*'),
       statements.notifyServing(),
+      ...outputPrefixStatements(),
     ],
   },
 };
@@ -581,6 +621,7 @@ async function build({ resolveVariable, resolveConfigurationProperty }) {
     .filter((c) => c.eks && !(c.eks.endpoint && c.eks.caData))
     .map((c) => clusterArn(c.eks));
   ctx.eventBusName = String((await resolveVariable('param:eventBusName')) ?? '');
+  ctx.outputPrefixes = [...new Set(config.teams.flatMap((t) => t.outputPrefixes ?? []))].sort();
   ctx.webhookParameters = [
     ...new Set(config.teams.flatMap((t) => (t.webhooks ?? []).map((w) => w.secretParameter).filter(Boolean))),
   ];

@@ -6,7 +6,7 @@ import { lazy, settings } from './_intake.ts';
 const validateRun = lazy(() => makeValidateRun({ ...settings(), owners: modelOwners(), gateway }));
 
 /**
- * POST /v1/runs:validate — a dry run: 400 / 403 as submit would answer, else 200
+ * POST /v1/runs/validate — a dry run: 400 / 403 as submit would answer, else 200
  * `{ valid, checks }` with the cluster checks (runtime exists, quota can ever fit).
  */
 export const handler = route(

@@ -1,7 +1,7 @@
 import type { GantryConfig, JwtConfig } from '../config.ts';
 import { ForbiddenError } from '../errors.ts';
+import type { Caller } from './caller.ts';
 import { UnauthenticatedError } from './errors.ts';
-import type { Caller } from './tenancy.ts';
 
 /**
  * JWT callers, checked in the handler whatever API Gateway already checked, so the embedded

@@ -61,7 +61,8 @@ export const ROUTES = [
   },
   {
     method: 'POST',
-    path: '/v1/runs:validate',
+    // Not `/v1/runs:validate`: no AWS document lists `:` as allowed in an HTTP API route path.
+    path: '/v1/runs/validate',
     handler: 'validate-run',
     operationId: 'validateRun',
     summary: 'Dry run: validate a request against the schema, the tenancy rules and the cluster',

@@ -2,23 +2,19 @@ import { type GantryConfig, JWT_DEFAULTS, type JwtConfig, type TeamConfig } from
 import { ForbiddenError } from '../errors.ts';
 import { parseQuantity } from '../run/limits.ts';
 import type { RunRequest } from '../run/schema.ts';
+import type { Caller } from './caller.ts';
 import { type Access, identityOf, type JwtSettings, jwtCaller, jwtClaimsOf } from './jwt.ts';
+import { callerMatchesPrincipal } from './principals.ts';
+
+export type { Caller } from './caller.ts';
+export { principalMatches } from './principals.ts';
 
 /**
  * Who is calling and what their team may do. The caller comes from the API Gateway authorizer
- * (never from the request body); a team's `principals` name IAM principal ARNs (`arn:…`) or JWT
- * principal / group claim values, each exactly or as a prefix with a trailing `*`.
+ * (never from the request body); a team's `principals` name IAM users, roles (matching their
+ * sessions), Identity Center permission sets, federated users, `local:` names of the embedded
+ * default, or JWT principal / group claim values (lib/intake/principals.ts).
  */
-
-/** The authenticated caller, as the API Gateway authorizer describes it. */
-export interface Caller {
-  /** IAM authorizer: the caller's principal ARN (`requestContext.authorizer.iam.userArn`). */
-  iamArn?: string;
-  /** JWT authorizer: the value of the configured principal claim (`auth.jwt.principalClaim`, default `sub`). */
-  sub?: string;
-  /** JWT authorizer: the values of the configured group claims (default `groups`, `cognito:groups`). */
-  groups: string[];
-}
 
 /**
  * The caller from an HTTP API v2 `requestContext.authorizer` (IAM or JWT); anything else is
@@ -48,22 +44,9 @@ export function authenticate(authorizer: unknown, jwt: JwtSettings, access: Acce
   return callerFromAuthorizer(authorizer, jwt);
 }
 
-/** A principal pattern matches a value exactly, or as a prefix when it ends with `*`. */
-export function principalMatches(pattern: string, value: string): boolean {
-  if (pattern.endsWith('*')) return value.startsWith(pattern.slice(0, -1));
-  return pattern === value;
-}
-
-/**
- * Does the caller match one of these patterns? IAM ARNs are matched only against `arn:` patterns
- * and JWT values only against the others, so a token whose `sub` looks like an ARN cannot pass
- * for an IAM principal.
- */
-function callerMatches(caller: Caller, patterns: readonly string[]): boolean {
-  return patterns.some((p) => {
-    if (p.startsWith('arn:')) return caller.iamArn !== undefined && principalMatches(p, caller.iamArn);
-    return [caller.sub, ...caller.groups].some((v) => v !== undefined && principalMatches(p, v));
-  });
+/** Does the caller match one of these configured principals? */
+function callerMatches(caller: Caller, principals: readonly string[]): boolean {
+  return principals.some((p) => callerMatchesPrincipal(caller, p));
 }
 
 /** How the caller is named in messages. */
@@ -85,7 +68,11 @@ export function requireTeams(caller: Caller, config: GantryConfig): TeamConfig[]
     throw new ForbiddenError('the request carries no caller identity (IAM or JWT authorizer)');
   }
   const teams = teamsOf(caller, config);
-  if (teams.length === 0) throw new ForbiddenError(`${describeCaller(caller)} belongs to no team`);
+  if (teams.length === 0) {
+    throw new ForbiddenError(
+      `${describeCaller(caller)} belongs to no team: no team's principals match it (a role's sessions match the role's ARN; Identity Center users match sso:<account>:<PermissionSetName>)`,
+    );
+  }
   return teams;
 }
 

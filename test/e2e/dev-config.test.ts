@@ -185,9 +185,14 @@ describe('the npm run dev process with --config', () => {
         60_000,
       );
       const how = dev.out.stdout;
-      expect(how).toMatch(/Teams\s+vision\s+x-gantry-principal: arn:aws:iam::000000000000:user\/vision/);
+      expect(how).toMatch(/Teams\s+vision\s+namespaces vision/);
+      expect(how).toMatch(/\n\s+nlp\s+namespaces nlp\s+queues nlp-queue/);
       expect(how).toMatch(
-        /\n\s+nlp\s+x-gantry-principal: arn:aws:iam::000000000000:user\/nlp\s+namespaces nlp\s+queues nlp-queue/,
+        /Act as a team\s+vision\s+gantry --principal local:vision …\s+curl -H 'x-gantry-principal: local:vision'/,
+      );
+      expect(how).toMatch(/\n\s+nlp\s+gantry --principal local:nlp …/);
+      expect(how).toMatch(
+        /without one the CLI calls as\s+arn:aws:iam::000000000000:user\/demo, which is in no team here: 403/,
       );
       expect(how).toMatch(/Data triggers\s+vision-daily: s3:\/\/gantry-local\/data\/vision\/daily\//);
       expect(how).toMatch(/Serving hand-off\s+http:\/\/\S+\/gantry-serving/);

@@ -199,19 +199,19 @@ describe('every response validates against the served OpenAPI document', () => {
   });
 
   it('validateRun: 200 (valid and not), 400, 403, 413, 415', async () => {
-    const valid = await call('POST /v1/runs:validate', '/v1/runs:validate', 200, { body: run() });
+    const valid = await call('POST /v1/runs/validate', '/v1/runs/validate', 200, { body: run() });
     expect(valid.body.valid).toBe(true);
     // A runtime the cluster does not have fails a check: valid false, still a 200.
-    const refused = await call('POST /v1/runs:validate', '/v1/runs:validate', 200, {
+    const refused = await call('POST /v1/runs/validate', '/v1/runs/validate', 200, {
       body: run({ runtime: { name: 'no-such-runtime' } }),
     });
     expect(refused.body.valid).toBe(false);
-    await call('POST /v1/runs:validate', '/v1/runs:validate', 400, { body: run({ team: 'Not A Team' }) });
-    await call('POST /v1/runs:validate', '/v1/runs:validate', 403, { body: run(), principal: STRANGER });
-    await call('POST /v1/runs:validate', '/v1/runs:validate', 413, {
+    await call('POST /v1/runs/validate', '/v1/runs/validate', 400, { body: run({ team: 'Not A Team' }) });
+    await call('POST /v1/runs/validate', '/v1/runs/validate', 403, { body: run(), principal: STRANGER });
+    await call('POST /v1/runs/validate', '/v1/runs/validate', 413, {
       body: run({ env: { PAD: 'y'.repeat(300 * 1024) } }),
     });
-    await call('POST /v1/runs:validate', '/v1/runs:validate', 415, {
+    await call('POST /v1/runs/validate', '/v1/runs/validate', 415, {
       raw: JSON.stringify(run()),
       headers: { 'content-type': 'text/plain' },
     });

@@ -267,7 +267,7 @@ describe('HTTP API on the local stand-ins', () => {
     const before = await recordKeys();
     // Act
     const res = await call({ body: valid({ modelName: 'bert' }) });
-    const dry = await call({ path: '/v1/runs:validate', body: valid({ modelName: 'bert' }) });
+    const dry = await call({ path: '/v1/runs/validate', body: valid({ modelName: 'bert' }) });
     // Assess
     expect(res.status, JSON.stringify(res.body)).toBe(403);
     expect(res.body.rule).toBe('model bert belongs to team nlp; choose another modelName');
@@ -369,7 +369,7 @@ describe('HTTP API on the local stand-ins', () => {
     });
 
     it('dry-runs a request, saying which cluster checks it could not make', async () => {
-      const res = await call({ path: '/v1/runs:validate', body: valid() });
+      const res = await call({ path: '/v1/runs/validate', body: valid() });
       expect(res.status).toBe(200);
       expect(res.body.valid).toBe(true);
       const checks = res.body.checks as Array<{ name: string; status: string; message: string }>;
@@ -721,19 +721,19 @@ describe('HTTP API on the local stand-ins', () => {
     ],
     [
       'a dry run as text',
-      { path: '/v1/runs:validate', body: valid(), contentType: 'text/plain' },
+      { path: '/v1/runs/validate', body: valid(), contentType: 'text/plain' },
       415,
       { error: 'UnsupportedMediaType' },
     ],
     [
       'a dry run with an unknown field',
-      { path: '/v1/runs:validate', body: valid({ gpu: 1 }) },
+      { path: '/v1/runs/validate', body: valid({ gpu: 1 }) },
       400,
       { field: 'gpu' },
     ],
     [
       'a dry run in kube-system',
-      { path: '/v1/runs:validate', body: valid({ namespace: 'kube-system' }) },
+      { path: '/v1/runs/validate', body: valid({ namespace: 'kube-system' }) },
       403,
       { rule: /kube-system/ },
     ],
@@ -881,7 +881,7 @@ describe('HTTP API on the local stand-ins', () => {
         const res = await call({
           raw,
           ...(safeKey !== undefined ? { key: safeKey } : {}),
-          path: validate ? '/v1/runs:validate' : '/v1/runs',
+          path: validate ? '/v1/runs/validate' : '/v1/runs',
         });
         expect(res.status, `${raw} → ${JSON.stringify(res.body)}`).toBeLessThan(500);
         if (res.status === 202) {

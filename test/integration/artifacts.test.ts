@@ -417,8 +417,10 @@ describe('publishing models on the local S3', () => {
       name: r.runId,
       status: 'succeeded',
       admissionDeadlineAt: new Date().toISOString(),
-      admissionTimeoutSeconds: 1,
-      runTimeoutSeconds: 1,
+      admissionTimeoutSeconds: 2,
+      admissionHeartbeatSeconds: 1,
+      runTimeoutSeconds: 2,
+      runHeartbeatSeconds: 1,
       metrics: { loss: 0.2 },
     };
     // Act

@@ -5,7 +5,7 @@ import { apiClient, type Body } from '../helpers/api-client.ts';
 
 /**
  * Runtime-aware requests on the embedded default (Trainer v2.2 simulator, whose webhook refuses
- * initializer config a runtime has no initializer job for): `POST /v1/runs:validate` says where
+ * initializer config a runtime has no initializer job for): `POST /v1/runs/validate` says where
  * datasetUri / modelUri will go, `POST /v1/runs` builds the job that way, and the run succeeds.
  */
 
@@ -117,7 +117,7 @@ describe('datasetUri / modelUri follow the runtime: validate, submit and the clu
 
   it('torch-distributed (no initializer jobs): validate says env, the TrainJob carries DATASET_URI / MODEL_URI and succeeds', async () => {
     // Act
-    const validated = await call('POST', '/v1/runs:validate', request({ name: 'torch-distributed' }));
+    const validated = await call('POST', '/v1/runs/validate', request({ name: 'torch-distributed' }));
     const submitted = await call('POST', '/v1/runs', request({ name: 'torch-distributed' }), {
       'Idempotency-Key': 'no-initializers',
     });
@@ -143,7 +143,7 @@ describe('datasetUri / modelUri follow the runtime: validate, submit and the clu
 
   it('a runtime with both initializer jobs: validate says initializers, the TrainJob carries spec.initializer and succeeds', async () => {
     // Act
-    const validated = await call('POST', '/v1/runs:validate', request({ name: 'with-initializers' }));
+    const validated = await call('POST', '/v1/runs/validate', request({ name: 'with-initializers' }));
     const submitted = await call('POST', '/v1/runs', request({ name: 'with-initializers' }), {
       'Idempotency-Key': 'with-initializers',
     });

@@ -9,7 +9,7 @@ import { type GangGate, runtimeGangGate } from '../../trainjob/gang.ts';
 import { type InitializerJobs, initializerJobs } from '../../trainjob/initializers.ts';
 import { KUEUE_DEFAULT_MANAGED_KINDS, requireQueueable } from '../../trainjob/kueue-kinds.ts';
 import { ANNOTATION } from '../../trainjob/labels.ts';
-import { type JobRef, secondsUntil } from '../job-ref.ts';
+import { type JobRef, secondsUntil, withHeartbeats } from '../job-ref.ts';
 import type { CreateJobDeps, RunInput } from '../step-deps.ts';
 
 /**
@@ -115,7 +115,7 @@ export function makeCreateJob(deps: CreateJobDeps) {
     // Once per run: a retried CreateJob finds the record Pending already and emits nothing, and a
     // later attempt is the same run.
     if (started && attempt === 1 && pending.phase === 'Pending') await deps.runs?.started(pending);
-    return {
+    return withHeartbeats({
       cluster: run.cluster,
       api,
       namespace: run.namespace,
@@ -126,7 +126,7 @@ export function makeCreateJob(deps: CreateJobDeps) {
       admissionTimeoutSeconds: secondsUntil(admissionDeadlineAt, now),
       ...(plan.length > 1 ? { admissionSearchDeadlineAt: searchDeadline.toISOString() } : {}),
       runTimeoutSeconds: run.request.runDeadlineSeconds,
-    };
+    });
   }
 
   return createJob;

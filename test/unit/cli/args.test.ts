@@ -47,6 +47,7 @@ describe('parseCommandLine', () => {
       { endpoint: 'http://127.0.0.1:9' },
     ],
     [['validate', 'run.yaml', '-p', 'dev'], { command: 'validate', profile: 'dev' }],
+    [['ls', '--principal', 'local:vision'], { command: 'ls', principal: 'local:vision' }],
     // Options may come before the positional argument.
     [['watch', '--interval', '2', RUN], { args: { ID: RUN }, intervalSeconds: 2 }],
   ])('%j', (argv, expected) => {

@@ -70,7 +70,7 @@ describe('the CLI client', () => {
       auth: { type: 'iam', region: 'eu-west-1' },
     };
     const client = makeClient(target, { fetch, credentials: async () => CREDENTIALS });
-    await client.call('POST', '/v1/runs:validate?x=a%20b', { body: { modelName: 'm' } });
+    await client.call('POST', '/v1/runs/validate?x=a%20b', { body: { modelName: 'm' } });
     const req = sent[0] as Sent;
     expect(req.headers.authorization).toMatch(
       /^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/eu-west-1\/execute-api\/aws4_request, SignedHeaders=[^,]*host[^,]*, Signature=[0-9a-f]{64}$/,
@@ -102,7 +102,7 @@ describe('the CLI client', () => {
       { signingDate },
     );
     expect(again.headers.authorization).toBe(authorization);
-    expect(url.pathname).toBe('/v1/runs:validate');
+    expect(url.pathname).toBe('/v1/runs/validate');
   });
 
   it('turns error statuses into ApiError with the body, and a refused connection into UnreachableError', async () => {

@@ -17,7 +17,7 @@ profiles:
   dev:
     endpoint: http://127.0.0.1:9000/
     auth: local
-    principal: local-demo
+    principal: local:demo
   prod:
     endpoint: https://abc123.execute-api.eu-west-1.amazonaws.com
     auth: iam
@@ -39,11 +39,30 @@ describe('profiles', () => {
       endpoint: 'http://127.0.0.1:8080',
       auth: { type: 'local', principal: LOCAL_DEFAULT_PRINCIPAL },
     });
-    expect(resolveTarget({ env: { GANTRY_PORT: '9999', GANTRY_PRINCIPAL: 'local-demo' } })).toEqual({
+    expect(resolveTarget({ env: { GANTRY_PORT: '9999', GANTRY_PRINCIPAL: 'local:demo' } })).toEqual({
       profile: 'local',
       endpoint: 'http://127.0.0.1:9999',
-      auth: { type: 'local', principal: 'local-demo' },
+      auth: { type: 'local', principal: 'local:demo' },
     });
+  });
+
+  it('--principal wins over GANTRY_PRINCIPAL and the profile, and only on a local target', () => {
+    expect(
+      resolveTarget({
+        principal: 'local:vision',
+        env: { GANTRY_PRINCIPAL: 'local:nlp', GANTRY_PROFILE: 'dev' },
+        file: FILE,
+      }).auth,
+    ).toEqual({ type: 'local', principal: 'local:vision' });
+    expect(
+      resolveTarget({ env: { GANTRY_PRINCIPAL: 'local:nlp', GANTRY_PROFILE: 'dev' }, file: FILE }).auth,
+    ).toEqual({
+      type: 'local',
+      principal: 'local:nlp',
+    });
+    expect(() => resolveTarget({ principal: 'local:vision', env: {}, file: FILE })).toThrow(
+      /--principal is for the local host \(auth: local\); profile prod authenticates with iam/,
+    );
   });
 
   it.each<[string, Parameters<typeof resolveTarget>[0], unknown]>([
@@ -60,12 +79,12 @@ describe('profiles', () => {
     [
       'GANTRY_PROFILE over the default',
       { env: { GANTRY_PROFILE: 'dev' }, file: FILE },
-      { profile: 'dev', endpoint: 'http://127.0.0.1:9000', auth: { type: 'local', principal: 'local-demo' } },
+      { profile: 'dev', endpoint: 'http://127.0.0.1:9000', auth: { type: 'local', principal: 'local:demo' } },
     ],
     [
       '--profile over GANTRY_PROFILE, --endpoint over the profile',
       { profile: 'dev', endpoint: 'http://127.0.0.1:7000', env: { GANTRY_PROFILE: 'prod' }, file: FILE },
-      { profile: 'dev', endpoint: 'http://127.0.0.1:7000', auth: { type: 'local', principal: 'local-demo' } },
+      { profile: 'dev', endpoint: 'http://127.0.0.1:7000', auth: { type: 'local', principal: 'local:demo' } },
     ],
     [
       'GANTRY_ENDPOINT over the profile',

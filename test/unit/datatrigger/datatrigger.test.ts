@@ -34,7 +34,7 @@ import { memoryTable, recordingQueue, recordingWorkflow } from '../../helpers/in
 
 const TEAM = {
   name: 'vision',
-  principals: ['arn:aws:iam::1:role/x'],
+  principals: ['arn:aws:iam::111122223333:role/x'],
   namespaces: ['vision'],
   queues: ['vision-queue'],
   imagePrefixes: ['registry.local/vision/'],

@@ -206,3 +206,23 @@ describe('the OpenAPI document', () => {
     }
   });
 });
+
+describe('route paths', () => {
+  // REST API path parts allow a-zA-Z0-9._-: (and {param}); no AWS page lists what an HTTP API
+  // route accepts, so routes keep to what both accept, without the unproven colon.
+  it.each(ROUTES.map((r) => [`${r.method} ${r.path}`, r.path] as const))(
+    '%s uses only characters every API Gateway API type accepts',
+    (_key, path) => {
+      for (const segment of path.split('/').slice(1)) {
+        expect(segment, path).toMatch(/^(?:[A-Za-z0-9._-]+|\{[A-Za-z0-9]+\+?\})$/);
+      }
+    },
+  );
+
+  it('validates a run at POST /v1/runs/validate', () => {
+    expect(ROUTES.find((r) => r.operationId === 'validateRun')).toMatchObject({
+      method: 'POST',
+      path: '/v1/runs/validate',
+    });
+  });
+});

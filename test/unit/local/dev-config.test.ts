@@ -11,6 +11,7 @@ import {
   planDev,
 } from '../../../local/dev-config.ts';
 import { DEMO_QUEUE } from '../../../local/embedded.ts';
+import { actAsHint, localUserArn } from '../../../local/http-api.ts';
 import { DEMO_TEAM } from '../../../local/stack.ts';
 import { ROOT } from '../../helpers/tiers.ts';
 
@@ -173,18 +174,33 @@ describe("the how-to's identity header", () => {
   const base = { ...DEMO_TEAM, name: 'jwt-only', principals: ['alice@example.com'] };
 
   it.each([
+    ['the demo team: its local: principal', { ...DEMO_TEAM }, {}, 'x-gantry-principal: local:demo', false],
     [
       'an IAM principal',
-      { ...DEMO_TEAM },
+      { ...DEMO_TEAM, principals: ['arn:aws:iam::000000000000:user/demo', 'local-demo'] },
       {},
       'x-gantry-principal: arn:aws:iam::000000000000:user/demo',
       false,
     ],
     [
       'an IAM prefix pattern, filled in',
-      { ...base, principals: ['arn:aws:iam::1:role/vision-*'] },
+      { ...base, principals: ['arn:aws:iam::111122223333:role/vision-*'] },
       {},
-      'x-gantry-principal: arn:aws:iam::1:role/vision-me',
+      'x-gantry-principal: arn:aws:iam::111122223333:role/vision-me',
+      false,
+    ],
+    [
+      'a local: principal first, whatever the order',
+      { ...base, principals: ['arn:aws:iam::000000000000:user/vision', 'local:vision'] },
+      {},
+      'x-gantry-principal: local:vision',
+      false,
+    ],
+    [
+      'an Identity Center permission set',
+      { ...base, principals: ['alice@example.com', 'sso:111122223333:DataScience'] },
+      {},
+      'x-gantry-principal: sso:111122223333:DataScience',
       false,
     ],
     [
@@ -205,5 +221,39 @@ describe("the how-to's identity header", () => {
     const got = identityHeaderOf(team, jwt);
     expect(got.header).toBe(header);
     expect(got.note !== undefined).toBe(noted);
+  });
+});
+
+describe('the local host presents a principal as AWS would', () => {
+  it.each([
+    ['local:vision', 'local:vision'],
+    ['arn:aws:iam::000000000000:user/vision', 'arn:aws:iam::000000000000:user/vision'],
+    [
+      'arn:aws:iam::111122223333:role/teams/vision-mlops',
+      'arn:aws:sts::111122223333:assumed-role/vision-mlops/local-session',
+    ],
+    [
+      'sso:111122223333:DataScience',
+      'arn:aws:sts::111122223333:assumed-role/AWSReservedSSO_DataScience_0000000000000000/local-session',
+    ],
+    ['arn:aws:sts::111122223333:federated-user/bob', 'arn:aws:sts::111122223333:federated-user/bob'],
+    ['not-an-arn', 'not-an-arn'],
+  ])('%s → %s', (principal, userArn) => {
+    expect(localUserArn(principal)).toBe(userArn);
+  });
+
+  it('a 403 hint names how to act as each team', () => {
+    expect(
+      actAsHint([
+        { name: 'vision', principals: ['local:vision'] },
+        { name: 'web', principals: ['web-group'] },
+      ]),
+    ).toBe(
+      [
+        'act as a team on this local host:',
+        "team vision: header 'x-gantry-principal: local:vision', CLI --principal local:vision (or GANTRY_PRINCIPAL=local:vision)",
+        'team web: JWT claims only (header x-gantry-jwt-claims); it has no IAM or local: principal',
+      ].join('\n'),
+    );
   });
 });

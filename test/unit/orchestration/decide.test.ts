@@ -322,7 +322,9 @@ describe('job refs', () => {
     status: 'pending',
     admissionDeadlineAt: '2026-12-02T10:30:00Z',
     admissionTimeoutSeconds: 3600,
+    admissionHeartbeatSeconds: 600,
     runTimeoutSeconds: 7200,
+    runHeartbeatSeconds: 600,
   };
 
   it('counts the remaining admission time, never below one second', () => {

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { errorClasses, RetryableError, TerminalError } from '../../../lib/errors.ts';
+import { WAIT_HEARTBEAT_SECONDS, withHeartbeats } from '../../../lib/orchestration/job-ref.ts';
 import { HEARTBEAT_EVERY_SECONDS } from '../../../lib/orchestration/reconcile.ts';
 import { ASL_PATH, loadDefinition, TASK_FUNCTIONS } from '../../../local/definition.ts';
 import { ROOT } from '../../helpers/tiers.ts';
@@ -74,14 +75,54 @@ describe('statemachines/training-run.asl.json', () => {
     expect(() => loadDefinition()).not.toThrow();
   });
 
-  it('waits by callback with deadlines taken from the run and a heartbeat', () => {
-    for (const name of ['AwaitAdmission', 'AwaitCompletion']) {
-      const s = asl.States[name] as State & { TimeoutSecondsPath?: string; HeartbeatSeconds?: number };
+  it('waits by callback with deadlines and heartbeats taken from the job ref, the heartbeat below the timeout', () => {
+    const paths = {
+      AwaitAdmission: ['$.job.admissionTimeoutSeconds', '$.job.admissionHeartbeatSeconds'],
+      AwaitCompletion: ['$.job.runTimeoutSeconds', '$.job.runHeartbeatSeconds'],
+    };
+    for (const [name, [timeout, heartbeat]] of Object.entries(paths)) {
+      const s = asl.States[name] as State & {
+        TimeoutSecondsPath?: string;
+        HeartbeatSeconds?: number;
+        HeartbeatSecondsPath?: string;
+      };
       expect(s.Resource).toBe('arn:aws:states:::lambda:invoke.waitForTaskToken');
-      expect(s.TimeoutSecondsPath).toMatch(/^\$\.job\./);
-      // The reconciler heartbeats each waiting token at most every HEARTBEAT_EVERY_SECONDS: half of this.
-      expect(s.HeartbeatSeconds).toBe(2 * HEARTBEAT_EVERY_SECONDS);
+      expect(s.TimeoutSecondsPath).toBe(timeout);
+      // A fixed HeartbeatSeconds could exceed a timeout read from the run (the ASL spec requires
+      // HeartbeatSeconds < TimeoutSeconds): both come from the job ref (lib/orchestration/job-ref.ts).
+      expect(s.HeartbeatSeconds).toBeUndefined();
+      expect(s.HeartbeatSecondsPath).toBe(heartbeat);
       expect(JSON.stringify(s.Parameters)).toContain('$$.Task.Token');
     }
+  });
+
+  // The reconciler heartbeats each waiting token at most every HEARTBEAT_EVERY_SECONDS: half the window.
+  it.each<[number, number, number]>([
+    [86_400, 86_400, 2 * HEARTBEAT_EVERY_SECONDS],
+    [601, 601, 600],
+    [600, 600, 599],
+    [30, 30, 29],
+    [2, 2, 1],
+    // A deadline that has run out: the wait still gets a heartbeat under its timeout.
+    [1, 2, 1],
+  ])('a wait of %i s → timeout %i s, heartbeat %i s', (seconds, timeout, heartbeat) => {
+    expect(WAIT_HEARTBEAT_SECONDS).toBe(2 * HEARTBEAT_EVERY_SECONDS);
+    const ref = withHeartbeats({
+      cluster: 'c',
+      api: { group: 'trainer.kubeflow.org', version: 'v1alpha1', plural: 'trainjobs', kind: 'TrainJob' },
+      namespace: 'ns',
+      name: 'run-x',
+      status: 'pending',
+      admissionDeadlineAt: '2026-12-02T10:00:00Z',
+      admissionTimeoutSeconds: seconds,
+      runTimeoutSeconds: seconds,
+    });
+    expect(ref).toMatchObject({
+      admissionTimeoutSeconds: timeout,
+      admissionHeartbeatSeconds: heartbeat,
+      runTimeoutSeconds: timeout,
+      runHeartbeatSeconds: heartbeat,
+    });
+    expect(ref.admissionHeartbeatSeconds).toBeLessThan(ref.admissionTimeoutSeconds);
   });
 });
