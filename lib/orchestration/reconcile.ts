@@ -2,7 +2,7 @@ import { mapLimit } from '../concurrency.ts';
 import { ClusterAccessDeniedError } from '../errors.ts';
 import { noteForDecision, preemptionNote } from '../observability/events.ts';
 import type { CallOptions, Clock, ClusterGateway, JobApi, WorkflowEngine } from '../ports.ts';
-import { PREEMPTED } from '../run/phases.ts';
+import { isKueueEviction } from '../run/phases.ts';
 import type { RunRecords } from '../run/records.ts';
 import { attemptOf } from '../trainjob/disruption.ts';
 import { ANNOTATION, LABEL, MANAGED_SELECTOR } from '../trainjob/labels.ts';
@@ -11,6 +11,8 @@ import {
   type PodHealthOptions,
   podHealth,
   podsByRun,
+  startErrorPatch,
+  startErrorSighting,
   withPodHealth,
 } from '../trainjob/pod-health.ts';
 import { type JobView, toRunPhase } from '../trainjob/status.ts';
@@ -350,10 +352,12 @@ export function makeReconciler(deps: ReconcilerDeps) {
   ): Promise<JobView> {
     const now = deps.clock.now();
     const runId = job.metadata.labels?.[LABEL.runId];
-    const health = pods === undefined ? undefined : podHealth(pods, now, healthOptions);
+    const health =
+      pods === undefined ? undefined : podHealth(pods, now, healthOptions, startErrorSighting(job));
+    await keepStartErrorSighting(gateway, api, job, health, opts);
     const view = await withDisruptionEvidence(
       gateway,
-      withPodHealth(toRunPhase(job, gate), health, job),
+      withPodHealth(toRunPhase(job, gate), health, job, healthOptions),
       pods,
       job,
       opts,
@@ -388,8 +392,10 @@ export function makeReconciler(deps: ReconcilerDeps) {
     }
     if (runId) {
       const progress = progressChange(runId, job.metadata.name, view, health);
-      if (progress?.change.reason === PREEMPTED) {
-        progress.onPreempted = () => note(cluster, gateway, job, preemptionNote(runId, view.message), opts);
+      const evicted = progress?.change.reason;
+      if (progress && isKueueEviction(evicted)) {
+        progress.onPreempted = () =>
+          note(cluster, gateway, job, preemptionNote(runId, view.message, evicted), opts);
       }
       // A running job's record is read when its stall check is due (and on any write).
       if (view.phase !== 'Running') stallDue.delete(runId);
@@ -406,6 +412,32 @@ export function makeReconciler(deps: ReconcilerDeps) {
     }
     if (!waiting && runId) await removeIfOrphan(cluster, gateway, api, job, runId, now, report, opts);
     return view;
+  }
+
+  /**
+   * A retried start error's first sighting lives on the job (pod-health.ts START_ERROR_ANNOTATION):
+   * set when one appears, removed when none is left. Not kept (a failed patch): the next tick counts
+   * the grace from then, which only delays the failure.
+   */
+  async function keepStartErrorSighting(
+    gateway: ClusterGateway,
+    api: JobApi,
+    job: K8sObject,
+    health: ReturnType<typeof podHealth> | undefined,
+    opts?: CallOptions,
+  ) {
+    const patch = startErrorPatch(job, health);
+    if (patch === undefined) return;
+    try {
+      await gateway.annotateJob(api, job.metadata.namespace ?? 'default', job.metadata.name, patch, opts);
+    } catch (err) {
+      log({
+        level: 'WARN',
+        msg: 'start error sighting not kept',
+        job: job.metadata.name,
+        error: String(err),
+      });
+    }
   }
 
   /** Answers one waiting token of a job with a decision other than 'wait', then clears the token. */
