@@ -10,7 +10,7 @@ import { runDriver } from '../helpers/runs.ts';
  * run whose pods are never ready in time (a slow initializer) is evicted PodsReadyTimeout again and
  * again and fails after the third time instead of cycling to its deadline.
  *
- * The simulator runs at 10× here (not 600× as elsewhere) so that an eviction stays visible for the
+ * The simulator runs at 5× here (not 600× as elsewhere) so that an eviction stays visible for the
  * seconds the reconciler needs to see it before Kueue readmits the job.
  */
 describe('Kueue eviction reasons through the state machine and the reconciler', () => {
@@ -19,10 +19,10 @@ describe('Kueue eviction reasons through the state machine and the reconciler', 
 
   beforeAll(async () => {
     env = await startEmbedded({
-      simSpeed: 10,
+      simSpeed: 5,
       sfnSpeed: 60,
       simulator: {
-        defaultDurationSeconds: 120,
+        defaultDurationSeconds: 60,
         queues: [{ ...DEMO_QUEUE, quota: { 'nvidia.com/gpu': 64, cpu: 512, memory: '4Ti' } }],
         // waitForPodsReady as Kueue v0.19 defaults it (no backoffLimitCount: requeued forever), with a
         // short timeout and backoff so that three evictions take simulated minutes, not hours.
