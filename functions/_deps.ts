@@ -52,6 +52,8 @@ export const clock: Clock = { now: () => new Date() };
 export const podHealth = () => ({
   unschedulableGraceSeconds: env().GANTRY_UNSCHEDULABLE_GRACE_SECONDS,
   crashLoopRestartLimit: env().GANTRY_CRASHLOOP_RESTART_LIMIT,
+  containerStartGraceSeconds: env().GANTRY_CONTAINER_START_GRACE_SECONDS,
+  podsReadyTimeoutLimit: env().GANTRY_PODS_READY_TIMEOUT_LIMIT,
 });
 
 export const s3 = /* @__PURE__ */ lazily(() => {

@@ -327,6 +327,13 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
     GANTRY_UNSCHEDULABLE_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 300),
     /** A job whose container restarted (CrashLoopBackOff) this many times fails `CrashLoopBackOff`. */
     GANTRY_CRASHLOOP_RESTART_LIMIT: z._default(z.coerce.number().check(z.int(), z.gte(1)), 5),
+    /**
+     * A start error the kubelet retries (ErrImagePull / ImagePullBackOff, CreateContainerConfigError, …)
+     * that lasts this long since Gantry first saw it fails the run (lib/trainjob/pod-health.ts).
+     */
+    GANTRY_CONTAINER_START_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 600),
+    /** A job Kueue evicted this many times for PodsReadyTimeout fails `PodsReadyTimeout`. */
+    GANTRY_PODS_READY_TIMEOUT_LIMIT: z._default(z.coerce.number().check(z.int(), z.gte(1)), 3),
     /** Local endpoints for the embedded default; unset on AWS. */
     GANTRY_S3_ENDPOINT: z.optional(z.string().check(z.url())),
     GANTRY_SQS_ENDPOINT: z.optional(z.string().check(z.url())),

@@ -60,6 +60,10 @@ export interface StackOptions {
   admittedSuspendedGraceSeconds?: number;
   /** GANTRY_UNSCHEDULABLE_GRACE_SECONDS (default 300). */
   unschedulableGraceSeconds?: number;
+  /** GANTRY_CONTAINER_START_GRACE_SECONDS (default 600). */
+  containerStartGraceSeconds?: number;
+  /** GANTRY_PODS_READY_TIMEOUT_LIMIT (default 3). */
+  podsReadyTimeoutLimit?: number;
   teams?: GantryConfig['teams'];
   /** How JWT callers are read and checked (`auth.jwt` of the configuration; default: its defaults, no issuer). */
   jwt?: Partial<GantryConfig['auth']['jwt']>;
@@ -415,6 +419,12 @@ function stackEnv(
     GANTRY_SFN_DESCRIBE_BURST: '1000',
     ...(opts.unschedulableGraceSeconds !== undefined
       ? { GANTRY_UNSCHEDULABLE_GRACE_SECONDS: String(opts.unschedulableGraceSeconds) }
+      : {}),
+    ...(opts.containerStartGraceSeconds !== undefined
+      ? { GANTRY_CONTAINER_START_GRACE_SECONDS: String(opts.containerStartGraceSeconds) }
+      : {}),
+    ...(opts.podsReadyTimeoutLimit !== undefined
+      ? { GANTRY_PODS_READY_TIMEOUT_LIMIT: String(opts.podsReadyTimeoutLimit) }
       : {}),
     ...(opts.admittedSuspendedGraceSeconds !== undefined
       ? { GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS: String(opts.admittedSuspendedGraceSeconds) }

@@ -35,6 +35,11 @@ export interface Admission {
   reason?: string;
   message?: string;
   source: AdmissionSource;
+  /**
+   * Evicted Kueue Workloads: `status.requeueState.count`, how many times Kueue evicted it for
+   * PodsReadyTimeout and requeued it (Kueue counts nothing else there; reset on reactivation).
+   */
+  requeues?: number;
 }
 
 export const KUEUE_GROUP = 'kueue.x-k8s.io';
@@ -113,7 +118,9 @@ function interpretWorkload(wl: Record<string, unknown>): Admission {
   }
 
   // 3. Evicted/Preempted beat Admitted: Kueue sets Evicted=True while Admitted is still True and only
-  //    then withdraws the reservation, and it resets Evicted to False when it re-admits. So both True
+  //    then withdraws the reservation, and it resets Evicted to False when it re-admits. The reason is
+  //    Kueue's as written (Preempted, PodsReadyTimeout, AdmissionCheck, ClusterQueueStopped,
+  //    LocalQueueStopped, NodeFailures, …: apis/kueue/v1beta2 WorkloadEvictedBy*). So both True
   //    means an eviction in progress, unless Admitted is strictly newer (a stale eviction left by some
   //    other writer). Ties and missing timestamps resolve to Evicted, the safer answer.
   const preempted = get('Preempted');
@@ -123,7 +130,9 @@ function interpretWorkload(wl: Record<string, unknown>): Admission {
     const reason = isTrue(evicted) ? (evicted.reason ?? 'Evicted') : 'Preempted';
     // The Preempted condition names the preemptor and why (InClusterQueue, InCohortReclamation, …).
     const message = isTrue(preempted) && preempted.message ? preempted.message : evicted?.message;
-    return kueue('Evicted', reason, message);
+    const count = finiteNumber(asRecord(asRecord(wl.status)?.requeueState)?.count);
+    const out = kueue('Evicted', reason, message);
+    return count === undefined ? out : { ...out, requeues: count };
   }
 
   // 4. Admitted=True, unless a strictly newer QuotaReserved=False says the reservation was withdrawn.

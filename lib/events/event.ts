@@ -1,4 +1,4 @@
-import { PREEMPTED, type RunPhase } from '../run/phases.ts';
+import { isKueueEviction, PREEMPTED, type RunPhase } from '../run/phases.ts';
 import type { AdmissionNote, RunRecord, Stall } from '../run/record.ts';
 
 /**
@@ -16,6 +16,7 @@ export const EVENT_TYPES = [
   'gantry.run.pending',
   'gantry.run.running',
   'gantry.run.preempted',
+  'gantry.run.evicted',
   'gantry.run.publishing',
   'gantry.run.published',
   'gantry.run.succeeded',
@@ -69,9 +70,13 @@ export interface LifecycleEventData {
   stall?: Omit<Stall, 'endedAt'> & { seconds: number };
 }
 
-/** The event type of a phase change: `Running → Pending` with reason Preempted is `preempted`. */
+/**
+ * The event type of a phase change: `Running → Pending` with reason Preempted is `preempted`; with
+ * another Kueue eviction reason (`PodsReadyTimeout`, `ClusterQueueStopped`, …, in `reason`) `evicted`.
+ */
 export function eventTypeOf(phase: RunPhase, reason?: string): EventType {
   if (phase === 'Pending' && reason === PREEMPTED) return 'gantry.run.preempted';
+  if (phase === 'Pending' && isKueueEviction(reason)) return 'gantry.run.evicted';
   return `gantry.run.${phase.toLowerCase()}` as EventType;
 }
 

@@ -64,12 +64,20 @@ export function orphanNote(runId: string, execution: string | undefined): JobNot
   };
 }
 
-/** Gantry recorded that Kueue evicted the job: the run is Pending again and keeps waiting. */
-export function preemptionNote(runId: string, message: string | undefined): JobNote {
+/**
+ * Gantry recorded that Kueue evicted the job: the run is Pending again and keeps waiting. `reason`:
+ * Kueue's eviction reason (`Preempted`, `PodsReadyTimeout`, `ClusterQueueStopped`, …).
+ */
+export function preemptionNote(
+  runId: string,
+  message: string | undefined,
+  reason: string = PREEMPTED,
+): JobNote {
+  const what = reason === PREEMPTED ? 'the preemption' : `the eviction (${reason})`;
   return {
     type: 'Normal',
-    reason: PREEMPTED,
-    message: `Gantry recorded the preemption: run ${runId} is Pending again and keeps waiting for completion${message ? ` (${message})` : ''}`,
+    reason,
+    message: `Gantry recorded ${what}: run ${runId} is Pending again and keeps waiting for completion${message ? ` (${message})` : ''}`,
     action: 'RecordPreemption',
   };
 }

@@ -1,8 +1,14 @@
 import { noteForDecision, preemptionNote } from '../observability/events.ts';
 import type { CallOptions, Clock, ClusterGateway, JobApi, WorkflowEngine } from '../ports.ts';
-import { PREEMPTED } from '../run/phases.ts';
+import { isKueueEviction } from '../run/phases.ts';
 import { ANNOTATION, LABEL } from '../trainjob/labels.ts';
-import { type PodHealthOptions, podHealth, withPodHealth } from '../trainjob/pod-health.ts';
+import {
+  type PodHealthOptions,
+  podHealth,
+  startErrorPatch,
+  startErrorSighting,
+  withPodHealth,
+} from '../trainjob/pod-health.ts';
 import { type JobView, toRunPhase } from '../trainjob/status.ts';
 import type { K8sObject } from '../trainjob/types.ts';
 import { type Decision, decide, decideMissingWorkload, failureCause, type Stage } from './decide.ts';
@@ -72,8 +78,10 @@ export async function reconcileJob(
 ): Promise<JobView> {
   const now = r.clock.now();
   const runId = at.job.metadata.labels?.[LABEL.runId];
-  const health = at.pods === undefined ? undefined : podHealth(at.pods, now, r.healthOptions);
-  const view = await interpretJob(at, health, opts);
+  const health =
+    at.pods === undefined ? undefined : podHealth(at.pods, now, r.healthOptions, startErrorSighting(at.job));
+  await keepStartErrorSighting(r, at, health, opts);
+  const view = await interpretJob(r, at, health, opts);
   const waiting = await answerTokens(r, at, view, now, sinks, opts);
   if (runId) queueRecord(r, at, runId, view, health, now, sinks.toRecord, opts);
   if (!waiting && runId)
@@ -81,15 +89,42 @@ export async function reconcileJob(
   return view;
 }
 
+/**
+ * A retried start error's first sighting lives on the job (pod-health.ts START_ERROR_ANNOTATION):
+ * set when one appears, removed when none is left. Not kept (a failed patch): the next tick counts
+ * the grace from then, which only delays the failure.
+ */
+async function keepStartErrorSighting(
+  r: JobReconciling,
+  at: JobAt,
+  health: ReturnType<typeof podHealth> | undefined,
+  opts?: CallOptions,
+): Promise<void> {
+  const patch = startErrorPatch(at.job, health);
+  if (patch === undefined) return;
+  const { job } = at;
+  try {
+    await at.gateway.annotateJob(at.api, job.metadata.namespace ?? 'default', job.metadata.name, patch, opts);
+  } catch (err) {
+    r.log({
+      level: 'WARN',
+      msg: 'start error sighting not kept',
+      job: job.metadata.name,
+      error: String(err),
+    });
+  }
+}
+
 /** The job's phase from the job, its gate, its pods' health and the evidence of a disruption. */
 function interpretJob(
+  r: JobReconciling,
   at: JobAt,
   health: ReturnType<typeof podHealth> | undefined,
   opts?: CallOptions,
 ): Promise<JobView> {
   return withDisruptionEvidence(
     at.gateway,
-    withPodHealth(toRunPhase(at.job, at.gate), health, at.job),
+    withPodHealth(toRunPhase(at.job, at.gate), health, at.job, r.healthOptions),
     at.pods,
     at.job,
     opts,
@@ -163,8 +198,10 @@ function queueRecord(
 ): void {
   const { cluster, gateway, api, job } = at;
   const progress = r.progressChange(runId, job.metadata.name, view, health);
-  if (progress?.change.reason === PREEMPTED) {
-    progress.onPreempted = () => r.note(cluster, gateway, job, preemptionNote(runId, view.message), opts);
+  const evicted = progress?.change.reason;
+  if (progress && isKueueEviction(evicted)) {
+    progress.onPreempted = () =>
+      r.note(cluster, gateway, job, preemptionNote(runId, view.message, evicted), opts);
   }
   // A running job's record is read when its stall check is due (and on any write).
   if (view.phase !== 'Running') r.stallDue.delete(runId);

@@ -1,6 +1,6 @@
 import { mapLimit } from '../concurrency.ts';
 import type { CallOptions, Clock } from '../ports.ts';
-import { PREEMPTED } from '../run/phases.ts';
+import { isKueueEviction } from '../run/phases.ts';
 import type { RecordChange } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { PodHealth } from '../trainjob/pod-health.ts';
@@ -132,10 +132,11 @@ export function makeRecordWrites(deps: RecordWriteDeps) {
 }
 
 /**
- * A running job that Kueue evicted goes back to Pending with reason Preempted (the one backward
- * move the record allows); the state machine keeps waiting for completion while Kueue re-queues it.
+ * A running job that Kueue evicted goes back to Pending with Kueue's eviction reason (`Preempted`,
+ * `PodsReadyTimeout`, …: the one backward move the record allows); the state machine keeps waiting
+ * for completion while Kueue re-queues it.
  */
 function preemption(view: JobView): RecordChange {
-  if (view.phase !== 'Pending' || view.reason !== PREEMPTED) return {};
-  return { phase: 'Pending', reason: PREEMPTED, ...(view.message ? { message: view.message } : {}) };
+  if (view.phase !== 'Pending' || !isKueueEviction(view.reason)) return {};
+  return { phase: 'Pending', reason: view.reason, ...(view.message ? { message: view.message } : {}) };
 }

@@ -30,6 +30,11 @@ export const FAILURE_REASONS = [
   'ModelOwned',
   'Forbidden',
   'Preempted',
+  /**
+   * Kueue evicted the job `podsReadyTimeoutLimit` times because its pods were not all ready within
+   * waitForPodsReady's timeout (Kueue requeues it forever by default).
+   */
+  'PodsReadyTimeout',
   /** A node of the job was lost (NotReady/unreachable or deleted): its pods were deleted by the taint manager or pod GC. */
   'NodeLost',
   /** A pod of the job was evicted (Eviction API / drain, spot interruption handler, kubelet node pressure). */
@@ -60,8 +65,9 @@ export function isTerminal(phase: RunPhase): boolean {
 /**
  * Whether a record may move from `from` to `to`. Phases only move forward; a terminal phase is
  * final. Late or repeated updates (a reconciler tick that runs twice) therefore cannot undo progress.
- * The one way back: Kueue evicts (preempts) a running job and re-queues it, so `Running → Pending`
- * is allowed with reason `Preempted` (and from there forward to `Running` again when readmitted).
+ * The one way back: Kueue evicts a running job and re-queues it, so `Running → Pending` is allowed
+ * with Kueue's eviction reason (`Preempted`, `PodsReadyTimeout`, …; see KUEUE_EVICTION_REASONS) and
+ * from there forward to `Running` again when readmitted.
  */
 export function canTransition(from: RunPhase, to: RunPhase, reason?: string): boolean {
   if (isTerminal(from)) return false;
@@ -70,8 +76,33 @@ export function canTransition(from: RunPhase, to: RunPhase, reason?: string): bo
   return PHASES.indexOf(to) >= PHASES.indexOf(from);
 }
 
-/** The reason of a `Running → Pending` move: the job was evicted and re-queued. */
+/** The reason of a `Running → Pending` move after a Kueue preemption: the job was evicted and re-queued. */
 export const PREEMPTED = 'Preempted';
+
+/**
+ * The reasons of Kueue's `Evicted` condition (v0.19, apis/kueue/v1beta2 `WorkloadEvictedBy…`) that
+ * requeue the job: a run shows them as they are while it waits again. `Deactivated…` evictions are
+ * not here: they end the run (AdmissionDeactivated).
+ */
+export const KUEUE_EVICTION_REASONS = [
+  'Preempted',
+  /** waitForPodsReady: the pods were not all ready within the timeout (a slow initializer, a slow pull). */
+  'PodsReadyTimeout',
+  /** An admission check (e.g. ProvisioningRequest) went to Retry. */
+  'AdmissionCheck',
+  'ClusterQueueStopped',
+  'LocalQueueStopped',
+  /** Topology-aware scheduling found no replacement for failed nodes. */
+  'NodeFailures',
+  'FlavorMigration',
+  /** MultiKueue: the worker cluster evicted it. */
+  'EvictedOnManagerCluster',
+] as const;
+export type KueueEvictionReason = (typeof KUEUE_EVICTION_REASONS)[number];
+
+export function isKueueEviction(reason: string | undefined): reason is KueueEvictionReason {
+  return (KUEUE_EVICTION_REASONS as readonly string[]).includes(reason ?? '');
+}
 
 /**
  * Failures of the infrastructure, not of the training code: the run starts a new attempt of its job
@@ -94,14 +125,15 @@ export function isInfrastructureFailure(reason: string | undefined): reason is I
 }
 
 /**
- * Reasons a running run goes back to Pending: a Kueue preemption (the same job re-queued) or the
- * end of an attempt whose next attempt waits for admission (an infrastructure failure, or a code
- * failure the request asked to retry, or a restart of the embedded default, which resumes every
- * run it finds in flight as a new attempt: local/restart.ts).
+ * Reasons a running run goes back to Pending: a Kueue eviction (the same job re-queued: preemption,
+ * PodsReadyTimeout, a stopped queue, …) or the end of an attempt whose next attempt waits for
+ * admission (an infrastructure failure, or a code failure the request asked to retry, or a restart
+ * of the embedded default, which resumes every run it finds in flight as a new attempt:
+ * local/restart.ts).
  */
 export function isRequeueReason(reason: string | undefined): boolean {
   return (
-    reason === PREEMPTED ||
+    isKueueEviction(reason) ||
     reason === 'TrainingFailed' ||
     reason === 'LocalRestart' ||
     isInfrastructureFailure(reason)

@@ -12,7 +12,7 @@ import {
   readConditions,
 } from '../admission/interpret.ts';
 import { compact } from '../compact.ts';
-import type { FailureReason } from '../run/phases.ts';
+import { type FailureReason, isKueueEviction, PREEMPTED } from '../run/phases.ts';
 import { expectedGangGate } from './gang.ts';
 import { type K8sObject, LEGACY_GROUP, TRAINER_GROUP } from './types.ts';
 
@@ -39,7 +39,8 @@ export interface JobView {
   phase: JobPhase;
   /**
    * Failed: a FailureReason. Pending: the gate's reason (e.g. Kueue `WaitingForQuota`, Volcano
-   * `NotEnoughResources`), `Preempted` after an eviction, or the job's `Suspended` reason.
+   * `NotEnoughResources`), Kueue's eviction reason after an eviction (`Preempted`, `PodsReadyTimeout`,
+   * …), or the job's `Suspended` reason.
    */
   reason?: FailureReason | (string & {});
   message?: string;
@@ -228,7 +229,7 @@ function terminal(success: Condition | undefined, failure: Condition | undefined
 
 /**
  * A job that is not suspended. Admitted/Finished gate → Running; Queued/Inadmissible → Pending with the
- * gate's reason; Evicted → Pending/Preempted. An Unknown gate says nothing: `unknown` undefined means
+ * gate's reason; Evicted → Pending with Kueue's eviction reason. An Unknown gate says nothing: `unknown` undefined means
  * "no information → the job is running" (TrainJob), otherwise it is the Pending reason to report (v1).
  */
 function unsuspendedView(admission: Admission, unknown: Explanation | undefined): JobView {
@@ -253,15 +254,40 @@ interface Explanation {
 }
 
 /**
- * Pending, explained by the gate when it has something to say (an eviction always reads `Preempted`,
- * with Kueue's message), otherwise by the job itself (`fallback`).
+ * Pending, explained by the gate when it has something to say (an eviction reads as Kueue's reason,
+ * see evictionView), otherwise by the job itself (`fallback`).
  */
 function pendingView(admission: Admission, fallback: Explanation): JobView {
-  if (admission.state === 'Evicted') return view('Pending', admission, 'Preempted', admission.message);
+  if (admission.state === 'Evicted') return evictionView(admission);
   if (admission.reason !== undefined || admission.message !== undefined) {
     return view('Pending', admission, admission.reason, admission.message);
   }
   return view('Pending', admission, fallback.reason, fallback.message);
+}
+
+/**
+ * A Kueue eviction, as Kueue names it: `Preempted`, `PodsReadyTimeout`, `AdmissionCheck`,
+ * `ClusterQueueStopped`, `LocalQueueStopped`, `NodeFailures`, … with Kueue's message. A reason this
+ * code does not know (a later Kueue, a PodGroup gate) reads `Preempted`, its own name kept in the
+ * message. PodsReadyTimeout says what usually causes it, since Kueue's own message only names the
+ * Workload.
+ */
+function evictionView(admission: Admission): JobView {
+  const reason = admission.reason;
+  if (reason === 'PodsReadyTimeout') {
+    const times = admission.requeues === undefined ? '' : ` (eviction ${admission.requeues})`;
+    return view(
+      'Pending',
+      admission,
+      reason,
+      `Kueue evicted the job${times}: its pods were not all ready within waitForPodsReady's timeout — usually the dataset/model initializer pods are slow to become ready (a large download) or the trainer's image is slow to pull; Kueue requeues it${admission.message ? ` (${admission.message})` : ''}`,
+    );
+  }
+  if (isKueueEviction(reason)) return view('Pending', admission, reason, admission.message);
+  const named =
+    reason !== undefined && reason !== PREEMPTED ? `Kueue evicted the job (${reason})` : undefined;
+  const message = [named, admission.message].filter((m) => m !== undefined).join(': ') || undefined;
+  return view('Pending', admission, PREEMPTED, message);
 }
 
 function view(phase: JobPhase, admission: Admission, reason?: string, message?: string): JobView {

@@ -6,7 +6,7 @@ import { JobStatus } from './job-status.ts';
 import { isJobDef, TRAINER_GROUP } from './jobs.ts';
 import { isTrue } from './kueue.ts';
 import { KueueAdmission } from './kueue-admission.ts';
-import { KueueEviction } from './kueue-eviction.ts';
+import { type AdminEvictionReason, KueueEviction } from './kueue-eviction.ts';
 import { KueueObjects } from './kueue-objects.ts';
 import { PodGroups } from './podgroups.ts';
 import {
@@ -289,19 +289,19 @@ export class Controllers {
     return disruptJob(this.c, (j, ok, why) => this.jobs.finish(j, ok, why), ns, name, cause, plural);
   }
 
-  /** Admin: preempt a job (evict its Workload, or fail its PodGroup-gated run back to pending). */
-  preemptJob(ns: string, name: string, plural?: string): boolean {
+  /**
+   * Admin: preempt a job (evict its Workload, or fail its PodGroup-gated run back to pending).
+   * `reason`: another Kueue eviction reason instead of Preempted (Kueue-gated jobs only).
+   */
+  preemptJob(ns: string, name: string, plural?: string, reason: AdminEvictionReason = 'Preempted'): boolean {
     for (const j of this.c.jobs.values()) {
       if (j.ns !== ns || j.name !== name || (plural && j.def.plural !== plural)) continue;
       const wl = this.kueue.workloadOf(j);
       if (wl && isTrue(wl, 'QuotaReserved') && !isTrue(wl, 'Finished')) {
-        this.eviction.evict(
-          wl,
-          'Preempted',
-          'Preempted to accommodate a higher priority workload (simulator admin call)',
-        );
+        this.eviction.evictFor(wl, reason);
         return true;
       }
+      if (reason !== 'Preempted') return false;
       if (j.gate === 'podgroup' && j.gateOpen && j.state !== 'finished') {
         j.gateOpen = false;
         j.state = 'waiting';

@@ -15,6 +15,7 @@ import {
   type KueueVersion,
   type WaitForPodsReady,
 } from './kueue.ts';
+import { type AdminEvictionReason, isAdminEvictionReason } from './kueue-eviction.ts';
 import type { PodScenario } from './pods.ts';
 import { Registry } from './registry.ts';
 import type { TrainerVersion } from './stubs.ts';
@@ -172,8 +173,12 @@ export interface ClusterSimulator {
   /** Fail the next `times` requests whose path matches with `status` (429/500/503/504). */
   inject(fault: Fault): void;
   clearFaults(): void;
-  /** Evict a job's gang (Kueue: Workload Evicted/Preempted, job suspended, requeued). */
-  preempt(namespace: string, name: string, plural?: string): Promise<boolean>;
+  /**
+   * Evict a job's gang (Kueue: Workload Evicted/Preempted, job suspended, requeued). `reason`: Kueue's
+   * eviction reason instead of Preempted — PodsReadyTimeout, AdmissionCheck, ClusterQueueStopped,
+   * LocalQueueStopped, NodeFailures (kueue-eviction.ts ADMIN_EVICTION_MESSAGES).
+   */
+  preempt(namespace: string, name: string, plural?: string, reason?: AdminEvictionReason): Promise<boolean>;
   /** Deactivate a job's Workload as a person would (`spec.active=false`; Kueue evicts it `Deactivated`). */
   deactivate(namespace: string, name: string, plural?: string): Promise<boolean>;
   /**
@@ -284,11 +289,14 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     }
     if (method === 'POST' && path === '/preempt') {
       const x = b(body);
+      const reason = typeof x.reason === 'string' ? x.reason : 'Preempted';
+      if (!isAdminEvictionReason(reason)) return { preempted: false };
       return {
         preempted: await preempt(
           String(x.namespace ?? 'default'),
           String(x.name ?? ''),
           typeof x.plural === 'string' ? x.plural : undefined,
+          reason,
         ),
       };
     }
@@ -358,11 +366,16 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
     await settle();
   }
 
-  async function preempt(ns: string, name: string, plural?: string): Promise<boolean> {
+  async function preempt(
+    ns: string,
+    name: string,
+    plural?: string,
+    reason?: AdminEvictionReason,
+  ): Promise<boolean> {
     await settle();
     let done = false;
     controllers.enqueue(() => {
-      done = controllers.preemptJob(ns, name, plural);
+      done = controllers.preemptJob(ns, name, plural, reason);
     });
     controllers.tick();
     return done;

@@ -6,7 +6,12 @@ import { isTrue, kueueManages } from './kueue.ts';
 import type { KueueObjects } from './kueue-objects.ts';
 import { finalAccuracy, parseHyperparameters } from './objective.ts';
 import type { PodGroups } from './podgroups.ts';
-import { crashLoopBackoffSeconds, POD_FAILURE_MESSAGE_ANNOTATION, podScenarioOf } from './pods.ts';
+import {
+  crashLoopBackoffSeconds,
+  POD_FAILURE_MESSAGE_ANNOTATION,
+  podFailureSecondsOf,
+  podScenarioOf,
+} from './pods.ts';
 import type { ResourceDef } from './registry.ts';
 import {
   annotation,
@@ -55,7 +60,7 @@ export class JobLifecycle {
     if (j.def.kind === 'TrainJob' && !suspended) candidates.push(deadlineAt(j));
     if (j.state === 'running') {
       if (j.def.kind !== 'TrainJob') candidates.push(deadlineAt(j));
-      if (j.podScenario !== undefined) candidates.push(j.nextCrashAt);
+      if (j.podScenario !== undefined) candidates.push(j.nextCrashAt, j.podRecoverAt);
       else if (!j.ready) candidates.push(readyAt(j));
       else {
         candidates.push(j.nextProgressAt, this.uploadAt(j), failAt(j));
@@ -86,6 +91,20 @@ export class JobLifecycle {
     }
     if (j.state !== 'running') return;
     if (j.podScenario !== undefined) {
+      if (j.podRecoverAt !== undefined && j.podRecoverAt <= t) {
+        // The kubelet's next retry succeeds (registry back, Secret created): the pods start from here.
+        j.podScenario = undefined;
+        j.podRecoverAt = undefined;
+        j.nextCrashAt = undefined;
+        j.runStart = t;
+        this.c.pods.recovered(this.c.owner(j));
+        if (j.slowStartMs === 0) {
+          j.ready = true;
+          this.onPodsReady(j);
+        }
+        this.c.markDirty();
+        return;
+      }
       if (j.nextCrashAt !== undefined && j.nextCrashAt <= t) {
         const restarts = this.c.pods.crash(this.c.owner(j), j.podMessage);
         j.nextCrashAt = t + crashLoopBackoffSeconds(restarts) * 1000;
@@ -146,6 +165,7 @@ export class JobLifecycle {
     // The simulated training code crashes at this progress: the job's annotation, or the env the
     // run request gave its trainer (SIM_FAIL_AT_PERCENT), so a request through the API can ask for it.
     const envFail = Number(container.env.SIM_FAIL_AT_PERCENT ?? Number.NaN);
+    const failFor = podFailureSecondsOf(job, container.env);
     const failPct =
       numAnnotation(job, SIM_ANNOTATIONS.failAtPercent) ??
       (Number.isFinite(envFail) && envFail >= 0 ? envFail : undefined);
@@ -160,7 +180,11 @@ export class JobLifecycle {
       durationMs:
         (numAnnotation(job, SIM_ANNOTATIONS.duration) ??
           this.c.o.defaultDurationSeconds * spreadFactor(String(m.name), this.c.o.durationSpread)) * 1000,
-      slowStartMs: (numAnnotation(job, SIM_ANNOTATIONS.slowStart) ?? 0) * 1000,
+      // The annotation, or the trainer's SIM_SLOW_START_SECONDS (slow initializers, through the API).
+      slowStartMs:
+        (numAnnotation(job, SIM_ANNOTATIONS.slowStart) ??
+          envSeconds(container.env.SIM_SLOW_START_SECONDS) ??
+          0) * 1000,
       failAtPct: failPct === undefined ? undefined : Math.min(100, failPct),
       failReason: annotation(job, SIM_ANNOTATIONS.failReason),
       failMessage: annotation(job, SIM_ANNOTATIONS.failMessage),
@@ -191,7 +215,8 @@ export class JobLifecycle {
       gateOpen: gate !== 'podgroup',
       everSuspended: false,
       suspended: isSuspended(def, job),
-      podScenario: podScenarioOf(job) ?? this.c.o.podFailure?.(job),
+      podScenario: podScenarioOf(job, container.env) ?? this.c.o.podFailure?.(job),
+      podFailureMs: failFor === undefined ? undefined : failFor * 1000,
       podMessage: annotation(job, POD_FAILURE_MESSAGE_ANNOTATION),
       nextCrashAt: undefined,
     };
@@ -259,6 +284,8 @@ export class JobLifecycle {
     this.c.pods.remove(this.c.owner(j), false);
     this.c.pods.create(this.c.owner(j), job, j.podScenario, j.podMessage);
     if (j.podScenario === 'CrashLoopBackOff') j.nextCrashAt = this.c.vt + crashLoopBackoffSeconds(1) * 1000;
+    if (j.podScenario !== undefined && j.podFailureMs !== undefined)
+      j.podRecoverAt = this.c.vt + j.podFailureMs;
     this.status.writeRunning(j, job);
     this.updatePeak();
     if (j.slowStartMs === 0 && j.podScenario === undefined) {
@@ -273,6 +300,7 @@ export class JobLifecycle {
     j.ready = false;
     j.nextProgressAt = undefined;
     j.nextCrashAt = undefined;
+    j.podRecoverAt = undefined;
     // Suspended: the Job controller deletes the pods (evicted ones carry DisruptionTarget first).
     this.c.pods.remove(this.c.owner(j), true);
     this.status.writeSuspended(j, true);
@@ -329,6 +357,12 @@ export class JobLifecycle {
     if (j.gate === 'kueue') this.kueue.ensureWorkload(j);
     else if (j.gate === 'podgroup') this.podGroups.ensurePodGroup(j);
   }
+}
+
+/** A non-negative number of seconds from an env value; undefined when absent or not one. */
+function envSeconds(v: string | undefined): number | undefined {
+  const n = Number(v ?? Number.NaN);
+  return Number.isFinite(n) && n >= 0 ? n : undefined;
 }
 
 /** 1 ± up to `spread`, the same for every call with one job name (FNV-1a of the name, then murmur3's fmix32). */

@@ -18,6 +18,26 @@ import { meta, obj, type SimCore } from './sim-core.ts';
 export const EVICTION_REQUEUE_SECONDS = 30;
 
 /**
+ * The eviction reasons an admin call may ask for (Kueue v0.19.2's `WorkloadEvictedBy…`), each with
+ * the message Kueue writes (workload_controller.go, tas/node_controller.go). `PodsReadyTimeout` goes
+ * through waitForPodsReady's own path (requeueState count and backoff).
+ */
+export const ADMIN_EVICTION_MESSAGES = {
+  Preempted: 'Preempted to accommodate a higher priority workload (simulator admin call)',
+  AdmissionCheck: 'Evicted due to AdmissionCheck in Retry state: "sim-check" (capacity was lost; retry)',
+  ClusterQueueStopped: 'The ClusterQueue is stopped',
+  LocalQueueStopped: 'The LocalQueue is stopped',
+  NodeFailures:
+    'Workload eviction triggered due to multiple TAS assigned node failures, including: sim-node-1, sim-node-2',
+  PodsReadyTimeout: undefined,
+} as const;
+export type AdminEvictionReason = keyof typeof ADMIN_EVICTION_MESSAGES;
+
+export function isAdminEvictionReason(reason: string): reason is AdminEvictionReason {
+  return Object.hasOwn(ADMIN_EVICTION_MESSAGES, reason);
+}
+
+/**
  * How Kueue takes admission back: eviction (preemption, PodsReadyTimeout, deactivation) with the
  * job re-suspended, the reservation withdrawn once its pods are gone, the requeuing backoff of
  * waitForPodsReady and deactivation past its requeuing limit.
@@ -89,6 +109,12 @@ export class KueueEviction {
         this.releaseEvicted(ns, name, uid),
       );
     this.c.markDirty();
+  }
+
+  /** Evict an admitted Workload for `reason` with Kueue's message (an admin call standing for Kueue's cause). */
+  evictFor(wl: Json, reason: AdminEvictionReason): void {
+    if (reason === 'PodsReadyTimeout') this.podsReadyTimeout(wl);
+    else this.evict(wl, reason, ADMIN_EVICTION_MESSAGES[reason]);
   }
 
   /** The evicted job is no longer active: withdraw the reservation (Kueue's jobframework, step 6). */

@@ -35,19 +35,37 @@ const meta = (o: Json): Json => obj(o.metadata);
 export const POD_FAILURE_ANNOTATION = 'sim.gantry.dev/pod-failure';
 /** Annotation on the job: the message of that failure instead of the kubelet's / scheduler's default. */
 export const POD_FAILURE_MESSAGE_ANNOTATION = 'sim.gantry.dev/pod-failure-message';
+/**
+ * Annotation on the job: the failure clears after this many simulated seconds from the pods' start
+ * (a registry back up, a Secret created late): the kubelet's next retry succeeds and the pods start.
+ * Without it the failure lasts.
+ */
+export const POD_FAILURE_SECONDS_ANNOTATION = 'sim.gantry.dev/pod-failure-seconds';
+/** The same two as the run request's trainer env, so a run through the API can ask for them. */
+export const POD_FAILURE_ENV = { scenario: 'SIM_POD_FAILURE', seconds: 'SIM_POD_FAILURE_SECONDS' } as const;
 
 export const POD_SCENARIOS = [
   'Unschedulable',
   'ErrImagePull',
   'ImagePullBackOff',
+  /** The image reference does not parse: the kubelet never pulls (no retry). */
+  'InvalidImageName',
   'CreateContainerConfigError',
   'CrashLoopBackOff',
 ] as const;
 export type PodScenario = (typeof POD_SCENARIOS)[number];
 
-export function podScenarioOf(job: Json): PodScenario | undefined {
-  const v = obj(meta(job).annotations)[POD_FAILURE_ANNOTATION];
+/** The job's pod scenario: its annotation, else its trainer's `SIM_POD_FAILURE` env. */
+export function podScenarioOf(job: Json, env: Record<string, string> = {}): PodScenario | undefined {
+  const v = obj(meta(job).annotations)[POD_FAILURE_ANNOTATION] ?? env[POD_FAILURE_ENV.scenario];
   return (POD_SCENARIOS as readonly string[]).includes(String(v)) ? (v as PodScenario) : undefined;
+}
+
+/** Seconds after which the job's pod failure clears (annotation, else env); undefined: it lasts. */
+export function podFailureSecondsOf(job: Json, env: Record<string, string> = {}): number | undefined {
+  const v = obj(meta(job).annotations)[POD_FAILURE_SECONDS_ANNOTATION] ?? env[POD_FAILURE_ENV.seconds];
+  const n = Number(v ?? Number.NaN);
+  return Number.isFinite(n) && n >= 0 ? n : undefined;
 }
 
 const JOBSET = {
@@ -204,6 +222,32 @@ export class Pods {
         String(meta(p).name),
         (o) => {
           o.status = stageStatus(obj(o.status), o, stage, now);
+        },
+        'status',
+      );
+    }
+  }
+
+  /**
+   * The kubelet's retry succeeded (image pulled, the Secret now there): every container stuck in a
+   * start error goes to `ContainerCreating`; the pods become ready on `set(…, 'running')`.
+   */
+  recovered(owner: PodOwner): void {
+    const def = this.def();
+    if (!def) return;
+    for (const p of this.of(owner)) {
+      if (meta(p).deletionTimestamp) continue;
+      this.api.mutate(
+        def,
+        owner.ns,
+        String(meta(p).name),
+        (o) => {
+          const st = obj(o.status);
+          st.containerStatuses = arr(st.containerStatuses).map((c) => ({
+            ...obj(c),
+            state: { waiting: { reason: 'ContainerCreating' } },
+          }));
+          o.status = st;
         },
         'status',
       );
@@ -428,6 +472,18 @@ export class Pods {
               (scenario === 'ErrImagePull'
                 ? `failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image} not found`
                 : `Back-off pulling image "${image}": ErrImagePull: failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image} not found`),
+          ),
+        };
+      case 'InvalidImageName':
+        // The kubelet's text (pkg/kubelet/images/image_manager.go) for a reference that does not parse.
+        return {
+          ...base,
+          phase: 'Pending',
+          conditions: scheduled,
+          containerStatuses: waiting(
+            scenario,
+            message ??
+              `Failed to apply default image tag "${image}": couldn't parse image name "${image}": invalid reference format`,
           ),
         };
       case 'CreateContainerConfigError':

@@ -145,6 +145,10 @@ export interface SimJob {
   suspended: boolean;
   /** How the job's pods fail to start (`sim.gantry.dev/pod-failure`): they never become ready. */
   podScenario: PodScenario | undefined;
+  /** Simulated ms after the pods' start when the pod scenario clears (sim.gantry.dev/pod-failure-seconds). */
+  podFailureMs?: number | undefined;
+  /** When the current pods' scenario clears (simulated time), armed at each start. */
+  podRecoverAt?: number | undefined;
   podMessage: string | undefined;
   /** CrashLoopBackOff: sim ms of the next container restart. */
   nextCrashAt: number | undefined;

@@ -20,7 +20,8 @@ import { tierAvailable } from '../helpers/tiers.ts';
  * scheduler's message while the run is Pending, fails the run `Unschedulable` after the grace and
  * deletes the job, which frees the quota. A pod that cannot pull its image (kwok's
  * gantry-pod-image-pull stage, steered by KWOK_IMAGE_PULL, leaves it Pending with its container
- * waiting in ImagePullBackOff and the kubelet's message) fails the run `ImagePullFailed` at once.
+ * waiting in ImagePullBackOff and the kubelet's message) fails the run `ImagePullFailed` once the
+ * start-error grace (here 5 s) has passed.
  * Trainer v2.3 + Kueue v0.19.2 + JobSet v0.12.0.
  */
 
@@ -49,7 +50,12 @@ describe.runIf(available)(`real controllers, default install: ${label}`, () => {
     real = await startRealStack({
       controlPlane: { set: 'v2.3', nodes: 1, gpusPerNode: 4, gpuQuota: 8 },
       namespaces: ['demo'],
-      stack: (nss) => ({ speed: SPEED, teams: [{ ...DEMO_TEAM, namespaces: nss }] }),
+      // The image pull test's pull never recovers: the same short grace for retried start errors.
+      stack: (nss) => ({
+        speed: SPEED,
+        containerStartGraceSeconds: GRACE_SECONDS,
+        teams: [{ ...DEMO_TEAM, namespaces: nss }],
+      }),
     });
     ({ hc, stack, driver } = real);
     ns = real.namespaces[0] as string;
@@ -164,7 +170,7 @@ describe.runIf(available)(`real controllers, default install: ${label}`, () => {
     expect(gone).toBe(true);
   });
 
-  it('a pod that cannot pull its image: the run fails ImagePullFailed with the kubelet’s message and the job is deleted', async () => {
+  it('a pod that cannot pull its image: after the grace the run fails ImagePullFailed with the kubelet’s message and the job is deleted', async () => {
     // Prepare: kwok keeps the pod Pending with its container waiting in ImagePullBackOff.
     const run = driver.spec(
       {

@@ -307,6 +307,9 @@ interface Table {
   queues: string[];
 }
 
+/** The image-pull scenario's pull never recovers: a short start-error grace (default 600 s) on both backends. */
+const PULL_GRACE_SECONDS = 5;
+
 /** One parity table: the scenarios on the real controllers, then on the simulator, then compared. */
 export function parityTable(t: Table) {
   const SCENARIOS = t.scenarios;
@@ -328,6 +331,7 @@ export function parityTable(t: Table) {
           namespaces: ['demo'],
           stack: (nss) => ({
             speed: SPEED,
+            containerStartGraceSeconds: PULL_GRACE_SECONDS,
             // CreateJob re-checks the run against its team, which must own the namespace.
             teams: [{ ...DEMO_TEAM, namespaces: nss, queues: t.queues, priorityClasses: ['low', 'high'] }],
           }),
@@ -379,6 +383,7 @@ export function parityTable(t: Table) {
             reconcileEveryMs: 300,
             orphanGraceSeconds: 0,
             consumer: false,
+            containerStartGraceSeconds: PULL_GRACE_SECONDS,
             // The preemption scenario names priority classes: the team must be given them.
             teams: [{ ...DEMO_TEAM, queues: t.queues, priorityClasses: ['low', 'high'] }],
           },

@@ -560,6 +560,11 @@ export const KWOK_ENV = {
   runDuration: 'KWOK_RUN_DURATION',
   exitCode: 'KWOK_EXIT_CODE',
   imagePull: 'KWOK_IMAGE_PULL',
+  /**
+   * With KWOK_IMAGE_PULL: the pull succeeds after this long (a kwok duration, e.g. `20s`) — the
+   * kubelet's retry after a registry outage — and the pod starts (gantry-pod-image-pulled).
+   */
+  imagePullRecover: 'KWOK_IMAGE_PULL_RECOVER',
 } as const;
 
 const envValue = (name: string) =>
@@ -722,13 +727,32 @@ function kwokStagesYaml(kwokDir: string): string {
     if (!f.endsWith('/pod-ready.yaml')) return text.trim();
     // pod-ready leaves the pods that cannot pull their image to gantry-pod-image-pull.
     const stage = parseYamlAll(text)[0] as {
-      spec: { selector: { matchExpressions: unknown[] } };
+      metadata: { name: string };
+      spec: { selector: { matchExpressions: unknown[] }; delay?: unknown };
+    };
+    // A pull that recovers (KWOK_IMAGE_PULL_RECOVER): once its pod waits in ImagePullBackOff or
+    // ErrImagePull, after that delay pod-ready's own status makes it Running and Ready.
+    const pulled = structuredClone(stage);
+    pulled.metadata.name = 'gantry-pod-image-pulled';
+    pulled.spec.selector.matchExpressions = [
+      { key: '.metadata.deletionTimestamp', operator: 'DoesNotExist' },
+      { key: '.status.phase', operator: 'In', values: ['Pending'] },
+      { key: envValue(KWOK_ENV.imagePullRecover), operator: 'Exists' },
+      {
+        key: '.status.containerStatuses.[] | .state.waiting.reason',
+        operator: 'In',
+        values: ['ImagePullBackOff', 'ErrImagePull'],
+      },
+    ];
+    pulled.spec.delay = {
+      durationMilliseconds: 20000,
+      durationFrom: { expressionFrom: envValue(KWOK_ENV.imagePullRecover) },
     };
     stage.spec.selector.matchExpressions.push({
       key: envValue(KWOK_ENV.imagePull),
       operator: 'DoesNotExist',
     });
-    return stringifyYaml(stage).trim();
+    return `${stringifyYaml(stage).trim()}\n---\n${stringifyYaml(pulled).trim()}`;
   });
   return [...upstream, ...podStages().map((s) => stringifyYaml(s).trim())].join('\n---\n');
 }

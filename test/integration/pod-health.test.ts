@@ -7,13 +7,14 @@ import type { RecordChange, RunRecord } from '../../lib/run/record.ts';
 import type { RunRecords } from '../../lib/run/records.ts';
 import { buildJob, jobApi } from '../../lib/trainjob/build.ts';
 import { ANNOTATION, LABEL } from '../../lib/trainjob/labels.ts';
+import { START_ERROR_ANNOTATION } from '../../lib/trainjob/pod-health.ts';
 import type { K8sObject } from '../../lib/trainjob/types.ts';
 import {
   type ClusterSimulator,
   SIM_ANNOTATIONS,
   startClusterSimulator,
 } from '../../local/simulator/index.ts';
-import { POD_FAILURE_ANNOTATION } from '../../local/simulator/pods.ts';
+import { POD_FAILURE_ANNOTATION, POD_FAILURE_SECONDS_ANNOTATION } from '../../local/simulator/pods.ts';
 import { aRunSpec } from '../helpers/builders.ts';
 
 /**
@@ -130,6 +131,11 @@ describe('simulator: jobs have pods', () => {
     ['ImagePullBackOff', 'Pending', 'Back-off pulling image "ghcr.io/acme/train:1.0"'],
     ['ErrImagePull', 'Pending', 'failed to pull and unpack image "ghcr.io/acme/train:1.0"'],
     ['CreateContainerConfigError', 'Pending', 'secret "training-credentials" not found'],
+    [
+      'InvalidImageName',
+      'Pending',
+      'couldn\'t parse image name "ghcr.io/acme/train:1.0": invalid reference format',
+    ],
   ])('%s: the container waits with the kubelet reason and message', async (scenario, phase, message) => {
     const runId = await submit({ [POD_FAILURE_ANNOTATION]: scenario });
     await sim.advance(600);
@@ -239,16 +245,67 @@ describe('Gantry: health after admission through the reconciler', () => {
     return { reconciler, failures, successes, heartbeats, changes, podLists: () => pods };
   }
 
-  it('fails a run whose image cannot be pulled at the first tick, with the pod message', async () => {
+  const sightingOf = async (runId: string) =>
+    (await getJob(runId)).metadata.annotations?.[START_ERROR_ANNOTATION];
+
+  it('a pull that fails for a while, then succeeds: shown within the grace, then the run runs and ends Succeeded', async () => {
+    const h = harness();
+    const runId = await submit({
+      [POD_FAILURE_ANNOTATION]: 'ImagePullBackOff',
+      [POD_FAILURE_SECONDS_ANNOTATION]: '240',
+      [SIM_ANNOTATIONS.duration]: '60',
+    });
+    await h.reconciler.tick();
+    expect(h.failures.find((f) => f.token === `tok-${runId}`)).toBeUndefined();
+    expect(h.heartbeats).toContain(`tok-${runId}`);
+    const first = sim.now().toISOString();
+    expect(await sightingOf(runId)).toBe(`ImagePullFailed ${first}`);
+    expect(h.changes.get(runId)?.at(-1)?.admission).toMatchObject({
+      reason: 'ImagePullFailed',
+      message: expect.stringMatching(
+        new RegExp(
+          `^image pull failing for 0 s: pod ${runId}-node-0-\\d-\\w{5}: ImagePullBackOff: Back-off pulling image .*; Gantry gives up after 600 s$`,
+        ),
+      ),
+    });
+    await sim.advance(200);
+    await h.reconciler.tick();
+    // Counted from the first sighting, which the job keeps.
+    expect(h.changes.get(runId)?.at(-1)?.admission?.message).toMatch(/^image pull failing for 200 s: /);
+    expect(await sightingOf(runId)).toBe(`ImagePullFailed ${first}`);
+    expect(h.failures.find((f) => f.token === `tok-${runId}`)).toBeUndefined();
+
+    // The kubelet's retry succeeds: the pods run, admission is answered, the sighting goes.
+    await sim.advance(41);
+    expect((await podsOf(runId)).map((p) => p.status?.phase)).toEqual(['Running', 'Running']);
+    await h.reconciler.tick();
+    expect(h.successes).toContain(`tok-${runId}`);
+    expect(await sightingOf(runId)).toBeUndefined();
+
+    // The completion wait ends in success.
+    await gateway.annotateJob(API, NS, runId, { [ANNOTATION.completionToken]: `done-${runId}` });
+    await sim.advance(61);
+    await h.reconciler.tick();
+    expect(h.successes).toContain(`done-${runId}`);
+    expect(h.failures.find((f) => f.token.endsWith(runId))).toBeUndefined();
+  });
+
+  it('a pull that keeps failing fails the run once the grace has passed, with the kubelet message', async () => {
     const h = harness();
     const runId = await submit({ [POD_FAILURE_ANNOTATION]: 'ImagePullBackOff' });
     await h.reconciler.tick();
     expect(h.podLists()).toBe(1);
+    expect(h.failures.find((f) => f.token === `tok-${runId}`)).toBeUndefined();
+    await sim.advance(599);
+    await h.reconciler.tick();
+    expect(h.failures.find((f) => f.token === `tok-${runId}`)).toBeUndefined();
+    await sim.advance(2);
+    await h.reconciler.tick();
     const failure = h.failures.find((f) => f.token === `tok-${runId}`);
     expect(failure).toMatchObject({ error: 'PodStartFailedError', cause: { reason: 'ImagePullFailed' } });
     expect(failure?.cause.message).toMatch(
       new RegExp(
-        `^pod ${runId}-node-0-\\d-\\w{5}: ImagePullBackOff: Back-off pulling image "ghcr.io/acme/train:1.0"`,
+        `^pod ${runId}-node-0-\\d-\\w{5}: ImagePullBackOff: Back-off pulling image "ghcr.io/acme/train:1.0".* \\(image pull failing for 601 s\\)$`,
       ),
     );
     expect(h.successes).not.toContain(`tok-${runId}`);
@@ -258,9 +315,47 @@ describe('Gantry: health after admission through the reconciler', () => {
     expect(await podsOf(runId)).toHaveLength(0);
   });
 
-  it('fails a config error as a terminal code failure', async () => {
+  it('an invalid image name fails the run at the first tick', async () => {
+    const h = harness();
+    const runId = await submit({ [POD_FAILURE_ANNOTATION]: 'InvalidImageName' });
+    await h.reconciler.tick();
+    expect(h.failures.find((f) => f.token === `tok-${runId}`)).toMatchObject({
+      error: 'PodStartFailedError',
+      cause: {
+        reason: 'ImagePullFailed',
+        message: expect.stringMatching(
+          /: InvalidImageName: Failed to apply default image tag "ghcr.io\/acme\/train:1.0": couldn't parse image name/,
+        ),
+      },
+    });
+    expect(await sightingOf(runId)).toBeUndefined();
+  });
+
+  it('a config error gets the grace too: a Secret created a minute later lets the run start', async () => {
+    const h = harness();
+    const runId = await submit({
+      [POD_FAILURE_ANNOTATION]: 'CreateContainerConfigError',
+      [POD_FAILURE_SECONDS_ANNOTATION]: '60',
+    });
+    await h.reconciler.tick();
+    expect(h.failures.find((f) => f.token === `tok-${runId}`)).toBeUndefined();
+    expect(h.changes.get(runId)?.at(-1)?.admission).toMatchObject({
+      reason: 'ContainerConfigError',
+      message: expect.stringContaining(
+        'secret "training-credentials" not found; Gantry gives up after 600 s',
+      ),
+    });
+    await sim.advance(61);
+    await h.reconciler.tick();
+    expect(h.successes).toContain(`tok-${runId}`);
+  });
+
+  it('a config error that lasts fails as a terminal code failure after the grace', async () => {
     const h = harness();
     const runId = await submit({ [POD_FAILURE_ANNOTATION]: 'CreateContainerConfigError' });
+    await h.reconciler.tick();
+    expect(h.failures.find((f) => f.token === `tok-${runId}`)).toBeUndefined();
+    await sim.advance(600);
     await h.reconciler.tick();
     expect(h.failures.find((f) => f.token === `tok-${runId}`)).toMatchObject({
       error: 'PodStartFailedError',

@@ -18,6 +18,7 @@ import {
   DEFAULT_POD_HEALTH,
   type PodHealthOptions,
   podHealth,
+  startErrorSighting,
   withPodHealth,
 } from '../../trainjob/pod-health.ts';
 import { toRunPhase } from '../../trainjob/status.ts';
@@ -63,8 +64,10 @@ function jobObserver(deps: Pick<StepDeps, 'gateway' | 'clock' | 'podHealth'>) {
     }
     // A failed job: its pods tell an infrastructure failure from a code failure.
     if (view.finished) return withDisruptionEvidence(gateway, view, pods, job, opts);
-    const health = pods === undefined ? undefined : podHealth(pods, clock.now(), healthOptions);
-    return withDisruptionEvidence(gateway, withPodHealth(view, health, job), pods, job, opts);
+    // The start-error sighting is the reconciler's to keep; this check only reads it.
+    const health =
+      pods === undefined ? undefined : podHealth(pods, clock.now(), healthOptions, startErrorSighting(job));
+    return withDisruptionEvidence(gateway, withPodHealth(view, health, job, healthOptions), pods, job, opts);
   }
 
   return observe;

@@ -172,6 +172,27 @@ describe('interpretAdmission — Kueue Workload', () => {
     expect(interpretAdmission(gate)).toEqual(kueue('Evicted', reason, message));
   });
 
+  it.each<[Record<string, unknown> | undefined, number | undefined]>([
+    [{ count: 2, requeueAt: T2 }, 2],
+    [{ requeueAt: T2 }, undefined],
+    [{ count: 'two' }, undefined],
+    [undefined, undefined],
+  ])('Evicted PodsReadyTimeout with requeueState %j → requeues %s', (requeueState, requeues) => {
+    // Prepare
+    const gate = workload({
+      status: {
+        conditions: [...admittedConditions(T0), cond('Evicted', 'True', 'PodsReadyTimeout', 'x', T1)],
+        ...(requeueState ? { requeueState } : {}),
+      },
+    });
+
+    // Act / Assess
+    expect(interpretAdmission(gate)).toEqual({
+      ...kueue('Evicted', 'PodsReadyTimeout', 'x'),
+      ...(requeues === undefined ? {} : { requeues }),
+    });
+  });
+
   it.each(evictedReasons)(
     'Evicted=True %s after the reservation was withdrawn → Evicted',
     (reason, message) => {

@@ -104,6 +104,18 @@ describe('jobEvent', () => {
     expect(event.message).toHaveLength(length);
   });
 
+  it.each([
+    [undefined, 'Preempted', 'Gantry recorded the preemption: run'],
+    ['Preempted', 'Preempted', 'Gantry recorded the preemption: run'],
+    ['PodsReadyTimeout', 'PodsReadyTimeout', 'Gantry recorded the eviction (PodsReadyTimeout): run'],
+    ['ClusterQueueStopped', 'ClusterQueueStopped', 'Gantry recorded the eviction (ClusterQueueStopped): run'],
+  ] as const)('an eviction note carries Kueue’s reason (%s)', (reason, shown, text) => {
+    const note = preemptionNote(RUN, 'The ClusterQueue is stopped', reason);
+    expect(note).toMatchObject({ type: 'Normal', reason: shown, action: 'RecordPreemption' });
+    expect(note.message).toMatch(new RegExp(`^${text.replace(/[()]/g, '\\$&')} `));
+    expect(note.message).toContain('(The ClusterQueue is stopped)');
+  });
+
   it('keeps the name a DNS subdomain (≤ 253) for the longest job names', () => {
     const long = { ...job, metadata: { ...job.metadata, name: 'j'.repeat(253) } };
     expect(jobEvent(long, preemptionNote(RUN, undefined), new Date(), 'ffff0001').metadata.name).toHaveLength(

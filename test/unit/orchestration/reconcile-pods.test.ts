@@ -92,15 +92,39 @@ function setup(listPods: ClusterGateway['listPods']) {
 }
 
 describe('reconciler: health after admission', () => {
-  it('lists Gantry pods once per tick and fails a run whose image cannot be pulled', async () => {
-    const { reconciler, calls, selectors, changes } = setup(async () => [pullFailure as never]);
+  it('lists Gantry pods once per tick and fails a run whose image name is invalid', async () => {
+    const invalid = {
+      ...pullFailure,
+      status: {
+        phase: 'Pending',
+        containerStatuses: [
+          {
+            name: 'node',
+            state: { waiting: { reason: 'InvalidImageName', message: 'invalid reference format' } },
+          },
+        ],
+      },
+    };
+    const { reconciler, calls, selectors, changes } = setup(async () => [invalid as never]);
     const report = await reconciler.tick();
     expect(selectors).toEqual([MANAGED_SELECTOR]);
     expect(calls[0]).toBe(
-      `failure PodStartFailedError ${JSON.stringify({ reason: 'ImagePullFailed', message: `pod ${RUN_ID}-node-0-0-abcde: ErrImagePull: denied` })}`,
+      `failure PodStartFailedError ${JSON.stringify({ reason: 'ImagePullFailed', message: `pod ${RUN_ID}-node-0-0-abcde: InvalidImageName: invalid reference format` })}`,
     );
     expect(report).toMatchObject({ failed: 1, answered: 0, errors: 0 });
     expect(changes[0]?.admission).toMatchObject({ reason: 'ImagePullFailed' });
+  });
+
+  it('keeps a run whose pull fails waiting within the grace, and keeps the first sighting on the job', async () => {
+    const { reconciler, calls, changes } = setup(async () => [pullFailure as never]);
+    const report = await reconciler.tick();
+    expect(calls).toContain('annotateJob');
+    expect(calls.some((c) => c.startsWith('failure'))).toBe(false);
+    expect(report).toMatchObject({ failed: 0, errors: 0 });
+    expect(changes[0]?.admission).toMatchObject({
+      reason: 'ImagePullFailed',
+      message: `image pull failing for 0 s: pod ${RUN_ID}-node-0-0-abcde: ErrImagePull: denied; Gantry gives up after 600 s`,
+    });
   });
 
   it('keeps an admitted job without a running pod waiting (no jobsStatus, no pods: the job decides)', async () => {

@@ -408,6 +408,82 @@ describe('toRunPhase — TrainJob with a gate', () => {
   });
 });
 
+describe('toRunPhase — Kueue eviction reasons reach the run as Kueue names them', () => {
+  // Kueue v0.19.2 reasons and messages (apis/kueue/v1beta2 WorkloadEvictedBy*; workload_controller.go,
+  // tas/node_controller.go, scheduler.go).
+  const PODS_READY = 'Exceeded the PodsReady timeout team-a/run-a';
+  it.each<[string, string, string | undefined, Record<string, unknown> | undefined, string]>([
+    [
+      'Preempted',
+      'Preempted to accommodate a workload',
+      undefined,
+      undefined,
+      'Preempted to accommodate a workload',
+    ],
+    [
+      'AdmissionCheck',
+      'Evicted due to AdmissionCheck in Retry state: dws-prov',
+      undefined,
+      undefined,
+      'Evicted due to AdmissionCheck in Retry state: dws-prov',
+    ],
+    [
+      'ClusterQueueStopped',
+      'The ClusterQueue is stopped',
+      undefined,
+      undefined,
+      'The ClusterQueue is stopped',
+    ],
+    ['LocalQueueStopped', 'The LocalQueue is stopped', undefined, undefined, 'The LocalQueue is stopped'],
+    [
+      'NodeFailures',
+      'Workload was evicted as there was no replacement for unhealthy node(s): node-3',
+      undefined,
+      undefined,
+      'Workload was evicted as there was no replacement for unhealthy node(s): node-3',
+    ],
+    [
+      'PodsReadyTimeout',
+      PODS_READY,
+      undefined,
+      { count: 2, requeueAt: T2 },
+      `Kueue evicted the job (eviction 2): its pods were not all ready within waitForPodsReady's timeout — usually the dataset/model initializer pods are slow to become ready (a large download) or the trainer's image is slow to pull; Kueue requeues it (${PODS_READY})`,
+    ],
+    [
+      'SomethingNew',
+      'a reason a later Kueue adds',
+      'Preempted',
+      undefined,
+      'Kueue evicted the job (SomethingNew): a reason a later Kueue adds',
+    ],
+  ])(
+    'Evicted %s → Pending with that reason and its message',
+    (reason, message, shown, requeueState, expected) => {
+      // Prepare
+      const gate = workload({
+        status: {
+          conditions: [...admittedConditions(T0), cond('Evicted', 'True', reason, message, T1)],
+          ...(requeueState ? { requeueState } : {}),
+        },
+      });
+      for (const job of [
+        trainJob({ suspend: true, conditions: [SUSPENDED] }),
+        trainJob({ suspend: false, conditions: [RESUMED] }),
+      ]) {
+        // Act
+        const view = toRunPhase(job, gate);
+        // Assess
+        expect(view).toMatchObject({
+          phase: 'Pending',
+          reason: shown ?? reason,
+          message: expected,
+          finished: false,
+        });
+      }
+    },
+  );
+});
+
 describe('toRunPhase — trainerStatus (v2.2+)', () => {
   it.each<TrainerShape>(['trainer-v2.2', 'trainer-v2.3'])(
     '%s surfaces progress, ETA and parsed metrics',
@@ -809,21 +885,21 @@ describe('toRunPhase — Training Operator v1', () => {
     });
   });
 
-  it.each(KINDS)('%s Running + Kueue evicted → Pending Preempted', (kind) => {
+  it.each(KINDS)('%s Running + Kueue evicted → Pending with Kueue’s reason', (kind) => {
     // Prepare
     const job = legacyJob({ kind, conditions: [legacyCond(kind, 'Running', 'True', T0)] });
     const gate = workload({
       conditions: [
         ...admittedConditions(T0),
-        cond('Evicted', 'True', 'PodsReadyTimeout', 'Exceeded the PodsReady timeout', T1),
+        cond('Evicted', 'True', 'ClusterQueueStopped', 'The ClusterQueue is stopped', T1),
       ],
     });
 
     // Act / Assess
     expect(toRunPhase(job, gate)).toEqual({
       phase: 'Pending',
-      reason: 'Preempted',
-      message: 'Exceeded the PodsReady timeout',
+      reason: 'ClusterQueueStopped',
+      message: 'The ClusterQueue is stopped',
       admission: interpretAdmission(gate),
       finished: false,
     });
