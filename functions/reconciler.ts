@@ -24,6 +24,7 @@ import {
   deleteJob,
   env,
   gateway,
+  logArchiver,
   podHealth,
   records,
   runQueue,
@@ -132,6 +133,7 @@ function build(event: unknown) {
         advanceSweep: (sweepId, opts) =>
           sweeps().advance(sweepId, sweepCapabilities(), opts, { maxAttempts: 6 }),
         log: (line) => logLine({ service: 'gantry-reconciler', ...line }),
+        archiveLogs: logArchiver(),
       }),
   );
 }

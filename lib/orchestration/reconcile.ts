@@ -19,7 +19,7 @@ import { type Decision, decide, decideMissingWorkload, failureCause, type Stage 
 import { type DueHeartbeat, HEARTBEAT_EVERY_SECONDS, makeHeartbeats } from './heartbeats.ts';
 import { makeJobNotes } from './job-notes.ts';
 import { refFromJob } from './job-ref.ts';
-import { makeOrphanRemoval } from './orphans.ts';
+import { makeOrphanRemoval, type OrphanDeps } from './orphans.ts';
 import { type Pacer, UNPACED } from './pacing.ts';
 import { withDisruptionEvidence } from './pod-events.ts';
 import { makeRecordWrites, type PendingRecord } from './record-writes.ts';
@@ -84,6 +84,8 @@ export interface ReconcilerDeps {
    */
   advanceSweep?: (sweepId: string, opts?: CallOptions) => Promise<unknown>;
   log?: (line: Record<string, unknown>) => void;
+  /** Archives an orphan job's pod logs before it is deleted (lib/logs/archive.ts). */
+  archiveLogs?: OrphanDeps['archiveLogs'];
 }
 
 const TOKEN_KEYS: Array<[Stage, string]> = [
@@ -170,6 +172,7 @@ export function makeReconciler(deps: ReconcilerDeps) {
     log,
     note,
     graceMs,
+    ...(deps.archiveLogs ? { archiveLogs: deps.archiveLogs } : {}),
   });
 
   async function tick(opts?: CallOptions): Promise<TickReport> {

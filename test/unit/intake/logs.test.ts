@@ -13,7 +13,7 @@ import { newRecord, type RunRecord } from '../../../lib/run/record.ts';
 import type { RunRecords } from '../../../lib/run/records.ts';
 import type { K8sObject } from '../../../lib/trainjob/types.ts';
 import { aRunSpec } from '../../helpers/builders.ts';
-import { iam, intakeConfig, NLP_ARN, VISION_ARN } from '../../helpers/intake-fakes.ts';
+import { iam, intakeConfig, memoryStore, NLP_ARN, VISION_ARN } from '../../helpers/intake-fakes.ts';
 
 const config = intakeConfig();
 const RUN = 'run-aaaaaaaaaaaaaaaaaaaa';
@@ -58,7 +58,7 @@ const trainerPod = (i: number, namespace = NS): K8sObject =>
     spec: { containers: [{ name: 'node' }] },
   }) as K8sObject;
 
-function setup(r: RunRecord | undefined, gw: Partial<ClusterGateway>) {
+function setup(r: RunRecord | undefined, gw: Partial<ClusterGateway>, store = memoryStore()) {
   const calls: string[] = [];
   const gateway = {
     listPods: async (selector: string) => {
@@ -72,7 +72,7 @@ function setup(r: RunRecord | undefined, gw: Partial<ClusterGateway>) {
     ...gw,
   } as ClusterGateway;
   const records = { get: async (id: string) => (id === RUN ? r : undefined) } as unknown as RunRecords;
-  const get = makeGetRunLogs({ records, config, gateway: async () => gateway });
+  const get = makeGetRunLogs({ records, config, gateway: async () => gateway, store });
   return { get, calls };
 }
 
@@ -104,6 +104,8 @@ describe('getRunLogs', () => {
       pod: `${RUN}-node-0-0-abcde`,
       container: 'node',
       lines: ['a', 'b', 'c'],
+      attempt: 1,
+      source: 'live',
     });
     expect(calls).toEqual([`list gantry.dev/run-id=${RUN}`, `log ${NS}/${RUN}-node-0-0-abcde node 100`]);
   });
@@ -169,20 +171,26 @@ describe('getRunLogs', () => {
       /is waiting to start: ContainerCreating$/,
     ],
     [
-      'the pods gone after the run ended',
+      'the pods gone after the run ended, nothing archived',
       record('Succeeded'),
       { listPods: async () => [] },
-      /node 0 has no pod yet; the run ended \(Succeeded\) and its pods are deleted with its job, so its logs are not kept$/,
+      /^run \S+ \(phase Succeeded\) has no logs to read: no logs were archived for attempt 1, and its job's pods are gone$/,
     ],
     [
-      'the pod deleted between list and read',
+      'the pod deleted between list and read, nothing archived',
       record('Failed'),
       {
         readPodLog: async () => {
           throw new NotFoundError('log of pod x: HTTP 404 NotFound: pods "x" not found');
         },
       },
-      /pods "x" not found; the run ended \(Failed\)/,
+      /has no logs to read: no logs were archived for attempt 1, and its job's pods are gone$/,
+    ],
+    [
+      'a cancelled run that never had a job',
+      record('Cancelled', false),
+      {},
+      /has no logs to read: no logs were archived for attempt 1: the run ended before its job was created$/,
     ],
   ])('409 when there is nothing to read: %s', async (_name, r, gw, message) => {
     const { get } = setup(r, gw);
