@@ -75,10 +75,17 @@ export interface RunLogs {
 
 export { logLines, MAX_LINE_CHARS };
 
-/** The attempt the run is on (or ended in): its job's, or the last one recorded. */
-export function currentAttempt(record: RunRecord): number {
+/**
+ * The attempt the run is on (or ended in), and its job when it has one. Between attempts (the last
+ * job's attempt recorded ended, the run not) the next attempt has no job yet.
+ */
+export function currentAttempt(record: RunRecord): { attempt: number; job?: JobLocation } {
   const recorded = Math.max(1, ...(record.attempts ?? []).map((a) => a.attempt));
-  return record.job ? Math.max(recorded, attemptOfJob(record.spec.jobName, record.job.name)) : recorded;
+  if (!record.job) return { attempt: recorded };
+  const ofJob = attemptOfJob(record.spec.jobName, record.job.name);
+  const ended = record.attempts?.some((a) => a.attempt === ofJob && a.endedAt);
+  if (ended && !isTerminal(record.phase)) return { attempt: Math.max(recorded, ofJob + 1) };
+  return ofJob >= recorded ? { attempt: ofJob, job: record.job } : { attempt: recorded };
 }
 
 function unavailable(record: RunRecord, what: string, cause?: unknown): RunLogsUnavailableError {
@@ -186,14 +193,14 @@ export function makeGetRunLogs(deps: {
         },
       ]);
     }
-    const current = currentAttempt(record);
+    const { attempt: current, job: currentJob } = currentAttempt(record);
     const attempt = query.attempt ?? current;
     if (attempt < 1 || attempt > current) {
       throw new ValidationError([
         { field: 'attempt', rule: `must be from 1 to the run's attempts so far (${current})` },
       ]);
     }
-    const job = attempt === current ? record.job : undefined;
+    const job = attempt === current ? currentJob : undefined;
     if (!isTerminal(record.phase)) {
       if (job) {
         const read = await live(record, job, attempt, node, tailLines, opts);
