@@ -57,6 +57,7 @@ function sweepCapabilities(): SweepCapabilities {
       records: records(),
       clock,
       deleteJob,
+      archiveLogs: logArchiver(),
       onEnded: (record) => emitMetrics('gantry-reconciler', runEndMetrics(record)),
     }),
     publishBest: makeBestPublisher({

@@ -319,6 +319,8 @@ const FUNCTIONS = {
       statements.enqueueRuns(),
       statements.stopExecution(),
       statements.describeClusters(),
+      archiveRunLogs,
+      existenceChecks,
     ],
   },
   listRuntimes: { k8s: true, statements: () => [statements.describeClusters()] },

@@ -238,6 +238,7 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
     'states:StopExecution',
     'states:DescribeExecution',
     ...EKS,
+    ...RUN_LOGS_ARCHIVE,
   ],
   listRuntimes: [...LOGS, ...EKS],
   validateRun: [...LOGS, 's3:GetObject', 's3:ListBucket', ...EKS],

@@ -14,6 +14,7 @@ import { makeNextAttempt } from '../../../lib/orchestration/steps/next-attempt.t
 import type { ClusterGateway, ObjectStore } from '../../../lib/ports.ts';
 import { newRecord } from '../../../lib/run/record.ts';
 import type { RunRecords } from '../../../lib/run/records.ts';
+import { makeRunStopper } from '../../../lib/sweep/stop.ts';
 import type { K8sObject } from '../../../lib/trainjob/types.ts';
 import { aRunSpec } from '../../helpers/builders.ts';
 import { memoryStore } from '../../helpers/intake-fakes.ts';
@@ -323,5 +324,40 @@ describe('archiving never stops the delete', () => {
     expect(out.run.attempt).toBe(3);
     expect(targets).toEqual([expect.objectContaining({ name: `${RUN}-a2`, attempt: 2, runId: RUN })]);
     expect(calls.at(-1)).toBe(`delete ${NS}/${RUN}-a2`);
+  });
+
+  it('a sweep stopping a trial archives its job’s logs, then deletes it even when the store fails', async () => {
+    const { gateway, calls } = gatewayWith();
+    const targets: unknown[] = [];
+    const real = makeLogArchiver({ gateway: async () => gateway, store: failingStore, clock });
+    const job = {
+      cluster: 'local',
+      apiVersion: 'trainer.kubeflow.org/v1alpha1',
+      kind: 'TrainJob',
+      namespace: NS,
+      name: `${RUN}-a2`,
+    };
+    const record = { ...newRecord(run, 'fp', clock.now()), phase: 'Cancelled' as const, job };
+    const records = {
+      get: async () => record,
+      apply: async () => ({ record, changed: true }),
+    } as unknown as RunRecords;
+    const deleted: string[] = [];
+    const stop = makeRunStopper({
+      workflow: { stop: async () => {} } as never,
+      records,
+      clock,
+      deleteJob: async (j) => {
+        deleted.push(j.name);
+      },
+      archiveLogs: (t, o) => {
+        targets.push(t);
+        return real(t, o);
+      },
+    });
+    await stop(run, 'EarlyStopped');
+    expect(targets).toEqual([expect.objectContaining({ name: `${RUN}-a2`, attempt: 2, kind: 'TrainJob' })]);
+    expect(calls[0]).toMatch(/^list /);
+    expect(deleted).toEqual([`${RUN}-a2`]);
   });
 });
