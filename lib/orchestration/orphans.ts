@@ -62,7 +62,7 @@ export function makeOrphanRemoval(deps: OrphanDeps) {
         {
           cluster,
           namespace: job.metadata.namespace ?? 'default',
-          kind: job.kind,
+          kind: api.kind,
           name: job.metadata.name,
           runId,
           attempt: Number(job.metadata.labels?.[LABEL.attempt] ?? 1) || 1,
