@@ -44,10 +44,12 @@ export const COMMANDS = {
     options: {
       follow: { type: 'boolean', short: 'f' },
       node: { type: 'string' },
+      attempt: { type: 'string' },
       tail: { type: 'string' },
       ...WATCH,
     },
-    summary: "Print the tail of a node's trainer container log (-f: keep printing new lines)",
+    summary:
+      "Print the tail of a node's trainer container log (-f: keep printing new lines; an ended run's or attempt's from the archive)",
   },
   events: {
     args: ['ID'],
@@ -91,6 +93,8 @@ export interface ParsedCommand {
   /** Seconds between polls. */
   intervalSeconds: number;
   node?: number;
+  /** logs: the attempt whose log to read (default the run's current or last). */
+  attempt?: number;
   tail?: number;
   phase?: string;
   model?: string;
@@ -209,6 +213,7 @@ export function parseCommandLine(argv: readonly string[]): Parsed {
   set('principal', str('principal'));
   set('idempotencyKey', str('idempotency-key'));
   set('node', wholeNumber(str('node'), '--node', 0, 1023));
+  set('attempt', wholeNumber(str('attempt'), '--attempt', 1, 1000));
   set('tail', wholeNumber(str('tail'), '--tail', 1, 100_000));
   set('phase', str('phase'));
   set('model', str('model'));

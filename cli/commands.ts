@@ -140,6 +140,7 @@ export async function logs(client: Client, io: Io, cmd: ParsedCommand): Promise<
   const query = (tailLines: number | undefined) => {
     const q = new URLSearchParams();
     if (cmd.node !== undefined) q.set('node', String(cmd.node));
+    if (cmd.attempt !== undefined) q.set('attempt', String(cmd.attempt));
     if (tailLines !== undefined) q.set('tailLines', String(tailLines));
     const s = q.toString();
     return `/v1/runs/${id}/logs${s ? `?${s}` : ''}`;
@@ -155,7 +156,20 @@ export async function logs(client: Client, io: Io, cmd: ParsedCommand): Promise<
     const tailLines = state === undefined ? cmd.tail : Math.max(cmd.tail ?? 0, FOLLOW_WINDOW);
     try {
       const res = await poll(io, intervalMs, () => client.call('GET', query(tailLines)));
-      const body = res.body as { pod?: string; lines?: string[] };
+      const body = res.body as {
+        pod?: string;
+        lines?: string[];
+        attempt?: number;
+        source?: string;
+        truncated?: boolean;
+        archivedAt?: string;
+      };
+      // An ended attempt's log comes from the archive kept when its job was deleted: say so, once.
+      if (state === undefined && body.source === 'archive') {
+        io.stderr.write(
+          `(attempt ${body.attempt}, pod ${body.pod}: archived ${body.archivedAt ?? ''}${body.truncated ? '; earlier lines were not kept' : ''})\n`,
+        );
+      }
       const step = nextLines(state, {
         ...(body.pod !== undefined ? { pod: body.pod } : {}),
         lines: body.lines ?? [],

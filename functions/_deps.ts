@@ -27,6 +27,7 @@ import type { ArtifactStore, ServingEvents } from '../lib/artifacts/ports.ts';
 import { type EventDelivery, makeEventDelivery } from '../lib/events/deliver.ts';
 import { type EventOutbox, makeEventOutbox } from '../lib/events/outbox.ts';
 import { lazily } from '../lib/lazily.ts';
+import { type ArchiveJobLogs, logArchiveLimits, makeLogArchiver } from '../lib/logs/archive.ts';
 import { type MetricIngester, makeMetricIngester } from '../lib/metrics/ingest.ts';
 import type {
   CallOptions,
@@ -146,6 +147,21 @@ export async function deleteJob(job: JobLocation, opts?: CallOptions): Promise<v
   ]);
   await gw.deleteJob(jobApiOf(job), job.namespace, job.name, opts);
 }
+
+/**
+ * Archives a job's pod logs to the Gantry bucket before the job is deleted (lib/logs/archive.ts);
+ * never throws. Limits from GANTRY_LOG_ARCHIVE_MAX_LINES / _MAX_BYTES / _SECONDS.
+ */
+export const logArchiver = /* @__PURE__ */ lazily(
+  (): ArchiveJobLogs =>
+    makeLogArchiver({
+      gateway,
+      store: store(),
+      clock,
+      limits: logArchiveLimits(process.env),
+      log: (line) => logLine({ service: 'gantry-logs', ...line }),
+    }),
+);
 
 /**
  * Sweep records and the sweep controller. Callers pass the capabilities they have (release,

@@ -24,6 +24,7 @@ import {
   deleteJob,
   env,
   gateway,
+  logArchiver,
   podHealth,
   records,
   runQueue,
@@ -56,6 +57,7 @@ function sweepCapabilities(): SweepCapabilities {
       records: records(),
       clock,
       deleteJob,
+      archiveLogs: logArchiver(),
       onEnded: (record) => emitMetrics('gantry-reconciler', runEndMetrics(record)),
     }),
     publishBest: makeBestPublisher({
@@ -132,6 +134,7 @@ function build(event: unknown) {
         advanceSweep: (sweepId, opts) =>
           sweeps().advance(sweepId, sweepCapabilities(), opts, { maxAttempts: 6 }),
         log: (line) => logLine({ service: 'gantry-reconciler', ...line }),
+        archiveLogs: logArchiver(),
       }),
   );
 }

@@ -366,6 +366,7 @@ async function runPage(id) {
       'section',
       { className: 'card' },
       h('h2', {}, 'Logs (node 0, last 100 lines)'),
+      h('p', { className: 'muted', id: 'logs-source' }),
       h('pre', { className: 'logs', id: 'logs' }, '…'),
     ),
     manifest: h(
@@ -518,12 +519,20 @@ async function runPage(id) {
     } else charts.replaceChildren(errorBox(metrics.reason));
     const pre = shell.logs.querySelector('pre');
     pre.classList.toggle('note', logs.status !== 'fulfilled');
+    // An ended run's (or attempt's) log is the one archived when its job was deleted.
+    const v = logs.status === 'fulfilled' ? logs.value : undefined;
+    shell.logs.querySelector('#logs-source').textContent =
+      v?.source === 'archive'
+        ? `Archived when attempt ${v.attempt}'s job was deleted (${v.archivedAt}), pod ${v.pod}${v.truncated ? '; earlier lines were not kept' : ''}.`
+        : v
+          ? `Live from pod ${v.pod}${v.attempt > 1 ? ` (attempt ${v.attempt})` : ''}.`
+          : '';
     if (logs.status === 'fulfilled') {
       const follow = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
       pre.textContent = logs.value.lines.join('\n') || '(empty)';
       if (follow) pre.scrollTop = pre.scrollHeight;
     }
-    // 409: no pod yet, or the run ended and its pods went with its job — the API says which.
+    // 409: no pod yet, or nothing was archived before its job was deleted — the API says which.
     else if (logs.reason.status === 409) pre.textContent = logs.reason.message.replace(/^HTTP 409 \w+: /, '');
     else pre.replaceChildren(errorBox(logs.reason));
     const lines = metrics.status === 'fulfilled' ? metrics.value.lines : lastLines;

@@ -48,6 +48,13 @@ const objects = (actions, ...prefixes) => ({
 // runs/<id>/: training output, metric objects and the metric history (records are in the state table).
 const readRuns = objects(['s3:GetObject'], 'runs/*');
 const readWriteRuns = objects(['s3:GetObject', 's3:PutObject'], 'runs/*');
+// runs/<id>/logs/attempt-<n>/: pod logs archived before a job is deleted (lib/logs/archive.ts), read
+// back to keep an earlier archive of the same attempt, and by GET /v1/runs/{id}/logs.
+const archiveRunLogs = {
+  ...objects(['s3:GetObject', 's3:PutObject'], 'runs/*/logs/*'),
+  Sid: 'RunLogsArchive',
+};
+const readRunLogs = { ...objects(['s3:GetObject'], 'runs/*/logs/*'), Sid: 'RunLogsRead' };
 
 /**
  * The state table (lib/state/table.ts): items by kind — `run#…`, `sweep#…`, `trial#…` (a sweep's
@@ -312,11 +319,21 @@ const FUNCTIONS = {
   // The record (ownership); the events are built from it (lib/events/event.ts).
   getRunEvents: { statements: () => [readState('run')] },
   // The record (ownership, where the job is), then the run's pods and a pod's log from the cluster.
-  getRunLogs: { k8s: true, statements: () => [readState('run'), statements.describeClusters()] },
+  // An ended run's logs from the archive (an attempt with none reads as missing: existence checks).
+  getRunLogs: {
+    k8s: true,
+    statements: () => [readState('run'), statements.describeClusters(), readRunLogs, existenceChecks],
+  },
   listRuns: { statements: () => [queryState('byTeam', 'byPhase', 'byModel', 'bySweep')] },
   cancelRun: {
     k8s: true,
-    statements: () => [writeState('run'), statements.stopExecution(), statements.describeClusters()],
+    statements: () => [
+      writeState('run'),
+      statements.stopExecution(),
+      statements.describeClusters(),
+      archiveRunLogs,
+      existenceChecks,
+    ],
   },
   // Sweeps: submit records the sweep and releases its first trials (run messages); cancel also
   // stops trials (their executions, records and jobs) and ends the sweep.
@@ -340,6 +357,8 @@ const FUNCTIONS = {
       statements.enqueueRuns(),
       statements.stopExecution(),
       statements.describeClusters(),
+      archiveRunLogs,
+      existenceChecks,
     ],
   },
   listRuntimes: { k8s: true, statements: () => [statements.describeClusters()] },
@@ -405,9 +424,13 @@ const FUNCTIONS = {
   recordOutcome: {
     statements: () => [writeState('run', 'sweep', 'trial'), queryState('bySweep'), statements.enqueueRuns()],
   },
-  cleanup: { k8s: true, statements: () => [statements.describeClusters()] },
+  // Archives the job's pod logs, then deletes the job.
+  cleanup: { k8s: true, statements: () => [statements.describeClusters(), archiveRunLogs, existenceChecks] },
   // Records the ended attempt on the run and deletes its job before the next attempt's CreateJob.
-  nextAttempt: { k8s: true, statements: () => [writeState('run'), statements.describeClusters()] },
+  nextAttempt: {
+    k8s: true,
+    statements: () => [writeState('run'), statements.describeClusters(), archiveRunLogs, existenceChecks],
+  },
   // scheduled
   reconciler: {
     k8s: true,

@@ -11,7 +11,7 @@ import { makeListRuntimes } from '../../lib/intake/runtimes.ts';
 import { historyKey, type MetricHistory } from '../../lib/metrics/channel.ts';
 import { runEndMetrics } from '../../lib/observability/metrics.ts';
 import type { RunRecord } from '../../lib/run/record.ts';
-import { config, deleteJob, env, gateway, records, store, table, workflow } from '../_deps.ts';
+import { config, deleteJob, env, gateway, logArchiver, records, store, table, workflow } from '../_deps.ts';
 import { emitMetrics } from '../_metrics.ts';
 
 /** A run the API ended (cancelled): its outcome metrics, as RecordOutcome emits them for the others. */
@@ -53,9 +53,16 @@ export const getRunMetrics = /* @__PURE__ */ lazy(() =>
 );
 export const listRuns = /* @__PURE__ */ lazy(() => makeListRuns({ ...settings(), table: table() }));
 export const cancelRun = /* @__PURE__ */ lazy(() =>
-  makeCancelRun({ ...settings(), records: records(), workflow: workflow(), deleteJob, onEnded: runEnded }),
+  makeCancelRun({
+    ...settings(),
+    records: records(),
+    workflow: workflow(),
+    deleteJob,
+    onEnded: runEnded,
+    archiveLogs: logArchiver(),
+  }),
 );
 export const listRuntimes = /* @__PURE__ */ lazy(() => makeListRuntimes({ ...settings(), gateway }));
 export const getRunLogs = /* @__PURE__ */ lazy(() =>
-  makeGetRunLogs({ ...settings(), records: records(), gateway }),
+  makeGetRunLogs({ ...settings(), records: records(), gateway, store: store() }),
 );

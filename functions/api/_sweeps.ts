@@ -5,7 +5,18 @@ import {
   type SweepIntakeDeps,
 } from '../../lib/intake/sweeps.ts';
 import { makeRunStopper } from '../../lib/sweep/stop.ts';
-import { clock, config, deleteJob, env, records, runQueue, sweeps, table, workflow } from '../_deps.ts';
+import {
+  clock,
+  config,
+  deleteJob,
+  env,
+  logArchiver,
+  records,
+  runQueue,
+  sweeps,
+  table,
+  workflow,
+} from '../_deps.ts';
 import { runEnded } from './_intake.ts';
 
 /**
@@ -35,6 +46,7 @@ export const cancelSweep = () =>
         records: records(),
         clock,
         deleteJob,
+        archiveLogs: logArchiver(),
         onEnded: runEnded,
       }),
     },

@@ -2,6 +2,7 @@ import type { GantryConfig } from '../config.ts';
 import { NotFoundError } from '../errors.ts';
 import { runEvents } from '../events/event.ts';
 import { lazily } from '../lazily.ts';
+import { type ArchiveJobLogs, attemptOfJob } from '../logs/archive.ts';
 import type { MetricHistory } from '../metrics/channel.ts';
 import type { CallOptions, WorkflowEngine } from '../ports.ts';
 import { RUN_ID, SWEEP_ID } from '../run/ids.ts';
@@ -151,6 +152,8 @@ export interface CancelRunDeps {
   deleteJob: (job: JobLocation, opts?: CallOptions) => Promise<void>;
   /** Called once when this call ended the run (the run's outcome metrics); not on a repeated cancel. */
   onEnded?: (record: RunRecord) => void | Promise<void>;
+  /** Archives the job's pod logs before it is deleted (lib/logs/archive.ts); never throws. */
+  archiveLogs?: ArchiveJobLogs;
 }
 
 /**
@@ -177,7 +180,17 @@ export function makeCancelRun(deps: CancelRunDeps) {
     );
     if (after.phase !== 'Cancelled') throw new RunFinishedError(record.runId, after.phase);
     if (changed) await deps.onEnded?.(after);
-    if (after.job) await deps.deleteJob(after.job, opts);
+    if (after.job) {
+      await deps.archiveLogs?.(
+        {
+          ...after.job,
+          runId: after.runId,
+          attempt: attemptOfJob(after.spec.jobName, after.job.name),
+        },
+        opts,
+      );
+      await deps.deleteJob(after.job, opts);
+    }
     return after;
   };
 }

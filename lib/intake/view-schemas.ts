@@ -283,7 +283,7 @@ export const SweepFinishedBodySchema = z.strictObject({
   message: z.string(),
   phase: z.described(z.enum(SWEEP_PHASES), 'How the sweep ended'),
 });
-/** `GET /v1/runs/{id}/logs`: the tail of one node's trainer container. */
+/** `GET /v1/runs/{id}/logs`: the tail of one node's trainer container, live or archived. */
 export const RunLogsSchema = z.strictObject({
   runId: z.string(),
   pod: z.described(z.string(), 'The pod of the node read'),
@@ -292,6 +292,16 @@ export const RunLogsSchema = z.strictObject({
     "The trainer container read (Trainer v2: `node`; v1 jobs: the kind's, e.g. `pytorch`)",
   ),
   lines: z.described(z.array(z.string()), 'The last lines of its log, oldest first'),
+  attempt: z.described(z.number().check(z.int()), 'The attempt whose job ran the pod (1 for the first)'),
+  source: z.described(
+    z.enum(['live', 'archive']),
+    "`live`: read from the cluster now; `archive`: kept in Gantry's bucket when the attempt's job was deleted",
+  ),
+  truncated: z.described(
+    z.optional(z.boolean()),
+    'Archive only: earlier lines of the log were not kept (the archive keeps the last lines within its per-pod bound)',
+  ),
+  archivedAt: z.described(z.optional(z.string()), 'Archive only: when the log was archived (ISO time)'),
 });
 export const RunLogsUnavailableBodySchema = z.strictObject({
   error: z.literal('RunLogsUnavailableError'),

@@ -1,7 +1,9 @@
 import { NotFoundError } from '../errors.ts';
+import type { ArchiveJobLogs } from '../logs/archive.ts';
 import { orphanNote } from '../observability/events.ts';
 import type { CallOptions, ClusterGateway, JobApi, WorkflowEngine } from '../ports.ts';
 import type { RunRecords } from '../run/records.ts';
+import { LABEL } from '../trainjob/labels.ts';
 import type { K8sObject } from '../trainjob/types.ts';
 import type { Log, NoteJob } from './job-notes.ts';
 import type { Pacer } from './pacing.ts';
@@ -21,6 +23,8 @@ export interface OrphanDeps {
   note: NoteJob;
   /** A job with no waiting token is only an orphan after this long (ms). */
   graceMs: number;
+  /** Archives the job's pod logs before it is deleted (lib/logs/archive.ts); never throws. */
+  archiveLogs?: ArchiveJobLogs;
 }
 
 export function makeOrphanRemoval(deps: OrphanDeps) {
@@ -51,7 +55,21 @@ export function makeOrphanRemoval(deps: OrphanDeps) {
       report.cancelled++;
     }
     // Once: a job already being deleted (background propagation) is listed again until it is gone.
-    if (!job.metadata.deletionTimestamp) await note(cluster, gateway, job, orphanNote(runId, status), opts);
+    if (!job.metadata.deletionTimestamp) {
+      await note(cluster, gateway, job, orphanNote(runId, status), opts);
+      // A succeeded run's job ends here: its pods' logs are kept first (never throws, bounded in time).
+      await deps.archiveLogs?.(
+        {
+          cluster,
+          namespace: job.metadata.namespace ?? 'default',
+          kind: api.kind,
+          name: job.metadata.name,
+          runId,
+          attempt: Number(job.metadata.labels?.[LABEL.attempt] ?? 1) || 1,
+        },
+        opts,
+      );
+    }
     await gateway.deleteJob(api, job.metadata.namespace ?? 'default', job.metadata.name, opts);
     report.orphansDeleted++;
     log({ level: 'INFO', msg: 'deleted a job whose execution ended', runId, execution: status ?? 'none' });

@@ -10,7 +10,7 @@ import type { K8sObject } from '../trainjob/types.ts';
 import { decide } from './decide.ts';
 import { type DueHeartbeat, HEARTBEAT_EVERY_SECONDS, makeHeartbeats } from './heartbeats.ts';
 import { makeJobNotes } from './job-notes.ts';
-import { makeOrphanRemoval } from './orphans.ts';
+import { makeOrphanRemoval, type OrphanDeps } from './orphans.ts';
 import { type Pacer, UNPACED } from './pacing.ts';
 import {
   answer,
@@ -82,6 +82,8 @@ export interface ReconcilerDeps {
    */
   advanceSweep?: (sweepId: string, opts?: CallOptions) => Promise<unknown>;
   log?: (line: Record<string, unknown>) => void;
+  /** Archives an orphan job's pod logs before it is deleted (lib/logs/archive.ts). */
+  archiveLogs?: OrphanDeps['archiveLogs'];
 }
 
 type Cluster = ReturnType<ReconcilerDeps['clusters']>[number];
@@ -201,6 +203,7 @@ function reconciling(deps: ReconcilerDeps): Reconciling {
     log,
     note,
     graceMs: (deps.orphanGraceSeconds ?? 300) * 1000,
+    ...(deps.archiveLogs ? { archiveLogs: deps.archiveLogs } : {}),
   });
   return {
     deps,

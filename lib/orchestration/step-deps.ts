@@ -1,4 +1,5 @@
 import type { ArtifactStore, ServingEvents } from '../artifacts/ports.ts';
+import type { ArchiveJobLogs } from '../logs/archive.ts';
 import type { CallOptions, Clock, ClusterGateway, ObjectStore, WorkflowEngine } from '../ports.ts';
 import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
@@ -43,6 +44,8 @@ export interface StepDeps {
    */
   authorize?: (run: RunSpec) => void;
   log?: (line: Record<string, unknown>) => void;
+  /** Archives a job's pod logs before Cleanup / NextAttempt delete it (lib/logs/archive.ts); never throws. */
+  archiveLogs?: ArchiveJobLogs;
   /**
    * Told when a run's job was created (`started`, the record now Pending) and when the run ended
    * (`ended`, the terminal record): the functions emit metrics from it (lib/observability). Must
@@ -84,6 +87,6 @@ export type NotifyServingDeps = Pick<
   StepDeps,
   'records' | 'store' | 'artifacts' | 'modelsBucket' | 'clock' | 'serving'
 >;
-export type CleanupDeps = Pick<StepDeps, 'gateway'>;
-export type NextAttemptDeps = Pick<StepDeps, 'gateway' | 'records' | 'clock' | 'log'>;
+export type CleanupDeps = Pick<StepDeps, 'gateway' | 'archiveLogs'>;
+export type NextAttemptDeps = Pick<StepDeps, 'gateway' | 'records' | 'clock' | 'log' | 'archiveLogs'>;
 export type RecordOutcomeDeps = Pick<StepDeps, 'records' | 'runs' | 'onTrialEnded' | 'log'>;

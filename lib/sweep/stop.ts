@@ -1,3 +1,4 @@
+import { type ArchiveJobLogs, attemptOfJob } from '../logs/archive.ts';
 import type { CallOptions, Clock, WorkflowEngine } from '../ports.ts';
 import { fingerprintOf } from '../run/ids.ts';
 import { type JobLocation, newRecord, type RunRecord } from '../run/record.ts';
@@ -25,6 +26,8 @@ export function makeRunStopper(deps: {
   deleteJob: (job: JobLocation, opts?: CallOptions) => Promise<void>;
   /** Called once when this call ended the run (the run's outcome metrics). */
   onEnded?: (record: RunRecord) => void | Promise<void>;
+  /** Archives the job's pod logs before it is deleted (lib/logs/archive.ts); never throws. */
+  archiveLogs?: ArchiveJobLogs;
 }) {
   return async function stopRun(spec: RunSpec, reason: StopReason, opts?: CallOptions): Promise<void> {
     await deps.workflow.stop(spec.runId, MESSAGES[reason], opts);
@@ -37,6 +40,10 @@ export function makeRunStopper(deps: {
       opts,
     );
     if (changed && after.phase === 'Cancelled') await deps.onEnded?.(after);
-    if (after.phase === 'Cancelled' && after.job) await deps.deleteJob(after.job, opts);
+    if (after.phase === 'Cancelled' && after.job) {
+      const attempt = attemptOfJob(after.spec.jobName, after.job.name);
+      await deps.archiveLogs?.({ ...after.job, runId: after.runId, attempt }, opts);
+      await deps.deleteJob(after.job, opts);
+    }
   };
 }

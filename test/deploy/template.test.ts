@@ -210,14 +210,23 @@ const STATE_RW = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']
 const STATE_Q = ['dynamodb:Query'];
 
 /** The minimum each function needs, from what its code calls (functions/ → lib/ → adapters). */
+/** Archiving pod logs before a job is deleted (runs/<id>/logs/, lib/logs/archive.ts). */
+const RUN_LOGS_ARCHIVE = ['s3:GetObject', 's3:PutObject', 's3:ListBucket'];
 const EXPECTED_ACTIONS: Record<string, string[]> = {
   submitRun: [...LOGS, ...STATE_RW, 's3:GetObject', 's3:ListBucket', 'sqs:SendMessage'],
   getRun: [...LOGS, ...STATE_R],
   getRunMetrics: [...LOGS, ...STATE_R, 's3:GetObject', 's3:ListBucket'],
   getRunEvents: [...LOGS, ...STATE_R],
-  getRunLogs: [...LOGS, ...STATE_R, ...EKS],
+  getRunLogs: [...LOGS, ...STATE_R, ...EKS, 's3:GetObject', 's3:ListBucket'],
   listRuns: [...LOGS, ...STATE_Q],
-  cancelRun: [...LOGS, ...STATE_RW, 'states:StopExecution', 'states:DescribeExecution', ...EKS],
+  cancelRun: [
+    ...LOGS,
+    ...STATE_RW,
+    'states:StopExecution',
+    'states:DescribeExecution',
+    ...EKS,
+    ...RUN_LOGS_ARCHIVE,
+  ],
   submitSweep: [...LOGS, ...STATE_RW, ...STATE_Q, 's3:GetObject', 's3:ListBucket', 'sqs:SendMessage'],
   getSweep: [...LOGS, ...STATE_R, ...STATE_Q],
   listSweeps: [...LOGS, ...STATE_Q],
@@ -229,6 +238,7 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
     'states:StopExecution',
     'states:DescribeExecution',
     ...EKS,
+    ...RUN_LOGS_ARCHIVE,
   ],
   listRuntimes: [...LOGS, ...EKS],
   validateRun: [...LOGS, 's3:GetObject', 's3:ListBucket', ...EKS],
@@ -288,8 +298,8 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
   publishArtifacts: [...LOGS, ...STATE_RW, ...RUNS_RW, 's3:AbortMultipartUpload', 's3:ListBucket'],
   notifyServing: [...LOGS, ...STATE_RW, 's3:GetObject', 'sqs:SendMessage'],
   recordOutcome: [...LOGS, ...STATE_RW, ...STATE_Q, 'sqs:SendMessage'],
-  cleanup: [...LOGS, ...EKS],
-  nextAttempt: [...LOGS, ...STATE_RW, ...EKS],
+  cleanup: [...LOGS, ...EKS, ...RUN_LOGS_ARCHIVE],
+  nextAttempt: [...LOGS, ...STATE_RW, ...EKS, ...RUN_LOGS_ARCHIVE],
   reconciler: [
     ...LOGS,
     ...EKS,
@@ -620,9 +630,10 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
           for (const r of list(s.Resource).map(render)) {
             if (r.startsWith('<GantryBucket.Arn>/'))
               // runs/: training output and metric histories (records are in the state table);
-              // models/*/owner.json, latest.json, manifest.json: who owns a model name (read at submit).
+              // runs/*/logs/*: archived pod logs; models/*/owner.json, latest.json, manifest.json: who
+              // owns a model name (read at submit).
               expect(r, id).toMatch(
-                /^<GantryBucket\.Arn>\/((runs|models)\/\*|models\/\*\/(owner|latest|manifest)\.json)$/,
+                /^<GantryBucket\.Arn>\/((runs|models)\/\*|runs\/\*\/logs\/\*|models\/\*\/(owner|latest|manifest)\.json)$/,
               );
             if (r.includes(':states:')) expect(r, id).toContain(':gantry-dev-training-run');
             if (list(s.Action).some((a) => a.startsWith('dynamodb:')))

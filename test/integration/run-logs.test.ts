@@ -74,8 +74,15 @@ describe('run logs on the embedded default', () => {
     }
     // Assess
     expect(logs.status, JSON.stringify(logs.body)).toBe(200);
-    expect(Object.keys(logs.body).sort()).toEqual(['container', 'lines', 'pod', 'runId']);
-    expect(logs.body).toMatchObject({ runId, container: 'node' });
+    expect(Object.keys(logs.body).sort()).toEqual([
+      'attempt',
+      'container',
+      'lines',
+      'pod',
+      'runId',
+      'source',
+    ]);
+    expect(logs.body).toMatchObject({ runId, container: 'node', attempt: 1, source: 'live' });
     expect(logs.body.pod).toMatch(new RegExp(`^${runId}-node-0-0-`));
     expect(logs.body.lines[0]).toBe(
       `[rank 0/2] starting training on pod ${logs.body.pod} (image registry.local/vision/train:1.0)`,

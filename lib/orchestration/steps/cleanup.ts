@@ -1,3 +1,4 @@
+import { archiveTarget } from '../../logs/archive.ts';
 import type { CallOptions } from '../../ports.ts';
 import type { RunSpec } from '../../run/spec.ts';
 import type { JobRef } from '../job-ref.ts';
@@ -12,6 +13,8 @@ export function makeCleanup(deps: CleanupDeps) {
     opts?: CallOptions,
   ): Promise<{ deleted: boolean }> {
     if (!state.job) return { deleted: false };
+    // The pods' logs go with the job: keep their tail first (never throws, bounded in time).
+    await deps.archiveLogs?.(archiveTarget(state.run, state.job), opts);
     await (await deps.gateway(state.job.cluster)).deleteJob(
       state.job.api,
       state.job.namespace,

@@ -5,6 +5,7 @@ import {
   RunEndedError,
   TrainingFailedError,
 } from '../../errors.ts';
+import { archiveTarget } from '../../logs/archive.ts';
 import type { CallOptions } from '../../ports.ts';
 import {
   type AttemptRecord,
@@ -85,7 +86,9 @@ export function makeNextAttempt(deps: NextAttemptDeps) {
         : new TrainingFailedError(cause);
     }
     if (state.job) {
-      // The failed job goes before the next one is created: its pods, Workload or queue slot must not linger.
+      // The failed job goes before the next one is created: its pods, Workload or queue slot must not
+      // linger. Its pods' logs are kept first (never throws, bounded in time).
+      await deps.archiveLogs?.(archiveTarget(run, state.job), opts);
       await (await deps.gateway(state.job.cluster))
         .deleteJob(state.job.api, state.job.namespace, state.job.name, opts)
         .catch((err: unknown) => {

@@ -204,6 +204,30 @@ describe('logs', () => {
     expect(calls).toHaveLength(1);
   });
 
+  it('reads an attempt’s archived log, saying on stderr that it is archived and truncated', async () => {
+    const { client, calls } = scripted({
+      [`GET /v1/runs/${RUN}/logs?node=1&attempt=1`]: [
+        {
+          pod: 'p-1',
+          lines: ['x', 'y'],
+          attempt: 1,
+          source: 'archive',
+          truncated: true,
+          archivedAt: '2026-12-04T10:00:00.000Z',
+        },
+      ],
+    });
+    const t = terminal();
+    await expect(
+      commands.logs(client, t.io, cmd(['logs', RUN, '--node', '1', '--attempt', '1'])),
+    ).resolves.toBe(EXIT.ok);
+    expect(t.out()).toBe('x\ny\n');
+    expect(t.err()).toBe(
+      '(attempt 1, pod p-1: archived 2026-12-04T10:00:00.000Z; earlier lines were not kept)\n',
+    );
+    expect(calls).toHaveLength(1);
+  });
+
   it('without -f a 409 is an error', async () => {
     const { client } = scripted({
       [`GET /v1/runs/${RUN}/logs`]: [new ApiError(409, { message: 'no pods' })],

@@ -134,10 +134,11 @@ describe('the OpenAPI document', () => {
     expect((op.parameters as Json[]).map((p) => `${p.in}:${p.name}`)).toEqual([
       'path:id',
       'query:node',
+      'query:attempt',
       'query:tailLines',
     ]);
     expect(doc.components.schemas.RunLogs).toMatchObject({
-      required: ['runId', 'pod', 'container', 'lines'],
+      required: ['runId', 'pod', 'container', 'lines', 'attempt', 'source'],
       additionalProperties: false,
     });
     expect(Object.keys(op.responses as Json).sort()).toEqual([
