@@ -11,6 +11,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { makeDynamoStateTable } from '../lib/adapters/aws/dynamodb-table.ts';
 import { INDEXES, type StateTable } from '../lib/state/table.ts';
+import { serveTransactions } from './dynamo-transactions.ts';
 
 /**
  * The state table's shape: the same key schema and indexes as `serverless.yml`'s StateTable
@@ -66,6 +67,7 @@ export function writtenKeys(operation: string, body: string, tableName: string):
       string,
       Array<{ PutRequest?: { Item?: unknown }; DeleteRequest?: { Key?: unknown } }>
     >;
+    TransactItems?: Array<Record<string, { TableName?: string; Item?: unknown; Key?: unknown } | undefined>>;
   };
   try {
     input = JSON.parse(body);
@@ -82,18 +84,24 @@ export function writtenKeys(operation: string, body: string, tableName: string):
       return (input.RequestItems?.[tableName] ?? []).flatMap((r) =>
         pkOf(r.PutRequest?.Item ?? r.DeleteRequest?.Key),
       );
+    case 'TransactWriteItems':
+      return (input.TransactItems ?? []).flatMap((t) => {
+        const action = t.Put ?? t.Update ?? t.Delete;
+        return action?.TableName === tableName ? pkOf(action.Item ?? action.Key) : [];
+      });
     default:
       return [];
   }
 }
 
-const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem']);
+const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems']);
 
 /**
  * A DynamoDB-compatible server for the embedded default: dynalite (MIT; LevelDB on disk when
  * `dataDir` is given, memory otherwise), bound to 127.0.0.1, with the state table created when
- * it is not there yet. dynalite implements the item, query and index calls Gantry uses; it has
- * no transactions, so Gantry's store changes one item per write (see lib/state/table.ts).
+ * it is not there yet. dynalite implements the item, query and index calls Gantry uses but not
+ * TransactWriteItems (the run record and its team's counters, lib/state/table.ts `putCounted`):
+ * local/dynamo-transactions.ts serves it in front of dynalite, with the limitations it names.
  */
 export async function startLocalStateTable(
   opts: { dataDir?: string; tableName?: string } = {},
@@ -106,6 +114,7 @@ export async function startLocalStateTable(
     updateTableMs: 0,
     ...(opts.dataDir ? { path: opts.dataDir } : {}),
   });
+  serveTransactions(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
