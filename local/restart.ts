@@ -4,6 +4,7 @@ import type { Clock, RunQueue } from '../lib/ports.ts';
 import { PHASES, TERMINAL_PHASES } from '../lib/run/phases.ts';
 import type { RunRecord } from '../lib/run/record.ts';
 import { makeRunRecords } from '../lib/run/records.ts';
+import { repairCounters, type TeamRepair } from '../lib/state/repair-counters.ts';
 import type { StateTable } from '../lib/state/table.ts';
 
 export const LOCAL_RESTART_MESSAGE =
@@ -24,7 +25,7 @@ export async function recoverAfterRestart(deps: {
   config: GantryConfig;
   queue: RunQueue;
   clock: Clock;
-}): Promise<{ requeued: string[]; failed: string[] }> {
+}): Promise<{ requeued: string[]; failed: string[]; counters: TeamRepair[] }> {
   const records = makeRunRecords({ table: deps.table, clock: deps.clock });
   const inFlight = PHASES.filter((p) => !TERMINAL_PHASES.includes(p));
   const requeued: string[] = [];
@@ -54,5 +55,9 @@ export async function recoverAfterRestart(deps: {
       } while (cursor);
     }
   }
-  return { requeued, failed };
+  // A stop in the middle of a record's write and its team's counters (the local TransactWriteItems
+  // shim is not atomic against a crash), or a state directory from before the counters, leaves
+  // the counters wrong: recounted from the records now that nothing runs.
+  const counters = await repairCounters({ table: deps.table, teams: deps.config.teams.map((t) => t.name) });
+  return { requeued, failed, counters: counters.filter((c) => c.fixed) };
 }

@@ -11,6 +11,7 @@ import { makeRunRecords } from '../../lib/run/records.ts';
 import { repairCounters } from '../../lib/state/repair-counters.ts';
 import type { StateTable } from '../../lib/state/table.ts';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
+import { recoverAfterRestart } from '../../local/restart.ts';
 import { DEMO_TEAM } from '../../local/stack.ts';
 import { type LocalStateTable, startLocalStateTable, tableOfStack } from '../../local/state-table.ts';
 import { apiClient } from '../helpers/api-client.ts';
@@ -124,6 +125,46 @@ describe('team counters on the local state table', () => {
       { team: 'ops', counted: { runs: 3, gpus: 0 }, actual: { runs: 3, gpus: 0 }, fixed: false },
     ]);
     expect(await counters('nlp')).toEqual(before);
+  });
+
+  it('a restart of the embedded default recounts: a state directory from before the counters', async () => {
+    // Prepare: a fresh table whose records were written without counters (counters item deleted).
+    const fresh = await startLocalStateTable();
+    try {
+      const t = tableOfStack({ stateTable: { name: fresh.tableName, client: fresh.client } });
+      const records = makeRunRecords({ table: t, clock });
+      const submit = makeSubmitRun({
+        records,
+        owners: makeModelOwners({ store: memoryStore(), clock }),
+        queue: recordingQueue(),
+        clock,
+        config,
+        bucket: BUCKET,
+        inFlight: makeInFlight(t),
+      });
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const { record } = await submit({
+          caller: { sub: 'nlp-ci', groups: [] },
+          body: body('nlp', 1),
+          idempotencyKey: `r-${i}`,
+        });
+        ids.push(record.runId);
+      }
+      await records.update(ids[0] as string, { phase: 'Running' });
+      await records.update(ids[1] as string, { phase: 'Pending' });
+      await t.delete(teamCountersKey('nlp'));
+      // Act: the restart fails the two started runs (LocalRestart) and queues the Accepted one again.
+      const out = await recoverAfterRestart({ table: t, config, queue: recordingQueue(), clock });
+      // Assess: the releases drove the counters below zero; the recount put them right.
+      expect(out.failed.sort()).toEqual([ids[0], ids[1]].sort());
+      expect(out.counters).toEqual([
+        { team: 'nlp', counted: { runs: -2, gpus: -2 }, actual: { runs: 1, gpus: 1 }, fixed: true },
+      ]);
+      expect((await t.get(teamCountersKey('nlp')))?.counters).toEqual({ runs: 1, gpus: 1 });
+    } finally {
+      await fresh.close();
+    }
   });
 });
 
