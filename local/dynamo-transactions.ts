@@ -8,8 +8,8 @@ import { crc32 } from 'node:zlib';
  * process, used by the embedded default and the tests. On AWS the adapter sends the real
  * TransactWriteItems; nothing here runs there.
  *
- * How: every write request (PutItem, UpdateItem, DeleteItem, BatchWriteItem) and every GetItem /
- * BatchGetItem holds a lock on the items it names while dynalite serves it. A transaction takes the
+ * How: every write request (PutItem, UpdateItem, DeleteItem, BatchWriteItem) holds a lock on the
+ * items it names while dynalite serves it. A transaction takes the
  * locks of all its items, then applies its actions one by one through dynalite (each with its own
  * condition, `ReturnValues: ALL_OLD`); when one is refused it puts back the items the earlier ones
  * changed and answers `TransactionCanceledException` with a reason per action. So concurrent
@@ -18,7 +18,9 @@ import { crc32 } from 'node:zlib';
  * Limitations (named; the behaviour on AWS is not weakened by them):
  * - not atomic against a crash: a process killed between two actions of a transaction leaves the
  *   first one written (the counters this serves are repaired by scripts/repair-counters.ts);
- * - Query and Scan take no locks: a list read during a transaction can see part of it;
+ * - reads (GetItem, BatchGetItem, Query, Scan) take no locks: a read during a transaction can see
+ *   part of it (on AWS, GetItem and BatchGetItem see all of it or none); the writes' conditions,
+ *   which is what keeps a cap, are evaluated under the locks;
  * - only the first refused action is reported (`ConditionalCheckFailed`); the actions after it are
  *   reported `None` without being evaluated (AWS evaluates and reports each);
  * - transactions never conflict (`TransactionConflict`): they wait for each other's locks instead;
@@ -247,7 +249,7 @@ function lockKey(table: string, key: Record<string, unknown>): string {
   return `${table}\u0000${JSON.stringify(sorted)}`;
 }
 
-/** The items a plain request names (writes, and consistent single-item reads), as lock keys. */
+/** The items a plain write request names, as lock keys. */
 function lockedKeys(operation: string, input: Record<string, unknown>): string[] {
   const table = String(input.TableName ?? '');
   switch (operation) {
@@ -257,7 +259,6 @@ function lockedKeys(operation: string, input: Record<string, unknown>): string[]
     }
     case 'UpdateItem':
     case 'DeleteItem':
-    case 'GetItem':
       return input.Key ? [lockKey(table, input.Key as Record<string, unknown>)] : [];
     case 'BatchWriteItem':
       return Object.entries(
@@ -269,11 +270,6 @@ function lockedKeys(operation: string, input: Record<string, unknown>): string[]
           const key = put ? keyOf(put.Item) : del?.Key;
           return key ? [lockKey(name, key)] : [];
         }),
-      );
-    case 'BatchGetItem':
-      return Object.entries((input.RequestItems ?? {}) as Record<string, { Keys?: unknown[] }>).flatMap(
-        ([name, r]) =>
-          (Array.isArray(r?.Keys) ? r.Keys : []).map((k) => lockKey(name, k as Record<string, unknown>)),
       );
     default:
       return [];
