@@ -94,6 +94,10 @@ function countingTable(table: StateTable, counts: Record<string, number>): State
       bump('UpdateItem');
       return table.increment(...a);
     },
+    putCounted(...a) {
+      bump('TransactWriteItems');
+      return table.putCounted(...a);
+    },
   };
 }
 

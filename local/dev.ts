@@ -107,7 +107,7 @@ async function main() {
     await close();
   };
   if (stateDir) {
-    const { requeued, resumed } = await recoverAfterRestart({
+    const { requeued, resumed, counters } = await recoverAfterRestart({
       table: tableOfStack(stack),
       config: stack.config,
       queue: makeSqsRunQueue({ sqs: stack.sqs, queueUrl: stack.queueUrl }),
@@ -118,6 +118,11 @@ async function main() {
       console.log(
         `Restarted on ${stateDir}: ${requeued.length} accepted run(s) queued again, ` +
           `${resumed.length} run(s) in flight resumed as a new attempt (reason LocalRestart).`,
+      );
+    }
+    for (const c of counters) {
+      console.log(
+        `Team ${c.team}: in-flight counters recounted from the records (${JSON.stringify(c.counted)} → ${JSON.stringify(c.actual)}).`,
       );
     }
   }

@@ -6,6 +6,7 @@ import { isTerminal, PHASES, TERMINAL_PHASES } from '../lib/run/phases.ts';
 import type { RunRecord } from '../lib/run/record.ts';
 import { makeRunRecords } from '../lib/run/records.ts';
 import type { RunSpec } from '../lib/run/spec.ts';
+import { repairCounters, type TeamRepair } from '../lib/state/repair-counters.ts';
 import type { StateTable } from '../lib/state/table.ts';
 
 export const LOCAL_RESTART_MESSAGE =
@@ -32,7 +33,7 @@ export async function recoverAfterRestart(deps: {
   queue: RunQueue;
   workflow: Pick<WorkflowEngine, 'start'>;
   clock: Clock;
-}): Promise<{ requeued: string[]; resumed: string[] }> {
+}): Promise<{ requeued: string[]; resumed: string[]; counters: TeamRepair[] }> {
   const records = makeRunRecords({ table: deps.table, clock: deps.clock });
   const inFlight = PHASES.filter((p) => !TERMINAL_PHASES.includes(p));
   const requeued: string[] = [];
@@ -62,7 +63,10 @@ export async function recoverAfterRestart(deps: {
       }
     }
   }
-  return { requeued, resumed };
+  // A state directory from before the team counters (or one whose counters a bug left wrong):
+  // recounted from the records now that nothing runs.
+  const counters = await repairCounters({ table: deps.table, teams: deps.config.teams.map((t) => t.name) });
+  return { requeued, resumed, counters: counters.filter((c) => c.fixed) };
 }
 
 /** Record the lost attempt and start the next one; false when the run ended meanwhile. */

@@ -22,6 +22,8 @@ import {
   PutItemCommand,
   type PutItemCommandInput,
   ScanCommand,
+  TransactWriteItemsCommand,
+  type TransactWriteItemsCommandInput,
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
@@ -47,8 +49,18 @@ import { mapLimit } from '../lib/concurrency.ts';
  * never replays journal G on top of a snapshot that already holds it.
  */
 
-/** The write operations journaled: the ones Gantry's adapter sends and dynalite serves. */
-export const JOURNALED = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem']);
+/**
+ * The write operations journaled: the ones Gantry's adapter sends. A transaction
+ * (local/dynamo-transactions.ts) is one line, written once all its actions applied: a crash in the
+ * middle of one leaves nothing of it after the restart, as on AWS.
+ */
+export const JOURNALED = new Set([
+  'PutItem',
+  'UpdateItem',
+  'DeleteItem',
+  'BatchWriteItem',
+  'TransactWriteItems',
+]);
 
 export interface StateJournal {
   /** Append one answered write (call before its answer is sent). */
@@ -127,6 +139,9 @@ async function replay(client: DynamoDBClient, op: string, input: unknown): Promi
       return;
     case 'BatchWriteItem':
       await client.send(new BatchWriteItemCommand(input as BatchWriteItemCommandInput));
+      return;
+    case 'TransactWriteItems':
+      await client.send(new TransactWriteItemsCommand(input as TransactWriteItemsCommandInput));
       return;
     default:
       throw new Error(`state journal: cannot replay ${op}`);

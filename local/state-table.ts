@@ -12,6 +12,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { makeDynamoStateTable } from '../lib/adapters/aws/dynamodb-table.ts';
 import { INDEXES, type StateTable } from '../lib/state/table.ts';
+import { serveTransactions } from './dynamo-transactions.ts';
 import { JOURNALED, type RecoveryReport, recoverStateTable, type StateJournal } from './state-journal.ts';
 
 /**
@@ -70,6 +71,7 @@ export function writtenKeys(operation: string, body: string, tableName: string):
       string,
       Array<{ PutRequest?: { Item?: unknown }; DeleteRequest?: { Key?: unknown } }>
     >;
+    TransactItems?: Array<Record<string, { TableName?: string; Item?: unknown; Key?: unknown } | undefined>>;
   };
   try {
     input = JSON.parse(body);
@@ -86,18 +88,24 @@ export function writtenKeys(operation: string, body: string, tableName: string):
       return (input.RequestItems?.[tableName] ?? []).flatMap((r) =>
         pkOf(r.PutRequest?.Item ?? r.DeleteRequest?.Key),
       );
+    case 'TransactWriteItems':
+      return (input.TransactItems ?? []).flatMap((t) => {
+        const action = t.Put ?? t.Update ?? t.Delete;
+        return action?.TableName === tableName ? pkOf(action.Item ?? action.Key) : [];
+      });
     default:
       return [];
   }
 }
 
-const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem']);
+const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems']);
 
 /**
  * A DynamoDB-compatible server for the embedded default: dynalite (MIT), bound to 127.0.0.1, with
  * the state table created at start. dynalite implements the item, query and index calls Gantry
- * uses; it has no transactions, so Gantry's store changes one item per write (see
- * lib/state/table.ts). dynalite keeps the table in memory; with `dataDir` the table survives
+ * uses but not TransactWriteItems (the run record and its team's counters, lib/state/table.ts
+ * `putCounted`): local/dynamo-transactions.ts serves it in front of dynalite, with the
+ * limitations it names. dynalite keeps the table in memory; with `dataDir` the table survives
  * restarts and `kill -9` at any instant through a snapshot and a journal of answered writes
  * (local/state-journal.ts), not through dynalite's LevelDB, whose item and index writes a crash
  * can separate.
@@ -169,6 +177,7 @@ async function startDynalite(tableName: string, path?: string) {
     updateTableMs: 0,
     ...(path ? { path } : {}),
   });
+  serveTransactions(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());

@@ -72,12 +72,14 @@ const readState = (...kinds) => ({
   Resource: [TABLE_ARN],
   Condition: itemKinds(kinds),
 });
+// A write of a run record that starts or ends a run also adds to its team's counters (`count#<team>`)
+// in the same TransactWriteItems (lib/run/records.ts), whose Update needs UpdateItem on that item.
 const writeState = (...kinds) => ({
   Sid: 'StateReadWrite',
   Effect: 'Allow',
   Action: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
   Resource: [TABLE_ARN],
-  Condition: itemKinds(kinds),
+  Condition: itemKinds(kinds.includes('run') ? [...kinds, 'count'] : kinds),
 });
 /** Batched reads (BatchGetItem, 100 keys a request): the reconciler reads the records a tick changes. */
 const batchReadState = (...kinds) => ({

@@ -1,5 +1,5 @@
 import { type ModelOwners, ownedByAnother, ownershipRule } from '../artifacts/ownership.ts';
-import type { GantryConfig } from '../config.ts';
+import type { GantryConfig, TeamConfig } from '../config.ts';
 import { ForbiddenError, IdempotencyConflictError, ValidationError } from '../errors.ts';
 import { lazily } from '../lazily.ts';
 import { metricsUri, newMetricsToken } from '../metrics/channel.ts';
@@ -12,9 +12,11 @@ import type { RunRecords } from '../run/records.ts';
 import type { RunRequest } from '../run/schema.ts';
 import type { RunSpec } from '../run/spec.ts';
 import { parseWith } from '../run/validate.ts';
+import { CounterLimitError } from '../state/table.ts';
 import { checkKueueKind } from '../trainjob/kueue-kinds.ts';
 import * as z from '../zod.ts';
-import { checkTeamCaps, type InFlightOf } from './in-flight.ts';
+import { TeamLimitError } from './errors.ts';
+import { capsOf, checkTeamCaps, type InFlightOf, RETRY_AFTER_SECONDS } from './in-flight.ts';
 import { runMessage, runMessageAttributes } from './message.ts';
 import { type Caller, checkTenancy, type Placement, requireTeam } from './tenancy.ts';
 
@@ -165,7 +167,7 @@ export interface SubmitRunDeps {
   bucket: string;
   /** Run ids for requests without a key (default: random). */
   newId?: () => string;
-  /** The team's runs and GPUs in flight (lib/intake/in-flight.ts), checked against its caps. */
+  /** The team's runs and GPUs in flight (lib/intake/in-flight.ts: one item), read to name a cap refused. */
   inFlight: InFlightOf;
 }
 
@@ -183,13 +185,10 @@ export function makeSubmitRun(deps: SubmitRunDeps) {
     const { request, key, spec } = await acceptRequest(input, deps);
     await checkModelOwner(deps.owners, request, opts);
     const fingerprint = fingerprintOf(request);
-    // A replay of a recorded run is answered whatever the team's load; a new run must fit its caps.
-    if (!(await deps.records.get(spec.runId, opts))) {
-      const team = deps.config.teams.find((t) => t.name === request.team);
-      if (team) checkTeamCaps(team, await deps.inFlight(team.name, opts), request);
-    }
-    const { record, created } = await deps.records.create(
+    const team = deps.config.teams.find((t) => t.name === request.team);
+    const { record, created } = await createWithinCaps(
       newRecord(spec, fingerprint, deps.clock.now()),
+      team,
       opts,
     );
     if (!created && record.fingerprint !== fingerprint) {
@@ -202,6 +201,38 @@ export function makeSubmitRun(deps: SubmitRunDeps) {
     }
     return { record, created };
   };
+
+  /**
+   * Create the record, counted in its team's runs in flight and conditioned on the team's caps in
+   * the same write (lib/run/records.ts), so concurrent submits cannot pass a cap together. A replay
+   * of a recorded run is answered whatever the team's load. Refused: the counters are read (one
+   * item) to name the cap; when a run ended meanwhile and there is room again, the write is retried.
+   */
+  async function createWithinCaps(
+    record: RunRecord,
+    team: TeamConfig | undefined,
+    opts?: CallOptions,
+  ): Promise<{ record: RunRecord; created: boolean }> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await deps.records.create(record, opts, team ? capsOf(team) : undefined);
+      } catch (err) {
+        if (!(err instanceof CounterLimitError) || !team) throw err;
+        checkTeamCaps(team, await deps.inFlight(team.name, opts), record.spec.request);
+        if (attempt >= CAP_ATTEMPTS) {
+          throw new TeamLimitError(
+            `team ${team.name} is at its maxRunsInFlight ${team.maxRunsInFlight} or maxGpusInFlight ${team.maxGpusInFlight}; submit again when a run ends`,
+            'maxRunsInFlight',
+            RETRY_AFTER_SECONDS,
+            { cause: err },
+          );
+        }
+      }
+    }
+  }
 }
+
+/** Writes refused at a cap that a read then found room for (runs ending meanwhile) before a 429. */
+const CAP_ATTEMPTS = 3;
 
 export type SubmitRun = ReturnType<typeof makeSubmitRun>;

@@ -1,7 +1,8 @@
 import { ConcurrentUpdateError, NotFoundError } from '../errors.ts';
 import type { CallOptions, Clock } from '../ports.ts';
 import { byCreation, type IndexEntries, type StateTable, type StoredItem } from '../state/table.ts';
-import { updateWithRetry } from '../state/update.ts';
+import { jitter, updateWithRetry } from '../state/update.ts';
+import { type InFlight, inFlightDelta, isInFlight, teamCountersKey } from './in-flight.ts';
 import { applyChange, type RecordChange, type RunRecord } from './record.ts';
 
 export const runItemKey = (runId: string) => `run#${runId}`;
@@ -24,6 +25,42 @@ export function runIndexes(record: RunRecord): IndexEntries {
 export const MAX_ATTEMPTS = 8;
 
 /**
+ * Write a run record over `before` (undefined: create only if absent). A write that enters or
+ * leaves flight (lib/run/in-flight.ts) also adds to the team's counters in the same transaction,
+ * so the counters move exactly when the records do; `caps` are the counters' ceilings (a new run
+ * past them is refused with CounterLimitError, nothing written). This is the one writer of `run#`
+ * items (test/unit/run/record-writers.test.ts).
+ */
+export function writeRunRecord(
+  table: StateTable,
+  next: RunRecord,
+  before: StoredItem<RunRecord> | undefined,
+  opts?: CallOptions,
+  caps?: Partial<InFlight>,
+): Promise<{ version: string }> {
+  const key = runItemKey(next.runId);
+  const cond = before ? { ifVersion: before.version } : { ifAbsent: true };
+  const delta = inFlightDelta(before?.value, next);
+  if (!delta) return table.put(key, next, runIndexes(next), cond, opts);
+  const atMost: Record<string, number> = {};
+  // Only what this write adds is held to a ceiling: a release is never refused, nor a run without GPUs by the GPU cap.
+  if (caps?.runs !== undefined && delta.runs > 0) atMost.runs = caps.runs;
+  if (caps?.gpus !== undefined && delta.gpus > 0) atMost.gpus = caps.gpus;
+  return table.putCounted(
+    key,
+    next,
+    runIndexes(next),
+    cond,
+    {
+      key: teamCountersKey(next.spec.request.team),
+      deltas: { runs: delta.runs, gpus: delta.gpus },
+      ...(Object.keys(atMost).length ? { atMost } : {}),
+    },
+    opts,
+  );
+}
+
+/**
  * Run records in the state table, one item per run. Creation is "only if absent" (the run id
  * comes from the idempotency key, so the item is also the key's record); every update is a
  * read-modify-write conditioned on the version read, retried on a lost race, so concurrent
@@ -36,20 +73,31 @@ export function makeRunRecords(deps: { table: StateTable; clock: Clock }) {
     return (await table.get<RunRecord>(runItemKey(runId), opts))?.value;
   }
 
-  /** Create the record; if one exists, return it instead (`created: false`). */
+  /**
+   * Create the record, counted in its team's runs in flight; if one exists, return it instead
+   * (`created: false`). `caps`: the team's ceilings, for a new run that must fit them
+   * (CounterLimitError otherwise); a replay of an existing record is never refused.
+   */
   async function create(
     record: RunRecord,
     opts?: CallOptions,
+    caps?: Partial<InFlight>,
   ): Promise<{ record: RunRecord; created: boolean }> {
-    try {
-      await table.put(runItemKey(record.runId), record, runIndexes(record), { ifAbsent: true }, opts);
-      return { record, created: true };
-    } catch (err) {
-      if (!(err instanceof ConcurrentUpdateError)) throw err;
-      const existing = await get(record.runId, opts);
-      if (!existing) throw err;
-      return { record: existing, created: false };
-    }
+    // A lost transaction conflict on the team's counters (concurrent submits) is tried again.
+    return updateWithRetry(
+      async () => {
+        try {
+          await writeRunRecord(table, record, undefined, opts, caps);
+          return { record, created: true };
+        } catch (err) {
+          if (!(err instanceof ConcurrentUpdateError)) throw err;
+          const existing = await get(record.runId, opts);
+          if (!existing) throw err;
+          return { record: existing, created: false };
+        }
+      },
+      { maxAttempts: MAX_ATTEMPTS, backoff: jitter(200) },
+    );
   }
 
   /** Apply a change with optimistic concurrency. Throws NotFoundError when there is no record. */
@@ -73,10 +121,12 @@ export function makeRunRecords(deps: { table: StateTable; clock: Clock }) {
         if (!current) throw new NotFoundError(`run ${runId} has no record`);
         const next = applyChange(current.value, change, clock.now());
         if (!next) return { record: current.value, changed: false };
-        await table.put(runItemKey(runId), next, runIndexes(next), { ifVersion: current.version }, opts);
+        await writeRunRecord(table, next, current, opts);
         return { record: next, changed: true };
       },
-      { maxAttempts: MAX_ATTEMPTS },
+      // At once for a lost race on the record; a write that also counts can lose to another team
+      // member's on the shared counters item, so those spread out (jitter).
+      { maxAttempts: MAX_ATTEMPTS, backoff: (n) => (ending(change) ? jitter(200)(n) : Promise.resolve()) },
     );
   }
 
@@ -104,7 +154,7 @@ export function makeRunRecords(deps: { table: StateTable; clock: Clock }) {
     const next = applyChange(read.value, change, clock.now());
     if (!next) return { record: read.value, changed: false };
     try {
-      await table.put(runItemKey(runId), next, runIndexes(next), { ifVersion: read.version }, opts);
+      await writeRunRecord(table, next, read, opts);
       return { record: next, changed: true };
     } catch (err) {
       if (!(err instanceof ConcurrentUpdateError)) throw err;
@@ -114,5 +164,8 @@ export function makeRunRecords(deps: { table: StateTable; clock: Clock }) {
 
   return { get, getMany, create, update, apply, updateFrom };
 }
+
+/** A change that may end the run (and so write its team's counters too). */
+const ending = (change: RecordChange) => change.phase !== undefined && !isInFlight(change.phase);
 
 export type RunRecords = ReturnType<typeof makeRunRecords>;

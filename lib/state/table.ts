@@ -72,6 +72,33 @@ export interface QueryResult<T> {
 /** A counter's name: letters and digits (it becomes an attribute of the item). */
 export const COUNTER_NAME = /^[A-Za-z][A-Za-z0-9]{0,63}$/;
 
+/** Counters to add to in the same transaction as a write (`putCounted`). */
+export interface CounterAdd {
+  /** The counters' item: created when absent, with an empty document (`{}`) at version 0. */
+  key: string;
+  /** Whole deltas by counter name (COUNTER_NAME); a missing counter starts at 0. */
+  deltas: Record<string, number>;
+  /** Ceilings: the write fails when a counter would be above its ceiling after the add. */
+  atMost?: Record<string, number>;
+}
+
+/**
+ * A counted write was refused: a counter would pass its ceiling (`CounterAdd.atMost`). Nothing was
+ * written. Never leaves the use case that set the ceiling (intake maps it to TeamLimitError, 429).
+ */
+export class CounterLimitError extends Error {
+  override readonly name = 'CounterLimitError' as const;
+}
+
+/** Check a counted write's names and deltas (both adapters and the fake): a bug, not a client error. */
+export function checkCounterAdd(count: CounterAdd): void {
+  for (const [name, delta] of Object.entries({ ...count.deltas, ...count.atMost })) {
+    if (!COUNTER_NAME.test(name) || !Number.isInteger(delta)) {
+      throw new TypeError(`counter ${name}: a name of letters and digits and a whole number`);
+    }
+  }
+}
+
 /** The state table port. Errors: a lost condition is ConcurrentUpdateError; throttling/5xx AwsUnavailableError. */
 export interface StateTable {
   get<T>(key: string, opts?: CallOptions): Promise<StoredItem<T> | undefined>;
@@ -99,6 +126,20 @@ export interface StateTable {
    * does not exist.
    */
   increment(key: string, deltas: Record<string, number>, opts?: CallOptions): Promise<Record<string, number>>;
+  /**
+   * `put`, and in the same transaction (DynamoDB TransactWriteItems: both or neither) add to the
+   * counters of another item, created without a document when absent. ConcurrentUpdateError when
+   * `cond` does not hold (or the transaction lost a conflict: read again and retry);
+   * CounterLimitError when a counter would pass its ceiling (`count.atMost`) — nothing is written.
+   */
+  putCounted(
+    key: string,
+    value: unknown,
+    indexes: IndexEntries,
+    cond: { ifAbsent?: boolean; ifVersion?: string },
+    count: CounterAdd,
+    opts?: CallOptions,
+  ): Promise<{ version: string }>;
   /** One page of an index partition. */
   query<T>(index: IndexName, partition: string, page: QueryPage, opts?: CallOptions): Promise<QueryResult<T>>;
   delete(key: string, opts?: CallOptions): Promise<void>;

@@ -921,9 +921,11 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
         .sort();
     expect(kinds('getRun')).toEqual(['run#*']);
     expect(kinds('getSweep')).toEqual(['sweep#*']);
-    expect(kinds('dataIntake')).toEqual(['doc#*', 'run#*']);
-    expect(kinds('reconciler')).toEqual(['run#*', 'sweep#*', 'trial#*']);
-    expect(kinds('recordOutcome')).toEqual(['run#*', 'sweep#*', 'trial#*']);
+    expect(kinds('dataIntake')).toEqual(['count#*', 'doc#*', 'run#*']);
+    expect(kinds('reconciler')).toEqual(['count#*', 'run#*', 'sweep#*', 'trial#*']);
+    expect(kinds('recordOutcome')).toEqual(['count#*', 'run#*', 'sweep#*', 'trial#*']);
+    // A function that writes run records writes its team's counters too (docs/team-counters.md).
+    expect(kinds('submitRun')).toEqual(['count#*', 'run#*']);
   });
 
   it('keeps the bucket private, versioned and encrypted, with data/ events going to the data-events queue', () => {

@@ -5,6 +5,8 @@ import type { Caller } from '../../lib/intake/tenancy.ts';
 import type { ObjectStore, RunQueue, WorkflowEngine } from '../../lib/ports.ts';
 import {
   COUNTER_NAME,
+  CounterLimitError,
+  checkCounterAdd,
   type IndexEntries,
   type IndexName,
   type QueryPage,
@@ -201,6 +203,35 @@ export function memoryTable(): StateTable & { items: Map<string, StoredRow> } {
         indexes,
         ...(current?.counters ? { counters: current.counters } : {}),
       });
+      return { version: String(version) };
+    },
+    async putCounted(key, value, indexes, cond, count) {
+      checkCounterAdd(count);
+      const current = items.get(key);
+      if (cond.ifAbsent && current) throw new ConcurrentUpdateError(`${key} exists`);
+      if (cond.ifVersion !== undefined && String(current?.version) !== cond.ifVersion) {
+        throw new ConcurrentUpdateError(`${key} changed`);
+      }
+      const counted = items.get(count.key);
+      const counters = { ...(counted?.counters ?? {}) };
+      for (const [name, delta] of Object.entries(count.deltas)) {
+        const ceiling = count.atMost?.[name];
+        const after = (counters[name] ?? 0) + delta;
+        if (ceiling !== undefined && after > ceiling)
+          throw new CounterLimitError(`${name} ${after} > ${ceiling}`);
+        counters[name] = after;
+      }
+      const version = cond.ifVersion === undefined ? 1 : Number(cond.ifVersion) + 1;
+      items.set(key, {
+        body: JSON.stringify(value),
+        version,
+        indexes,
+        ...(current?.counters ? { counters: current.counters } : {}),
+      });
+      items.set(
+        count.key,
+        counted ? { ...counted, counters } : { body: '{}', version: 0, indexes: {}, counters },
+      );
       return { version: String(version) };
     },
     async increment(key, deltas) {

@@ -65,8 +65,8 @@ describe('the local change feed', () => {
     off();
     await records().update(spec.runId, { phase: 'Pending' });
 
-    // Assess
-    expect(keys).toEqual([`run#${spec.runId}`, `run#${spec.runId}`]);
+    // Assess: the create is one transaction with the team's counters (docs/team-counters.md).
+    expect(keys).toEqual([`run#${spec.runId}`, 'count#vision', `run#${spec.runId}`]);
   });
 
   it('with write notifications: one scan at the start, then only the records written, each change once', async () => {

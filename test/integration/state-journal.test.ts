@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { QueryCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand, ScanCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type LocalStateTable, startLocalStateTable } from '../../local/state-table.ts';
@@ -147,6 +147,35 @@ describe('the local state table in a folder', () => {
     tables.splice(0);
     const third = await open(dir);
     expect(third.recovery).toMatchObject({ snapshotItems: 10, journalWrites: 0, dropped: 0 });
+  });
+
+  it('journals a transaction (the run record and its team counters) as one write, replayed whole', async () => {
+    const dir = newDir();
+    const first = await open(dir);
+    await first.client.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          { Put: { TableName: 'gantry-state', Item: { pk: 'run#t1', phase: 'Accepted' } } },
+          {
+            Update: {
+              TableName: 'gantry-state',
+              Key: { pk: 'count#demo' },
+              UpdateExpression: 'ADD runs :one',
+              ExpressionAttributeValues: { ':one': 1 },
+            },
+          },
+        ],
+      }),
+    );
+    await first.close();
+    tables.splice(0);
+
+    const second = await open(dir);
+    const read = await readBack(second);
+
+    expect(second.recovery).toMatchObject({ journalWrites: 1, dropped: 0 });
+    expect(read.items.map((i) => i.pk).sort()).toEqual(['count#demo', 'run#t1']);
+    expect(read.items.find((i) => i.pk === 'count#demo')?.runs).toBe(1);
   });
 
   it('drops a torn last journal line (a kill mid-append: that write was never answered)', async () => {

@@ -7,11 +7,20 @@ import {
   QueryCommand,
   type QueryCommandInput,
   type QueryCommandOutput,
+  TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { AwsUnavailableError, NotFoundError, ValidationError } from '../../errors.ts';
+import { AwsUnavailableError, ConcurrentUpdateError, NotFoundError, ValidationError } from '../../errors.ts';
 import type { CallOptions } from '../../ports.ts';
-import { COUNTER_NAME, INDEXES, type IndexName, type StateTable } from '../../state/table.ts';
+import {
+  COUNTER_NAME,
+  CounterLimitError,
+  checkCounterAdd,
+  INDEXES,
+  type IndexEntries,
+  type IndexName,
+  type StateTable,
+} from '../../state/table.ts';
 import { translateAwsError } from './errors.ts';
 
 /**
@@ -19,7 +28,8 @@ import { translateAwsError } from './errors.ts';
  * document as JSON text in `body` (stored as written, whatever its shape — no marshalling of empty
  * strings or nested undefineds), a version number in `ver`, the index keys it belongs to, and its
  * counters as number attributes (`ADD`ed by `increment`). A put is an UpdateItem that sets the
- * document, version and index keys (removing the index keys not given), so it keeps the counters.
+ * document, version and index keys (removing the index keys not given), so it keeps the counters;
+ * `putCounted` is that UpdateItem and an `ADD` on the counters' item in one TransactWriteItems.
  * Reads are strongly consistent; a list reads a GSI (eventually consistent, as every GSI is).
  */
 export function makeDynamoStateTable(deps: {
@@ -86,44 +96,77 @@ export function makeDynamoStateTable(deps: {
     },
 
     async put(key, value, indexes, cond, opts) {
-      const ver = cond.ifVersion === undefined ? 1 : Number(cond.ifVersion) + 1;
+      const { update, version } = putUpdate(TableName, key, value, indexes, cond);
+      try {
+        await client.send(new UpdateCommand(update), sendOpts(opts));
+        return { version };
+      } catch (err) {
+        throw translateAwsError(err, `put ${key} in ${TableName}`);
+      }
+    },
+
+    async putCounted(key, value, indexes, cond, count, opts) {
+      checkCounterAdd(count);
+      const { update, version } = putUpdate(TableName, key, value, indexes, cond);
       const names: Record<string, string> = { '#body': 'body', '#ver': 'ver' };
-      const values: Record<string, unknown> = { ':body': JSON.stringify(value), ':ver': ver };
-      const set = ['#body = :body', '#ver = :ver'];
-      const remove: string[] = [];
-      for (const [name, attrs] of Object.entries(INDEXES)) {
-        const entry = indexes[name as IndexName];
-        names[`#${attrs.pk}`] = attrs.pk;
-        names[`#${attrs.sk}`] = attrs.sk;
-        if (entry) {
-          set.push(`#${attrs.pk} = :${attrs.pk}`, `#${attrs.sk} = :${attrs.sk}`);
-          values[`:${attrs.pk}`] = entry.pk;
-          values[`:${attrs.sk}`] = entry.sk;
-        } else {
-          remove.push(`#${attrs.pk}`, `#${attrs.sk}`);
-        }
-      }
-      let condition: string | undefined;
-      if (cond.ifAbsent) condition = 'attribute_not_exists(pk)';
-      else if (cond.ifVersion !== undefined) {
-        condition = '#ver = :expected';
-        values[':expected'] = Number(cond.ifVersion);
-      }
+      const values: Record<string, unknown> = { ':emptyBody': '{}', ':zero': 0 };
+      const adds: string[] = [];
+      const limits: string[] = [];
+      Object.entries(count.deltas).forEach(([name, delta], i) => {
+        names[`#c${i}`] = `c_${name}`;
+        values[`:d${i}`] = delta;
+        adds.push(`#c${i} :d${i}`);
+        const ceiling = count.atMost?.[name];
+        if (ceiling === undefined) return;
+        // A delta above the ceiling cannot fit even on an absent (zero) counter.
+        if (delta > ceiling)
+          throw new CounterLimitError(`counter ${name}: ${delta} exceeds its ceiling ${ceiling}`);
+        values[`:max${i}`] = ceiling - delta;
+        limits.push(`(attribute_not_exists(#c${i}) OR #c${i} <= :max${i})`);
+      });
       try {
         await client.send(
-          new UpdateCommand({
-            TableName,
-            Key: { pk: key },
-            UpdateExpression: `SET ${set.join(', ')}${remove.length ? ` REMOVE ${remove.join(', ')}` : ''}`,
-            ExpressionAttributeNames: names,
-            ExpressionAttributeValues: values,
-            ...(condition ? { ConditionExpression: condition } : {}),
+          new TransactWriteCommand({
+            TransactItems: [
+              { Update: update },
+              {
+                Update: {
+                  TableName,
+                  Key: { pk: count.key },
+                  UpdateExpression: `SET #body = if_not_exists(#body, :emptyBody), #ver = if_not_exists(#ver, :zero) ADD ${adds.join(', ')}`,
+                  ExpressionAttributeNames: names,
+                  ExpressionAttributeValues: values,
+                  ...(limits.length ? { ConditionExpression: limits.join(' AND ') } : {}),
+                },
+              },
+            ],
           }),
           sendOpts(opts),
         );
-        return { version: String(ver) };
+        return { version };
       } catch (err) {
-        throw translateAwsError(err, `put ${key} in ${TableName}`);
+        const reasons = (err as { name?: string; CancellationReasons?: Array<{ Code?: string }> })
+          .CancellationReasons;
+        if ((err as { name?: string }).name === 'TransactionCanceledException' && reasons) {
+          // The record's own condition first: a lost race is read again; then the ceiling.
+          if (
+            reasons[0]?.Code === 'ConditionalCheckFailed' ||
+            reasons.some((r) => r.Code === 'TransactionConflict')
+          ) {
+            throw new ConcurrentUpdateError(
+              `put ${key} in ${TableName}: a concurrent writer changed it first`,
+              {
+                cause: err,
+              },
+            );
+          }
+          if (reasons[1]?.Code === 'ConditionalCheckFailed') {
+            throw new CounterLimitError(`counters of ${count.key} in ${TableName} would pass a ceiling`, {
+              cause: err,
+            });
+          }
+        }
+        throw translateAwsError(err, `put ${key} with counters of ${count.key} in ${TableName}`);
       }
     },
 
@@ -215,6 +258,53 @@ export function makeDynamoStateTable(deps: {
       } catch (err) {
         throw translateAwsError(err, `delete ${key} from ${TableName}`);
       }
+    },
+  };
+}
+
+/**
+ * The UpdateItem of a put: sets the document, version and index keys (removing the index keys not
+ * given), so the item's counters are kept; conditioned on `cond`.
+ */
+function putUpdate(
+  TableName: string,
+  key: string,
+  value: unknown,
+  indexes: IndexEntries,
+  cond: { ifAbsent?: boolean; ifVersion?: string },
+) {
+  const ver = cond.ifVersion === undefined ? 1 : Number(cond.ifVersion) + 1;
+  const names: Record<string, string> = { '#body': 'body', '#ver': 'ver' };
+  const values: Record<string, unknown> = { ':body': JSON.stringify(value), ':ver': ver };
+  const set = ['#body = :body', '#ver = :ver'];
+  const remove: string[] = [];
+  for (const [name, attrs] of Object.entries(INDEXES)) {
+    const entry = indexes[name as IndexName];
+    names[`#${attrs.pk}`] = attrs.pk;
+    names[`#${attrs.sk}`] = attrs.sk;
+    if (entry) {
+      set.push(`#${attrs.pk} = :${attrs.pk}`, `#${attrs.sk} = :${attrs.sk}`);
+      values[`:${attrs.pk}`] = entry.pk;
+      values[`:${attrs.sk}`] = entry.sk;
+    } else {
+      remove.push(`#${attrs.pk}`, `#${attrs.sk}`);
+    }
+  }
+  let condition: string | undefined;
+  if (cond.ifAbsent) condition = 'attribute_not_exists(pk)';
+  else if (cond.ifVersion !== undefined) {
+    condition = '#ver = :expected';
+    values[':expected'] = Number(cond.ifVersion);
+  }
+  return {
+    version: String(ver),
+    update: {
+      TableName,
+      Key: { pk: key },
+      UpdateExpression: `SET ${set.join(', ')}${remove.length ? ` REMOVE ${remove.join(', ')}` : ''}`,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      ...(condition ? { ConditionExpression: condition } : {}),
     },
   };
 }

@@ -10,6 +10,7 @@ import { makeInFlight } from '../../../lib/intake/in-flight.ts';
 import { RunMessageSchema } from '../../../lib/intake/message-schema.ts';
 import { makeSubmitRun } from '../../../lib/intake/submit-run.ts';
 import { fingerprintOf, runIdFromKey } from '../../../lib/run/ids.ts';
+import { teamCountersKey } from '../../../lib/run/in-flight.ts';
 import { makeRunRecords, runItemKey } from '../../../lib/run/records.ts';
 import { parseRunRequest } from '../../../lib/run/schema.ts';
 import {
@@ -77,7 +78,9 @@ describe('submitRun', () => {
     const second = await submit({ caller, body: visionBody({ idempotencyKey: 'k-1', numNodes: 1 }) });
     expect(second.created).toBe(false);
     expect(second.record).toEqual(first.record);
-    expect([...table.items.keys()]).toEqual([runItemKey(first.record.runId)]);
+    // One record, counted once in the team's counters.
+    expect([...table.items.keys()]).toEqual([runItemKey(first.record.runId), teamCountersKey('vision')]);
+    expect((await table.get('count#vision'))?.counters).toEqual({ runs: 1, gpus: 0 });
     expect(queue.sent.map((m) => m.attributes.runId)).toEqual([first.record.runId, first.record.runId]);
   });
 

@@ -57,7 +57,7 @@ describe('run records: a lost write race is retried', () => {
 
     expect(result.changed).toBe(true);
     expect(result.record.phase).toBe('Submitting');
-    expect(counts()).toEqual({ reads: 3, puts: 1 + 3 }); // create's put, then 3 attempts
+    expect(counts()).toEqual({ reads: 3, puts: 3 }); // 3 attempts (create is a counted write, putCounted)
     // The other writer's change survived: the update was re-applied to the record it wrote.
     const stored = await table.get<Record<string, unknown>>(runItemKey(run.runId));
     expect(stored?.value).toMatchObject({ phase: 'Submitting', message: 'from the other writer' });
