@@ -28,6 +28,7 @@ import {
 } from './dev-config.ts';
 import { startEmbedded } from './embedded.ts';
 import { apiRoutes, PRINCIPAL_HEADER, startHttpApi } from './http-api.ts';
+import { watchParents } from './parent-watch.ts';
 import { recoverAfterRestart } from './restart.ts';
 import { createRuntime, NO_RETRY_RUNTIME, noRetryRuntime } from './runtimes.ts';
 import { followServingQueue, type ServingEventBody, servingLine } from './serving.ts';
@@ -83,9 +84,17 @@ async function main() {
   if (demo) process.env.GANTRY_LOG_LEVEL ??= 'warn';
   // The queue consumer starts after the restart check, so a run it starts is never taken for a lost one.
   const stackOptions = { consumer: false, ...(stateDir ? { stateDir } : {}) };
+  // The API answers 503 until the runs found in flight are restored (below).
+  let recovered: () => void = () => {};
+  const apiReady = new Promise<void>((resolve) => {
+    recovered = resolve;
+  });
   const { stack, api, close, ...rest } = plan.primaryKubeconfig
-    ? await startOnCluster(plan, plan.primaryKubeconfig, stackOptions)
-    : await startEmbedded(embeddedOptions(plan, { simSpeed: speed, sfnSpeed, port, stack: stackOptions }));
+    ? await startOnCluster(plan, plan.primaryKubeconfig, stackOptions, apiReady)
+    : await startEmbedded({
+        ...embeddedOptions(plan, { simSpeed: speed, sfnSpeed, port, stack: stackOptions }),
+        apiReady,
+      });
   // The local serving stage: each hand-off event is printed (and kept in the state directory).
   const servingFile = stateDir ? join(stateDir, 'serving-events.jsonl') : undefined;
   if (stateDir) mkdirSync(stateDir, { recursive: true });
@@ -126,9 +135,15 @@ async function main() {
       );
     }
   }
+  recovered();
   stack.startConsumer();
   process.once('SIGINT', () => void stop().then(() => process.exit(130)));
   process.once('SIGTERM', () => void stop().then(() => process.exit(143)));
+  // npm killed (SIGKILL cannot be forwarded): stop the whole stack too.
+  watchParents(() => {
+    console.log('The process that started npm run dev is gone: stopping.');
+    void stop().then(() => process.exit(143));
+  });
 
   if (!demo) {
     // A runtime whose Job fails on its first failed pod, so a disrupted job shows a new attempt.
@@ -150,6 +165,7 @@ async function startOnCluster(
   p: DevPlan,
   kubeconfigYaml: string,
   stackOptions: { consumer: boolean; stateDir?: string },
+  ready: Promise<unknown>,
 ) {
   const stack = await startStack({
     speed: sfnSpeed,
@@ -170,7 +186,7 @@ async function startOnCluster(
   });
   let api: Awaited<ReturnType<typeof startHttpApi>>;
   try {
-    api = await startHttpApi({ routes: apiRoutes(), port });
+    api = await startHttpApi({ routes: apiRoutes(), port, ready });
   } catch (err) {
     await stack.close();
     throw err;

@@ -25,6 +25,8 @@ export interface EmbeddedOptions {
   stack?: Partial<Omit<StackOptions, 'cluster'>>;
   /** What Gantry's configuration says about the simulated cluster's Kueue (default: its default install). */
   cluster?: Pick<ClusterTarget, 'name' | 'legacyKinds' | 'kueueManagedKinds' | 'kueueWorkloadGraceSeconds'>;
+  /** The API answers 503 until this settles (local/http-api.ts `ready`). */
+  apiReady?: Promise<unknown>;
 }
 
 export const DEMO_QUEUE = {
@@ -70,7 +72,11 @@ export async function startEmbedded(opts: EmbeddedOptions = {}): Promise<Embedde
   let api: Embedded['api'];
   try {
     // The API and, at /, the dashboard (README, Dashboard).
-    api = await startHttpApi({ routes: { ...apiRoutes(), ...dashboardRoutes() }, port: opts.port ?? 0 });
+    api = await startHttpApi({
+      routes: { ...apiRoutes(), ...dashboardRoutes() },
+      port: opts.port ?? 0,
+      ...(opts.apiReady ? { ready: opts.apiReady } : {}),
+    });
   } catch (err) {
     await stack.close();
     throw err;

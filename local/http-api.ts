@@ -113,6 +113,11 @@ export interface HttpApiOptions {
   maxBodyBytes?: number;
   /** Lambda timeout given to the handler's context. */
   timeoutMs?: number;
+  /**
+   * Until this settles every request answers 503 with `Retry-After` (a restart of `npm run dev`
+   * restores the runs it found in flight first: no caller reads a run that is about to change).
+   */
+  ready?: Promise<unknown>;
 }
 
 /** Every route of lib/intake/routes.ts → its handler in functions/api/ (loaded on first request). */
@@ -244,7 +249,24 @@ export async function startHttpApi(opts: HttpApiOptions) {
   const teams = opts.teams ?? (() => config().teams);
   const maxBody = opts.maxBodyBytes ?? 10 * 1024 * 1024;
 
+  let starting = opts.ready !== undefined;
+  void opts.ready?.then(
+    () => {
+      starting = false;
+    },
+    () => {
+      starting = false;
+    },
+  );
+
   async function handle(req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
+    if (starting) {
+      res.setHeader('Retry-After', '1');
+      send(res, 503, {
+        message: 'starting: restoring the runs found in flight at the last stop; retry in a moment',
+      });
+      return;
+    }
     const url = new URL(req.url ?? '/', 'http://localhost');
     const rawPath = url.pathname;
     const method = req.method ?? 'GET';
