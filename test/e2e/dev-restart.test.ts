@@ -1,10 +1,16 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PRINCIPAL_HEADER } from '../../local/http-api.ts';
-import { DEMO_TEAM } from '../../local/stack.ts';
+import {
+  call,
+  phaseIs,
+  devRequest as request,
+  startDev as start,
+  stopDev,
+  until,
+} from '../helpers/dev-process.ts';
 
 /**
  * `npm run dev` keeps its state across restarts: the real entry point (local/dev.ts) as a child
@@ -14,24 +20,6 @@ import { DEMO_TEAM } from '../../local/stack.ts';
  * `LocalRestart`) and ends Succeeded; the sweep completes (docs/local-dev.md).
  */
 
-const PRINCIPAL = DEMO_TEAM.principals[0] as string;
-const request = (modelName: string) => ({
-  modelName,
-  team: 'demo',
-  namespace: 'demo',
-  runtime: { name: 'torch-distributed' },
-  image: 'registry.local/vision/train:1.0',
-  numNodes: 1,
-  resourcesPerNode: { gpu: 1 },
-  queue: 'demo-queue',
-});
-
-interface Dev {
-  proc: ChildProcess;
-  url: string;
-  output: () => string;
-}
-
 const started: ChildProcess[] = [];
 const stateDir = mkdtempSync(join(tmpdir(), 'gantry-dev-state-'));
 
@@ -40,78 +28,13 @@ afterAll(() => {
   rmSync(stateDir, { recursive: true, force: true });
 });
 
-/** Start `local/dev.ts` on the state directory; resolves once it prints its API address. */
-async function startDev(): Promise<Dev> {
-  // 60 simulated seconds per real second: a 1800 s run takes 30 s, long enough to stop it mid-run.
-  const proc = spawn(process.execPath, ['local/dev.ts', '--state-dir', stateDir], {
-    env: { ...process.env, GANTRY_PORT: '0', GANTRY_SIM_SPEED: '60', GANTRY_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  started.push(proc);
-  let out = '';
-  proc.stdout?.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  proc.stderr?.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setInterval(() => {
-      const m = /HTTP API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(out);
-      if (m?.[1]) {
-        clearInterval(timer);
-        resolve(m[1]);
-      } else if (proc.exitCode !== null) {
-        clearInterval(timer);
-        reject(new Error(`dev exited ${proc.exitCode}: ${out}`));
-      }
-    }, 100);
-  });
-  return { proc, url, output: () => out };
-}
-
-async function stopDev(dev: Dev, signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
-  const exited = new Promise<void>((r) => dev.proc.once('exit', () => r()));
-  dev.proc.kill(signal);
-  await exited;
-}
-
-async function call(dev: Dev, method: string, path: string, body?: unknown, key?: string) {
-  const res = await fetch(`${dev.url}${path}`, {
-    method,
-    headers: {
-      [PRINCIPAL_HEADER]: PRINCIPAL,
-      ...(body ? { 'content-type': 'application/json' } : {}),
-      ...(key ? { 'idempotency-key': key } : {}),
-    },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 90_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-const phaseIs = (dev: Dev, runId: string, phases: string[]) =>
-  until(`${runId} in ${phases.join('/')}`, async () => {
-    const r = (await call(dev, 'GET', `/v1/runs/${runId}`)).body;
-    return phases.includes(String(r.phase)) ? r : undefined;
-  });
-
 describe('npm run dev keeps its state across restarts', () => {
   it.each([['SIGTERM'], ['SIGKILL']] as const)(
     'stopped with %s: runs, sweeps and models survive, nothing runs twice, runs in flight resume and succeed',
     async (signal) => {
       const tag = signal.toLowerCase();
       // Before: one run that ends and publishes a model, one still running, one sweep.
-      let dev = await startDev();
+      let dev = await start(stateDir, started, 120);
       const done = await call(dev, 'POST', '/v1/runs', request(`kept-${tag}`), `done-${tag}`);
       expect(done.status).toBe(202);
       const doneId = String(done.body.runId);
@@ -139,7 +62,7 @@ describe('npm run dev keeps its state across restarts', () => {
       const sweepId = String(sweep.body.sweepId);
 
       await stopDev(dev, signal);
-      dev = await startDev();
+      dev = await start(stateDir, started, 120);
 
       // After: everything is still there.
       const again = (await call(dev, 'GET', `/v1/runs/${doneId}`)).body;
