@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { printedApiUrl } from '../helpers/dev-process.ts';
 import { ROOT } from '../helpers/tiers.ts';
 
 /**
@@ -23,18 +24,7 @@ describe('npm run dev when npm is killed', () => {
       out += d.toString();
     });
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        const timer = setInterval(() => {
-          const m = /HTTP API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(out);
-          if (m?.[1]) {
-            clearInterval(timer);
-            resolve(m[1]);
-          } else if (npm.exitCode !== null) {
-            clearInterval(timer);
-            reject(new Error(`npm run dev exited ${npm.exitCode}: ${out}`));
-          }
-        }, 100);
-      });
+      const url = await printedApiUrl(npm, () => out);
       expect((await fetch(`${url}/v1/runtimes`)).status).toBeLessThan(500);
 
       // Act

@@ -29,19 +29,24 @@ export async function startDev(stateDir: string, started: ChildProcess[], simSpe
   proc.stderr?.on('data', (d: Buffer) => {
     out += d.toString();
   });
-  const url = await new Promise<string>((resolve, reject) => {
+  const url = await printedApiUrl(proc, () => out);
+  return { proc, url, output: () => out };
+}
+
+/** The API address `npm run dev` prints in its banner (after it restored its runs), from its output so far. */
+export function printedApiUrl(proc: ChildProcess, output: () => string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
     const timer = setInterval(() => {
-      const m = /HTTP API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+      const m = /HTTP API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output());
       if (m?.[1]) {
         clearInterval(timer);
         resolve(m[1]);
       } else if (proc.exitCode !== null) {
         clearInterval(timer);
-        reject(new Error(`dev exited ${proc.exitCode}: ${out}`));
+        reject(new Error(`dev exited ${proc.exitCode}: ${output()}`));
       }
     }, 100);
   });
-  return { proc, url, output: () => out };
 }
 
 export async function stopDev(dev: Dev, signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
