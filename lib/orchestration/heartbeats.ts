@@ -77,8 +77,7 @@ export function makeHeartbeats(deps: HeartbeatDeps) {
    * longest ago first), the tokens nearest their `HeartbeatSeconds` go out first, and what a time
    * budget leaves for the next pass is what was heartbeated most recently.
    */
-  const sincePhase = (token: string, nowMs: number): number =>
-    (nowMs + heartbeatEveryMs * share(token)) % heartbeatEveryMs;
+  const sincePhase = (token: string, nowMs: number) => sinceTokenPhase(token, nowMs, heartbeatEveryMs);
   /**
    * The time a delivered heartbeat counts as sent. A heartbeat sent shortly before the token's phase
    * comes round (a cold pass sends the longest-since-phase first: those are exactly the ones) counts
@@ -143,6 +142,11 @@ export function makeHeartbeats(deps: HeartbeatDeps) {
   }
 
   return { heartbeatDue, heartbeat, inSendOrder };
+}
+
+/** Milliseconds since the token's phase in an interval of `everyMs` last came round at `nowMs`. */
+export function sinceTokenPhase(token: string, nowMs: number, everyMs: number): number {
+  return (nowMs + everyMs * share(token)) % everyMs;
 }
 
 /** A fixed share in [0, 1) per token (FNV-1a of the token): its phase in the heartbeat interval. */
