@@ -19,6 +19,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
+import { getHeapStatistics } from 'node:v8';
 import { makeKubernetesGateway } from '../lib/adapters/kubernetes/gateway.ts';
 import { mapLimit } from '../lib/concurrency.ts';
 import { tokenBucket } from '../lib/orchestration/pacing.ts';
@@ -246,7 +247,8 @@ const lines: string[] = [
   `# Reconciler at scale: memory, requests, cold pass${LABEL ? ` (${LABEL})` : ''}`,
   '',
   `Measured ${new Date().toISOString().slice(0, 10)} with \`node --expose-gc bench/reconciler-scale.ts ${SIZES.join(',')}\``,
-  `(Node ${process.version}, ${cpus().length} CPUs shared with the fixture server and other work).`,
+  `(Node ${process.version}, ${cpus().length} CPUs shared with the fixture server and other work; node flags`,
+  `\`${process.execArgv.join(' ') || 'none'}\`: V8 heap limit ${MB(getHeapStatistics().heap_size_limit).toFixed(0)} MB).`,
   '',
 ];
 for (const r of results) {

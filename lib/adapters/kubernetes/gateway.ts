@@ -285,7 +285,8 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
       const lists = scope
         ? await mapLimit(
             [...new Set(scope.namespaces)].flatMap((ns) => apis.map((r) => [r, ns] as const)),
-            4,
+            // Two at a time: a page of 500 Workloads parses to ~20 MB before it is trimmed.
+            2,
             ([r, ns]) => listIn(r, ns),
           )
         : await Promise.all(apis.map((r) => listIn(r, undefined)));

@@ -9,7 +9,8 @@ import type { K8sObject } from '../../trainjob/types.ts';
  * - admission gates (lib/admission/interpret.ts, status.ts): identity, owners, `spec.active` /
  *   `spec.minMember` / `spec.queueName`, and the status (conditions, admission checks, phase);
  * - pods (lib/trainjob/pod-health.ts, disruption.ts, the logs route): identity, labels, creation
- *   and deletion times, the containers' names and the node, and the status without images and ids.
+ *   and deletion times, the containers' names and the node, and the status without images and ids
+ *   and without the conditions that are simply True (what is wrong, and DisruptionTarget, stays).
  */
 
 type Meta = K8sObject['metadata'] & { deletionTimestamp?: string; managedFields?: unknown };
@@ -53,7 +54,20 @@ const POD_META = [
   'creationTimestamp',
   'deletionTimestamp',
 ] as const;
-const POD_STATUS = ['phase', 'reason', 'message', 'conditions', 'startTime'] as const;
+const POD_STATUS = ['phase', 'reason', 'message', 'startTime'] as const;
+const CONDITION = ['type', 'status', 'reason', 'message', 'lastTransitionTime'] as const;
+
+/**
+ * A pod's conditions that say something: those not True (PodScheduled False/Unschedulable, a pod
+ * not Ready) and DisruptionTarget. A healthy pod's five True conditions say nothing Gantry reads.
+ */
+function tellingConditions(conditions: unknown): Obj[] | undefined {
+  if (!Array.isArray(conditions)) return undefined;
+  return conditions
+    .map(asObj)
+    .filter((c): c is Obj => c !== undefined && (c.status !== 'True' || c.type === 'DisruptionTarget'))
+    .map((c) => pick(c, CONDITION));
+}
 const CONTAINER_STATUS = ['name', 'ready', 'started', 'restartCount', 'state', 'lastState'] as const;
 
 /** A pod: what health after admission, disruption evidence and the logs route read. */
@@ -77,6 +91,7 @@ export function trimPod(pod: K8sObject): K8sObject {
       ? {
           status: {
             ...pick(status, POD_STATUS),
+            ...(Array.isArray(status.conditions) ? { conditions: tellingConditions(status.conditions) } : {}),
             ...statuses('initContainerStatuses'),
             ...statuses('containerStatuses'),
           },

@@ -48,6 +48,7 @@ function pod(over: { status?: Record<string, unknown>; labels?: Record<string, s
           lastTransitionTime: T,
         },
         { type: 'DisruptionTarget', status: 'True', reason: 'PreemptionByScheduler', message: 'preempted' },
+        { type: 'Initialized', status: 'True', lastProbeTime: null, lastTransitionTime: T },
       ],
       containerStatuses: [
         {
@@ -126,7 +127,13 @@ describe('trimmed listed objects', () => {
     });
     expect(kept.metadata).not.toHaveProperty('managedFields');
     expect(kept.metadata).not.toHaveProperty('annotations');
-    const status = kept.status as { containerStatuses: object[]; initContainerStatuses: object[] };
+    const status = kept.status as {
+      conditions: Array<{ type: string }>;
+      containerStatuses: object[];
+      initContainerStatuses: object[];
+    };
+    // What is wrong, and DisruptionTarget, stay; a condition that is simply True does not.
+    expect(status.conditions.map((c) => c.type)).toEqual(['PodScheduled', 'DisruptionTarget']);
     expect(status).not.toHaveProperty('podIPs');
     expect(status.containerStatuses[0]).not.toHaveProperty('imageID');
     expect(status.containerStatuses[0]).toMatchObject({
