@@ -84,6 +84,7 @@ async function heapPerObject(url: string, path: string): Promise<number> {
 interface PassRow {
   pass: string;
   wallMs: number;
+  cpuMs: number;
   peakHeapMb: number;
   baseHeapMb: number;
   peakRssMb: number;
@@ -182,12 +183,14 @@ async function measure(n: number) {
         peakRss = Math.max(peakRss, m.rss);
       }, 20);
       const w0 = performance.now();
+      const cpu0 = process.cpuUsage();
       // The invocation's remaining time, as Lambda's context says it (55 s from the invocation's start).
       const opts = {
         remainingMs: () => INVOCATION_MS - (performance.now() - invocationStart),
       } as CallOptions;
       const report = await reconciler.tick(opts);
       const wallMs = performance.now() - w0;
+      const cpu = process.cpuUsage(cpu0);
       clearInterval(sampler);
       const m = process.memoryUsage();
       peakHeap = Math.max(peakHeap, m.heapUsed);
@@ -196,6 +199,7 @@ async function measure(n: number) {
       rows.push({
         pass: label,
         wallMs,
+        cpuMs: (cpu.user + cpu.system) / 1000,
         peakHeapMb: MB(peakHeap),
         baseHeapMb: MB(base.heapUsed),
         peakRssMb: MB(peakRss),
@@ -215,11 +219,14 @@ async function measure(n: number) {
     let started = await pass('cold (new container, t=0)');
     for (let k = 1; k <= 6; k++) {
       // Passes 10 s apart on the real clock (the pacing refills in real time), as runPasses spaces them.
-      const wait = started + PASS_MS - performance.now();
+      const took = performance.now() - started;
+      const wait = Math.max(0, started + PASS_MS - performance.now());
+      // runPasses' rule (lib/orchestration/passes.ts): no next pass in this invocation unless twice
+      // the last pass's time and 5 s are left after the wait; the schedule's next invocation runs it.
+      const left = INVOCATION_MS - (performance.now() - invocationStart);
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      if (left - wait < 2 * took + 5000) invocationStart = performance.now();
       nowMs += PASS_MS;
-      // A pass that would not fit the invocation starts the next one (the schedule's next minute).
-      if (performance.now() - invocationStart > INVOCATION_MS - PASS_MS) invocationStart = performance.now();
       started = await pass(`steady (t=${k * 10}s)`);
     }
     reconciler = container();
@@ -261,12 +268,12 @@ for (const r of results) {
     '',
     `Heap per object as a LIST page parses (before trimming): pod ${(r.perPod / 1024).toFixed(1)} KB, Workload ${(r.perWorkload / 1024).toFixed(1)} KB. Records set up in ${r.setupSeconds.toFixed(1)} s.`,
     '',
-    '| pass | wall | heap before → peak | peak RSS | Kubernetes requests | objects listed | Step Functions calls |',
+    '| pass | wall (reconciler CPU) | heap before → peak | peak RSS | Kubernetes requests | objects listed | Step Functions calls |',
     '| --- | --- | --- | --- | --- | --- | --- |',
   );
   for (const x of r.rows)
     lines.push(
-      `| ${x.pass} | ${(x.wallMs / 1000).toFixed(1)} s | ${x.baseHeapMb.toFixed(0)} → ${x.peakHeapMb.toFixed(0)} MB | ${x.peakRssMb.toFixed(0)} MB | ${sum(x.k8s)} (${fmt(x.k8s)}) | ${sum(x.listed)} (${fmt(x.listed)}) | ${sum(x.sfn)} (${fmt(x.sfn)}) |`,
+      `| ${x.pass} | ${(x.wallMs / 1000).toFixed(1)} s (${(x.cpuMs / 1000).toFixed(1)} s) | ${x.baseHeapMb.toFixed(0)} → ${x.peakHeapMb.toFixed(0)} MB | ${x.peakRssMb.toFixed(0)} MB | ${sum(x.k8s)} (${fmt(x.k8s)}) | ${sum(x.listed)} (${fmt(x.listed)}) | ${sum(x.sfn)} (${fmt(x.sfn)}) |`,
     );
   lines.push(
     '',
@@ -276,6 +283,22 @@ for (const r of results) {
     '',
   );
 }
+lines.push(
+  '## What this bench leaves out',
+  '',
+  '- The API server is a fixture (bench/fixture-apiserver.ts): real objects in shape and size, but no',
+  '  Kueue, no scheduler, no state changes beyond the token patches; a real apiserver serves LIST',
+  '  pages slower, and its cost (etcd reads, serialization of ~8 KB per pod) is not measured here.',
+  '- Step Functions is a stand-in: calls paced (750 burst, 150/s) and counted, answered at once.',
+  '  Record writes go to an in-memory table in this process (its records are in the heap before',
+  '  each pass), not DynamoDB: their latency is not in the pass times.',
+  '- Lambda CPU: a 512 MB function has about a third of a vCPU; these passes ran on a shared core of a',
+  '  development machine, so the wall times are lower bounds for Lambda.',
+  '- Woken passes: none here (no job changes between passes); each costs one more pass (see above).',
+  '- One cluster, one shard; 10 % of runs queued, 90 % running with 4 pods each; as many other',
+  "  tenants' Workloads as Gantry's, in 10 other namespaces.",
+  '',
+);
 writeFileSync(OUT, `${lines.join('\n')}\n`);
 process.stdout.write(`${lines.join('\n')}\n`);
 process.exit(0);
