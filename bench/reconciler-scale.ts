@@ -18,7 +18,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import { makeKubernetesGateway } from '../lib/adapters/kubernetes/gateway.ts';
 import { mapLimit } from '../lib/concurrency.ts';
@@ -239,6 +239,7 @@ async function measure(n: number) {
   }
 }
 
+const loadBefore = loadavg()[0] ?? 0;
 const results = [];
 for (const n of SIZES) {
   process.stderr.write(`n=${n}\n`);
@@ -256,6 +257,8 @@ const lines: string[] = [
   `Measured ${new Date().toISOString().slice(0, 10)} with \`node --expose-gc bench/reconciler-scale.ts ${SIZES.join(',')}\``,
   `(Node ${process.version}, ${cpus().length} CPUs shared with the fixture server and other work; node flags`,
   `\`${process.execArgv.join(' ') || 'none'}\`: V8 heap limit ${MB(getHeapStatistics().heap_size_limit).toFixed(0)} MB).`,
+  `Machine load average (1 min) ${loadBefore.toFixed(1)} at the start, ${(loadavg()[0] ?? 0).toFixed(1)} at the end: wall times`,
+  'move with it; heap, requests, objects and calls do not.',
   '',
 ];
 for (const r of results) {
