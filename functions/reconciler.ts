@@ -7,7 +7,7 @@ import {
   runEndMetrics,
   tickMetrics,
 } from '../lib/observability/metrics.ts';
-import { tokenBucket } from '../lib/orchestration/pacing.ts';
+import { shardShare, tokenBucket } from '../lib/orchestration/pacing.ts';
 import { runPasses } from '../lib/orchestration/passes.ts';
 import { makeReconciler } from '../lib/orchestration/reconcile.ts';
 import { shardScope } from '../lib/orchestration/shards.ts';
@@ -113,16 +113,21 @@ function build(event: unknown) {
         admittedSuspendedGraceSeconds: env().GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS,
         stallTimeScale: env().GANTRY_STALL_TIME_SCALE,
         // Inside Step Functions' API quotas (lib/orchestration/pacing.ts); the embedded default
-        // sets no quota of its own, but the same pacing runs there.
+        // sets no quota of its own, but the same pacing runs there. The shards run at once on the
+        // same account's quotas: each takes its share of the configured rate and burst.
         pacing: {
-          answers: tokenBucket({
-            capacity: env().GANTRY_SFN_ANSWERS_BURST,
-            perSecond: env().GANTRY_SFN_ANSWERS_PER_SECOND,
-          }),
-          describe: tokenBucket({
-            capacity: env().GANTRY_SFN_DESCRIBE_BURST,
-            perSecond: env().GANTRY_SFN_DESCRIBE_PER_SECOND,
-          }),
+          answers: tokenBucket(
+            shardShare(
+              { capacity: env().GANTRY_SFN_ANSWERS_BURST, perSecond: env().GANTRY_SFN_ANSWERS_PER_SECOND },
+              env().GANTRY_RECONCILER_SHARDS,
+            ),
+          ),
+          describe: tokenBucket(
+            shardShare(
+              { capacity: env().GANTRY_SFN_DESCRIBE_BURST, perSecond: env().GANTRY_SFN_DESCRIBE_PER_SECOND },
+              env().GANTRY_RECONCILER_SHARDS,
+            ),
+          ),
         },
         ...(heartbeatEverySeconds !== undefined ? { heartbeatEverySeconds } : {}),
         ...(sweepsEverySeconds !== undefined ? { sweepsEverySeconds } : {}),
@@ -169,7 +174,11 @@ export const handler = withLogKeys(
       tick: async () => {
         Object.assign(requests, NO_REQUESTS);
         const started = Date.now();
-        const report = await reconciler.tick({ signal });
+        // Heartbeats stop before the invocation ends; those left stay due for the next pass.
+        const report = await reconciler.tick({
+          signal,
+          remainingMs: () => context.getRemainingTimeInMillis(),
+        });
         tookMs = Date.now() - started;
         await emitMetrics('gantry-reconciler', tickMetrics(report, tookMs, requests));
         return report;

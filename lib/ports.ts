@@ -64,8 +64,11 @@ export interface ClusterGateway {
   deleteJob(api: JobApi, namespace: string, name: string, opts?: CallOptions): Promise<void>;
   /** The admission gate of a job: its Kueue Workload or its PodGroup, when any. */
   findAdmissionGate(job: K8sObject, opts?: CallOptions): Promise<K8sObject | undefined>;
-  /** Kueue Workloads and PodGroups of Gantry's jobs, listed once per tick by the reconciler. */
-  listAdmissionGates(opts?: CallOptions): Promise<K8sObject[]>;
+  /**
+   * Kueue Workloads and PodGroups of Gantry's jobs, listed once per tick by the reconciler: in
+   * `scope.namespaces` only (one LIST each) when given, else across namespaces.
+   */
+  listAdmissionGates(opts?: CallOptions, scope?: { namespaces: readonly string[] }): Promise<K8sObject[]>;
   /**
    * Pods matching a label selector, across namespaces: one paginated LIST (every page read).
    * The reconciler lists Gantry's pods once per tick (`app.kubernetes.io/managed-by=gantry`) to

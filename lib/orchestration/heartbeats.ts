@@ -14,6 +14,25 @@ import type { TickReport } from './tick-report.ts';
 /** Half the `HeartbeatSeconds` (600) of the state machine's two waits: a missed tick or two still keeps them alive. */
 export const HEARTBEAT_EVERY_SECONDS = 300;
 
+/**
+ * A pass stops sending heartbeats when the invocation has less than this left (its remaining ones
+ * stay due for the next pass): room for the pass's end, the handler's metrics and runPasses' own
+ * margin (passes.ts PASS_MARGIN_MS, 5 s).
+ */
+export const HEARTBEAT_RESERVE_MS = 8000;
+
+/** A heartbeat this close before its token's phase counts for the window that starts there. */
+export const EARLY_CREDIT_MS = 30_000;
+
+/**
+ * When a pass's heartbeats stop: Step Functions throttled one (`throttled`, set by `heartbeat`), or
+ * the invocation is about to end (`outOfTime`). Either way the rest stay due for the next pass.
+ */
+export interface HeartbeatGate {
+  throttled: boolean;
+  outOfTime?: () => boolean;
+}
+
 /** A waiting token whose heartbeat is due this tick, with what clearing it from its job needs. */
 export interface DueHeartbeat {
   token: string;
@@ -52,36 +71,62 @@ export function makeHeartbeats(deps: HeartbeatDeps) {
     const last = beaten.get(token);
     return last === undefined || windowOf(token, nowMs) > windowOf(token, last);
   };
+  /**
+   * How long ago the token's phase last came round (ms): when a reconciler that kept up would have
+   * heartbeated it last. A cold container knows no token's last heartbeat; sent in this order (the
+   * longest ago first), the tokens nearest their `HeartbeatSeconds` go out first, and what a time
+   * budget leaves for the next pass is what was heartbeated most recently.
+   */
+  const sincePhase = (token: string, nowMs: number) => sinceTokenPhase(token, nowMs, heartbeatEveryMs);
+  /**
+   * The time a delivered heartbeat counts as sent. A heartbeat sent shortly before the token's phase
+   * comes round (a cold pass sends the longest-since-phase first: those are exactly the ones) counts
+   * for the window starting there, so the next pass does not heartbeat the token again seconds
+   * later; the next one then follows at most an interval and EARLY_CREDIT_MS (and a pass) after it.
+   */
+  const earlyMs = Math.min(EARLY_CREDIT_MS, heartbeatEveryMs / 10);
+  const creditedAt = (token: string, atMs: number): number => {
+    const untilPhase = heartbeatEveryMs - sincePhase(token, atMs);
+    return untilPhase <= earlyMs ? atMs + untilPhase : atMs;
+  };
+  /** Due heartbeats in the order to send them: the longest since their phase first. */
+  const inSendOrder = (due: DueHeartbeat[]): DueHeartbeat[] =>
+    due
+      .map((d) => ({ d, since: sincePhase(d.token, d.at) }))
+      .sort((a, b) => b.since - a.since)
+      .map(({ d }) => d);
 
   /**
    * One due heartbeat. Delivered: the token is beaten for its window. Not delivered (the wait is
    * over: an answer from another writer, an execution stopped): the stale token is cleared from the
-   * job. Throttled: the rest of the tick's heartbeats wait for the next tick (they stay due).
+   * job. Throttled, or out of the invocation's time (checked before and after the pacer's wait):
+   * the rest of the pass's heartbeats wait for the next pass (they stay due). False when not sent.
    */
   async function heartbeat(
     due: DueHeartbeat,
     report: TickReport,
-    throttle: { heartbeats: boolean },
+    gate: HeartbeatGate,
     opts?: CallOptions,
-  ) {
-    if (throttle.heartbeats) return;
+  ): Promise<boolean> {
+    if (gate.throttled || gate.outOfTime?.()) return false;
     await answers.take();
+    if (gate.throttled || gate.outOfTime?.()) return false;
     let delivered: boolean;
     try {
       delivered = await deps.workflow.sendTaskHeartbeat(due.token, opts);
     } catch (err) {
       if (!(err instanceof AwsUnavailableError)) throw err;
-      if (!throttle.heartbeats) {
+      if (!gate.throttled) {
         report.errors++;
         log({ level: 'WARN', msg: 'heartbeats paused until the next tick', error: String(err) });
       }
-      throttle.heartbeats = true;
-      return;
+      gate.throttled = true;
+      return false;
     }
     report.heartbeats++;
     if (delivered) {
-      beaten.set(due.token, due.at);
-      return;
+      beaten.set(due.token, creditedAt(due.token, due.at));
+      return true;
     }
     beaten.delete(due.token);
     const { job } = due;
@@ -93,9 +138,15 @@ export function makeHeartbeats(deps: HeartbeatDeps) {
       opts,
     );
     log({ level: 'INFO', msg: 'cleared a stale task token', runId: due.runId, stage: due.stage });
+    return true;
   }
 
-  return { heartbeatDue, heartbeat };
+  return { heartbeatDue, heartbeat, inSendOrder };
+}
+
+/** Milliseconds since the token's phase in an interval of `everyMs` last came round at `nowMs`. */
+export function sinceTokenPhase(token: string, nowMs: number, everyMs: number): number {
+  return (nowMs + everyMs * share(token)) % everyMs;
 }
 
 /** A fixed share in [0, 1) per token (FNV-1a of the token): its phase in the heartbeat interval. */

@@ -46,3 +46,17 @@ export function tokenBucket(opts: {
     },
   };
 }
+
+/**
+ * One shard's share of a quota (`GANTRY_RECONCILER_SHARDS` = `shards`): the rate and the burst
+ * divided between the shards, which run at once and draw on the same account-wide buckets, so
+ * together they never take more than the configured whole (4 shards at 150/s each would exceed
+ * the 500/s of the largest regions). The burst stays at least 1 call.
+ */
+export function shardShare(
+  limits: { capacity: number; perSecond: number },
+  shards: number,
+): { capacity: number; perSecond: number } {
+  const n = Math.max(1, Math.floor(shards));
+  return { capacity: Math.max(1, Math.floor(limits.capacity / n)), perSecond: limits.perSecond / n };
+}

@@ -8,7 +8,13 @@ import { DEFAULT_POD_HEALTH, type PodHealthOptions, podsByRun } from '../trainjo
 import { toRunPhase } from '../trainjob/status.ts';
 import type { K8sObject } from '../trainjob/types.ts';
 import { decide } from './decide.ts';
-import { type DueHeartbeat, HEARTBEAT_EVERY_SECONDS, makeHeartbeats } from './heartbeats.ts';
+import {
+  type DueHeartbeat,
+  HEARTBEAT_EVERY_SECONDS,
+  HEARTBEAT_RESERVE_MS,
+  type HeartbeatGate,
+  makeHeartbeats,
+} from './heartbeats.ts';
 import { makeJobNotes } from './job-notes.ts';
 import { makeOrphanRemoval, type OrphanDeps } from './orphans.ts';
 import { type Pacer, UNPACED } from './pacing.ts';
@@ -24,7 +30,7 @@ import { makeRecordWrites, type PendingRecord } from './record-writes.ts';
 import { makeStallActions } from './stall-actions.ts';
 import { drainedSweeps, waitsForQuota } from './sweep-queue.ts';
 import { emptyReport, type TickReport } from './tick-report.ts';
-import { jobKey, type Listed, type WakeReason, waitForChange } from './wake.ts';
+import { jobKey, type Listed, type WakeReason, waitForChange, watchedForm } from './wake.ts';
 
 export { HEARTBEAT_EVERY_SECONDS } from './heartbeats.ts';
 export { emptyReport, type TickReport } from './tick-report.ts';
@@ -88,6 +94,16 @@ export interface ReconcilerDeps {
 
 type Cluster = ReturnType<ReconcilerDeps['clusters']>[number];
 
+/** A pass's options: the caller's signal, and the time its invocation has left. */
+export interface TickOptions extends CallOptions {
+  /**
+   * Milliseconds the invocation has left (Lambda's `context.getRemainingTimeInMillis`): a pass
+   * stops sending heartbeats HEARTBEAT_RESERVE_MS before it ends and leaves the rest, still due,
+   * to the next pass. Absent: no limit (the embedded default).
+   */
+  remainingMs?: () => number;
+}
+
 /** What a reconciler keeps between passes, and the helpers its passes share. */
 interface Reconciling extends JobReconciling {
   deps: ReconcilerDeps;
@@ -109,6 +125,7 @@ interface Reconciling extends JobReconciling {
   /** Clusters whose job watch failed: logged once per reconciler. */
   watchFailed: Set<string>;
   heartbeat: ReturnType<typeof makeHeartbeats>['heartbeat'];
+  inSendOrder: ReturnType<typeof makeHeartbeats>['inSendOrder'];
   writeRecords: ReturnType<typeof makeRecordWrites>['writeRecords'];
 }
 
@@ -121,9 +138,11 @@ interface Pass {
   /** Per sweep, its trial jobs this pass saw waiting for quota. */
   queuedNow: Map<string, number>;
   listedAll: boolean;
-  // Set when Step Functions throttles a heartbeat: the rest of this tick's heartbeats wait for the
-  // next tick (they stay due); answers still go out.
-  throttle: { heartbeats: boolean };
+  // Set when Step Functions throttles a heartbeat, or the invocation nears its end: the rest of
+  // this pass's heartbeats wait for the next pass (they stay due); answers still go out.
+  heartbeats: HeartbeatGate;
+  /** Due heartbeats this pass left for the next one (throttled or out of time). */
+  deferred: number;
 }
 
 /** One cluster's LISTs of a pass, the jobs paired with their gates and pods. */
@@ -145,7 +164,7 @@ interface ClusterListing {
 export function makeReconciler(deps: ReconcilerDeps) {
   const r = reconciling(deps);
   return {
-    tick: (opts?: CallOptions) => tick(r, opts),
+    tick: (opts?: TickOptions) => tick(r, opts),
     waitForJobChange: (ms: number, opts?: CallOptions) => waitForJobChange(r, ms, opts),
   };
 }
@@ -171,7 +190,7 @@ function reconciling(deps: ReconcilerDeps): Reconciling {
   const stallScale = deps.stallTimeScale ?? 1;
   const note = makeJobNotes({ clock: deps.clock, log });
   const everyMs = (deps.heartbeatEverySeconds ?? HEARTBEAT_EVERY_SECONDS) * 1000;
-  const { heartbeatDue, heartbeat } = makeHeartbeats({
+  const { heartbeatDue, heartbeat, inSendOrder } = makeHeartbeats({
     workflow: deps.workflow,
     answers,
     log,
@@ -227,12 +246,14 @@ function reconciling(deps: ReconcilerDeps): Reconciling {
     queuedBefore: new Map(),
     watchFailed: new Set(),
     heartbeat,
+    inSendOrder,
     writeRecords,
   };
 }
 
 /** listJobs → interpret and answer each job → heartbeats → writeRecords, per cluster; then bookkeeping. */
-async function tick(r: Reconciling, opts?: CallOptions): Promise<TickReport> {
+async function tick(r: Reconciling, tickOpts?: TickOptions): Promise<TickReport> {
+  const { remainingMs, ...opts } = tickOpts ?? {};
   // What was answered between passes counts in this pass's report.
   const report = r.betweenPasses;
   r.betweenPasses = emptyReport();
@@ -243,10 +264,21 @@ async function tick(r: Reconciling, opts?: CallOptions): Promise<TickReport> {
     waitingTokens: new Set(),
     queuedNow: new Map(),
     listedAll: true,
-    throttle: { heartbeats: false },
+    heartbeats: {
+      throttled: false,
+      ...(remainingMs ? { outOfTime: () => remainingMs() < HEARTBEAT_RESERVE_MS } : {}),
+    },
+    deferred: 0,
   };
   // Clusters in parallel: a slow or unreachable cluster does not delay the others' answers.
   await Promise.all(r.deps.clusters().map((cluster) => reconcileCluster(r, cluster, pass, opts)));
+  if (pass.deferred > 0)
+    r.log({
+      level: 'WARN',
+      msg: 'heartbeats left for the next pass',
+      deferred: pass.deferred,
+      reason: pass.heartbeats.throttled ? 'throttled' : 'invocation ending',
+    });
   forgetGone(r, pass);
   await sweeping;
   await advanceDrainedSweeps(r, pass, opts);
@@ -276,10 +308,11 @@ async function reconcileCluster(r: Reconciling, cluster: Cluster, pass: Pass, op
     { report: pass.report, waitingTokens: pass.waitingTokens, toRecord, dueHeartbeats },
     opts,
   );
-  // Heartbeats after every answer of the cluster: they share the SendTask* pacing, and a
-  // cold start (every token due once) must not hold back a completion behind thousands.
-  await sendHeartbeats(r, dueHeartbeats, pass, opts);
+  // Answers first (above), then the records, then heartbeats: heartbeats share the SendTask*
+  // pacing, and a cold container's (every token due once: 10,000 take over a minute at 150/s) must
+  // hold back neither a completion nor a record write. They stop before the invocation ends.
   await r.writeRecords(toRecord, pass.report, opts);
+  await sendHeartbeats(r, dueHeartbeats, pass, opts);
 }
 
 /** The cluster's jobs, gates and pods; undefined (counted, logged) when the cluster is unreachable. */
@@ -295,11 +328,14 @@ async function listJobs(
   let jobLists: K8sObject[][];
   try {
     apis = await cluster.jobApis();
-    [gates, pods, ...jobLists] = await Promise.all([
-      cluster.gateway.listAdmissionGates(opts),
+    [pods, ...jobLists] = await Promise.all([
       listPods(r, cluster.name, cluster.gateway, opts),
       ...apis.map((api) => cluster.gateway.listManagedJobs(api, opts)),
     ]);
+    // Gates only where Gantry's jobs are: one LIST per namespace of the listed jobs, never other
+    // tenants' Workloads (with their pod templates) across the cluster.
+    const namespaces = [...new Set(jobLists.flat().map((j) => j.metadata.namespace ?? 'default'))];
+    gates = namespaces.length === 0 ? [] : await cluster.gateway.listAdmissionGates(opts, { namespaces });
   } catch (err) {
     // One unreachable cluster must not stop the others; its runs are looked at next tick
     // (and the state machine's heartbeat fallback covers a long outage).
@@ -308,11 +344,12 @@ async function listJobs(
     r.log({ level: 'ERROR', msg: 'cluster unreachable', cluster: cluster.name, error: String(err) });
     return undefined;
   }
+  // Between passes the watch needs only each job's watched form (wake.ts), not the listed object.
   r.listed.set(cluster.name, {
     cluster: cluster.name,
     gateway: cluster.gateway,
     apis,
-    jobs: new Map(jobLists.flat().map((job) => [jobKey(job), job])),
+    jobs: new Map(jobLists.flat().map((job) => [jobKey(job), watchedForm(job)])),
   });
   const work = apis.flatMap((api, i) => (jobLists[i] ?? []).map((job) => ({ api, job })));
   const listing = {
@@ -365,10 +402,11 @@ async function reconcileJobs(
   });
 }
 
+/** The due heartbeats, longest since their phase first, until throttled or out of time. */
 async function sendHeartbeats(r: Reconciling, dueHeartbeats: DueHeartbeat[], pass: Pass, opts?: CallOptions) {
-  await mapLimit(dueHeartbeats, 32, async (due) => {
+  await mapLimit(r.inSendOrder(dueHeartbeats), 32, async (due) => {
     try {
-      await r.heartbeat(due, pass.report, pass.throttle, opts);
+      if (!(await r.heartbeat(due, pass.report, pass.heartbeats, opts))) pass.deferred++;
     } catch (err) {
       pass.report.errors++;
       r.log({ level: 'ERROR', msg: 'heartbeat failed', runId: due.runId, error: String(err) });

@@ -10,7 +10,7 @@ import type { K8sObject } from '../trainjob/types.ts';
  * once instead of at the next period; the rest waits for the period (`actionFor`).
  */
 
-/** What a pass acts on in a job: its state (suspended, status without progress) and waiting tokens. */
+/** What a pass acts on in a job: its state (suspension, conditions, started) and waiting tokens. */
 interface SeenJob {
   state: string;
   /** Annotation key → token, for the waits the job carries. */
@@ -19,13 +19,66 @@ interface SeenJob {
 
 const TOKEN_ANNOTATIONS = [ANNOTATION.admissionToken, ANNOTATION.completionToken];
 
+type Obj = Record<string, unknown>;
+const asObj = (v: unknown): Obj | undefined =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : undefined;
+
+/**
+ * Whether a replicated job reports a ready or finished Job (`status.jobsStatus`, as
+ * lib/trainjob/pod-health.ts reads it to tell a started job from one whose pods are starting):
+ * the one bit of `jobsStatus` a pass acts on. Its counts change with every pod that starts,
+ * restarts or ends; they wake no pass.
+ */
+function started(status: Obj | undefined): boolean | null {
+  const list = status?.jobsStatus;
+  if (!Array.isArray(list) || list.length === 0) return null;
+  return list.some((j) => Number(asObj(j)?.ready ?? 0) > 0 || Number(asObj(j)?.succeeded ?? 0) > 0);
+}
+
 function seenJob(job: K8sObject): SeenJob {
-  const spec = (job.spec ?? {}) as { suspend?: unknown; runPolicy?: { suspend?: unknown } };
-  const { trainerStatus: _progress, ...status } = (job.status ?? {}) as Record<string, unknown>;
+  const spec = asObj(job.spec) as { suspend?: unknown; runPolicy?: { suspend?: unknown } } | undefined;
+  const status = asObj(job.status);
+  // Conditions by type, status and reason: a message or a time alone is not a change.
+  const conditions = (Array.isArray(status?.conditions) ? status.conditions : []).map((c) => {
+    const o = asObj(c);
+    return [o?.type, o?.status, o?.reason];
+  });
   const annotations = job.metadata.annotations ?? {};
   return {
-    state: JSON.stringify([spec.suspend ?? spec.runPolicy?.suspend ?? null, status]),
+    state: JSON.stringify([spec?.suspend ?? spec?.runPolicy?.suspend ?? null, conditions, started(status)]),
     tokens: new Map(TOKEN_ANNOTATIONS.flatMap((k) => (annotations[k] ? [[k, annotations[k]] as const] : []))),
+  };
+}
+
+/**
+ * What the watch keeps of a listed job between passes: only what `actionFor` compares (suspension,
+ * conditions, whether it started, its tokens) and what identifies it — not its spec, not its
+ * progress, not the rest of its annotations.
+ */
+export function watchedForm(job: K8sObject): K8sObject {
+  const spec = asObj(job.spec);
+  const status = asObj(job.status);
+  const annotations = job.metadata.annotations ?? {};
+  const runPolicy = asObj(spec?.runPolicy);
+  return {
+    apiVersion: job.apiVersion,
+    kind: job.kind,
+    metadata: {
+      name: job.metadata.name,
+      ...(job.metadata.namespace === undefined ? {} : { namespace: job.metadata.namespace }),
+      ...(job.metadata.uid === undefined ? {} : { uid: job.metadata.uid }),
+      annotations: Object.fromEntries(
+        TOKEN_ANNOTATIONS.flatMap((k) => (annotations[k] ? [[k, annotations[k]]] : [])),
+      ),
+    },
+    spec: {
+      ...(spec?.suspend === undefined ? {} : { suspend: spec.suspend }),
+      ...(runPolicy?.suspend === undefined ? {} : { runPolicy: { suspend: runPolicy.suspend } }),
+    },
+    status: {
+      ...(status?.conditions === undefined ? {} : { conditions: status.conditions }),
+      ...(status?.jobsStatus === undefined ? {} : { jobsStatus: status.jobsStatus }),
+    },
   };
 }
 
@@ -36,12 +89,13 @@ function seenJob(job: K8sObject): SeenJob {
  *   (neither its pods nor its Kueue Workload change a Complete job's answer), so the token can be
  *   answered at once, without a pass over every job;
  * - 'pass': a change the next pass must look at with its wider view — a failed job (its pods' evidence
- *   tells a code failure from the infrastructure's), a job admitted, suspended again or whose status
- *   moved (whether its pods started, a preemption for the record), a finished job without a token, a
- *   new admission wait on a running job;
+ *   tells a code failure from the infrastructure's), a job admitted, suspended again, whose
+ *   conditions changed or whose pods started (`jobsStatus` first reports a ready Job), a finished
+ *   job without a token, a new admission wait on a running job;
  * - 'none': nothing the next pass would do sooner than the period — Gantry's own changes (a token
- *   cleared after its answer), progress reports (`status.trainerStatus`), a new job or a new wait
- *   while Kueue has not admitted the job, a completion wait begun on a running job.
+ *   cleared after its answer), progress reports (`status.trainerStatus`), `jobsStatus` counts moving
+ *   on a started job, a condition's message or time alone, a new job or a new wait while Kueue has
+ *   not admitted the job, a completion wait begun on a running job.
  */
 export type WatchAction = 'answer' | 'pass' | 'none';
 
@@ -57,7 +111,7 @@ export function actionFor(listed: K8sObject | undefined, job: K8sObject): WatchA
   if (phase === 'Succeeded') return now.tokens.size > 0 ? 'answer' : 'pass';
   if (phase === 'Failed') return 'pass';
   if (phase === 'Pending') return before !== undefined && changed ? 'pass' : 'none';
-  // Running: its status moved (pods starting, ready), or a new admission wait the pass may answer.
+  // Running: its conditions changed or its pods started, or a new admission wait the pass may answer.
   return changed || added.includes(ANNOTATION.admissionToken) ? 'pass' : 'none';
 }
 
@@ -71,7 +125,10 @@ export interface Listed {
   cluster: string;
   gateway: ClusterGateway;
   apis: JobApi[];
-  /** The listed jobs by uid (namespace/name when a job has none), compared only when one changes. */
+  /**
+   * The listed jobs by uid (namespace/name when a job has none), in their `watchedForm`, compared
+   * only when one changes.
+   */
   jobs: Map<string, K8sObject>;
 }
 
@@ -114,7 +171,7 @@ export async function waitForChange(
     const action = actionFor(c.jobs.get(key), job);
     if (action === 'pass' || (action === 'answer' && !opts.answer)) return 'stop';
     // Later events of this job compare with this one: the answer's own token clearing changes nothing.
-    c.jobs.set(key, job);
+    c.jobs.set(key, watchedForm(job));
     if (action === 'answer' && opts.answer) {
       answering.push(
         opts.answer(c, api, job).then(

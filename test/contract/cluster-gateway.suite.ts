@@ -359,6 +359,29 @@ export function describeClusterGateway(targetName: string, setup: () => Promise<
       );
     });
 
+    it("lists admission gates only in the namespaces asked for, without the Workloads' pod templates", async () => {
+      const ours = await t.namespace();
+      const elsewhere = await t.namespace();
+      const { job } = await gw.createJob(aTrainJob(t.shape, ours));
+      const { job: other } = await gw.createJob(aTrainJob(t.shape, elsewhere));
+      const wl = await t.createObject(workloadFor(job));
+      await t.createObject(workloadFor(other));
+
+      // The whole answer, not filtered here: a gate of any other namespace would be a LIST outside the scope.
+      const gates = await gw.listAdmissionGates(undefined, { namespaces: [ours] });
+
+      expect(gates.map((g) => `${g.metadata.namespace}/${g.kind}/${g.metadata.uid}`)).toEqual([
+        `${ours}/Workload/${wl.metadata.uid}`,
+      ]);
+      expect(gates[0]).toMatchObject({
+        apiVersion: 'kueue.x-k8s.io/v1beta2',
+        metadata: { ownerReferences: [{ uid: job.metadata.uid }] },
+        spec: { queueName: 'team-queue' },
+      });
+      expect(gates[0]?.spec).not.toHaveProperty('podSets');
+      expect(gates[0]?.metadata).not.toHaveProperty('managedFields');
+    });
+
     it("lists pods by label selector across namespaces, with their status (Gantry's pods only)", async () => {
       const ns = await t.namespace();
       const runId = newRunId();

@@ -31,7 +31,11 @@ export async function getOrUndefined<T>(what: string, call: () => Promise<T>): P
   }
 }
 
-/** Every page of a list, items with their apiVersion and kind (a list's items carry none). */
+/**
+ * Every page of a list, items with their apiVersion and kind (a list's items carry none). With
+ * `keep`, each page's items are trimmed (or dropped: undefined) as the page arrives, so a LIST of
+ * 40,000 pods never holds more than one page of whole objects (trim.ts).
+ */
 export async function listAll(
   what: string,
   page: (
@@ -41,6 +45,7 @@ export async function listAll(
   kind: string,
   /** Told the list's resourceVersion (its first page's: later pages are of the same snapshot). */
   onVersion?: (resourceVersion: string) => void,
+  keep?: (o: K8sObject) => K8sObject | undefined,
 ): Promise<K8sObject[]> {
   const out: K8sObject[] = [];
   let cont: string | undefined;
@@ -49,7 +54,10 @@ export async function listAll(
     const res = await kubeCall(what, () => page(cont));
     if (first && res.metadata?.resourceVersion) onVersion?.(res.metadata.resourceVersion);
     first = false;
-    out.push(...withTypeMeta(res.items, apiVersion, kind));
+    for (const o of withTypeMeta(res.items, apiVersion, kind)) {
+      const kept = keep ? keep(o) : o;
+      if (kept) out.push(kept);
+    }
     cont = res.metadata?.continue || undefined;
   } while (cont);
   return out;

@@ -1,3 +1,4 @@
+import { mapLimit } from '../../concurrency.ts';
 import { ClusterUnavailableError, JobNameConflictError, NotFoundError } from '../../errors.ts';
 import type { CallOptions, ClusterGateway, JobApi } from '../../ports.ts';
 import { jobKindInfo } from '../../trainjob/kinds.ts';
@@ -16,6 +17,7 @@ import { type CustomObjectsApi, makeCustomObjectsApi } from './custom-objects.ts
 import { type Discovered, discover, KUEUE_JOB_UID } from './discovery.ts';
 import { httpStatusOf, kubeCall, toGantryError } from './errors.ts';
 import { type KubeConnection, makeTransport } from './transport.ts';
+import { trimGate, trimJob, trimPod } from './trim.ts';
 
 export type { KubeConnection } from './transport.ts';
 
@@ -159,6 +161,7 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
         `${jobApi.group}/${jobApi.version}`,
         jobApi.kind,
         (rv) => listedAt.set(kindKey(jobApi), rv),
+        trimJob,
       );
     },
 
@@ -254,36 +257,47 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
       return undefined;
     },
 
-    async listAdmissionGates(opts) {
+    async listAdmissionGates(opts, scope) {
       const d = await discovery(opts);
       const c = await api(opts);
       const apis = [...(d.workloads ? [d.workloads] : []), ...d.podGroups];
-      const lists = await Promise.all(
-        apis.map((r) =>
-          listAll(
-            `list ${name(r)}`,
-            (cont) =>
-              c.listCustomObjectForAllNamespaces(
-                {
-                  group: r.group,
-                  version: r.version,
-                  resourcePlural: r.plural,
-                  limit: LIST_PAGE,
-                  ...(cont ? { _continue: cont } : {}),
-                },
-                callOptions(opts),
-              ),
-            `${r.group}/${r.version}`,
-            r.kind,
-          ),
-        ),
-      );
-      return lists.flat().filter(ownedByJobKind);
+      // Each page trimmed as it arrives; other tenants' gates (not owned by a job kind) dropped.
+      const keep = (o: K8sObject) => (ownedByJobKind(o) ? trimGate(o) : undefined);
+      const listIn = (r: (typeof apis)[number], namespace: string | undefined) =>
+        listAll(
+          `list ${name(r)}${namespace === undefined ? '' : ` in ${namespace}`}`,
+          (cont) => {
+            const page = { limit: LIST_PAGE, ...(cont ? { _continue: cont } : {}) };
+            return namespace === undefined
+              ? c.listCustomObjectForAllNamespaces(
+                  { group: r.group, version: r.version, resourcePlural: r.plural, ...page },
+                  callOptions(opts),
+                )
+              : c.listNamespacedCustomObject({ ...r, namespace, ...page }, callOptions(opts));
+          },
+          `${r.group}/${r.version}`,
+          r.kind,
+          undefined,
+          keep,
+        );
+      // Scoped: one LIST per namespace that holds Gantry's jobs (Kueue copies no label of Gantry's
+      // onto its Workloads unless its install sets labelKeysToCopy), never other tenants' namespaces.
+      const lists = scope
+        ? await mapLimit(
+            [...new Set(scope.namespaces)].flatMap((ns) => apis.map((r) => [r, ns] as const)),
+            // Two at a time: a page of 500 Workloads parses to ~20 MB before it is trimmed.
+            2,
+            ([r, ns]) => listIn(r, ns),
+          )
+        : await Promise.all(apis.map((r) => listIn(r, undefined)));
+      return lists.flat();
     },
 
     async listPods(labelSelector, opts) {
       const c = await api(opts);
-      const pods = await listAll(
+      // Each page trimmed as it arrives (trim.ts): a pod's whole spec and managed fields would
+      // weigh ~14–25 KB each, 40,000 pods at 10,000 runs.
+      return listAll(
         `list pods ${labelSelector}`,
         (cont) =>
           c.listPodForAllNamespaces(
@@ -292,26 +306,9 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
           ),
         'v1',
         'Pod',
+        undefined,
+        trimPod,
       );
-      // Only what health and the logs route need: a pod's whole spec (and managed fields) would
-      // weigh on a 1,000-run tick; its containers' names are enough to pick the trainer's.
-      return pods.map((p) => {
-        const m = p.metadata as K8sObject['metadata'] & { deletionTimestamp?: string };
-        const containers = (p as { spec?: { containers?: Array<{ name?: string }> } }).spec?.containers;
-        return {
-          apiVersion: p.apiVersion,
-          kind: p.kind,
-          metadata: {
-            name: m.name,
-            namespace: m.namespace,
-            labels: m.labels,
-            creationTimestamp: m.creationTimestamp,
-            ...(m.deletionTimestamp ? { deletionTimestamp: m.deletionTimestamp } : {}),
-          },
-          spec: { containers: (containers ?? []).map((c) => ({ name: c.name })) },
-          status: (p as { status?: unknown }).status,
-        };
-      }) as K8sObject[];
     },
 
     async readPodLog(namespace, pod, options, opts) {

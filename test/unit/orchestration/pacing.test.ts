@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { tokenBucket } from '../../../lib/orchestration/pacing.ts';
+import { shardShare, tokenBucket } from '../../../lib/orchestration/pacing.ts';
 
 /** The token bucket on a fake clock: sleeping advances it. */
 function fakeBucket(capacity: number, perSecond: number) {
@@ -51,5 +51,44 @@ describe('tokenBucket (Step Functions call pacing)', () => {
 
     // Assess: 10 at once (the capacity), the 11th after 1/5 s
     expect(now() - start).toBe(200);
+  });
+});
+
+describe('shardShare (shards on one account)', () => {
+  it.each([
+    [1, 750, 150],
+    [3, 250, 50],
+    [4, 187, 37.5],
+    [1000, 1, 0.15], // the burst stays at least one call
+  ])('%i shards of 750 burst, 150/s: %i and %f/s each', (shards, capacity, perSecond) => {
+    expect(shardShare({ capacity: 750, perSecond: 150 }, shards)).toEqual({ capacity, perSecond });
+  });
+
+  it('4 shards sending at once stay within the whole: no more than 750 + 150/s between them', async () => {
+    // Prepare: one shared fake clock; each shard its own bucket of its share
+    let now = 0;
+    const sleep = async (ms: number) => {
+      now = Math.max(now, sent.at + ms);
+    };
+    const sent = { at: 0 };
+    const buckets = Array.from({ length: 4 }, () =>
+      tokenBucket({ ...shardShare({ capacity: 750, perSecond: 150 }, 4), now: () => now, sleep }),
+    );
+
+    // Act: each shard wants 2,500 calls; count those out within the first 10 s
+    let within = 0;
+    await Promise.all(
+      buckets.map(async (b) => {
+        for (let i = 0; i < 2500; i++) {
+          await b.take();
+          sent.at = now;
+          if (now <= 10_000) within++;
+        }
+      }),
+    );
+
+    // Assess: the account's 500/s (and the configured 150/s) is never exceeded together
+    expect(within).toBeLessThanOrEqual(750 + 150 * 10);
+    expect(within).toBeGreaterThan(700 + 150 * 9);
   });
 });

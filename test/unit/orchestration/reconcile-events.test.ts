@@ -143,7 +143,8 @@ describe('reconciler: Kubernetes Events on the job', () => {
   });
 
   it.each([
-    ['Running', ['heartbeat', 'event Preempted']],
+    // The record's write (and its event) before the heartbeat: heartbeats follow a pass's writes.
+    ['Running', ['event Preempted', 'heartbeat']],
     ['Pending', ['heartbeat']], // already recorded: a changed note about the same eviction is no new event
   ])('notes a preemption when the record moves from %s to Pending: %j', async (phase, want) => {
     const message = 'Preempted to accommodate a workload';

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { actionFor, type Listed, waitForChange, wantsPass } from '../../../lib/orchestration/wake.ts';
+import {
+  actionFor,
+  type Listed,
+  waitForChange,
+  wantsPass,
+  watchedForm,
+} from '../../../lib/orchestration/wake.ts';
 import type { ClusterGateway, JobApi } from '../../../lib/ports.ts';
 import { jobApi } from '../../../lib/trainjob/build.ts';
 import { ANNOTATION } from '../../../lib/trainjob/labels.ts';
@@ -81,9 +87,64 @@ describe('what a watched job change needs', () => {
       'none',
     ],
     ['an annotation that is not a token', queued, job({ annotations: { [A]: 'tok-1', note: 'x' } }), 'none'],
+    [
+      "a started job's jobsStatus counts moving (a pod restarted, one more ready)",
+      job({ suspend: false, status: jobsReady, annotations: { [C]: 'tok-2' } }),
+      job({
+        suspend: false,
+        status: { jobsStatus: [{ name: 'node', ready: 3, active: 4, failed: 1 }] },
+        annotations: { [C]: 'tok-2' },
+      }),
+      'none',
+    ],
+    [
+      "a condition's message or time alone",
+      job({
+        suspend: false,
+        status: { conditions: [{ type: 'Suspended', status: 'False', reason: 'Resumed', message: 'a' }] },
+        annotations: { [C]: 'tok-2' },
+      }),
+      job({
+        suspend: false,
+        status: {
+          conditions: [
+            { type: 'Suspended', status: 'False', reason: 'Resumed', message: 'b', lastTransitionTime: 'x' },
+          ],
+        },
+        annotations: { [C]: 'tok-2' },
+      }),
+      'none',
+    ],
+    [
+      'a new condition on a running job',
+      running,
+      job({
+        suspend: false,
+        status: { conditions: [{ type: 'Suspended', status: 'False', reason: 'Resumed' }] },
+        annotations: { [C]: 'tok-2' },
+      }),
+      'pass',
+    ],
   ] as const)('%s → %s', (_what, before, after, want) => {
     expect(actionFor(before, after)).toBe(want);
     expect(wantsPass(before, after)).toBe(want !== 'none');
+    // What the watch keeps of the listed job between passes decides the same
+    expect(actionFor(watchedForm(before), after)).toBe(want);
+  });
+
+  it('keeps of a listed job only its identity, tokens, suspension, conditions and jobsStatus', () => {
+    const listed = job({
+      suspend: false,
+      status: { ...jobsReady, ...complete, trainerStatus: { progressPercentage: 40 } },
+      annotations: { [C]: 'tok-2', note: 'x'.repeat(1000) },
+    });
+    expect(watchedForm(listed)).toEqual({
+      apiVersion: listed.apiVersion,
+      kind: listed.kind,
+      metadata: { name: 'run-a', namespace: 'demo', uid: 'u-1', annotations: { [C]: 'tok-2' } },
+      spec: { suspend: false },
+      status: { ...jobsReady, ...complete },
+    });
   });
 
   it('a job the last pass did not list: queued waits for the period, started or finished does not', () => {
