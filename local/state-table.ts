@@ -200,12 +200,28 @@ async function startDynalite(tableName: string, path?: string) {
         throw err;
       },
     );
-    if (!exists) await raw.send(new CreateTableCommand(stateTableDefinition(tableName)));
+    if (!exists) {
+      await raw.send(new CreateTableCommand(stateTableDefinition(tableName)));
+      await activeTable(raw, tableName);
+    }
   } catch (err) {
     await close();
     throw err;
   }
   return { server, endpoint, raw, close };
+}
+
+/**
+ * Wait until a new table is ACTIVE: dynalite answers item calls on a CREATING table with
+ * ResourceNotFoundException, and even with `createTableMs: 0` the switch is a timer away.
+ */
+export async function activeTable(raw: DynamoDBClient, tableName: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const t = await raw.send(new DescribeTableCommand({ TableName: tableName }));
+    if (t.Table?.TableStatus === 'ACTIVE') return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`local state table ${tableName} is not ACTIVE after 2 s`);
 }
 
 /** The items of a state folder of an earlier version (dynalite's LevelDB), read once to migrate it. */

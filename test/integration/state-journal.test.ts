@@ -253,7 +253,7 @@ describe('the local state table in a folder', () => {
 async function legacy() {
   const { DynamoDBClient, CreateTableCommand } = await import('@aws-sdk/client-dynamodb');
   const { DynamoDBDocumentClient } = await import('@aws-sdk/lib-dynamodb');
-  const { stateTableDefinition } = await import('../../local/state-table.ts');
+  const { activeTable, stateTableDefinition } = await import('../../local/state-table.ts');
   return {
     async startDynaliteOn(path: string) {
       const server = dynalite({ path, createTableMs: 0 });
@@ -265,6 +265,7 @@ async function legacy() {
         credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
       });
       await raw.send(new CreateTableCommand(stateTableDefinition('gantry-state')));
+      await activeTable(raw, 'gantry-state');
       return {
         client: DynamoDBDocumentClient.from(raw),
         async close() {

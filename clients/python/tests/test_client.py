@@ -56,20 +56,17 @@ def test_logs_follow_reads_the_training_log(succeeded: Dict[str, Any]) -> None:
     assert len(lines) == len(set(lines))
 
 
-def test_logs_of_an_ended_run_are_a_409_with_the_phase(succeeded: Dict[str, Any]) -> None:
+def test_logs_of_an_ended_run_come_from_the_archive(succeeded: Dict[str, Any]) -> None:
     run = succeeded["run"]
 
-    def gone() -> Any:
-        try:
-            run.logs(node=0)
-        except gantry.RunLogsUnavailableError as err:
-            return err
-        return None
+    def archived() -> Any:
+        view = run.log_tail(node=0)
+        return view if view.get("source") == "archive" else None
 
-    # The job (with its pods) is deleted a moment after the run ends.
-    err = wait_for("the ended run's job to go", gone, 60, 0.3)
-    assert err.status == 409 and err.phase == "Succeeded"
-    assert isinstance(err, gantry.ConflictError)
+    # The job (with its pods) is deleted a moment after the run ends; its logs were saved first.
+    view = wait_for("the ended run's archived logs", archived, 60, 0.3)
+    assert view["lines"] and view["attempt"] == 1
+    assert run.logs(node=0, attempt=1) == view["lines"]
 
 
 def test_replay_with_the_same_key_is_the_same_run(client: gantry.Client, succeeded: Dict[str, Any]) -> None:

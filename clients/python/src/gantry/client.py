@@ -164,11 +164,11 @@ class Client:
         return run
 
     def validate_run(self, request: RequestLike, idempotency_key: Optional[str] = None) -> View:
-        """``POST /v1/runs:validate``, a dry run: ``{valid, runId?, checks: [{name, status, message}]}``.
+        """``POST /v1/runs/validate``, a dry run: ``{valid, runId?, checks: [{name, status, message}]}``.
         A request that breaks the schema or the tenancy rules raises as ``submit_run`` would
         (``ValidationError``, ``ForbiddenError``); the cluster's checks (runtime, quota) answer ``valid``."""
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
-        return self.request("POST", "/v1/runs:validate", load_request(request), headers)
+        return self.request("POST", "/v1/runs/validate", load_request(request), headers)
 
     def get_run(self, run_id: str) -> "Run":
         return Run(self, run_id, self.request("GET", f"/v1/runs/{_seg(run_id)}"))
@@ -375,18 +375,29 @@ class Run:
         return view
 
     def logs(
-        self, node: int = 0, tail_lines: int = 100, follow: bool = False, poll: float = 1.0
+        self,
+        node: int = 0,
+        tail_lines: int = 100,
+        follow: bool = False,
+        poll: float = 1.0,
+        attempt: Optional[int] = None,
     ) -> Union[List[str], Iterator[str]]:
-        """The tail of node ``node``'s trainer log (``GET /v1/runs/{id}/logs``).
+        """The tail of node ``node``'s trainer log (``GET /v1/runs/{id}/logs``): live while the job
+        exists, from the archive Gantry saved before deleting it once the run (or ``attempt``) ended.
 
         ``follow=True`` returns an iterator of new lines until the run ends (or its logs are gone),
         waiting while its pod is not there yet, as ``gantry logs -f`` does."""
         if not follow:
-            return list(self._tail(node, tail_lines).get("lines", []))
+            return list(self.log_tail(node, tail_lines, attempt).get("lines", []))
         return self._follow(node, poll)
 
-    def _tail(self, node: int, tail_lines: int) -> View:
-        q = query_string({"node": node, "tailLines": tail_lines})
+    def log_tail(self, node: int = 0, tail_lines: int = 100, attempt: Optional[int] = None) -> View:
+        """The whole answer of ``GET /v1/runs/{id}/logs``: ``lines``, ``pod``, ``attempt``, and
+        ``source`` (``live`` or ``archive``, with ``truncated`` and ``archivedAt``)."""
+        return self._tail(node, tail_lines, attempt)
+
+    def _tail(self, node: int, tail_lines: int, attempt: Optional[int] = None) -> View:
+        q = query_string({"node": node, "tailLines": tail_lines, "attempt": attempt})
         return self.client.request("GET", f"/v1/runs/{_seg(self.id)}/logs{q}")
 
     def _follow(self, node: int, poll: float) -> Iterator[str]:
