@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { K8sObject } from '../../lib/trainjob/types.ts';
 import { DEMO_TEAM, type Stack } from '../../local/stack.ts';
-import { type RunDriver, useRealStack, WORKLOADS } from '../helpers/real-stack.ts';
+import { type ConditionedObject, type RunDriver, useRealStack, WORKLOADS } from '../helpers/real-stack.ts';
 import {
   activeVersionSets,
   type HeavyControlPlane,
@@ -15,13 +14,7 @@ import { tierAvailable } from '../helpers/tiers.ts';
 
 const SPEED = 60;
 
-interface Condition {
-  type: string;
-  status: string;
-  reason?: string;
-  message?: string;
-}
-type Obj = K8sObject & { status?: { conditions?: Condition[] } };
+type Obj = ConditionedObject;
 
 /**
  * Gantry's state machine against the REAL Kubeflow Training Operator v1 (PyTorchJob) under the

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunSpec } from '../../lib/run/spec.ts';
-import type { K8sObject } from '../../lib/trainjob/types.ts';
 import { apiRoutes, startHttpApi } from '../../local/http-api.ts';
 import { DEMO_TEAM, type Stack, startStack } from '../../local/stack.ts';
 import { apiClient } from '../helpers/api-client.ts';
 import {
+  type Condition,
+  type ConditionedObject,
   REAL_STACK_START_MS,
   type RealStack,
   realStackOptions,
@@ -38,13 +39,7 @@ const SPEED = 60;
 const PYTORCHJOBS = '/apis/kubeflow.org/v1';
 const SET = 'v2.3' as const;
 
-interface Condition {
-  type: string;
-  status: string;
-  reason?: string;
-  message?: string;
-}
-type Obj = K8sObject & { status?: { conditions?: Condition[] } };
+type Obj = ConditionedObject;
 
 const set = versionSet(SET);
 const available = tierAvailable(

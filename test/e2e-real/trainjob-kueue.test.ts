@@ -6,6 +6,8 @@ import { LABEL } from '../../lib/trainjob/labels.ts';
 import type { K8sObject } from '../../lib/trainjob/types.ts';
 import { DEMO_TEAM, type Stack } from '../../local/stack.ts';
 import {
+  type Condition,
+  type ConditionedObject,
   type RunDriver,
   TRAINJOBS,
   useRealStack,
@@ -33,13 +35,7 @@ import { SUCCEEDED_PHASES } from '../helpers/runs.ts';
 
 const SPEED = 60;
 
-interface Condition {
-  type: string;
-  status: string;
-  reason?: string;
-  message?: string;
-}
-type Obj = K8sObject & { status?: { conditions?: Condition[] } };
+type Obj = ConditionedObject;
 
 for (const { setName, label, available } of versionSetSuites('e2e-real')) {
   describe.runIf(available)(`real controllers: ${label}`, () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, vi } from 'vitest';
+import type { K8sObject } from '../../lib/trainjob/types.ts';
 import { apiRoutes, startHttpApi } from '../../local/http-api.ts';
 import { type ClusterTarget, type Stack, type StackOptions, startStack } from '../../local/stack.ts';
 import {
@@ -30,6 +31,16 @@ export const WORKLOADS = '/apis/kueue.x-k8s.io/v1beta2';
 export const LOST_TAINT = { key: 'gantry.dev/e2e-node-lost', value: 'true', effect: 'NoExecute' };
 
 export type RunDriver = ReturnType<typeof runDriver>;
+
+/** A status condition, as the controllers write them. */
+export interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+}
+/** A Kubernetes object read with its status conditions. */
+export type ConditionedObject = K8sObject & { status?: { conditions?: Condition[] } };
 // biome-ignore lint/suspicious/noExplicitAny: API objects are read loosely in assertions
 export type Obj = Record<string, any>;
 
