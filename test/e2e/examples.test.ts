@@ -179,18 +179,32 @@ describe('the examples on npm run dev -- --config examples/dev-config.yaml (two 
   });
 
   it("examples/teams/: each team's run succeeds on its own queue, and neither team sees the other's", async () => {
+    // As README's five-minute path submits them: the team picked with --principal local:<team>.
     const [v, n] = await Promise.all([
       gantry(
         dev.url,
-        VISION,
+        '',
         home,
         'submit',
         'examples/teams/vision-run.yaml',
         '--watch',
+        '--principal',
+        'local:vision',
         '--interval',
         '0.2',
       ),
-      gantry(dev.url, NLP, home, 'submit', 'examples/teams/nlp-run.yaml', '--watch', '--interval', '0.2'),
+      gantry(
+        dev.url,
+        '',
+        home,
+        'submit',
+        'examples/teams/nlp-run.yaml',
+        '--watch',
+        '--principal',
+        'local:nlp',
+        '--interval',
+        '0.2',
+      ),
     ]);
     expect([v.code, n.code], `${v.stderr}\n${n.stderr}`).toEqual([EXIT.ok, EXIT.ok]);
     const visionRun = v.stdout.trim().split('\n')[0] as string;
