@@ -143,17 +143,18 @@ export function parseMetricsFile(text: string | undefined): Record<string, numbe
   } catch {
     return {};
   }
-  const out: Record<string, number | string> = {};
+  // A Map, not a plain object: a metric named `__proto__` is a metric, not the object's prototype.
+  const out = new Map<string, number | string>();
   const walk = (value: unknown, path: string) => {
-    if (Object.keys(out).length >= MAX_METRICS) return;
-    if (typeof value === 'number' && Number.isFinite(value) && path) out[path] = value;
-    else if (typeof value === 'string' && path) out[path] = value.slice(0, 256);
+    if (out.size >= MAX_METRICS) return;
+    if (typeof value === 'number' && Number.isFinite(value) && path) out.set(path, value);
+    else if (typeof value === 'string' && path) out.set(path, value.slice(0, 256));
     else if (value && typeof value === 'object' && !Array.isArray(value)) {
       for (const [k, v] of Object.entries(value)) walk(v, path ? `${path}.${k}` : k);
     }
   };
   walk(doc, '');
-  return out;
+  return Object.fromEntries(out);
 }
 
 /**
@@ -163,7 +164,8 @@ export function parseMetricsFile(text: string | undefined): Record<string, numbe
 export function mergeMetrics(
   ...sources: Array<Record<string, number | string> | undefined>
 ): Record<string, number | string> {
-  return Object.assign({}, ...sources.filter(Boolean));
+  // Own entries only, later sources winning (Object.assign would drop a metric named `__proto__`).
+  return Object.fromEntries(sources.flatMap((s) => (s ? Object.entries(s) : [])));
 }
 
 /** A path the training output may not use: Gantry writes its manifest there. */

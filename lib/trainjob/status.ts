@@ -158,13 +158,15 @@ function trainerStatusOf(value: unknown): Pick<JobView, 'progress' | 'metrics'> 
     etaSeconds: finiteNumber(ts.estimatedRemainingSeconds),
     updatedAt: typeof ts.lastUpdatedTime === 'string' ? ts.lastUpdatedTime : undefined,
   });
-  const metrics: Record<string, number | string> = {};
+  // A Map, not a plain object: a metric named `__proto__` is a metric, not the object's prototype.
+  const found = new Map<string, number | string>();
   for (const item of Array.isArray(ts.metrics) ? ts.metrics : []) {
     const m = asRecord(item);
     if (m === undefined || typeof m.name !== 'string' || m.name.length === 0) continue;
-    if (typeof m.value === 'string') metrics[m.name] = DECIMAL.test(m.value) ? Number(m.value) : m.value;
-    else if (finiteNumber(m.value) !== undefined) metrics[m.name] = m.value as number;
+    if (typeof m.value === 'string') found.set(m.name, DECIMAL.test(m.value) ? Number(m.value) : m.value);
+    else if (finiteNumber(m.value) !== undefined) found.set(m.name, m.value as number);
   }
+  const metrics = Object.fromEntries(found);
   return compact({
     progress: Object.keys(progress).length > 0 ? progress : undefined,
     metrics: Object.keys(metrics).length > 0 ? metrics : undefined,

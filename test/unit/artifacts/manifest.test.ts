@@ -155,4 +155,19 @@ describe('parseMetricsFile', () => {
   it('later sources win when merging', () => {
     expect(mergeMetrics({ a: 1, b: 1 }, undefined, { b: 2 }, { c: 'x' })).toEqual({ a: 1, b: 2, c: 'x' });
   });
+
+  it('keeps metrics named like Object.prototype members (`__proto__`, `constructor`) as metrics', () => {
+    // Prepare: JSON.parse makes `__proto__` an own property, as a training script's file would.
+    const parsed = parseMetricsFile('{"__proto__":0.5,"constructor":0.25,"toString":1}');
+
+    // Act
+    const merged = mergeMetrics(parsed, { valueOf: 2 });
+
+    // Assess
+    expect(Object.keys(merged).sort()).toEqual(['__proto__', 'constructor', 'toString', 'valueOf']);
+    expect(Object.getPrototypeOf(merged)).toBe(Object.prototype);
+    expect(JSON.parse(JSON.stringify(merged))).toEqual(
+      JSON.parse('{"__proto__":0.5,"constructor":0.25,"toString":1,"valueOf":2}'),
+    );
+  });
 });

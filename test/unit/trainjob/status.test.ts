@@ -538,6 +538,23 @@ describe('toRunPhase — trainerStatus (v2.2+)', () => {
     },
   );
 
+  it('reads a trainerStatus metric named `__proto__` as a metric', () => {
+    const job = trainJob({
+      conditions: [cond('Complete', 'True', 'AllJobsCompleted', 'jobset completed successfully', T2)],
+      trainerStatus: {
+        metrics: [
+          { name: '__proto__', value: '0.5' },
+          { name: 'constructor', value: '1' },
+        ],
+      },
+    });
+
+    const metrics = toRunPhase(job).metrics ?? {};
+
+    expect(Object.keys(metrics).sort()).toEqual(['__proto__', 'constructor']);
+    expect(Object.getOwnPropertyDescriptor(metrics, '__proto__')?.value).toBe(0.5);
+  });
+
   it('keeps the final metrics on a Succeeded job', () => {
     // Prepare
     const job = trainJob({
