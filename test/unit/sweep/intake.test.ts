@@ -460,6 +460,12 @@ describe('invalid sweeps are 400s that name the field and the rule', () => {
       /must not exceed maxTrials/,
     ],
     ['unknown field', { ...valid(), trials: 3 }, 'trials', /unknown field/],
+    [
+      'a parameter named __proto__',
+      valid({ parameters: [{ name: '__proto__', type: 'continuous', min: 0, max: 1 }] }),
+      'parameters.0.name',
+      /must not be __proto__, constructor or prototype/,
+    ],
   ];
   it.each(cases)('%s', async (_name, body, field, rule) => {
     const issues = await issuesOf(body);
