@@ -47,21 +47,19 @@ const RESERVED_PARAMETER_NAMES = new Set(['__proto__', 'constructor', 'prototype
 
 const common = {
   name: z.described(
-    z
-      .string()
-      .check(
-        z.minLength(1, 'must not be empty'),
-        z.maxLength(64, 'must be at most 64 characters'),
-        z.regex(
-          PARAMETER_NAME,
-          'must be an identifier (letters, digits, _, . and -, not starting with a digit)',
-        ),
-        // Trial assignments are objects keyed by parameter name: these would be lost to (or change)
-        // the object's prototype rather than be parameters.
-        z.refine((n) => !RESERVED_PARAMETER_NAMES.has(n), {
-          message: 'must not be __proto__, constructor or prototype',
-        }),
+    z.string().check(
+      z.minLength(1, 'must not be empty'),
+      z.maxLength(64, 'must be at most 64 characters'),
+      z.regex(
+        PARAMETER_NAME,
+        'must be an identifier (letters, digits, _, . and -, not starting with a digit)',
       ),
+      // Trial assignments are objects keyed by parameter name: these would be lost to (or change)
+      // the object's prototype rather than be parameters.
+      z.refine((n) => !RESERVED_PARAMETER_NAMES.has(n), {
+        message: 'must not be __proto__, constructor or prototype',
+      }),
+    ),
     "The parameter's name (an identifier); becomes --<name>=<value> unless inject says otherwise",
   ),
   inject: z.described(
