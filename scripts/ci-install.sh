@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tiers beyond unit tests need, caching slow builds outside the repo.
 #   scripts/ci-install.sh              everything
-#   scripts/ci-install.sh quick        cfn-lint, boto3, Chromium (seconds when cached)
+#   scripts/ci-install.sh quick        cfn-lint, boto3, moto, Chromium (seconds when cached)
 #   scripts/ci-install.sh go [SETS]    the real control planes from the Go module proxy: the light
 #                                      tier, then the heavy tier for the version sets SETS
 #                                      (e.g. v2.3,v2.1; default all); .ci/run runs it in the background
@@ -43,6 +43,19 @@ else
   python3 -m venv "$BOTO3_VENV"
   "$BOTO3_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "boto3==${BOTO3_VERSION}"
   echo "boto3 ${BOTO3_VERSION} installed in $BOTO3_VENV"
+fi
+# moto's server (deploy tier: `serverless deploy`/`remove` of the packaged stack and the packaged bundles
+# under each function's own IAM role, on 127.0.0.1), pinned, from PyPI into a venv cached outside the repo;
+# test/helpers/moto.ts finds it there by the same version.
+MOTO_VERSION="${MOTO_VERSION:-5.2.6}"
+MOTO_VENV="${GANTRY_CACHE:-$HOME/.cache/gantry}/venv-moto-${MOTO_VERSION}"
+if [ -x "$MOTO_VENV/bin/moto_server" ] && "$MOTO_VENV/bin/python" -c "import moto, sys; sys.exit(moto.__version__ != '${MOTO_VERSION}')"; then
+  echo "moto ${MOTO_VERSION}: cached in $MOTO_VENV"
+else
+  rm -rf "$MOTO_VENV"
+  python3 -m venv "$MOTO_VENV"
+  "$MOTO_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "moto[server]==${MOTO_VERSION}"
+  echo "moto ${MOTO_VERSION} installed in $MOTO_VENV"
 fi
 # Chromium from Debian's packages (e2e tier: the dashboard's browser test drives it with playwright-core).
 if [ -x /usr/bin/chromium ]; then
