@@ -3,6 +3,7 @@
  * from the environment parsed once. Nothing runs at import time, and the Kubernetes client is
  * loaded (dynamic import) only by the functions and code paths that talk to a cluster.
  */
+
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { S3Client } from '@aws-sdk/client-s3';
@@ -37,6 +38,8 @@ import type {
   RunQueue,
   WorkflowEngine,
 } from '../lib/ports.ts';
+import { makeAliases } from '../lib/registry/aliases.ts';
+import { makePromoter } from '../lib/registry/promote.ts';
 import type { JobLocation } from '../lib/run/record.ts';
 import { makeRunRecords, type RunRecords } from '../lib/run/records.ts';
 import type { StateTable } from '../lib/state/table.ts';
@@ -104,6 +107,15 @@ export const modelOwners = /* @__PURE__ */ lazily(
  * by reading it back, because the local store does not compute SHA-256 on copies; on AWS a
  * missing checksum fails the publish.
  */
+/** Model aliases and the teams' promotion policies (lib/registry), over the bucket's objects. */
+export const aliases = /* @__PURE__ */ lazily(() => makeAliases({ store: store(), clock }));
+export const promoter = /* @__PURE__ */ lazily(() =>
+  makePromoter({
+    store: store(),
+    aliases: aliases(),
+    policies: (team) => config().teams.find((t) => t.name === team)?.promotion ?? [],
+  }),
+);
 export const artifactStore = /* @__PURE__ */ lazily(
   (): ArtifactStore =>
     makeS3ArtifactStore({

@@ -3,6 +3,7 @@ import { dataTriggerRuleSchema } from './datatrigger/rules.ts';
 import { ValidationError } from './errors.ts';
 import { parsePrincipal } from './intake/principals.ts';
 import { lazily } from './lazily.ts';
+import { ALIAS_NAME, ALIAS_RULE } from './registry/layout.ts';
 import { RFC1035_LABEL, RFC1123_SUBDOMAIN } from './run/limits.ts';
 import { parseWith } from './run/validate.ts';
 import * as z from './zod.ts';
@@ -112,6 +113,28 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
       ),
     );
 
+  const PromotionPolicySchema = z
+    .strictObject({
+      /** The model (`modelName`) the policy is for; `*` = every model of the team without its own. */
+      model: z._default(
+        z.string().check(z.refine((m) => m === '*' || RFC1035_LABEL.test(m), 'must be * or a model name')),
+        '*',
+      ),
+      alias: z.string().check(z.regex(ALIAS_NAME, ALIAS_RULE)),
+      policy: z.enum(['auto', 'if-better', 'manual']),
+      /** `if-better`: the manifest metric compared (e.g. `accuracy`, `eval.loss`). */
+      metric: z.optional(z.string().check(z.minLength(1), z.maxLength(128))),
+      direction: z.optional(z.enum(['maximize', 'minimize'])),
+      /** `if-better`: how much better the candidate must be (in the metric's units). */
+      minMargin: z._default(z.number().check(z.gte(0)), 0),
+    })
+    .check(
+      z.refine(
+        (p) => p.policy !== 'if-better' || (p.metric !== undefined && p.direction !== undefined),
+        'policy if-better needs metric and direction',
+      ),
+    );
+
   const TeamConfigSchema = z.strictObject({
     name,
     /**
@@ -182,6 +205,19 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
         ),
       ),
       [],
+    ),
+    /**
+     * Promotion policies (lib/registry/policy.ts): which aliases of the team's models a new version
+     * moves, and on what condition. Default: none (versions publish; only `latest` moves).
+     */
+    promotion: z.optional(
+      z.array(PromotionPolicySchema).check(
+        z.maxLength(50),
+        z.refine(
+          (ps) => new Set(ps.map((p) => `${p.model} ${p.alias}`)).size === ps.length,
+          'one policy per model and alias',
+        ),
+      ),
     ),
   });
 

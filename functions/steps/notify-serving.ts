@@ -1,6 +1,6 @@
 import middy from '@middy/core';
 import { makeNotifyServing } from '../../lib/orchestration/steps.ts';
-import { artifactStore, clock, env, records, store } from '../_deps.ts';
+import { artifactStore, clock, env, promoter, records, store } from '../_deps.ts';
 import { lazyStep, type StepInput, servingOf, stepHandler, stepOptions } from './_steps.ts';
 
 /** Only what `notifyServing` calls (see _steps.ts). */
@@ -10,6 +10,7 @@ const notifyServing = lazyStep(makeNotifyServing, () => ({
   store: store(),
   artifacts: artifactStore(),
   modelsBucket: env().GANTRY_BUCKET,
+  promoter: promoter(),
   ...servingOf(),
 }));
 

@@ -65,6 +65,8 @@ export interface Notification {
   type?: ServingEvent['type'];
   messageId?: string;
   reason?: string;
+  /** What the version did to the model's aliases (lib/registry): one entry per promotion policy. */
+  promotions?: Array<{ alias: string; outcome: string; reason: string }>;
 }
 
 export interface ModelPublisherDeps {

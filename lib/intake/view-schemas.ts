@@ -58,6 +58,14 @@ export const RunSummarySchema = z.strictObject({
   links: LinksSchema,
 });
 
+const PromotionNoteSchema = z.strictObject({
+  alias: z.string(),
+  outcome: z.enum(['promoted', 'refused', 'pending', 'unchanged']),
+  reason: z.string(),
+});
+const PROMOTIONS_DOC =
+  "What the published version did to the model's aliases: one entry per promotion policy (docs/model-registry.md)";
+
 const StallSchema = z.strictObject({
   since: z.described(z.string(), 'When Gantry found the run stalled'),
   lastProgressAt: z.described(
@@ -129,6 +137,7 @@ export const RunViewSchema = z.extend(RunSummarySchema, {
       version: z.optional(z.string()),
       files: z.optional(z.number()),
       bytes: z.optional(z.number()),
+      promotions: z.described(z.optional(z.array(PromotionNoteSchema)), PROMOTIONS_DOC),
     }),
   ),
   transitions: z.array(
@@ -170,6 +179,7 @@ export const LifecycleEventSchema = z.strictObject({
         version: z.optional(z.string()),
         files: z.optional(z.number()),
         bytes: z.optional(z.number()),
+        promotions: z.described(z.optional(z.array(PromotionNoteSchema)), PROMOTIONS_DOC),
       }),
     ),
     stall: z.described(

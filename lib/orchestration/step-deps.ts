@@ -1,6 +1,7 @@
 import type { ArtifactStore, ServingEvents } from '../artifacts/ports.ts';
 import type { ArchiveJobLogs } from '../logs/archive.ts';
 import type { CallOptions, Clock, ClusterGateway, ObjectStore, WorkflowEngine } from '../ports.ts';
+import type { Promoter } from '../registry/promote.ts';
 import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunSpec, TrialRef } from '../run/spec.ts';
@@ -21,6 +22,8 @@ export interface StepDeps {
   modelsBucket: string;
   /** The serving hand-off channel; without one NotifyServing only records. */
   serving?: ServingEvents;
+  /** The team's promotion policies applied to a published version (lib/registry); absent → none. */
+  promoter?: Promoter;
   /**
    * Called when a sweep trial's run ends, so the sweep releases its next trials at once. Its
    * failure is logged, never the run's: the reconciler advances every active sweep each tick.
@@ -85,7 +88,7 @@ export type PublishArtifactsDeps = Pick<
 >;
 export type NotifyServingDeps = Pick<
   StepDeps,
-  'records' | 'store' | 'artifacts' | 'modelsBucket' | 'clock' | 'serving'
+  'records' | 'store' | 'artifacts' | 'modelsBucket' | 'clock' | 'serving' | 'promoter'
 >;
 export type CleanupDeps = Pick<StepDeps, 'gateway' | 'archiveLogs'>;
 export type NextAttemptDeps = Pick<StepDeps, 'gateway' | 'records' | 'clock' | 'log' | 'archiveLogs'>;

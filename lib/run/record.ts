@@ -42,7 +42,15 @@ export interface RunRecord {
    * or ended when the run leaves Running. The open one (no `resumedAt`, no `endedAt`) is the view's `stalled`.
    */
   stalls?: Stall[];
-  artifacts?: { outputUri: string; modelUri?: string; version?: string; files?: number; bytes?: number };
+  artifacts?: {
+    outputUri: string;
+    modelUri?: string;
+    version?: string;
+    files?: number;
+    bytes?: number;
+    /** What the version did to the model's aliases (lib/registry/policy.ts), one entry per policy. */
+    promotions?: PromotionNote[];
+  };
   createdAt: string;
   updatedAt: string;
   /**
@@ -52,6 +60,13 @@ export interface RunRecord {
   attempts?: AttemptRecord[];
   /** Each phase change, oldest first: the API's short history (the execution history is the audit trail). */
   transitions: Array<{ phase: RunPhase; at: string; reason?: string }>;
+}
+
+/** One promotion policy's decision on the run's published version (lib/registry/policy.ts). */
+export interface PromotionNote {
+  alias: string;
+  outcome: 'promoted' | 'refused' | 'pending' | 'unchanged';
+  reason: string;
 }
 
 export function newRecord(spec: RunSpec, fingerprint: string, now: Date): RunRecord {

@@ -1,3 +1,5 @@
+import { manifestKey } from '../../artifacts/layout.ts';
+import type { ModelManifest } from '../../artifacts/manifest.ts';
 import {
   makeModelPublisher,
   type Notification,
@@ -89,7 +91,19 @@ export function makeNotifyServing(deps: NotifyServingDeps) {
       };
     }
     await records.update(run.runId, { artifacts: recordArtifacts(artifacts) }, opts);
-    return publisher.notify({ run, artifacts }, deps.serving, opts);
+    const notification = await publisher.notify({ run, artifacts }, deps.serving, opts);
+    if (!deps.promoter || !artifacts.published || artifacts.version === undefined) return notification;
+    // After the version's own event: serving hears of a version before an alias points at it.
+    const manifest = await deps.store.getJson<ModelManifest>(
+      manifestKey(artifacts.model, artifacts.version),
+      opts,
+    );
+    if (!manifest) return notification;
+    const decisions = await deps.promoter.promote(manifest.value, deps.serving, opts);
+    if (decisions.length === 0) return notification;
+    const promotions = decisions.map(({ alias, outcome, reason }) => ({ alias, outcome, reason }));
+    await records.update(run.runId, { artifacts: { ...recordArtifacts(artifacts), promotions } }, opts);
+    return { ...notification, promotions };
   }
 
   return notifyServing;
