@@ -26,6 +26,7 @@ import {
   gateway,
   logArchiver,
   podHealth,
+  promoter,
   records,
   runQueue,
   servingEvents,
@@ -67,6 +68,7 @@ function sweepCapabilities(): SweepCapabilities {
         clock,
         bucket: env().GANTRY_BUCKET,
       }),
+      promoter: promoter(),
       ...(serving ? { serving } : {}),
     }),
   };

@@ -103,6 +103,20 @@ const readModelOwners = {
 };
 
 /**
+ * The model registry (lib/registry): aliases (`models/<model>/aliases/<alias>.json`, their history
+ * and a pending candidate) moved by a publish's promotion policies or through the API, and the
+ * teams' model index (`registry/teams/<team>/<model>.json`) that GET /v1/models lists.
+ */
+const registryRead = {
+  ...objects(['s3:GetObject'], 'models/*', 'registry/teams/*'),
+  Sid: 'RegistryRead',
+};
+const registryWrite = {
+  ...objects(['s3:PutObject', 's3:DeleteObject'], 'models/*/aliases/*', 'registry/teams/*'),
+  Sid: 'RegistryAliasesWrite',
+};
+
+/**
  * Without s3:ListBucket, S3 answers GetObject on a missing key with 403 AccessDenied instead of
  * 404 NoSuchKey; the record store reads "no such run" from NoSuchKey (an unknown run id is a 404
  * in the API, a redelivered message or an orphan job is a normal case). The existence check is
@@ -363,6 +377,14 @@ const FUNCTIONS = {
       existenceChecks,
     ],
   },
+  // The model registry: read a team's models (the index, latest pointers, manifests, aliases); move
+  // an alias (and tell the serving stage).
+  listModels: { statements: () => [registryRead, existenceChecks] },
+  getModel: { statements: () => [registryRead, existenceChecks] },
+  getModelVersion: { statements: () => [registryRead, existenceChecks] },
+  moveModelAlias: {
+    statements: () => [registryRead, registryWrite, existenceChecks, statements.notifyServing()],
+  },
   listRuntimes: { k8s: true, statements: () => [statements.describeClusters()] },
   validateRun: {
     k8s: true,
@@ -418,9 +440,16 @@ const FUNCTIONS = {
       ...outputPrefixStatements(),
     ],
   },
-  // Reads the published manifest (models/<model>/<version>/manifest.json) to send it.
+  // Reads the published manifest (models/<model>/<version>/manifest.json) to send it, then applies
+  // the team's promotion policies to the model's aliases (lib/registry).
   notifyServing: {
-    statements: () => [writeState('run'), objects(['s3:GetObject'], 'models/*'), statements.notifyServing()],
+    statements: () => [
+      writeState('run'),
+      registryRead,
+      registryWrite,
+      existenceChecks,
+      statements.notifyServing(),
+    ],
   },
   // A trial's outcome releases its sweep's next trials at once (lib/sweep/sweeps.ts advance).
   recordOutcome: {
@@ -450,6 +479,8 @@ const FUNCTIONS = {
       statements.enqueueRuns(),
       statements.stopExecution(),
       objects(['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'], 'models/*'),
+      registryRead,
+      registryWrite,
       statements.notifyServing(),
       ...outputPrefixStatements(),
     ],

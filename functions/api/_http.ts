@@ -3,6 +3,7 @@
  * response mapping and one structured log line per request. Written here rather than taken from
  * middy's packages (only @middy/core is installed): each piece is a few lines.
  */
+
 import middy, { type MiddlewareObj } from '@middy/core';
 import type {
   APIGatewayProxyEventV2WithIAMAuthorizer,
@@ -29,6 +30,7 @@ import {
 } from '../../lib/intake/errors.ts';
 import { accessOf, type JwtSettings, jwtClaimsOf, jwtSettings } from '../../lib/intake/jwt.ts';
 import { authenticate, type Caller, callerFromAuthorizer } from '../../lib/intake/tenancy.ts';
+import { AliasConflictError } from '../../lib/registry/aliases.ts';
 import { config, env } from '../_config.ts';
 import { log, withLogKeys } from '../_log.ts';
 
@@ -198,6 +200,9 @@ export function errorResponse(err: unknown, requestId: string): ApiResult {
   }
   if (err instanceof RunLogsUnavailableError) {
     return respond(409, { error: 'RunLogsUnavailableError', message: e.message, phase: err.phase });
+  }
+  if (err instanceof AliasConflictError) {
+    return respond(409, { error: 'AliasConflictError', message: e.message, currentVersion: err.current });
   }
   if (err instanceof SweepFinishedError) {
     return respond(409, { error: 'SweepFinishedError', message: e.message, phase: err.phase });

@@ -8,6 +8,7 @@ import {
   NotFoundError,
 } from '../errors.ts';
 import type { CallOptions, Clock, ObjectStore } from '../ports.ts';
+import type { PromotionNote } from '../run/record.ts';
 import type { RunSpec } from '../run/spec.ts';
 import { updateWithRetry } from '../state/update.ts';
 import { modelPublishedEvent, runWithoutModelEvent, type ServingEvent } from './events.ts';
@@ -66,7 +67,7 @@ export interface Notification {
   messageId?: string;
   reason?: string;
   /** What the version did to the model's aliases (lib/registry): one entry per promotion policy. */
-  promotions?: Array<{ alias: string; outcome: string; reason: string }>;
+  promotions?: PromotionNote[];
 }
 
 export interface ModelPublisherDeps {

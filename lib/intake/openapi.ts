@@ -2,6 +2,14 @@ import { RunRequestSchema } from '../run/schema.ts';
 import { SweepRequestSchema } from '../sweep/schema.ts';
 import * as z from '../zod.ts';
 import { runLogsQuerySchema } from './logs.ts';
+import {
+  AliasConflictBodySchema,
+  AliasMovedSchema,
+  ModelListSchema,
+  ModelVersionSchema,
+  ModelViewSchema,
+} from './model-schemas.ts';
+import { moveAliasSchema } from './models.ts';
 import { ROUTES, type Route } from './routes.ts';
 import { listRunsQuerySchema } from './runs.ts';
 import { IDEMPOTENCY_HEADER } from './submit-run.ts';
@@ -301,12 +309,97 @@ const OPERATIONS: Record<string, () => Json> = {
   }),
 };
 
+const modelNameParameter = {
+  name: 'name',
+  in: 'path',
+  required: true,
+  description: 'Model name (`modelName` of its runs)',
+  schema: { type: 'string', pattern: '^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$' },
+};
+
+/** The model registry's operations (lib/intake/models.ts). */
+const MODEL_OPERATIONS = {
+  listModels: () => ({
+    responses: {
+      200: json(ref('ModelList'), "The caller's teams' models"),
+      403: ERRORS[403],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+  getModel: () => ({
+    parameters: [
+      modelNameParameter,
+      {
+        name: 'limit',
+        in: 'query',
+        required: false,
+        description: 'How many versions, newest first (1–100, default 20)',
+        schema: { type: 'string', pattern: '^[0-9]{1,3}$' },
+      },
+    ],
+    responses: {
+      200: json(ref('ModelView'), 'The model'),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      404: json(errorOf('NotFoundError'), "No such model, or another team's (the two answers are the same)"),
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+  getModelVersion: () => ({
+    parameters: [
+      modelNameParameter,
+      {
+        name: 'version',
+        in: 'path',
+        required: true,
+        schema: { type: 'string', pattern: '^[1-9][0-9]{0,8}$' },
+      },
+    ],
+    responses: {
+      200: json(ref('ModelVersion'), "The version's manifest and the aliases pointing at it"),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      404: json(errorOf('NotFoundError'), 'No such model or version, or another team’s model'),
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+  moveModelAlias: () => ({
+    parameters: [
+      modelNameParameter,
+      {
+        name: 'alias',
+        in: 'path',
+        required: true,
+        schema: { type: 'string', pattern: '^[a-z][a-z0-9-]{0,39}$' },
+      },
+    ],
+    requestBody: { required: true, content: { 'application/json': { schema: ref('MoveAliasRequest') } } },
+    responses: {
+      200: json(ref('AliasMoved'), 'The alias as moved (the serving stage is told)'),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      404: json(errorOf('NotFoundError'), 'No such model or version, or another team’s model'),
+      409: json(
+        ref('AliasConflictBody'),
+        'The alias no longer points at `expectedVersion`; `currentVersion` says where it does',
+      ),
+      413: ERRORS[413],
+      415: ERRORS[415],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+};
+
 function operation(route: Route): Json {
   const common = { operationId: route.operationId, summary: route.summary };
-  if (!Object.hasOwn(OPERATIONS, route.operationId)) {
-    throw new Error(`no OpenAPI operation for route ${route.operationId}`);
-  }
-  return { ...common, ...(OPERATIONS[route.operationId] as () => Json)() };
+  const all: Record<string, () => Json> = { ...OPERATIONS, ...MODEL_OPERATIONS };
+  const op = Object.hasOwn(all, route.operationId) ? all[route.operationId] : undefined;
+  if (!op) throw new Error(`no OpenAPI operation for route ${route.operationId}`);
+  return { ...common, ...op() };
 }
 
 /** Every route's operation, and the schemas they reference. */
@@ -360,6 +453,12 @@ export function buildOpenApiDocument(opts: { version?: string; serverUrl?: strin
         RunLogs: jsonSchema(RunLogsSchema, 'output'),
         RunLogsUnavailableBody: jsonSchema(RunLogsUnavailableBodySchema, 'output'),
         ErrorBody: jsonSchema(ErrorBodySchema, 'output'),
+        ModelList: jsonSchema(ModelListSchema, 'output'),
+        ModelView: jsonSchema(ModelViewSchema, 'output'),
+        ModelVersion: jsonSchema(ModelVersionSchema, 'output'),
+        MoveAliasRequest: jsonSchema(moveAliasSchema(), 'input'),
+        AliasMoved: jsonSchema(AliasMovedSchema, 'output'),
+        AliasConflictBody: jsonSchema(AliasConflictBodySchema, 'output'),
       },
     },
   };

@@ -380,6 +380,7 @@ export const SweepViewSchema = z.strictObject({
         modelUri: z.optional(z.string()),
         manifestUri: z.optional(z.string()),
         notified: z.optional(z.boolean()),
+        promotions: z.described(z.optional(z.array(PromotionNoteSchema)), PROMOTIONS_DOC),
       }),
     ),
     "The best trial's model, once published",

@@ -104,7 +104,18 @@ export function makePromoter(deps: {
     return decisions;
   }
 
-  return { promote };
+  /** The same for a version by number (read its manifest); [] when the manifest is missing. */
+  async function promoteVersion(
+    model: string,
+    version: number,
+    serving: ServingEvents | undefined,
+    opts?: CallOptions,
+  ): Promise<PromotionDecision[]> {
+    const manifest = await store.getJson<ModelManifest>(manifestKey(model, version), opts);
+    return manifest ? promote(manifest.value, serving, opts) : [];
+  }
+
+  return { promote, promoteVersion };
 }
 
 export type Promoter = ReturnType<typeof makePromoter>;

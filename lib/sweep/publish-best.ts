@@ -1,6 +1,7 @@
 import type { ServingEvents } from '../artifacts/ports.ts';
 import type { makeModelPublisher } from '../artifacts/publish.ts';
 import type { CallOptions } from '../ports.ts';
+import type { Promoter } from '../registry/promote.ts';
 import type { RunRecord } from '../run/record.ts';
 import type { PublishedModel } from './record.ts';
 
@@ -12,6 +13,8 @@ import type { PublishedModel } from './record.ts';
 export function makeBestPublisher(deps: {
   publisher: ReturnType<typeof makeModelPublisher>;
   serving?: ServingEvents;
+  /** The team's promotion policies, applied to the published version as NotifyServing does. */
+  promoter?: Promoter;
 }) {
   return async function publishBest(run: RunRecord, opts?: CallOptions): Promise<PublishedModel> {
     const spec = { ...run.spec, ...(run.spec.trial ? { trial: { ...run.spec.trial, publish: true } } : {}) };
@@ -24,6 +27,10 @@ export function makeBestPublisher(deps: {
       opts,
     );
     const notification = await deps.publisher.notify({ run: spec, artifacts: summary }, deps.serving, opts);
+    const promotions =
+      deps.promoter && summary.published && summary.version !== undefined
+        ? await deps.promoter.promoteVersion(summary.model, summary.version, deps.serving, opts)
+        : [];
     return {
       runId: run.runId,
       model: summary.model,
@@ -32,6 +39,9 @@ export function makeBestPublisher(deps: {
       ...(summary.modelUri !== undefined ? { modelUri: summary.modelUri } : {}),
       ...(summary.manifestUri !== undefined ? { manifestUri: summary.manifestUri } : {}),
       notified: notification.notified,
+      ...(promotions.length > 0
+        ? { promotions: promotions.map(({ alias, outcome, reason }) => ({ alias, outcome, reason })) }
+        : {}),
     };
   };
 }

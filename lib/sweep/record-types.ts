@@ -1,4 +1,5 @@
 import type { RunPhase } from '../run/phases.ts';
+import type { PromotionNote } from '../run/record.ts';
 import type { SweepRequest } from './schema.ts';
 import type { Assignment } from './space.ts';
 import type { SweepPlacement } from './trials.ts';
@@ -79,6 +80,8 @@ export interface PublishedModel {
   modelUri?: string;
   manifestUri?: string;
   notified?: boolean;
+  /** What the version did to the model's aliases (lib/registry/policy.ts). */
+  promotions?: PromotionNote[];
 }
 
 export interface ChainedRun {

@@ -212,6 +212,9 @@ const STATE_Q = ['dynamodb:Query'];
 /** The minimum each function needs, from what its code calls (functions/ → lib/ → adapters). */
 /** Archiving pod logs before a job is deleted (runs/<id>/logs/, lib/logs/archive.ts). */
 const RUN_LOGS_ARCHIVE = ['s3:GetObject', 's3:PutObject', 's3:ListBucket'];
+/** The model registry (lib/registry): aliases, their history, pending approvals, the teams' model index. */
+const REGISTRY_R = ['s3:GetObject', 's3:ListBucket'];
+const REGISTRY_RW = [...REGISTRY_R, 's3:PutObject', 's3:DeleteObject'];
 const EXPECTED_ACTIONS: Record<string, string[]> = {
   submitRun: [...LOGS, ...STATE_RW, 's3:GetObject', 's3:ListBucket', 'sqs:SendMessage'],
   getRun: [...LOGS, ...STATE_R],
@@ -296,7 +299,11 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
   awaitJob: [...LOGS, ...EKS, ...ANSWER],
   checkJob: [...LOGS, ...EKS],
   publishArtifacts: [...LOGS, ...STATE_RW, ...RUNS_RW, 's3:AbortMultipartUpload', 's3:ListBucket'],
-  notifyServing: [...LOGS, ...STATE_RW, 's3:GetObject', 'sqs:SendMessage'],
+  notifyServing: [...LOGS, ...STATE_RW, ...REGISTRY_RW, 'sqs:SendMessage'],
+  listModels: [...LOGS, ...REGISTRY_R],
+  getModel: [...LOGS, ...REGISTRY_R],
+  getModelVersion: [...LOGS, ...REGISTRY_R],
+  moveModelAlias: [...LOGS, ...REGISTRY_RW, 'sqs:SendMessage'],
   recordOutcome: [...LOGS, ...STATE_RW, ...STATE_Q, 'sqs:SendMessage'],
   cleanup: [...LOGS, ...EKS, ...RUN_LOGS_ARCHIVE],
   nextAttempt: [...LOGS, ...STATE_RW, ...EKS, ...RUN_LOGS_ARCHIVE],
@@ -312,6 +319,7 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
     ...RUNS_RW,
     's3:AbortMultipartUpload',
     's3:ListBucket',
+    's3:DeleteObject',
     'sqs:SendMessage',
   ],
 };
@@ -631,9 +639,10 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
             if (r.startsWith('<GantryBucket.Arn>/'))
               // runs/: training output and metric histories (records are in the state table);
               // runs/*/logs/*: archived pod logs; models/*/owner.json, latest.json, manifest.json: who
-              // owns a model name (read at submit).
+              // owns a model name (read at submit); models/*/aliases/*, registry/teams/*: the registry's
+              // aliases and the teams' model index.
               expect(r, id).toMatch(
-                /^<GantryBucket\.Arn>\/((runs|models)\/\*|runs\/\*\/logs\/\*|models\/\*\/(owner|latest|manifest)\.json)$/,
+                /^<GantryBucket\.Arn>\/((runs|models)\/\*|runs\/\*\/logs\/\*|models\/\*\/(owner|latest|manifest)\.json|models\/\*\/aliases\/\*|registry\/teams\/\*)$/,
               );
             if (r.includes(':states:')) expect(r, id).toContain(':gantry-dev-training-run');
             if (list(s.Action).some((a) => a.startsWith('dynamodb:')))
@@ -794,9 +803,9 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     const enqueuers = Object.keys(EXPECTED_ACTIONS)
       .filter(
         (k) =>
-          // notifyServing sends to the serving queue, the events functions to the events queue,
+          // notifyServing and moveModelAlias send to the serving queue, the events functions to the events queue,
           // the runs consumer only dead-letters.
-          !['notifyServing', 'runsConsumer', 'eventsOutbox', 'eventsDelivery'].includes(k) &&
+          !['notifyServing', 'moveModelAlias', 'runsConsumer', 'eventsOutbox', 'eventsDelivery'].includes(k) &&
           EXPECTED_ACTIONS[k]?.includes('sqs:SendMessage'),
       )
       .map((k) => ({ 'Fn::GetAtt': [`${k[0]?.toUpperCase()}${k.slice(1)}Role`, 'Arn'] }));

@@ -1,5 +1,3 @@
-import { manifestKey } from '../../artifacts/layout.ts';
-import type { ModelManifest } from '../../artifacts/manifest.ts';
 import {
   makeModelPublisher,
   type Notification,
@@ -94,12 +92,12 @@ export function makeNotifyServing(deps: NotifyServingDeps) {
     const notification = await publisher.notify({ run, artifacts }, deps.serving, opts);
     if (!deps.promoter || !artifacts.published || artifacts.version === undefined) return notification;
     // After the version's own event: serving hears of a version before an alias points at it.
-    const manifest = await deps.store.getJson<ModelManifest>(
-      manifestKey(artifacts.model, artifacts.version),
+    const decisions = await deps.promoter.promoteVersion(
+      artifacts.model,
+      artifacts.version,
+      deps.serving,
       opts,
     );
-    if (!manifest) return notification;
-    const decisions = await deps.promoter.promote(manifest.value, deps.serving, opts);
     if (decisions.length === 0) return notification;
     const promotions = decisions.map(({ alias, outcome, reason }) => ({ alias, outcome, reason }));
     await records.update(run.runId, { artifacts: { ...recordArtifacts(artifacts), promotions } }, opts);

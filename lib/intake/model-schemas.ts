@@ -1,0 +1,85 @@
+import * as z from '../zod.ts';
+
+/** The model registry's answers (lib/intake/models.ts), for the OpenAPI document. */
+
+const Value = z.union([z.number(), z.string()]);
+
+const AliasPointerSchema = z.strictObject({
+  model: z.string(),
+  alias: z.string(),
+  version: z.number(),
+  seq: z.described(z.number(), "The move's number for this alias: 1, 2, 3, …"),
+  previousVersion: z.optional(z.number()),
+  storageUri: z.described(z.string(), "The version's directory (KServe storageUri)"),
+  manifestUri: z.string(),
+  movedAt: z.string(),
+  movedBy: z.described(z.string(), 'The caller who moved it, or `policy:<kind>` when a publish did'),
+  reason: z.string(),
+});
+
+const PendingSchema = z.strictObject({
+  model: z.string(),
+  alias: z.string(),
+  version: z.number(),
+  runId: z.string(),
+  requestedAt: z.string(),
+  reason: z.string(),
+});
+
+const AliasViewSchema = z.extend(z.partial(AliasPointerSchema), {
+  alias: z.string(),
+  history: z.described(z.array(AliasPointerSchema), 'Its moves, newest first'),
+  pending: z.described(z.optional(PendingSchema), 'A version waiting for approval (policy manual)'),
+});
+
+const VersionSummarySchema = z.strictObject({
+  version: z.number(),
+  runId: z.string(),
+  publishedAt: z.string(),
+  storageUri: z.string(),
+  metrics: z.record(z.string(), Value),
+  lineage: z.described(
+    z.record(z.string(), z.unknown()),
+    'Run, sweep and trial, dataset, image, hyperparameters',
+  ),
+  totals: z.strictObject({ files: z.number(), bytes: z.number() }),
+  aliases: z.array(z.string()),
+});
+
+export const ModelListSchema = z.strictObject({
+  models: z.array(
+    z.strictObject({
+      name: z.string(),
+      team: z.string(),
+      latestVersion: z.optional(z.number()),
+      updatedAt: z.optional(z.string()),
+      aliases: z.described(z.record(z.string(), z.number()), 'Alias → version'),
+    }),
+  ),
+});
+
+export const ModelViewSchema = z.strictObject({
+  name: z.string(),
+  team: z.string(),
+  latestVersion: z.optional(z.number()),
+  aliases: z.array(AliasViewSchema),
+  versions: z.described(z.array(VersionSummarySchema), 'Newest first (`limit`, default 20, at most 100)'),
+});
+
+export const ModelVersionSchema = z.looseObject({
+  model: z.string(),
+  version: z.number(),
+  runId: z.string(),
+  storageUri: z.string(),
+  manifestUri: z.string(),
+  metrics: z.record(z.string(), Value),
+  aliases: z.array(z.string()),
+});
+
+export const AliasMovedSchema = z.strictObject({ alias: AliasPointerSchema });
+
+export const AliasConflictBodySchema = z.strictObject({
+  error: z.literal('AliasConflictError'),
+  message: z.string(),
+  currentVersion: z.described(z.nullable(z.number()), 'Where the alias points now (null: nowhere)'),
+});
