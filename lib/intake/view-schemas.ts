@@ -114,6 +114,19 @@ export const RunViewSchema = z.extend(RunSummarySchema, {
   trial: z.optional(
     z.strictObject({ sweepId: z.string(), trialIndex: z.number(), publish: z.optional(z.boolean()) }),
   ),
+  trigger: z.described(
+    z.optional(
+      z.strictObject({
+        rule: z.string(),
+        bucket: z.string(),
+        partition: z.string(),
+        dataUri: z.string(),
+        dataVersion: z.string(),
+        eventTime: z.string(),
+      }),
+    ),
+    'A retraining started by new data: the data trigger rule, the partition and the data version it trains on',
+  ),
   job: z.optional(JobLocationSchema),
   admission: z.described(
     z.optional(

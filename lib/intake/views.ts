@@ -53,6 +53,7 @@ export function toRunView(record: RunRecord, now: Date = new Date()): RunView {
     attempts,
     gpuHours,
     ...(spec.trial ? { trial: spec.trial } : {}),
+    ...(spec.trigger ? { trigger: spec.trigger } : {}),
     ...(record.job ? { job: record.job } : {}),
     ...(record.admission ? { admission: record.admission } : {}),
     ...(record.metrics ? { metrics: record.metrics } : {}),
