@@ -73,6 +73,26 @@ export const COMMANDS = {
     options: {},
     summary: 'Dry run: check a run request (or a sweep and its template) without submitting it',
   },
+  models: {
+    args: [],
+    options: {},
+    summary: "List the caller's models: latest version and where each alias points",
+  },
+  model: {
+    args: ['NAME'],
+    options: { limit: { type: 'string' } },
+    summary: "A model's versions (metrics, aliases), each alias's recent moves and pending approvals",
+  },
+  promote: {
+    args: ['MODEL', 'VERSION'],
+    options: { alias: { type: 'string' }, reason: { type: 'string' } },
+    summary: 'Point an alias (--alias, default production) at a version: promote, or approve a pending one',
+  },
+  rollback: {
+    args: ['MODEL'],
+    options: { alias: { type: 'string' }, to: { type: 'string' }, reason: { type: 'string' } },
+    summary: 'Move an alias (default production) back to its previous version, or to --to VERSION',
+  },
 } as const satisfies Record<string, CommandSpec>;
 
 export type CommandName = keyof typeof COMMANDS;
@@ -99,6 +119,11 @@ export interface ParsedCommand {
   phase?: string;
   model?: string;
   limit?: number;
+  /** promote / rollback: the alias moved (default production). */
+  alias?: string;
+  reason?: string;
+  /** rollback: the version to go back to (default the alias's previous one). */
+  to?: number;
 }
 
 export type Parsed = ParsedCommand | { help: string };
@@ -218,6 +243,9 @@ export function parseCommandLine(argv: readonly string[]): Parsed {
   set('phase', str('phase'));
   set('model', str('model'));
   set('limit', wholeNumber(str('limit'), '--limit', 1, 100_000));
+  set('alias', str('alias'));
+  set('reason', str('reason'));
+  set('to', wholeNumber(str('to'), '--to', 1, 999_999_999));
   if (out.idempotencyKey !== undefined && !/^[\x21-\x7e]{1,128}$/.test(out.idempotencyKey)) {
     throw new UsageError('--idempotency-key must be 1–128 printable ASCII characters without spaces');
   }

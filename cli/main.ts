@@ -2,6 +2,7 @@ import { COMMANDS, parseCommandLine, UsageError, usage } from './args.ts';
 import { ApiError, makeClient, UnreachableError } from './client.ts';
 import * as commands from './commands.ts';
 import { EXIT, exitCodeForStatus } from './exit-codes.ts';
+import * as models from './models.ts';
 import { loadProfiles, resolveTarget } from './profiles.ts';
 import { formatApiError } from './render.ts';
 
@@ -50,6 +51,14 @@ export async function main(
         return await commands.sweep(client, io, id);
       case 'validate':
         return await commands.validate(client, io, parsed.args.FILE as string);
+      case 'models':
+        return await models.list(client, io);
+      case 'model':
+        return await models.show(client, io, parsed);
+      case 'promote':
+        return await models.promote(client, io, parsed);
+      case 'rollback':
+        return await models.rollback(client, io, parsed);
     }
   } catch (err) {
     if (err instanceof UsageError) {

@@ -1,6 +1,12 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXIT } from '../../cli/exit-codes.ts';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import { DEMO_TEAM } from '../../local/stack.ts';
 import { apiClient, type Body } from '../helpers/api-client.ts';
@@ -226,5 +232,54 @@ describe('the model registry (embedded default)', { timeout: 180_000 }, () => {
     const version = await call('GET', '/v1/models/churn/versions/3');
     expect(version.status).toBe(200);
     expect(version.body.lineage.hyperparameters).toBeDefined();
+  });
+
+  it('the CLI: models, model NAME, promote, rollback (a user at a terminal)', async () => {
+    const home = await mkdtemp(join(tmpdir(), 'gantry-registry-cli-'));
+    const cli = join(import.meta.dirname, '..', '..', 'cli', 'gantry.ts');
+    const gantry = async (...args: string[]) => {
+      try {
+        const { stdout, stderr } = await promisify(execFile)(process.execPath, [cli, ...args], {
+          env: { PATH: process.env.PATH, HOME: home, GANTRY_ENDPOINT: env.api.url },
+        });
+        return { code: 0, stdout, stderr };
+      } catch (err) {
+        const e = err as { code: number; stdout: string; stderr: string };
+        return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+      }
+    };
+    try {
+      const listed = await gantry('models');
+      expect(listed.code, listed.stderr).toBe(EXIT.ok);
+      expect(listed.stdout).toMatch(/^MODEL\s+TEAM\s+LATEST\s+ALIASES$/m);
+      expect(listed.stdout).toMatch(/^churn\s+demo\s+3\s+canary=1 production=\d staging=3$/m);
+      const shown = await gantry('model', 'churn');
+      expect(shown.code, shown.stderr).toBe(EXIT.ok);
+      expect(shown.stdout).toMatch(/^3\s+\S+\s+staging\S*\s+run-\S+\s+.*accuracy=0\.95/m);
+      expect(shown.stdout).toContain('production: version');
+      const promoted = await gantry(
+        'promote',
+        'churn',
+        '3',
+        '--alias',
+        'production',
+        '--reason',
+        'holdout ok',
+      );
+      expect(promoted.code, promoted.stderr).toBe(EXIT.ok);
+      expect(promoted.stdout).toMatch(/^churn production: version \d → version 3$/m);
+      const back = await gantry('rollback', 'churn');
+      expect(back.code, back.stderr).toBe(EXIT.ok);
+      const after = (await call('GET', '/v1/models/churn')).body.aliases.find(
+        (a: Body) => a.alias === 'production',
+      );
+      expect(back.stdout).toBe(`churn production: version 3 → version ${after.version}\n`);
+      expect(after.reason).toBe('rollback from version 3');
+      const bad = await gantry('promote', 'churn', 'latest');
+      expect(bad.code).toBe(EXIT.usage);
+      expect(bad.stderr).toMatch(/VERSION must be a version number/);
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
   });
 });

@@ -272,6 +272,30 @@ describe('every response validates against the served OpenAPI document', () => {
     await call('GET /v1/runs/{id}/events', '/v1/runs/run-aaaaaaaaaaaaaaaaaaaa/events', 404);
   });
 
+  it('the model registry: list, get, version, alias moves (200, 400, 403, 404, 409)', async () => {
+    // The run that ended above published version 1 of its model.
+    const models = await call('GET /v1/models', '/v1/models', 200);
+    expect(models.body.models.map((m: Body) => m.name)).toContain('validated');
+    await call('GET /v1/models', '/v1/models', 403, { principal: STRANGER });
+    await call('GET /v1/models/{name}', '/v1/models/validated', 200);
+    await call('GET /v1/models/{name}', '/v1/models/validated?limit=0', 400);
+    await call('GET /v1/models/{name}', '/v1/models/never-published', 404);
+    await call('GET /v1/models/{name}/versions/{version}', '/v1/models/validated/versions/1', 200);
+    await call('GET /v1/models/{name}/versions/{version}', '/v1/models/validated/versions/0', 400);
+    await call('GET /v1/models/{name}/versions/{version}', '/v1/models/validated/versions/99', 404);
+    const route = 'POST /v1/models/{name}/aliases/{alias}';
+    const moved = await call(route, '/v1/models/validated/aliases/production', 200, {
+      body: { version: 1, expectedVersion: null, reason: 'first' },
+    });
+    expect(moved.body.alias).toMatchObject({ version: 1, seq: 1 });
+    const stale = await call(route, '/v1/models/validated/aliases/production', 409, {
+      body: { version: 1, expectedVersion: null },
+    });
+    expect(stale.body.currentVersion).toBe(1);
+    await call(route, '/v1/models/validated/aliases/production', 400, { body: { version: 'one' } });
+    await call(route, '/v1/models/validated/aliases/production', 404, { body: { version: 99 } });
+  });
+
   it('listRuns: 200 (pages), 400, 403', async () => {
     const page = await call('GET /v1/runs', '/v1/runs?limit=1', 200);
     expect(page.body.runs).toHaveLength(1);
