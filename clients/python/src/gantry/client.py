@@ -221,6 +221,52 @@ class Client:
         for item in self._pages("/v1/sweeps", "sweeps", params, page_size):
             yield Sweep(self, item["sweepId"], item)
 
+    # -- models ----------------------------------------------------------------------------------
+
+    def list_models(self) -> List[View]:
+        """``GET /v1/models``: the caller's teams' models (``name``, ``team``, ``latestVersion``, ``aliases``)."""
+        return list(self.request("GET", "/v1/models").get("models", []))
+
+    def get_model(self, name: str, limit: Optional[int] = None) -> View:
+        """``GET /v1/models/{name}``: versions newest first (metrics, lineage), aliases with history."""
+        query = f"?limit={int(limit)}" if limit is not None else ""
+        return self.request("GET", f"/v1/models/{_seg(name)}{query}")
+
+    def get_model_version(self, name: str, version: int) -> View:
+        """``GET /v1/models/{name}/versions/{version}``: the version's manifest and its aliases."""
+        return self.request("GET", f"/v1/models/{_seg(name)}/versions/{int(version)}")
+
+    def promote(
+        self,
+        name: str,
+        version: int,
+        alias: str = "production",
+        expected_version: Any = ...,
+        reason: Optional[str] = None,
+    ) -> View:
+        """Point ``alias`` at ``version`` (promote, approve a pending one, roll back). With
+        ``expected_version`` (a version, or ``None`` for "points nowhere") the move happens only if
+        the alias points there now, else ``ConflictError``. Returns the alias as moved."""
+        body: Dict[str, Any] = {"version": int(version)}
+        if expected_version is not ...:
+            body["expectedVersion"] = expected_version
+        if reason:
+            body["reason"] = reason
+        return self.request("POST", f"/v1/models/{_seg(name)}/aliases/{_seg(alias)}", body)["alias"]
+
+    def rollback(self, name: str, alias: str = "production", to: Optional[int] = None) -> View:
+        """Move ``alias`` back to its previous version (or ``to``), only if nobody moved it meanwhile."""
+        current = next((a for a in self.get_model(name)["aliases"] if a["alias"] == alias), None)
+        if current is None or current.get("version") is None:
+            raise ValueError(f"{name} has no alias {alias} to roll back")
+        target = to if to is not None else current.get("previousVersion")
+        if target is None:
+            raise ValueError(f"{alias} of {name} has no previous version; pass to=")
+        return self.promote(
+            name, target, alias, expected_version=current["version"],
+            reason=f"rollback from version {current['version']}",
+        )
+
     def runtimes(self) -> List[View]:
         """``GET /v1/runtimes``: the training runtimes the caller's teams may use."""
         return list(self.request("GET", "/v1/runtimes").get("runtimes", []))

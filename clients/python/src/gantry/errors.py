@@ -129,6 +129,15 @@ class RunLogsUnavailableError(ConflictError):
     """HTTP 409: the node's log cannot be read (no pod yet, or the run's job is gone)."""
 
 
+class AliasConflictError(ConflictError):
+    """HTTP 409: the model alias no longer points at ``expected_version``; ``current_version`` says where it does."""
+
+    @property
+    def current_version(self) -> Optional[int]:
+        v = self.body.get("currentVersion")
+        return v if isinstance(v, int) else None
+
+
 class PayloadTooLarge(ApiError):
     """HTTP 413."""
 
@@ -233,6 +242,7 @@ _BY_NAME: Dict[str, Type[ApiError]] = {
     "RunFinishedError": RunFinishedError,
     "SweepFinishedError": SweepFinishedError,
     "RunLogsUnavailableError": RunLogsUnavailableError,
+    "AliasConflictError": AliasConflictError,
     "TeamLimitError": TeamLimitError,
     "PayloadTooLarge": PayloadTooLarge,
     "UnsupportedMediaType": UnsupportedMediaType,
