@@ -805,8 +805,9 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
         (k) =>
           // notifyServing and moveModelAlias send to the serving queue, the events functions to the events queue,
           // the runs consumer only dead-letters.
-          !['notifyServing', 'moveModelAlias', 'runsConsumer', 'eventsOutbox', 'eventsDelivery'].includes(k) &&
-          EXPECTED_ACTIONS[k]?.includes('sqs:SendMessage'),
+          !['notifyServing', 'moveModelAlias', 'runsConsumer', 'eventsOutbox', 'eventsDelivery'].includes(
+            k,
+          ) && EXPECTED_ACTIONS[k]?.includes('sqs:SendMessage'),
       )
       .map((k) => ({ 'Fn::GetAtt': [`${k[0]?.toUpperCase()}${k.slice(1)}Role`, 'Arn'] }));
     const deny = statements.find((s) => s.Effect === 'Deny');
