@@ -2,6 +2,7 @@ import { RunRequestSchema } from '../run/schema.ts';
 import { SweepRequestSchema } from '../sweep/schema.ts';
 import * as z from '../zod.ts';
 import { runLogsQuerySchema } from './logs.ts';
+import { rerunBodySchema } from './rerun-run.ts';
 import { ROUTES, type Route } from './routes.ts';
 import { listRunsQuerySchema } from './runs.ts';
 import { IDEMPOTENCY_HEADER } from './submit-run.ts';
@@ -230,6 +231,34 @@ const OPERATIONS: Record<string, () => Json> = {
       503: ERRORS[503],
     },
   }),
+  rerunRun: () => ({
+    parameters: [runIdParameter, idempotencyHeader],
+    requestBody: {
+      required: false,
+      description: 'Optional: without a body, the run is started again as it was accepted',
+      content: { 'application/json': { schema: ref('RerunRequest') } },
+    },
+    responses: {
+      202: json(
+        ref('SubmitResponse'),
+        'Accepted: the new run is recorded and queued; `rerunOf` names the run it came from',
+        runLocation,
+      ),
+      200: json(ref('SubmitResponse'), 'Replay: this key and overrides were sent before', runLocation),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      404: ERRORS[404],
+      409: json(
+        errorOf('IdempotencyConflictError'),
+        'The idempotency key was used with another request (`IdempotencyConflictError`)',
+      ),
+      413: ERRORS[413],
+      415: ERRORS[415],
+      429: ERRORS[429],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
   validateRun: () => ({
     parameters: [idempotencyHeader],
     requestBody: runRequestBody,
@@ -343,6 +372,7 @@ export function buildOpenApiDocument(opts: { version?: string; serverUrl?: strin
       schemas: {
         RunRequest: jsonSchema(RunRequestSchema, 'input'),
         SweepRequest: jsonSchema(SweepRequestSchema, 'input'),
+        RerunRequest: jsonSchema(rerunBodySchema(), 'input'),
         SweepView: jsonSchema(SweepViewSchema, 'output'),
         SweepList: jsonSchema(SweepListSchema, 'output'),
         SubmitResponse: jsonSchema(SubmitResponseSchema, 'output'),
