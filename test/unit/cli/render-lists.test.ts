@@ -52,6 +52,7 @@ describe('runsListTable', () => {
       'PHASE',
       'ATTEMPT',
       'MODEL',
+      'TEAM',
       'DURATION',
       'LOSS',
       'PROGRESS',
@@ -64,6 +65,7 @@ describe('runsListTable', () => {
       'Succeeded',
       '1',
       'bert',
+      'demo',
       '3m05s',
       '0.1235',
       '2026-12-01T10:00:00Z',
@@ -71,8 +73,8 @@ describe('runsListTable', () => {
       'lr=0.001 optimizer=adam',
     ]);
     // Still running: measured to now.
-    expect(lines[2]).toMatch(/^run-b +Running +1 +bert +1h00m +2026-12-01T10:00:00Z +rerun of run-a$/);
-    expect(lines[3]).toMatch(/^run-c +Pending +1 +bert +2026-12-01T10:00:00Z$/);
+    expect(lines[2]).toMatch(/^run-b +Running +1 +bert +demo +1h00m +2026-12-01T10:00:00Z +rerun of run-a$/);
+    expect(lines[3]).toMatch(/^run-c +Pending +1 +bert +demo +2026-12-01T10:00:00Z$/);
   });
 
   it('names the metric column after --metric, and leaves it out when no run reports one', () => {
