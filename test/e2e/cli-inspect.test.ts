@@ -144,16 +144,16 @@ describe('gantry sweeps, metrics, show, rerun and -o json against the embedded d
     const listed = await gantry('ls', '--model', 'cli-inspect');
     expect(listed.code, listed.stderr).toBe(EXIT.ok);
     const [header, row] = listed.stdout.trim().split('\n');
-    expect(header).toMatch(/^RUN +PHASE +ATTEMPT +MODEL +TEAM +DURATION +LOSS +PROGRESS +CREATED/);
+    expect(header).toMatch(/^RUN +PHASE +ATTEMPT +MODEL +TEAM +PROGRESS +DURATION +LOSS +CREATED/);
     const cells = row?.split(/ {2,}/) ?? [];
-    expect(cells.slice(0, 5)).toEqual([runId, 'Succeeded', '1', 'cli-inspect', 'demo']);
-    expect(cells[5]).toMatch(/^\d+s$|^\d+m\d\ds$/);
-    expect(cells[6]).toBe(formatValue(run.metrics.loss));
+    expect(cells.slice(0, 6)).toEqual([runId, 'Succeeded', '1', 'cli-inspect', 'demo', '100%']);
+    expect(cells[6]).toMatch(/^\d+s$|^\d+m\d\ds$/);
+    expect(cells[7]).toBe(formatValue(run.metrics.loss));
     // A sweep's trials: their parameters, by name.
     const trials = await gantry('ls', '--sweep', sweepId, '--metric', 'accuracy');
     expect(trials.code, trials.stderr).toBe(EXIT.ok);
     const trialRows = trials.stdout.trim().split('\n');
-    expect(trialRows[0]).toMatch(/DURATION +ACCURACY +PROGRESS .* PARAMETERS$/);
+    expect(trialRows[0]).toMatch(/PROGRESS +DURATION +ACCURACY +CREATED .* PARAMETERS$/);
     expect(trialRows.slice(1)).toHaveLength(2);
     for (const r of trialRows.slice(1)) expect(r).toMatch(new RegExp(`${sweepId} +lr=[0-9.e-]+$`));
     const json = await gantry('ls', '--model', 'cli-inspect', '-o', 'json');

@@ -53,9 +53,9 @@ describe('runsListTable', () => {
       'ATTEMPT',
       'MODEL',
       'TEAM',
+      'PROGRESS',
       'DURATION',
       'LOSS',
-      'PROGRESS',
       'CREATED',
       'REASON / SWEEP',
       'PARAMETERS',
@@ -79,8 +79,10 @@ describe('runsListTable', () => {
 
   it('names the metric column after --metric, and leaves it out when no run reports one', () => {
     const runs = [summary({ runId: 'run-a', metrics: { loss: 1, accuracy: 0.5 } })];
-    expect(runsListTable(runs, { metric: 'accuracy', now: NOW })).toMatch(/DURATION +ACCURACY/);
-    expect(runsListTable([summary({ runId: 'run-a' })], { now: NOW })).toMatch(/DURATION +PROGRESS/);
+    expect(runsListTable(runs, { metric: 'accuracy', now: NOW })).toMatch(
+      /PROGRESS +DURATION +ACCURACY +CREATED/,
+    );
+    expect(runsListTable([summary({ runId: 'run-a' })], { now: NOW })).toMatch(/PROGRESS +DURATION +CREATED/);
   });
 
   it.each<[RunSummary[], string | undefined, string | undefined]>([
