@@ -10,7 +10,10 @@ import { makeInFlight } from '../../../lib/intake/in-flight.ts';
 import { makeRerunRun, mergePatch } from '../../../lib/intake/rerun-run.ts';
 import { makeSubmitRun } from '../../../lib/intake/submit-run.ts';
 import { toRunSummary, toRunView, toSubmitResponse } from '../../../lib/intake/views.ts';
+import { newRecord, type RunRecord } from '../../../lib/run/record.ts';
 import { makeRunRecords } from '../../../lib/run/records.ts';
+import { parseRunRequest } from '../../../lib/run/schema.ts';
+import { trialRequest, trialSpec } from '../../../lib/sweep/trials.ts';
 import {
   BUCKET,
   iam,
@@ -150,6 +153,29 @@ describe('rerunRun', () => {
     expect((unknown as ValidationError).issues).toEqual([
       { field: 'overrides.numNodez', rule: 'unknown field' },
     ]);
+  });
+
+  it('reruns a sweep trial as a plain run: its parameters as injected, not part of the sweep', async () => {
+    const { rerun, records } = setup();
+    const template = parseRunRequest(visionBody({ args: ['--epochs=3'] }));
+    const spec = trialSpec({
+      runId: 'run-aaaaaaaaaaaaaaaaaaab',
+      sweepId: 'swp-aaaaaaaaaaaaaaaaaaaa',
+      trialIndex: 2,
+      request: trialRequest(template, [{ name: 'lr', type: 'continuous', min: 0.001, max: 0.1 }] as never, {
+        lr: 0.01,
+      }),
+      placement: { cluster: 'local', namespace: 'team-vision', queue: 'vision-queue' },
+      bucket: BUCKET,
+      publish: false,
+    });
+    await records.create(newRecord(spec, 'fp', new Date('2026-12-01T09:00:00Z')));
+    expect(toRunSummary((await records.get(spec.runId)) as RunRecord).parameters).toEqual({ lr: 0.01 });
+    const { record } = await rerun({ caller, runId: spec.runId });
+    expect(record.spec.trial).toBeUndefined();
+    expect(record.spec.request.args).toEqual(['--epochs=3', '--lr=0.01']);
+    expect(record.spec.request.hyperparameters).toEqual({ lr: 0.01 });
+    expect(toRunSummary(record).parameters).toBeUndefined();
   });
 
   it("answers another team's run as an unknown one (404); a rule of the team is a 403", async () => {
