@@ -244,7 +244,7 @@ describe('HTTP API on the local stand-ins', () => {
       // No body at all: the request as it was.
       const plain = await call({ path: `/v1/runs/${first.body.runId}/rerun` });
       expect(plain.status, JSON.stringify(plain.body)).toBe(202);
-      expect((await readRecord(plain.body.runId))?.spec.request.env).toEqual({ LR: '0.1' });
+      expect((await readRecord(plain.body.runId as string))?.spec.request.env).toEqual({ LR: '0.1' });
       await drain();
     });
 
