@@ -21,6 +21,15 @@ const WATCH: Options = {
   interval: { type: 'string' },
 };
 
+/** `-o json`: what the command prints as JSON (one document, or one per line where it streams). */
+const OUTPUT: Options = {
+  output: { type: 'string', short: 'o' },
+};
+
+/** The `-o` values. */
+export const OUTPUT_FORMATS = ['table', 'json'] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+
 interface CommandSpec {
   /** Positional arguments, by name, all required. */
   args: readonly string[];
@@ -31,7 +40,12 @@ interface CommandSpec {
 export const COMMANDS = {
   submit: {
     args: ['FILE'],
-    options: { watch: { type: 'boolean', short: 'w' }, 'idempotency-key': { type: 'string' }, ...WATCH },
+    options: {
+      watch: { type: 'boolean', short: 'w' },
+      'idempotency-key': { type: 'string' },
+      ...WATCH,
+      ...OUTPUT,
+    },
     summary: 'Submit a run or a sweep (YAML or JSON; - reads stdin) and print its id',
   },
   watch: {
@@ -47,30 +61,68 @@ export const COMMANDS = {
       attempt: { type: 'string' },
       tail: { type: 'string' },
       ...WATCH,
+      ...OUTPUT,
     },
     summary:
       "Print the tail of a node's trainer container log (-f: keep printing new lines; an ended run's or attempt's from the archive)",
   },
   events: {
     args: ['ID'],
-    options: { follow: { type: 'boolean', short: 'f' }, json: { type: 'boolean' }, ...WATCH },
+    options: { follow: { type: 'boolean', short: 'f' }, json: { type: 'boolean' }, ...WATCH, ...OUTPUT },
     summary:
-      "Print a run's lifecycle events (-f: keep printing them until it ends; --json: one envelope a line)",
+      "Print a run's lifecycle events (-f: keep printing them until it ends; --json or -o json: one envelope a line)",
   },
   ls: {
     args: [],
-    options: { phase: { type: 'string' }, model: { type: 'string' }, limit: { type: 'string' } },
-    summary: "List the caller's runs (by run id), filtered by phase and model",
+    options: {
+      phase: { type: 'string' },
+      model: { type: 'string' },
+      sweep: { type: 'string' },
+      metric: { type: 'string' },
+      limit: { type: 'string' },
+      ...OUTPUT,
+    },
+    summary:
+      "List the caller's runs: phase, duration, a metric's latest value (--metric, default loss), a trial's parameters; filtered by phase, model and sweep",
   },
-  cancel: { args: ['ID'], options: {}, summary: 'Cancel a run or a sweep' },
+  show: {
+    args: ['ID'],
+    options: OUTPUT,
+    summary:
+      'Describe a run or a sweep: where it runs, its phase history, metrics, request (-o json: the API view)',
+  },
+  cancel: { args: ['ID'], options: OUTPUT, summary: 'Cancel a run or a sweep' },
+  rerun: {
+    args: ['ID'],
+    options: {
+      set: { type: 'string', multiple: true },
+      'set-string': { type: 'string', multiple: true },
+      watch: { type: 'boolean', short: 'w' },
+      'idempotency-key': { type: 'string' },
+      ...WATCH,
+      ...OUTPUT,
+    },
+    summary:
+      'Start a run again as a new run, with --set key=value overrides (dotted paths: env.LR=0.01, numNodes=2) and print its id',
+  },
   sweep: {
     args: ['ID'],
-    options: {},
+    options: OUTPUT,
     summary: "A sweep's trials sorted by objective, best first (marked *)",
+  },
+  sweeps: {
+    args: [],
+    options: { phase: { type: 'string' }, limit: { type: 'string' }, ...OUTPUT },
+    summary: "List the caller's sweeps: phase, trials ended, the best objective",
+  },
+  metrics: {
+    args: ['ID'],
+    options: { name: { type: 'string' }, ...OUTPUT },
+    summary: "A run's metrics: the latest value of each (--name NAME: that metric's series)",
   },
   validate: {
     args: ['FILE'],
-    options: {},
+    options: OUTPUT,
     summary: 'Dry run: check a run request (or a sweep and its template) without submitting it',
   },
   models: {
@@ -124,6 +176,16 @@ export interface ParsedCommand {
   reason?: string;
   /** rollback: the version to go back to (default the alias's previous one). */
   to?: number;
+  /** `-o`: `table` (default) or `json`. */
+  output: OutputFormat;
+  /** ls: the sweep whose trials to list. */
+  sweep?: string;
+  /** ls: the metric whose latest value is shown (default loss). */
+  metric?: string;
+  /** metrics: the one metric whose series to print. */
+  name?: string;
+  /** rerun: the overrides from `--set` / `--set-string`, as a JSON merge patch on the request. */
+  overrides?: Record<string, unknown>;
 }
 
 export type Parsed = ParsedCommand | { help: string };
@@ -212,7 +274,7 @@ export function parseCommandLine(argv: readonly string[]): Parsed {
   } catch (err) {
     throw new UsageError((err as Error).message.replace(/\. To specify .*$/s, ''));
   }
-  const values = parsed.values as Record<string, string | boolean | undefined>;
+  const values = parsed.values as Record<string, string | boolean | string[] | undefined>;
   if (values.help) return { help: usage(command) };
   if (parsed.positionals.length !== spec.args.length) {
     throw new UsageError(
@@ -229,6 +291,7 @@ export function parseCommandLine(argv: readonly string[]): Parsed {
     follow: values.follow === true,
     json: values.json === true,
     intervalSeconds: seconds(str('interval')),
+    output: outputFormat(str('output'), values.json === true),
   };
   const set = <K extends keyof ParsedCommand>(key: K, value: ParsedCommand[K] | undefined) => {
     if (value !== undefined) out[key] = value;
@@ -246,8 +309,72 @@ export function parseCommandLine(argv: readonly string[]): Parsed {
   set('alias', str('alias'));
   set('reason', str('reason'));
   set('to', wholeNumber(str('to'), '--to', 1, 999_999_999));
+  set('sweep', str('sweep'));
+  set('metric', str('metric'));
+  set('name', str('name'));
+  const sets = (parsed.values as Record<string, string[] | undefined>).set ?? [];
+  const strings = (parsed.values as Record<string, string[] | undefined>)['set-string'] ?? [];
+  if (sets.length + strings.length > 0) set('overrides', overridesFrom(sets, strings));
   if (out.idempotencyKey !== undefined && !/^[\x21-\x7e]{1,128}$/.test(out.idempotencyKey)) {
     throw new UsageError('--idempotency-key must be 1–128 printable ASCII characters without spaces');
   }
+  return out;
+}
+
+function outputFormat(value: string | undefined, json: boolean): OutputFormat {
+  if (value === undefined) return json ? 'json' : 'table';
+  if (!(OUTPUT_FORMATS as readonly string[]).includes(value)) {
+    throw new UsageError(
+      `-o/--output must be one of ${OUTPUT_FORMATS.join(', ')} (got ${JSON.stringify(value)})`,
+    );
+  }
+  return value as OutputFormat;
+}
+
+/** A `--set` value: JSON when it parses as JSON (numbers, true, null, ["a"]), else the text itself. */
+function setValue(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * `--set a.b=v` lines → the JSON merge patch the API's rerun takes (`{a: {b: v}}`). `--set-string`
+ * keeps the value text; so does `--set` under `env.` (environment variables are strings).
+ */
+export function overridesFrom(
+  sets: readonly string[],
+  strings: readonly string[] = [],
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const put = (line: string, flag: string, asString: boolean) => {
+    const eq = line.indexOf('=');
+    const path = eq > 0 ? line.slice(0, eq).split('.') : [];
+    if (eq <= 0 || path.some((p) => p === '' || p === '__proto__')) {
+      throw new UsageError(
+        `${flag} takes key=value with a dotted key such as env.LR=0.01 or numNodes=2 (got ${JSON.stringify(line)})`,
+      );
+    }
+    const text = line.slice(eq + 1);
+    const value = asString || path[0] === 'env' ? text : setValue(text);
+    let node = out;
+    for (const key of path.slice(0, -1)) {
+      const next = node[key];
+      if (next === null || typeof next !== 'object' || Array.isArray(next)) {
+        Object.defineProperty(node, key, { value: {}, enumerable: true, writable: true, configurable: true });
+      }
+      node = node[key] as Record<string, unknown>;
+    }
+    Object.defineProperty(node, path.at(-1) as string, {
+      value,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  };
+  for (const line of sets) put(line, '--set', false);
+  for (const line of strings) put(line, '--set-string', true);
   return out;
 }

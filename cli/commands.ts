@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { LifecycleEvent } from '../lib/events/event.ts';
 import type { RunSummary, RunView, SweepView } from '../lib/intake/view-schemas.ts';
 import { RUN_ID, SWEEP_ID } from '../lib/run/ids.ts';
-import { type ParsedCommand, UsageError } from './args.ts';
+import { type OutputFormat, type ParsedCommand, UsageError } from './args.ts';
 import { ApiError, type Client, UnreachableError } from './client.ts';
 import { EXIT, exitCodeForPhase, isTerminalPhase } from './exit-codes.ts';
 import { loadRequest } from './files.ts';
 import { nextLines, type TailState } from './logs.ts';
-import { eventLine, fitWidth, formatApiError, runLine, runsTable, sweepLine, sweepTable } from './render.ts';
+import { eventLine, fitWidth, formatApiError, runLine, sweepLine, sweepTable } from './render.ts';
+import { runsListTable } from './render-lists.ts';
 
 /** The commands: each takes the parsed command line, a client and the terminal, returns the exit code. */
 
@@ -23,6 +24,11 @@ export interface Io {
 export const TRANSIENT_GRACE_MS = 60_000;
 /** Lines asked for on each poll of `logs -f` (the overlap with the previous tail finds what is new). */
 export const FOLLOW_WINDOW = 500;
+
+/** A document for `-o json`: indented, one trailing newline. */
+export function jsonText(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
 
 type IdKind = 'run' | 'sweep';
 
@@ -99,7 +105,7 @@ export async function submit(client: Client, io: Io, cmd: ParsedCommand): Promis
     ...(key ? { headers: { 'idempotency-key': key } } : {}),
   });
   const id = String(kind === 'run' ? res.body.runId : res.body.sweepId);
-  io.stdout.write(`${id}\n`);
+  io.stdout.write(cmd.output === 'json' ? jsonText(res.body) : `${id}\n`);
   io.stderr.write(
     `${res.status === 200 ? 'replayed' : 'submitted'} ${kind} ${id} (${res.body.phase})${key ? `, idempotency key ${key}` : ''}\n`,
   );
@@ -123,7 +129,7 @@ export async function events(client: Client, io: Io, cmd: ParsedCommand): Promis
     for (const event of list) {
       if (printed.has(event.id)) continue;
       printed.add(event.id);
-      io.stdout.write(`${cmd.json ? JSON.stringify(event) : eventLine(event)}\n`);
+      io.stdout.write(`${cmd.output === 'json' ? JSON.stringify(event) : eventLine(event)}\n`);
     }
     const last = list.at(-1);
     const phase = last?.type === 'gantry.run.published' ? undefined : last?.data.phase;
@@ -176,7 +182,14 @@ export async function logs(client: Client, io: Io, cmd: ParsedCommand): Promise<
       });
       if (state && state.pod !== step.state.pod && body.pod) io.stderr.write(`(now pod ${body.pod})\n`);
       if (step.gap) io.stderr.write('(… lines may be missing here: the log grew faster than it was read)\n');
-      for (const line of step.fresh) io.stdout.write(`${line}\n`);
+      for (const line of step.fresh) {
+        // -o json: one object a line (JSON lines), so a follow can be piped line by line.
+        io.stdout.write(
+          cmd.output === 'json'
+            ? `${JSON.stringify({ runId: id, pod: body.pod, attempt: body.attempt, source: body.source, line })}\n`
+            : `${line}\n`,
+        );
+      }
       state = step.state;
     } catch (err) {
       // 409: the run has no pods yet (or any more); with -f, keep waiting while it may get some.
@@ -206,31 +219,45 @@ export async function ls(client: Client, io: Io, cmd: ParsedCommand): Promise<nu
     const q = new URLSearchParams();
     if (cmd.phase) q.set('phase', cmd.phase);
     if (cmd.model) q.set('model', cmd.model);
+    if (cmd.sweep) q.set('sweepId', cmd.sweep);
     q.set('limit', String(Math.min(100, want - runs.length)));
     if (token) q.set('nextToken', token);
     const res = await client.call('GET', `/v1/runs?${q}`);
     runs.push(...(res.body.runs as RunSummary[]));
     token = res.body.nextToken as string | undefined;
   } while (token && runs.length < want);
-  if (runs.length === 0) {
+  if (cmd.output === 'json') io.stdout.write(jsonText(runs));
+  else if (runs.length === 0) {
     io.stderr.write('no runs\n');
     return EXIT.ok;
-  }
-  io.stdout.write(`${runsTable(runs)}\n`);
+  } else
+    io.stdout.write(
+      `${runsListTable(runs, { ...(cmd.metric ? { metric: cmd.metric } : {}), now: new Date((io.now ?? Date.now)()) })}\n`,
+    );
   if (token) io.stderr.write(`(more runs: raise --limit, now ${want})\n`);
   return EXIT.ok;
 }
 
-export async function cancel(client: Client, io: Io, id: string): Promise<number> {
+export async function cancel(
+  client: Client,
+  io: Io,
+  id: string,
+  output: OutputFormat = 'table',
+): Promise<number> {
   const res = await client.call('POST', `${pathOf(id)}/cancel`);
-  io.stdout.write(`cancelled ${id} (phase ${res.body.phase})\n`);
+  io.stdout.write(output === 'json' ? jsonText(res.body) : `cancelled ${id} (phase ${res.body.phase})\n`);
   return EXIT.ok;
 }
 
-export async function sweep(client: Client, io: Io, id: string): Promise<number> {
+export async function sweep(
+  client: Client,
+  io: Io,
+  id: string,
+  output: OutputFormat = 'table',
+): Promise<number> {
   if (idKind(id) !== 'sweep') throw new UsageError('sweep takes a sweep id (swp-…)');
   const res = await client.call('GET', `/v1/sweeps/${id}`);
-  io.stdout.write(`${sweepTable(res.body as SweepView)}\n`);
+  io.stdout.write(output === 'json' ? jsonText(res.body) : `${sweepTable(res.body as SweepView)}\n`);
   return EXIT.ok;
 }
 
@@ -240,7 +267,12 @@ interface CheckView {
   message: string;
 }
 
-export async function validate(client: Client, io: Io, file: string): Promise<number> {
+export async function validate(
+  client: Client,
+  io: Io,
+  file: string,
+  output: OutputFormat = 'table',
+): Promise<number> {
   const { kind, body } = await loadRequest(file);
   let run = body;
   if (kind === 'sweep') {
@@ -259,10 +291,14 @@ export async function validate(client: Client, io: Io, file: string): Promise<nu
       );
       return EXIT.usage;
     }
-    io.stdout.write('passed  sweep: the sweep fields match the SweepRequest schema\n');
+    if (output !== 'json') io.stdout.write('passed  sweep: the sweep fields match the SweepRequest schema\n');
     run = body.template as Record<string, unknown>;
   }
   const res = await client.call('POST', '/v1/runs/validate', { body: run });
+  if (output === 'json') {
+    io.stdout.write(jsonText(res.body));
+    return res.body.valid ? EXIT.ok : EXIT.usage;
+  }
   const checks = (res.body.checks ?? []) as CheckView[];
   for (const c of checks) io.stdout.write(`${c.status.padEnd(7)} ${c.name}: ${c.message}\n`);
   io.stdout.write(

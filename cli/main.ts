@@ -2,6 +2,7 @@ import { COMMANDS, parseCommandLine, UsageError, usage } from './args.ts';
 import { ApiError, makeClient, UnreachableError } from './client.ts';
 import * as commands from './commands.ts';
 import { EXIT, exitCodeForStatus } from './exit-codes.ts';
+import * as inspect from './inspect.ts';
 import * as models from './models.ts';
 import { loadProfiles, resolveTarget } from './profiles.ts';
 import { formatApiError } from './render.ts';
@@ -46,11 +47,19 @@ export async function main(
       case 'ls':
         return await commands.ls(client, io, parsed);
       case 'cancel':
-        return await commands.cancel(client, io, id);
+        return await commands.cancel(client, io, id, parsed.output);
       case 'sweep':
-        return await commands.sweep(client, io, id);
+        return await commands.sweep(client, io, id, parsed.output);
       case 'validate':
-        return await commands.validate(client, io, parsed.args.FILE as string);
+        return await commands.validate(client, io, parsed.args.FILE as string, parsed.output);
+      case 'show':
+        return await inspect.show(client, io, parsed);
+      case 'sweeps':
+        return await inspect.sweeps(client, io, parsed);
+      case 'metrics':
+        return await inspect.metrics(client, io, parsed);
+      case 'rerun':
+        return await inspect.rerun(client, io, parsed);
       case 'models':
         return await models.list(client, io);
       case 'model':

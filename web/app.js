@@ -3,6 +3,7 @@
  * (same origin, relative paths). Routing is the URL's hash (#/runs/<id>, #/sweeps/<id>); pages that
  * show something still moving poll until it ends. No framework, no build step.
  */
+import { runActions } from './actions.js';
 import { lineChart } from './charts.js';
 
 const DEV_PRINCIPAL = 'arn:aws:iam::000000000000:user/demo';
@@ -357,8 +358,17 @@ function metricPoints(series) {
 
 async function runPage(id) {
   const charts = h('div', { className: 'charts' });
+  // Cancel and rerun (web/actions.js): one element kept across polls, so a confirmation stays open.
+  const actions = runActions(id, {
+    headers: authHeaders,
+    onCancelled: () => route(),
+    onRerun: (newId) => {
+      location.hash = `#/runs/${encodeURIComponent(newId)}`;
+    },
+  });
   const shell = {
     head: h('div'),
+    actions: actions.el,
     summary: h('div'),
     timeline: h('div'),
     charts: h('section', { className: 'card' }, h('h2', {}, 'Metrics'), charts),
@@ -407,6 +417,7 @@ async function runPage(id) {
           )
         : '',
     );
+    actions.update(run);
     const adm = run.admission;
     shell.summary.replaceChildren(
       h(

@@ -351,6 +351,10 @@ const FUNCTIONS = {
       existenceChecks,
     ],
   },
+  // A rerun reads the run's record, then submits as submitRun does.
+  rerunRun: {
+    statements: () => [writeState('run'), readModelOwners, existenceChecks, statements.enqueueRuns()],
+  },
   // Sweeps: submit records the sweep and releases its first trials (run messages); cancel also
   // stops trials (their executions, records and jobs) and ends the sweep.
   submitSweep: {

@@ -140,12 +140,17 @@ export function parseJsonText(text: string): unknown {
  * Parse a JSON body into `event.json`: `application/json` (UTF-8) or 415, at most `limitBytes`
  * or 413, well-formed or 400 `InvalidJson`.
  */
-export function jsonBody(limitBytes = MAX_BODY_BYTES): MiddlewareObj<JsonApiEvent, ApiResult> {
+export function jsonBody(
+  limitBytes = MAX_BODY_BYTES,
+  optional = false,
+): MiddlewareObj<JsonApiEvent, ApiResult> {
   return {
     name: 'jsonBody',
     before: (request) => {
       const event = request.event;
       const contentType = header(event, 'content-type') ?? '';
+      // A route whose body is optional: no body at all (and no content type) leaves `json` undefined.
+      if (optional && !event.body && !contentType) return;
       const [mediaType = '', ...params] = contentType.split(';').map((p) => p.trim().toLowerCase());
       const charset = params
         .find((p) => p.startsWith('charset='))
@@ -335,7 +340,7 @@ export interface RouteRequest<E extends ApiEvent = ApiEvent> {
 /**
  * An API route's Lambda handler: `apiHandler(middy(apiOptions).use(httpApi())[.use(jsonBody())]
  * .handler(...))`, so every route logs, maps errors, authenticates and (with `json`) reads its
- * body the same way. `options` replaces middy's (default `apiOptions`: abort 1 s before the
+ * body the same way (`json: 'optional'`: a body may be left out). `options` replaces middy's (default `apiOptions`: abort 1 s before the
  * Lambda timeout).
  */
 export function route(
@@ -344,14 +349,15 @@ export function route(
 ): (event: ApiEvent, context: Context) => Promise<ApiResult>;
 export function route(
   run: (req: RouteRequest<JsonApiEvent>) => Promise<ApiResult>,
-  opts: { json: true; options?: { timeoutEarlyInMillis?: number } },
+  opts: { json: true | 'optional'; options?: { timeoutEarlyInMillis?: number } },
 ): (event: ApiEvent, context: Context) => Promise<ApiResult>;
 export function route(
   run: (req: RouteRequest<JsonApiEvent>) => Promise<ApiResult>,
-  opts: { json?: boolean; options?: { timeoutEarlyInMillis?: number } } = {},
+  opts: { json?: boolean | 'optional'; options?: { timeoutEarlyInMillis?: number } } = {},
 ): (event: ApiEvent, context: Context) => Promise<ApiResult> {
   const base = middy<JsonApiEvent, ApiResult>(opts.options ?? apiOptions).use(httpApi());
-  const withBody = opts.json ? base.use(jsonBody()) : base;
+  // `optional`: a JSON body when one is sent (checked as any other), none at all accepted.
+  const withBody = opts.json ? base.use(jsonBody(MAX_BODY_BYTES, opts.json === 'optional')) : base;
   return apiHandler(
     withBody.handler(async (event, _context, { signal }) => run({ event, caller: callerOf(event), signal })),
   );

@@ -10,6 +10,7 @@ import {
   ModelViewSchema,
 } from './model-schemas.ts';
 import { moveAliasSchema } from './models.ts';
+import { rerunBodySchema } from './rerun-run.ts';
 import { ROUTES, type Route } from './routes.ts';
 import { listRunsQuerySchema } from './runs.ts';
 import { IDEMPOTENCY_HEADER } from './submit-run.ts';
@@ -238,6 +239,34 @@ const OPERATIONS: Record<string, () => Json> = {
       503: ERRORS[503],
     },
   }),
+  rerunRun: () => ({
+    parameters: [runIdParameter, idempotencyHeader],
+    requestBody: {
+      required: false,
+      description: 'Optional: without a body, the run is started again as it was accepted',
+      content: { 'application/json': { schema: ref('RerunRequest') } },
+    },
+    responses: {
+      202: json(
+        ref('SubmitResponse'),
+        'Accepted: the new run is recorded and queued; `rerunOf` names the run it came from',
+        runLocation,
+      ),
+      200: json(ref('SubmitResponse'), 'Replay: this key and overrides were sent before', runLocation),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      404: ERRORS[404],
+      409: json(
+        errorOf('IdempotencyConflictError'),
+        'The idempotency key was used with another request (`IdempotencyConflictError`)',
+      ),
+      413: ERRORS[413],
+      415: ERRORS[415],
+      429: ERRORS[429],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
   validateRun: () => ({
     parameters: [idempotencyHeader],
     requestBody: runRequestBody,
@@ -436,6 +465,7 @@ export function buildOpenApiDocument(opts: { version?: string; serverUrl?: strin
       schemas: {
         RunRequest: jsonSchema(RunRequestSchema, 'input'),
         SweepRequest: jsonSchema(SweepRequestSchema, 'input'),
+        RerunRequest: jsonSchema(rerunBodySchema(), 'input'),
         SweepView: jsonSchema(SweepViewSchema, 'output'),
         SweepList: jsonSchema(SweepListSchema, 'output'),
         SubmitResponse: jsonSchema(SubmitResponseSchema, 'output'),

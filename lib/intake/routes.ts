@@ -61,6 +61,15 @@ export const ROUTES = [
   },
   {
     method: 'POST',
+    path: '/v1/runs/{id}/rerun',
+    handler: 'rerun-run',
+    operationId: 'rerunRun',
+    summary:
+      'Start a run again as a new run: its request as accepted, with optional overrides (idempotent with an Idempotency-Key)',
+    body: true,
+  },
+  {
+    method: 'POST',
     // Not `/v1/runs:validate`: no AWS document lists `:` as allowed in an HTTP API route path.
     path: '/v1/runs/validate',
     handler: 'validate-run',

@@ -96,6 +96,8 @@ export interface SubmitRunInput {
   body: unknown;
   /** The `Idempotency-Key` header, when present (handlers pass the header as read, possibly undefined). */
   idempotencyKey?: string | undefined;
+  /** The run this request was read from (a rerun): recorded on the new run, not part of its fingerprint. */
+  rerunOf?: string;
 }
 
 export interface AcceptedRequest {
@@ -186,8 +188,9 @@ export function makeSubmitRun(deps: SubmitRunDeps) {
     await checkModelOwner(deps.owners, request, opts);
     const fingerprint = fingerprintOf(request);
     const team = deps.config.teams.find((t) => t.name === request.team);
+    const fresh = newRecord(spec, fingerprint, deps.clock.now());
     const { record, created } = await createWithinCaps(
-      newRecord(spec, fingerprint, deps.clock.now()),
+      input.rerunOf !== undefined ? { ...fresh, rerunOf: input.rerunOf } : fresh,
       team,
       opts,
     );

@@ -17,10 +17,17 @@ export const PhaseSchema = z.described(z.enum(PHASES), 'Run phase');
 export const LinksSchema = z.strictObject({
   self: z.described(z.string(), 'GET this run'),
   cancel: z.described(z.string(), 'POST here to cancel the run'),
+  rerun: z.described(z.string(), 'POST here to start the run again as a new run'),
+  rerunOf: z.described(z.optional(z.string()), 'The run this one was started again from'),
 });
 
+const RerunOfSchema = z.described(
+  z.optional(z.string()),
+  'The id of the run this one was started again from (POST /v1/runs/{id}/rerun)',
+);
+
 export const SubmitResponseSchema = z.described(
-  z.strictObject({ runId: z.string(), phase: PhaseSchema, links: LinksSchema }),
+  z.strictObject({ runId: z.string(), phase: PhaseSchema, rerunOf: RerunOfSchema, links: LinksSchema }),
   'The accepted run (202) or, for a replay of the same idempotency key and body, the existing run (200)',
 );
 
@@ -48,6 +55,8 @@ export const RunSummarySchema = z.strictObject({
   ),
   createdAt: z.string(),
   updatedAt: z.string(),
+  startedAt: z.described(z.optional(z.string()), 'When the run first went Running'),
+  endedAt: z.described(z.optional(z.string()), 'When the run ended (Succeeded, Failed or Cancelled)'),
   progress: z.optional(
     z.strictObject({
       percent: z.optional(z.number()),
@@ -55,6 +64,15 @@ export const RunSummarySchema = z.strictObject({
       updatedAt: z.optional(z.string()),
     }),
   ),
+  metrics: z.described(
+    z.optional(z.record(z.string(), z.union([z.number(), z.string()]))),
+    'The latest value the training reported for each metric',
+  ),
+  parameters: z.described(
+    z.optional(z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]))),
+    "A sweep trial's hyperparameters (the template's and the trial's assignment)",
+  ),
+  rerunOf: RerunOfSchema,
   links: LinksSchema,
 });
 
@@ -134,7 +152,6 @@ export const RunViewSchema = z.extend(RunSummarySchema, {
     ),
     "While Pending: the gang scheduler's or Kueue's word on admission",
   ),
-  metrics: z.optional(z.record(z.string(), z.union([z.number(), z.string()]))),
   lastProgressAt: z.described(
     z.optional(z.string()),
     'When the training last reported progress or a metric (metric channel, trainerStatus)',
@@ -253,6 +270,7 @@ export const RunListSchema = z.strictObject({
 export const CancelResponseSchema = z.strictObject({
   runId: z.string(),
   phase: PhaseSchema,
+  rerunOf: RerunOfSchema,
   links: LinksSchema,
 });
 

@@ -9,12 +9,30 @@ import type { RunSummary, RunView, SubmitResponse, SweepSummary, SweepView } fro
  * fingerprint). Their schemas are in view-schemas.ts, imported here for types only.
  */
 
-export function runLinks(runId: string) {
-  return { self: `/v1/runs/${runId}`, cancel: `/v1/runs/${runId}/cancel` };
+export function runLinks(runId: string, rerunOf?: string) {
+  return {
+    self: `/v1/runs/${runId}`,
+    cancel: `/v1/runs/${runId}/cancel`,
+    rerun: `/v1/runs/${runId}/rerun`,
+    ...(rerunOf !== undefined ? { rerunOf: `/v1/runs/${rerunOf}` } : {}),
+  };
 }
 
 export function toSubmitResponse(record: RunRecord): SubmitResponse {
-  return { runId: record.runId, phase: record.phase, links: runLinks(record.runId) };
+  return {
+    runId: record.runId,
+    phase: record.phase,
+    ...(record.rerunOf !== undefined ? { rerunOf: record.rerunOf } : {}),
+    links: runLinks(record.runId, record.rerunOf),
+  };
+}
+
+/** When the run first went Running, and when it ended (its last transition, once terminal). */
+function runTimes(record: RunRecord): { startedAt?: string; endedAt?: string } {
+  const started = record.transitions.find((t) => t.phase === 'Running')?.at;
+  const last = record.transitions.at(-1);
+  const ended = last && ['Succeeded', 'Failed', 'Cancelled'].includes(last.phase) ? last.at : undefined;
+  return { ...(started ? { startedAt: started } : {}), ...(ended ? { endedAt: ended } : {}) };
 }
 
 export function toRunSummary(record: RunRecord): RunSummary {
@@ -29,8 +47,12 @@ export function toRunSummary(record: RunRecord): RunSummary {
     ...((record.attempts?.length ?? 0) > 1 ? { attempt: record.attempts?.length } : {}),
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
+    ...runTimes(record),
     ...(record.progress ? { progress: record.progress } : {}),
-    links: runLinks(record.runId),
+    ...(record.metrics ? { metrics: record.metrics } : {}),
+    ...(record.spec.trial && r.hyperparameters ? { parameters: r.hyperparameters } : {}),
+    ...(record.rerunOf !== undefined ? { rerunOf: record.rerunOf } : {}),
+    links: runLinks(record.runId, record.rerunOf),
   };
 }
 

@@ -58,6 +58,8 @@ export interface RunRecord {
    * before attempts (one attempt, the job in `job`).
    */
   attempts?: AttemptRecord[];
+  /** The run this one was started again from (`POST /v1/runs/{id}/rerun`): its request, with overrides. */
+  rerunOf?: string;
   /** Each phase change, oldest first: the API's short history (the execution history is the audit trail). */
   transitions: Array<{ phase: RunPhase; at: string; reason?: string }>;
 }

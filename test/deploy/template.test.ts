@@ -230,6 +230,7 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
     ...EKS,
     ...RUN_LOGS_ARCHIVE,
   ],
+  rerunRun: [...LOGS, ...STATE_RW, 's3:GetObject', 's3:ListBucket', 'sqs:SendMessage'],
   submitSweep: [...LOGS, ...STATE_RW, ...STATE_Q, 's3:GetObject', 's3:ListBucket', 'sqs:SendMessage'],
   getSweep: [...LOGS, ...STATE_R, ...STATE_Q],
   listSweeps: [...LOGS, ...STATE_Q],
@@ -504,7 +505,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     const SCHEMAS = {
       'run request (lib/run/schema.ts)': {
         marker: 'runDeadlineSeconds must be at least',
-        in: ['submitRun', 'validateRun', 'submitSweep', 'runsConsumer', 'dataIntake', 'openapi'],
+        in: ['submitRun', 'rerunRun', 'validateRun', 'submitSweep', 'runsConsumer', 'dataIntake', 'openapi'],
       },
       'sweep request (lib/sweep/schema.ts)': {
         marker: 'gridPoints must be a whole number',
@@ -816,6 +817,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     expect(deny?.Condition?.ArnNotEquals['aws:PrincipalArn']).toEqual(enqueuers);
     expect(enqueuers.map((e) => e['Fn::GetAtt'][0])).toEqual([
       'SubmitRunRole',
+      'RerunRunRole',
       'SubmitSweepRole',
       'CancelSweepRole',
       'DataIntakeRole',
@@ -936,6 +938,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     expect(kinds('recordOutcome')).toEqual(['count#*', 'run#*', 'sweep#*', 'trial#*']);
     // A function that writes run records writes its team's counters too (docs/team-counters.md).
     expect(kinds('submitRun')).toEqual(['count#*', 'run#*']);
+    expect(kinds('rerunRun')).toEqual(['count#*', 'run#*']);
   });
 
   it('keeps the bucket private, versioned and encrypted, with data/ events going to the data-events queue', () => {

@@ -198,6 +198,46 @@ describe('every response validates against the served OpenAPI document', () => {
     });
   });
 
+  it('rerunRun: 202 (with and without a body), 200 (replay), 400, 403, 404, 409, 415', async () => {
+    const path = `/v1/runs/${runningId}/rerun`;
+    const plain = await call('POST /v1/runs/{id}/rerun', path, 202);
+    expect(plain.body.rerunOf).toBe(runningId);
+    expect(plain.headers.get('location')).toBe(`/v1/runs/${plain.body.runId}`);
+    const key = { 'Idempotency-Key': 'openapi-rerun' };
+    const changed = await call('POST /v1/runs/{id}/rerun', path, 202, {
+      body: { overrides: { args: ['--rerun'] } },
+      headers: key,
+    });
+    const replay = await call('POST /v1/runs/{id}/rerun', path, 200, {
+      body: { overrides: { args: ['--rerun'] } },
+      headers: key,
+    });
+    expect(replay.body.runId).toBe(changed.body.runId);
+    await call('POST /v1/runs/{id}/rerun', path, 409, {
+      body: { overrides: { args: ['--other'] } },
+      headers: key,
+    });
+    const view = await call('GET /v1/runs/{id}', `/v1/runs/${changed.body.runId}`, 200);
+    expect(view.body).toMatchObject({ rerunOf: runningId, links: { rerunOf: `/v1/runs/${runningId}` } });
+    expect(view.body.request.args).toEqual(['--rerun']);
+    const invalid = await call('POST /v1/runs/{id}/rerun', path, 400, {
+      body: { overrides: { numNodes: 0 } },
+    });
+    expect(invalid.body.issues?.[0]?.field).toBe('overrides.numNodes');
+    await call('POST /v1/runs/{id}/rerun', path, 400, { raw: '{"overrides": ' });
+    await call('POST /v1/runs/{id}/rerun', path, 403, {
+      body: { overrides: { image: 'docker.io/evil/miner:1' } },
+    });
+    await call('POST /v1/runs/{id}/rerun', '/v1/runs/run-aaaaaaaaaaaaaaaaaaaa/rerun', 404);
+    await call('POST /v1/runs/{id}/rerun', path, 404, { principal: CAPPED.principals[0] as string });
+    await call('POST /v1/runs/{id}/rerun', path, 415, {
+      raw: '{}',
+      headers: { 'content-type': 'text/plain' },
+    });
+    for (const id of [plain.body.runId, changed.body.runId])
+      await call('POST /v1/runs/{id}/cancel', `/v1/runs/${id}/cancel`, 202);
+  });
+
   it('validateRun: 200 (valid and not), 400, 403, 413, 415', async () => {
     const valid = await call('POST /v1/runs/validate', '/v1/runs/validate', 200, { body: run() });
     expect(valid.body.valid).toBe(true);

@@ -202,7 +202,11 @@ describe('HTTP API on the local stand-ins', () => {
       expect(res.body).toEqual({
         runId,
         phase: 'Accepted',
-        links: { self: `/v1/runs/${runId}`, cancel: `/v1/runs/${runId}/cancel` },
+        links: {
+          self: `/v1/runs/${runId}`,
+          cancel: `/v1/runs/${runId}/cancel`,
+          rerun: `/v1/runs/${runId}/rerun`,
+        },
       });
       expect(await readRecord(runId)).toMatchObject({
         phase: 'Accepted',
@@ -216,6 +220,32 @@ describe('HTTP API on the local stand-ins', () => {
       });
       const message = RunMessageSchema.parse(JSON.parse(messages[0]?.Body ?? ''));
       expect(message.run.runId).toBe(runId);
+    });
+
+    it('reruns a run: 202, a new record naming it, its request again with the overrides, a message', async () => {
+      await drain();
+      const first = await call({ body: valid({ env: { LR: '0.1' } }), key: 'rerun-src' });
+      await drain();
+      const res = await call({
+        path: `/v1/runs/${first.body.runId}/rerun`,
+        body: { overrides: { env: { LR: '0.01' } } },
+        key: 'rerun-1',
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(202);
+      const runId = runIdFromKey('vision', 'rerun-1');
+      expect(res.body).toMatchObject({ runId, rerunOf: first.body.runId });
+      expect(res.headers.get('location')).toBe(`/v1/runs/${runId}`);
+      const record = await readRecord(runId);
+      expect(record?.rerunOf).toBe(first.body.runId);
+      expect(record?.spec.request.env).toEqual({ LR: '0.01' });
+      expect(record?.spec.request.idempotencyKey).toBe('rerun-1');
+      const sent = await drain();
+      expect(sent.map((m) => m.MessageAttributes?.runId?.StringValue)).toEqual([runId]);
+      // No body at all: the request as it was.
+      const plain = await call({ path: `/v1/runs/${first.body.runId}/rerun` });
+      expect(plain.status, JSON.stringify(plain.body)).toBe(202);
+      expect((await readRecord(plain.body.runId as string))?.spec.request.env).toEqual({ LR: '0.1' });
+      await drain();
     });
 
     it('replays the same key and body: same run, 200, no second record', async () => {
@@ -282,7 +312,7 @@ describe('HTTP API on the local stand-ins', () => {
   });
 
   describe('get and list', () => {
-    it('gets a run, and 404s an unknown one and another team’s alike (get, metrics, events, cancel)', async () => {
+    it('gets a run, and 404s an unknown one and another team’s alike (get, metrics, events, cancel, rerun)', async () => {
       const { body } = await call({
         body: valid({ team: 'nlp', image: 'ghcr.io/acme/nlp/x:1' }),
         principal: NLP,
@@ -306,6 +336,7 @@ describe('HTTP API on the local stand-ins', () => {
         ['GET', '/metrics'],
         ['GET', '/events'],
         ['POST', '/cancel'],
+        ['POST', '/rerun'],
       ] as const) {
         const foreign = await call({ method, path: `/v1/runs/${runId}${suffix}` });
         const unknown = await call({ method, path: `/v1/runs/${unknownId}${suffix}`, principal: NLP });

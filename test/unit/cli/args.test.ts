@@ -48,6 +48,36 @@ describe('parseCommandLine', () => {
     ],
     [['validate', 'run.yaml', '-p', 'dev'], { command: 'validate', profile: 'dev' }],
     [['ls', '--principal', 'local:vision'], { command: 'ls', principal: 'local:vision' }],
+    [
+      ['ls', '-o', 'json', '--sweep', 'swp-x', '--metric', 'accuracy'],
+      { output: 'json', sweep: 'swp-x', metric: 'accuracy' },
+    ],
+    [['ls'], { output: 'table' }],
+    [['events', RUN, '--json'], { output: 'json' }],
+    [['sweeps', '--phase', 'Running', '-o', 'json'], { command: 'sweeps', phase: 'Running', output: 'json' }],
+    [['metrics', RUN, '--name', 'loss'], { command: 'metrics', args: { ID: RUN }, name: 'loss' }],
+    [['show', RUN, '--output', 'json'], { command: 'show', output: 'json' }],
+    [
+      ['rerun', RUN, '--set', 'numNodes=2', '--set', 'env.LR=0.01', '--set', 'args=["--epochs=5"]', '-w'],
+      {
+        command: 'rerun',
+        watch: true,
+        overrides: { numNodes: 2, env: { LR: '0.01' }, args: ['--epochs=5'] },
+      },
+    ],
+    [
+      [
+        'rerun',
+        RUN,
+        '--set',
+        'hyperparameters.lr=0.1',
+        '--set-string',
+        'modelName=007',
+        '--set',
+        'output=null',
+      ],
+      { overrides: { hyperparameters: { lr: 0.1 }, modelName: '007', output: null } },
+    ],
     // Options may come before the positional argument.
     [['watch', '--interval', '2', RUN], { args: { ID: RUN }, intervalSeconds: 2 }],
   ])('%j', (argv, expected) => {
@@ -63,7 +93,7 @@ describe('parseCommandLine', () => {
   it.each<[string[], RegExp]>([
     [
       ['deploy'],
-      /^unknown command "deploy"; one of submit, watch, logs, events, ls, cancel, sweep, validate, models, model, promote, rollback$/,
+      /^unknown command "deploy"; one of submit, watch, logs, events, ls, show, cancel, rerun, sweep, sweeps, metrics, validate, models, model, promote, rollback$/,
     ],
     [['submit'], /^gantry submit takes FILE \(got 0 arguments\)$/],
     [['submit', 'a.yaml', 'b.yaml'], /takes FILE \(got 2 arguments\)/],
@@ -75,6 +105,11 @@ describe('parseCommandLine', () => {
     [['watch', RUN, '--interval', 'fast'], /^--interval must be a number of seconds/],
     [['watch', RUN, '--interval', '0'], /^--interval must be a number of seconds/],
     [['submit', 'f', '--idempotency-key', 'has space'], /^--idempotency-key must be/],
+    [['ls', '-o', 'yaml'], /^-o\/--output must be one of table, json \(got "yaml"\)$/],
+    [['rerun', RUN, '--set', 'numNodes'], /^--set takes key=value with a dotted key/],
+    [['rerun', RUN, '--set', 'env..A=1'], /^--set takes key=value/],
+    [['rerun', RUN, '--set', '__proto__.x=1'], /^--set takes key=value/],
+    [['metrics'], /^gantry metrics takes ID/],
     // A boolean flag does not take a value.
     [['submit', 'f', '--watch=yes'], /--watch/],
   ])('%j is a usage error', (argv, message) => {

@@ -141,6 +141,27 @@ describe('jsonBody', () => {
     expect(body(r).error).toBe(error);
   });
 
+  it('leaves event.json undefined on an optional body sent without one; a body sent is checked as ever', async () => {
+    const optional = middy<JsonApiEvent, ApiResult>()
+      .use(httpApi())
+      .use(jsonBody(64, true))
+      .handler(async (e) => respond(200, { sent: e.json !== undefined, got: e.json ?? null }));
+    // No body at all, as API Gateway sends a POST without one: no `body` field, no content type.
+    const noBody = () => {
+      const e = event({ headers: {} });
+      delete e.body;
+      return e;
+    };
+    const none = await optional(noBody(), context);
+    expect(none.statusCode).toBe(200);
+    expect(body(none)).toEqual({ sent: false, got: null });
+    expect(body(await optional(event({ body: '{"a":1}' }), context))).toEqual({ sent: true, got: { a: 1 } });
+    expect((await optional(event({ headers: {}, body: '{}' }), context)).statusCode).toBe(415);
+    expect((await optional(event({ body: '' }), context)).statusCode).toBe(400);
+    // A required body is still required.
+    expect((await echo(noBody(), context)).statusCode).toBe(415);
+  });
+
   it('accepts application/json with a UTF-8 charset, in any case', async () => {
     const r = await echo(
       event({ headers: { 'content-type': 'Application/JSON; Charset=UTF-8' }, body: '[]' }),

@@ -195,6 +195,27 @@ class Client:
     def cancel_run(self, run_id: str) -> View:
         return self.request("POST", f"/v1/runs/{_seg(run_id)}/cancel")
 
+    def rerun(
+        self,
+        run_id: str,
+        overrides: Optional[Mapping[str, Any]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> "Run":
+        """``POST /v1/runs/{id}/rerun``: the run's request again as a new run, with ``overrides``
+        merged in as a JSON merge patch (``{"env": {"LR": "0.01"}}`` changes one variable, ``None``
+        removes a field). Without a key one is made, so the call is safe to retry; the new run's
+        ``view["rerunOf"]`` is ``run_id``. A bad override raises ``ValidationError`` naming
+        ``overrides.<field>``."""
+        key = idempotency_key or f"gantry-py-{uuid.uuid4()}"
+        body = {"overrides": dict(overrides)} if overrides else None
+        status, view, _ = self._t.call(
+            "POST", f"/v1/runs/{_seg(run_id)}/rerun", body, {"Idempotency-Key": str(key)}
+        )
+        run = Run(self, view["runId"], view)
+        run.idempotency_key = str(key)
+        run.replayed = status == 200
+        return run
+
     # -- sweeps ----------------------------------------------------------------------------------
 
     def submit_sweep(self, request: RequestLike, idempotency_key: Optional[str] = None) -> "Sweep":
@@ -413,6 +434,10 @@ class Run:
     def events(self) -> List[View]:
         """``GET /v1/runs/{id}/events``: the lifecycle events so far (CloudEvents envelopes), oldest first."""
         return list(self.client.request("GET", f"/v1/runs/{_seg(self.id)}/events").get("events", []))
+
+    def rerun(self, overrides: Optional[Mapping[str, Any]] = None, idempotency_key: Optional[str] = None) -> "Run":
+        """This run's request again as a new run (``Client.rerun``)."""
+        return self.client.rerun(self.id, overrides, idempotency_key)
 
     def cancel(self) -> View:
         """``POST /v1/runs/{id}/cancel``; ``RunFinishedError`` (409) when it already ended."""
