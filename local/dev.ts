@@ -281,9 +281,14 @@ ${
 ${plan.dataTriggers
   .slice(0, 1)
   .map((r) => {
-    const dir = `s3://${r.bucket ?? stack.bucket}/${r.prefix}${r.partitionDepth ? 'dt=2026-01-02/' : ''}`;
-    return `  aws --endpoint-url ${stack.endpoints.s3} s3 cp part-0${r.suffix ?? '.csv'} ${dir}part-0${r.suffix ?? '.csv'}${
-      r.marker ? `\n  aws --endpoint-url ${stack.endpoints.s3} s3 cp /dev/null ${dir}${r.marker}` : ''
+    const bucket = r.bucket ?? stack.bucket;
+    const key = `${r.prefix}${r.partitionDepth ? 'dt=2026-01-02/' : ''}`;
+    // An empty marker as Spark writes it: `s3api put-object` without --body (`s3 cp /dev/null` is
+    // skipped by the AWS CLI as a character device).
+    return `  aws --endpoint-url ${stack.endpoints.s3} s3 cp part-0${r.suffix ?? '.csv'} s3://${bucket}/${key}part-0${r.suffix ?? '.csv'}${
+      r.marker
+        ? `\n  aws --endpoint-url ${stack.endpoints.s3} s3api put-object --bucket ${bucket} --key ${key}${r.marker}`
+        : ''
     }`;
   })
   .join('\n')}
