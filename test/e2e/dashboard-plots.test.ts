@@ -38,7 +38,7 @@ const template = {
 /**
  * The compare view and the sweep's study plots (web/compare.js, web/sweep-plots.js, drawn as SVG by
  * web/svg-plot.js): runs ticked in the list open a view with one curve per run and a table of their
- * parameters and metrics; an ASHA sweep's page draws one parallel-coordinates line per scored trial
+ * parameters and metrics; a sweep's page (median-rule early stopping) draws one parallel-coordinates line per scored trial
  * and one intermediate-values curve per reporting trial, its pruned trials' curves dashed.
  */
 describe.runIf(available)('the dashboard’s compare view and sweep plots in headless Chromium', () => {
@@ -90,18 +90,20 @@ describe.runIf(available)('the dashboard’s compare view and sweep plots in hea
       'POST',
       '/v1/sweeps',
       {
-        template: { ...template, modelName: 'asha-demo' },
+        template: { ...template, modelName: 'pruned-demo' },
         parameters: [
           { name: 'lr', type: 'continuous', min: 1e-7, max: 1, scale: 'log' },
           { name: 'optimizer', type: 'categorical', values: ['sgd', 'adam'] },
         ],
         objective: { metric: 'accuracy', direction: 'maximize' },
-        algorithm: { name: 'random', seed: 5 },
-        maxTrials: 16,
-        parallelTrials: 4,
-        earlyStopping: { rule: 'asha', minResourcePercent: 20, reductionFactor: 3, minTrialsAtRung: 2 },
+        algorithm: { name: 'random', seed: 11 },
+        // One trial at a time: which trials the median rule stops follows from the seed alone, not
+        // from how the trials' reports interleave.
+        maxTrials: 10,
+        parallelTrials: 1,
+        earlyStopping: { rule: 'median', minTrialsCompleted: 3, startAtPercent: 20 },
       },
-      { 'Idempotency-Key': 'asha-sweep' },
+      { 'Idempotency-Key': 'pruned-sweep' },
     );
     expect(sweep.status, JSON.stringify(sweep.body)).toBe(202);
     sweepId = sweep.body.sweepId;
