@@ -3,7 +3,9 @@
  *                  simulator as the EKS stand-in; prints how to call it and runs until Ctrl-C.
  *                  `--config FILE` loads teams, clusters and data-trigger rules (local/dev-config.ts,
  *                  examples/dev-config.yaml); `--kubeconfig FILE` drives that cluster instead of the
- *                  simulator. The serving hand-off queue's events are printed as they come.
+ *                  simulator. The serving hand-off queue's events are printed as they come. Its
+ *                  state folder is one per configuration file, and keeps the local ports
+ *                  (local/dev-ports.ts), so the printed commands stay valid after a restart.
  * `npm run demo` — the same, then submits a training run through the HTTP API, follows it with a
  *                  live progress line until it ends, and prints where the model and its output are.
  */
