@@ -3,7 +3,9 @@
  *                  simulator as the EKS stand-in; prints how to call it and runs until Ctrl-C.
  *                  `--config FILE` loads teams, clusters and data-trigger rules (local/dev-config.ts,
  *                  examples/dev-config.yaml); `--kubeconfig FILE` drives that cluster instead of the
- *                  simulator. The serving hand-off queue's events are printed as they come.
+ *                  simulator. The serving hand-off queue's events are printed as they come. Its
+ *                  state folder is one per configuration file, and keeps the local ports
+ *                  (local/dev-ports.ts), so the printed commands stay valid after a restart.
  * `npm run demo` — the same, then submits a training run through the HTTP API, follows it with a
  *                  live progress line until it ends, and prints where the model and its output are.
  */
@@ -26,6 +28,7 @@ import {
   loadDevConfig,
   planDev,
 } from './dev-config.ts';
+import { defaultStateDir, isFree, keepPorts, type LocalPorts, movedLines, planPorts } from './dev-ports.ts';
 import { startEmbedded } from './embedded.ts';
 import { apiRoutes, PRINCIPAL_HEADER, startHttpApi } from './http-api.ts';
 import { watchParents } from './parent-watch.ts';
@@ -64,13 +67,16 @@ try {
   process.exit(2);
 }
 /**
- * Where `npm run dev` keeps its state (the state table, S3 objects, queued messages) across
- * restarts; `--ephemeral` keeps everything in memory. The demo always starts clean.
+ * Where `npm run dev` keeps its state (the state table, S3 objects, queued messages, its ports)
+ * across restarts: one folder per configuration file unless named; `--ephemeral` keeps everything
+ * in memory. The demo always starts clean.
  */
 const stateDir =
   demo || flags.ephemeral
     ? undefined
-    : resolve(flags['state-dir'] ?? process.env.GANTRY_STATE_DIR ?? '.gantry/state');
+    : resolve(
+        flags['state-dir'] ?? process.env.GANTRY_STATE_DIR ?? defaultStateDir(flags.config, flags.kubeconfig),
+      );
 const port = Number(process.env.GANTRY_PORT ?? (demo ? 0 : 8080));
 // Simulated seconds per real second: an hour of "training" passes in a few seconds.
 const speed = Number(process.env.GANTRY_SIM_SPEED ?? devConfig.speed?.simulator ?? 600);
@@ -82,8 +88,13 @@ const trainSeconds = plan.defaultDurationSeconds ?? 1800;
 async function main() {
   // The demo shows its own progress line; the services' JSON logs would drown it (WARN and up still show).
   if (demo) process.env.GANTRY_LOG_LEVEL ??= 'warn';
+  const ports = await localPorts();
   // The queue consumer starts after the restart check, so a run it starts is never taken for a lost one.
-  const stackOptions = { consumer: false, ...(stateDir ? { stateDir } : {}) };
+  const stackOptions = {
+    consumer: false,
+    ports: { s3: ports.ports.s3, sqs: ports.ports.sqs, sfn: ports.ports.sfn },
+    ...(stateDir ? { stateDir } : {}),
+  };
   // The API answers 503 until the runs found in flight are restored (below).
   let recovered: () => void = () => {};
   const apiReady = new Promise<void>((resolve) => {
@@ -91,10 +102,19 @@ async function main() {
   });
   const { stack, api, close, ...rest } = plan.primaryKubeconfig
     ? await startOnCluster(plan, plan.primaryKubeconfig, stackOptions, apiReady)
-    : await startEmbedded({
-        ...embeddedOptions(plan, { simSpeed: speed, sfnSpeed, port, stack: stackOptions }),
-        apiReady,
-      });
+    : await startEmbedded(
+        withSimulatorPort(ports.ports.simulator, {
+          ...embeddedOptions(plan, { simSpeed: speed, sfnSpeed, port, stack: stackOptions }),
+          apiReady,
+        }),
+      );
+  const listening: LocalPorts = {
+    s3: portOf(stack.endpoints.s3),
+    sqs: portOf(stack.endpoints.sqs),
+    sfn: portOf(stack.endpoints.sfn),
+    simulator: 'sim' in rest ? rest.sim.port : ports.ports.simulator,
+  };
+  if (stateDir) keepPorts(stateDir, listening);
   // The local serving stage: each hand-off event is printed (and kept in the state directory).
   const servingFile = stateDir ? join(stateDir, 'serving-events.jsonl') : undefined;
   if (stateDir) mkdirSync(stateDir, { recursive: true });
@@ -148,7 +168,8 @@ async function main() {
   if (!demo) {
     // A runtime whose Job fails on its first failed pod, so a disrupted job shows a new attempt.
     if ('sim' in rest) await createRuntime(rest.sim.url, noRetryRuntime());
-    printHowTo(api.url, stack, servingFile, 'sim' in rest ? rest.sim.url : undefined);
+    const notes = stateDir ? movedLines(ports, listening, stateDir) : [];
+    printHowTo(api.url, stack, servingFile, 'sim' in rest ? rest.sim.url : undefined, notes);
     return;
   }
   let ok = false;
@@ -211,7 +232,13 @@ function identityHeader(team: TeamConfig): string {
   return note ? `${how}   (${note})` : how;
 }
 
-function printHowTo(url: string, stack: Stack, servingFile: string | undefined, simUrl: string | undefined) {
+function printHowTo(
+  url: string,
+  stack: Stack,
+  servingFile: string | undefined,
+  simUrl: string | undefined,
+  notes: string[],
+) {
   const team = plan.teams[0] as TeamConfig;
   const prefix =
     team.imagePrefixes.find((p) => p.startsWith('registry.local/')) ?? (team.imagePrefixes[0] as string);
@@ -260,10 +287,10 @@ function printHowTo(url: string, stack: Stack, servingFile: string | undefined, 
     : 'none';
   console.log(`
 Gantry is running on this machine (Ctrl-C stops it).
-
+${notes.map((n) => `\n  Note: ${n}\n`).join('')}
   HTTP API            ${url}
   Dashboard           ${url}/   (runs, sweeps, loss curves; README "Dashboard")
-  State               ${stateDir ? `${stateDir} (runs, sweeps, models and queued messages survive a restart; --ephemeral keeps nothing)` : 'in memory (--ephemeral): nothing survives a stop'}
+  State               ${stateDir ? `${stateDir} (runs, sweeps, models, queued messages and the ports below survive a restart; --ephemeral keeps nothing)` : 'in memory (--ephemeral): nothing survives a stop'}
   Step Functions API  ${stack.endpoints.sfn}
   S3 / SQS (fauxqs)   ${stack.endpoints.s3} / ${stack.endpoints.sqs}   bucket ${stack.bucket}
   Serving hand-off    ${serving}
@@ -281,9 +308,14 @@ ${
 ${plan.dataTriggers
   .slice(0, 1)
   .map((r) => {
-    const dir = `s3://${r.bucket ?? stack.bucket}/${r.prefix}${r.partitionDepth ? 'dt=2026-01-02/' : ''}`;
-    return `  aws --endpoint-url ${stack.endpoints.s3} s3 cp part-0${r.suffix ?? '.csv'} ${dir}part-0${r.suffix ?? '.csv'}${
-      r.marker ? `\n  aws --endpoint-url ${stack.endpoints.s3} s3 cp /dev/null ${dir}${r.marker}` : ''
+    const bucket = r.bucket ?? stack.bucket;
+    const key = `${r.prefix}${r.partitionDepth ? 'dt=2026-01-02/' : ''}`;
+    // An empty marker as Spark writes it: `s3api put-object` without --body (`s3 cp /dev/null` is
+    // skipped by the AWS CLI as a character device).
+    return `  aws --endpoint-url ${stack.endpoints.s3} s3 cp part-0${r.suffix ?? '.csv'} s3://${bucket}/${key}part-0${r.suffix ?? '.csv'}${
+      r.marker
+        ? `\n  aws --endpoint-url ${stack.endpoints.s3} s3api put-object --bucket ${bucket} --key ${key}${r.marker}`
+        : ''
     }`;
   })
   .join('\n')}
@@ -456,6 +488,38 @@ main().catch((err) => {
   console.error(err);
   process.exit(1);
 });
+
+/**
+ * The ports of the local S3, SQS, Step Functions and simulator (local/dev-ports.ts); a port named in
+ * the environment that is taken, and an API port (GANTRY_PORT) that is taken, stop the start here.
+ */
+async function localPorts() {
+  try {
+    const planned = await planPorts(stateDir);
+    if (port > 0 && !(await isFree(port))) {
+      throw new ValidationError([
+        {
+          field: 'GANTRY_PORT',
+          rule: `port ${port} on 127.0.0.1 is in use (another npm run dev?): set GANTRY_PORT to a free port, or 0 for any`,
+        },
+      ]);
+    }
+    return planned;
+  } catch (err) {
+    if (!(err instanceof ValidationError)) throw err;
+    console.error('Cannot start:');
+    for (const i of err.issues) console.error(`  ${i.field}: ${i.rule}`);
+    process.exit(2);
+  }
+}
+
+function withSimulatorPort<T extends { simulator?: Record<string, unknown> }>(simPort: number, o: T): T {
+  return simPort ? { ...o, simulator: { ...o.simulator, port: simPort } } : o;
+}
+
+function portOf(url: string): number {
+  return Number(new URL(url).port);
+}
 
 /** The local Step Functions endpoint as the workflow port (the restart starts executions through it). */
 function localWorkflow(stack: Stack) {

@@ -84,6 +84,12 @@ export interface StackOptions {
    */
   stateDir?: string;
   /**
+   * Ports to listen on (127.0.0.1): fauxqs (`sqs`, the SQS endpoint and the S3 proxy's upstream), the
+   * S3 endpoint (`s3`, the conditional-write proxy) and the Step Functions endpoint (`sfn`). Unset or
+   * 0: a free port. `npm run dev` keeps them in its state folder (local/dev-ports.ts).
+   */
+  ports?: { sqs?: number; s3?: number; sfn?: number };
+  /**
    * Lifecycle events (lib/events): the feed that plays the table's stream, the events queue and
    * its consumer. `sinkFile` defaults to `<stateDir>/events.jsonl` (none without a state dir);
    * `maxReceiveCount` is the queue's redrive (default 10); the backoff defaults to 1 s doubling to
@@ -172,10 +178,13 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       // A stack restarted on its state directory finds its bucket there.
       if (err.name !== 'BucketAlreadyOwnedByYou' && err.name !== 'BucketAlreadyExists') throw err;
     });
-    const q = await createQueues(sqs, {
-      eventsMaxReceiveCount: opts.events?.maxReceiveCount,
-      servingQueue: opts.servingQueue,
-    });
+    const q = onEndpoint(
+      await createQueues(sqs, {
+        eventsMaxReceiveCount: opts.events?.maxReceiveCount,
+        servingQueue: opts.servingQueue,
+      }),
+      sqsEndpoint,
+    );
     const eventsSinkFile =
       opts.events?.sinkFile ?? (opts.stateDir ? join(opts.stateDir, 'events.jsonl') : undefined);
     storage.senders.metric = async (body) => {
@@ -249,6 +258,18 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
 type StateTable = Awaited<ReturnType<typeof startLocalStateTable>>;
 
 /**
+ * The queues' URLs on this start's SQS endpoint. fauxqs keeps a queue's URL as it was made (on a
+ * state folder: with the port of the first start) and answers CreateQueue with it; its lookups ignore
+ * host and port, so the URL on today's endpoint names the same queue, and is the one that answers.
+ */
+function onEndpoint(q: StackQueues, sqsEndpoint: string): StackQueues {
+  const rebase = (url: string) => url.replace(/^https?:\/\/[^/]+/, sqsEndpoint);
+  return Object.fromEntries(
+    Object.entries(q).map(([k, v]) => [k, typeof v === 'string' && k.endsWith('Url') ? rebase(v) : v]),
+  ) as unknown as StackQueues;
+}
+
+/**
  * fauxqs (S3, SQS), the local state table, and the conditional-write S3 proxy whose notifications
  * feed the data-events and metrics queues (`senders`, set once the queues exist).
  */
@@ -257,7 +278,7 @@ async function startStorage(opts: StackOptions, closers: Closers) {
   // fauxqs listens on 0.0.0.0 whatever `host` says (that names the host in its URLs): keep it on loopback.
   const fauxqs = await onLoopback(() =>
     startFauxqs({
-      port: 0,
+      port: opts.ports?.sqs ?? 0,
       logger: false,
       host: '127.0.0.1',
       ...(opts.stateDir ? { dataDir: join(opts.stateDir, 'fauxqs') } : {}),
@@ -278,6 +299,7 @@ async function startStorage(opts: StackOptions, closers: Closers) {
     b === bucket && key.startsWith('runs/') && key.endsWith(METRIC_OBJECT_SUFFIX);
   const proxy = await startConditionalS3Proxy({
     upstream: `http://127.0.0.1:${fauxqs.port}`,
+    ...(opts.ports?.s3 ? { port: opts.ports.s3 } : {}),
     // As serverless.yml's NotificationConfiguration (data/), plus the prefixes of local rules.
     notifications: {
       watches: (b, key) =>
@@ -360,7 +382,11 @@ async function startStepFunctions(opts: StackOptions, closers: Closers) {
       return (payload) => invokeLocal(name, handler, payload);
     },
   });
-  const sfnServer = await startStepFunctionsServer({ engine: sfn, port: 0, host: '127.0.0.1' });
+  const sfnServer = await startStepFunctionsServer({
+    engine: sfn,
+    port: opts.ports?.sfn ?? 0,
+    host: '127.0.0.1',
+  });
   closers.push(() => sfnServer.close());
   return { sfn, sfnUrl: sfnServer.url, stateMachineArn };
 }

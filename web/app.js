@@ -5,6 +5,8 @@
  */
 import { runActions } from './actions.js';
 import { lineChart } from './charts.js';
+import { addCompareColumn, comparePage } from './compare.js';
+import { sweepPlots } from './sweep-plots.js';
 
 const DEV_PRINCIPAL = 'arn:aws:iam::000000000000:user/demo';
 const RUN_PHASES = [
@@ -288,6 +290,7 @@ async function runsPage(params) {
           : '',
       ),
     );
+    addCompareColumn(results, { h });
     // Keep following a list that still has runs in flight (first page only: later pages shift).
     return tokens.length === 0 && page.runs.some((r) => !TERMINAL.has(r.phase));
   }, results);
@@ -666,6 +669,7 @@ async function sweepPage(id) {
     const scored = s.trials.filter((t) => typeof t.objective === 'number');
 
     const perTrial = h('figure', { className: 'chart', id: 'chart-objective' });
+    const studyPlots = h('section', { className: 'card charts', id: 'sweep-plots' });
     const scatter = h('figure', { className: 'chart', id: 'chart-parameter' });
     const select = h(
       'select',
@@ -823,6 +827,7 @@ async function sweepPage(id) {
         h('div', { className: 'chart-wrap' }, h('h3', {}, `${s.objective.metric} per trial`), perTrial),
         h('div', { className: 'chart-wrap' }, h('h3', {}, 'Parameter vs objective: ', select), scatter),
       ),
+      studyPlots,
     );
     lineChart(
       perTrial,
@@ -839,6 +844,7 @@ async function sweepPage(id) {
       },
     );
     if (chosen) drawScatter();
+    await sweepPlots(studyPlots, s, { api, h });
     return !TERMINAL.has(s.phase);
   });
 }
@@ -858,6 +864,8 @@ async function route() {
     if (parts[0] === 'runs' && parts[1]) await runPage(parts[1]);
     else if (parts[0] === 'sweeps' && parts[1]) await sweepPage(parts[1]);
     else if (parts[0] === 'sweeps') await sweepsPage(params);
+    else if (parts[0] === 'compare')
+      await comparePage(params, { api, h, badge, runLink, fmtNum, poll, view });
     else if (!parts[0] || parts[0] === 'runs') await runsPage(params);
     else view().replaceChildren(errorBox(`No page ${location.hash}`));
   } catch (err) {

@@ -1,5 +1,6 @@
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fillEmptyPutContentType } from './fauxqs-shims.ts';
 
 /**
  * S3 conditional writes for the local S3 (fauxqs 2.4.1 honours `If-Match` / `If-None-Match`
@@ -9,7 +10,8 @@ import type { AddressInfo } from 'node:net';
  * - `If-Match: <etag>` — write only if the current ETag matches, else 412 (404 NoSuchKey when absent).
  * Writes to one key are serialised, so a check and its write cannot interleave with another
  * writer's (S3 itself may answer a concurrent loser with 409 ConditionalRequestConflict; the
- * client treats 409 and 412 alike). Every other request passes through unchanged.
+ * client treats 409 and 412 alike). Every other request passes through unchanged, but for an
+ * empty PUT without a Content-Type, which fauxqs answers with 500 (`fauxqs-shims.ts`).
  */
 export async function startConditionalS3Proxy(opts: {
   upstream: string;
@@ -168,6 +170,7 @@ export async function startConditionalS3Proxy(opts: {
   }
 
   const server = createServer((req, res) => {
+    fillEmptyPutContentType(req);
     const ifMatch = req.headers['if-match'];
     const ifNoneMatch = req.headers['if-none-match'];
     const url = new URL(req.url ?? '/', 'http://local');

@@ -1,8 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRunRecords } from '../../lib/run/records.ts';
@@ -45,6 +46,21 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/** A PUT with exactly these headers and no body (fetch would add a Content-Type). */
+function rawPut(url: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const r = httpRequest(url, { method: 'PUT', headers }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    r.on('error', reject);
+    r.end();
+  });
 }
 
 describe('the example dev configuration on the embedded default', () => {
@@ -144,6 +160,36 @@ describe('the example dev configuration on the embedded default', () => {
       ['gantry.model.published', 'vision-model', 'vision'],
     ]);
     expect(env.stack.env.GANTRY_SERVING_QUEUE_URL).toBe(env.stack.servingQueueUrl);
+  });
+
+  it('takes an empty _SUCCESS as Spark and `aws s3api put-object` write it, and retrains on that day', async () => {
+    const dir = 'data/vision/daily/dt=2026-01-03/';
+    await env.stack.s3.send(
+      new PutObjectCommand({ Bucket: env.stack.bucket, Key: `${dir}part-0.parquet`, Body: 'rows' }),
+    );
+    // The AWS CLI's request for `aws s3api put-object --bucket B --key K` (no --body): Content-Length 0,
+    // no Content-Type. The local S3 (fauxqs 2.4.1) answered it with 500 before local/s3/fauxqs-shims.ts.
+    const put = await rawPut(`${env.stack.endpoints.s3}/${env.stack.bucket}/${dir}_SUCCESS`, {
+      'content-length': '0',
+      'x-amz-content-sha256': 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+      'x-amz-checksum-crc32': 'AAAAAA==',
+    });
+    expect(put.status, put.body).toBe(200);
+    const head = await env.stack.s3.send(
+      new HeadObjectCommand({ Bucket: env.stack.bucket, Key: `${dir}_SUCCESS` }),
+    );
+    expect(head.ContentLength).toBe(0);
+    expect(head.ContentType).toBe('binary/octet-stream');
+    const triggered = await until('the run on the empty marker', async () => {
+      const runs = (await vision('GET', '/v1/runs?model=resnet50-daily')).body.runs as Body[];
+      const hit = [];
+      for (const r of runs) {
+        const records = makeRunRecords({ table: tableOf(env.stack), clock: { now: () => new Date() } });
+        if ((await records.get(r.runId))?.spec.trigger?.partition === 'dt=2026-01-03') hit.push(r);
+      }
+      return hit[0];
+    });
+    expect(await ended(vision, triggered.runId)).toMatchObject({ phase: 'Succeeded', team: 'vision' });
   });
 });
 

@@ -5,6 +5,7 @@ import { configSchemas } from '../../lib/config.ts';
 import { ROUTES } from '../../lib/intake/routes.ts';
 import { parseYaml } from '../../lib/yaml.ts';
 import { DevClusterSchema, DevConfigSchema, SimulatorSettingsSchema } from '../../local/dev-config.ts';
+import { PORT_ENV } from '../../local/dev-ports.ts';
 import { ROOT } from '../helpers/tiers.ts';
 
 const { ClusterConfigSchema, GantryConfigSchema, RuntimeEnvSchema, TeamConfigSchema } = configSchemas();
@@ -96,6 +97,7 @@ describe('README and docs/', () => {
       'GANTRY_SIM_SPEED',
       'GANTRY_SFN_SPEED',
       'GANTRY_STATE_DIR',
+      ...Object.values(PORT_ENV),
     ];
     expect(expected.filter((n) => !names.has(n))).toEqual([]);
   });
