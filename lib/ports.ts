@@ -62,8 +62,11 @@ export interface ClusterGateway {
   ): Promise<K8sObject>;
   /** Delete with background propagation; a job that is already gone is not an error. */
   deleteJob(api: JobApi, namespace: string, name: string, opts?: CallOptions): Promise<void>;
-  /** The admission gate of a job: its Kueue Workload or its PodGroup, when any. */
-  findAdmissionGate(job: K8sObject, opts?: CallOptions): Promise<K8sObject | undefined>;
+  /**
+   * The admission gates of a job: its Kueue Workload and its PodGroup, each when there is one (a gang
+   * runtime under Kueue has both); [] when none.
+   */
+  findAdmissionGates(job: K8sObject, opts?: CallOptions): Promise<K8sObject[]>;
   /**
    * Kueue Workloads and PodGroups of Gantry's jobs, listed once per tick by the reconciler: in
    * `scope.namespaces` only (one LIST each) when given, else across namespaces.

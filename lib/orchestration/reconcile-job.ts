@@ -56,8 +56,8 @@ export interface JobAt {
   gateway: ClusterGateway;
   api: JobApi;
   job: K8sObject;
-  /** Its Kueue Workload / PodGroup. */
-  gate: K8sObject | undefined;
+  /** Its Kueue Workload and/or PodGroup (admissionOfGates reads them). */
+  gates: readonly K8sObject[];
   /** This attempt's pods; undefined when pods could not be listed (health after admission off). */
   pods: unknown[] | undefined;
 }
@@ -124,7 +124,7 @@ function interpretJob(
 ): Promise<JobView> {
   return withDisruptionEvidence(
     at.gateway,
-    withPodHealth(toRunPhase(at.job, at.gate), health, at.job, r.healthOptions),
+    withPodHealth(toRunPhase(at.job, at.gates), health, at.job, r.healthOptions),
     at.pods,
     at.job,
     opts,

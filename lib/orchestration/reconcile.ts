@@ -148,7 +148,7 @@ interface Pass {
 /** One cluster's LISTs of a pass, the jobs paired with their gates and pods. */
 interface ClusterListing {
   cluster: Cluster;
-  gateByOwner: Map<string, K8sObject>;
+  gateByOwner: Map<string, K8sObject[]>;
   podsOfRun: ReturnType<typeof podsByRun> | undefined;
   work: Array<{ api: JobApi; job: K8sObject }>;
 }
@@ -384,7 +384,7 @@ async function reconcileJobs(
         gateway: cluster.gateway,
         api,
         job,
-        gate: gateByOwner.get(job.metadata.uid ?? ''),
+        gates: gateByOwner.get(job.metadata.uid ?? '') ?? [],
         pods: podsOfRun === undefined ? undefined : runPods,
       };
       const view = await reconcileJob(r, at, sinks, opts);
@@ -546,10 +546,15 @@ function waitForJobChange(r: Reconciling, ms: number, opts?: CallOptions): Promi
   });
 }
 
-function indexByOwner(gates: K8sObject[]): Map<string, K8sObject> {
-  const byOwner = new Map<string, K8sObject>();
+/** Every gate of each owner: a job under Kueue with a gang runtime has a Workload and a PodGroup. */
+function indexByOwner(gates: K8sObject[]): Map<string, K8sObject[]> {
+  const byOwner = new Map<string, K8sObject[]>();
   for (const gate of gates) {
-    for (const owner of gate.metadata.ownerReferences ?? []) byOwner.set(owner.uid, gate);
+    for (const owner of gate.metadata.ownerReferences ?? []) {
+      const list = byOwner.get(owner.uid);
+      if (list === undefined) byOwner.set(owner.uid, [gate]);
+      else list.push(gate);
+    }
   }
   return byOwner;
 }

@@ -315,14 +315,13 @@ export function describeClusterGateway(targetName: string, setup: () => Promise<
       const { job: lonely } = await gw.createJob(aTrainJob(t.shape, ns));
       const wl = await t.createObject(workloadFor(job));
 
-      const gate = await gw.findAdmissionGate(job);
-      const none = await gw.findAdmissionGate(lonely);
+      const gates = await gw.findAdmissionGates(job);
+      const none = await gw.findAdmissionGates(lonely);
 
-      expect(gate).toMatchObject({
-        kind: 'Workload',
-        metadata: { name: wl.metadata.name, uid: wl.metadata.uid },
-      });
-      expect(none).toBeUndefined();
+      expect(gates).toMatchObject([
+        { kind: 'Workload', metadata: { name: wl.metadata.name, uid: wl.metadata.uid } },
+      ]);
+      expect(none).toEqual([]);
     });
 
     it('finds a coscheduling PodGroup named like the job when there is no Workload', async () => {
@@ -330,13 +329,25 @@ export function describeClusterGateway(targetName: string, setup: () => Promise<
       const { job } = await gw.createJob(aTrainJob(t.shape, ns));
       const pg = await t.createObject(podGroupFor(job));
 
-      const gate = await gw.findAdmissionGate(job);
+      const gates = await gw.findAdmissionGates(job);
 
-      expect(gate).toMatchObject({
-        apiVersion: 'scheduling.x-k8s.io/v1alpha1',
-        kind: 'PodGroup',
-        metadata: { uid: pg.metadata.uid },
-      });
+      expect(gates).toMatchObject([
+        { apiVersion: 'scheduling.x-k8s.io/v1alpha1', kind: 'PodGroup', metadata: { uid: pg.metadata.uid } },
+      ]);
+    });
+
+    it('finds both the Workload and the PodGroup of a gang job under Kueue', async () => {
+      const ns = await t.namespace();
+      const { job } = await gw.createJob(aTrainJob(t.shape, ns));
+      const wl = await t.createObject(workloadFor(job));
+      const pg = await t.createObject(podGroupFor(job));
+
+      const gates = await gw.findAdmissionGates(job);
+
+      expect(gates.map((g) => [g.kind, g.metadata.uid])).toEqual([
+        ['Workload', wl.metadata.uid],
+        ['PodGroup', pg.metadata.uid],
+      ]);
     });
 
     it("lists admission gates of jobs (one list per kind) and leaves out gates of other owners' objects", async () => {

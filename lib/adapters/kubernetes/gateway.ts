@@ -216,14 +216,16 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
       );
     },
 
-    async findAdmissionGate(job, opts) {
+    async findAdmissionGates(job, opts) {
       const namespace = job.metadata.namespace;
-      if (!namespace) return undefined;
+      if (!namespace) return [];
       const uid =
         job.metadata.uid ?? (await getJob(jobApiOf(job), namespace, job.metadata.name, opts))?.metadata.uid;
-      if (!uid) return undefined;
+      if (!uid) return [];
       const d = await discovery(opts);
       const c = await api(opts);
+      // Both kinds, as the reconciler's LIST sees them: admissionOfGates applies the one rule.
+      const found: K8sObject[] = [];
       if (d.workloads) {
         const wl = d.workloads;
         const items = await listAll(
@@ -242,8 +244,8 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
           `${wl.group}/${wl.version}`,
           wl.kind,
         );
-        const found = items.find((w) => ownedBy(w, uid)) ?? items[0];
-        if (found) return found;
+        const workload = items.find((w) => ownedBy(w, uid)) ?? items[0];
+        if (workload) found.push(workload);
       }
       for (const pg of d.podGroups) {
         const obj = (await getOrUndefined(`get ${name(pg)} ${at(namespace, job.metadata.name)}`, () =>
@@ -251,10 +253,11 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
         )) as K8sObject | undefined;
         // A PodGroup of the job's name that another owner holds is not this job's gate.
         if (obj && (!obj.metadata.ownerReferences?.length || ownedBy(obj, uid))) {
-          return withTypeMeta([obj], `${pg.group}/${pg.version}`, pg.kind)[0];
+          found.push(...withTypeMeta([obj], `${pg.group}/${pg.version}`, pg.kind));
+          break;
         }
       }
-      return undefined;
+      return found;
     },
 
     async listAdmissionGates(opts, scope) {
