@@ -277,6 +277,51 @@ export const GANG_SCENARIOS: Scenario[] = [
   },
 ];
 
+/**
+ * Queued runs on the gang runtime: Kueue admits or keeps the Workload queued, and Trainer's PodGroup
+ * (built while the TrainJob is still suspended) places the admitted gang (Coscheduling).
+ */
+export const KUEUE_GANG_SCENARIOS: Scenario[] = [
+  {
+    name: 'queued gang fits: Kueue admits, the PodGroup places it, the run succeeds',
+    async run(ctx) {
+      const run = ctx.driver.spec(
+        queued({
+          runtime: { name: GANG_RUNTIME },
+          numNodes: 2,
+          resourcesPerNode: { gpu: 4 },
+          env: { [KWOK_ENV.runDuration]: '10s' },
+        }),
+        ctx.ns,
+      );
+      const arn = await ctx.driver.start(run);
+      await phaseIs(ctx, run.runId, 'Running');
+      await ctx.playTraining(run);
+      await ctx.driver.finished(arn, 150_000);
+      await ctx.jobGone(run);
+      return settled(ctx, run.runId);
+    },
+  },
+  {
+    name: 'queued gang over quota: Kueue keeps it queued beside its PodGroup, AdmissionTimeout',
+    async run(ctx) {
+      const run = ctx.driver.spec(
+        queued({
+          runtime: { name: GANG_RUNTIME },
+          numNodes: 3,
+          resourcesPerNode: { gpu: 4 },
+          admissionDeadlineSeconds: 600,
+        }),
+        ctx.ns,
+      );
+      const arn = await ctx.driver.start(run);
+      await ctx.driver.finished(arn, 90_000);
+      await ctx.jobGone(run);
+      return settled(ctx, run.runId);
+    },
+  },
+];
+
 function observe(r: RunRecord): Observed {
   return {
     phases: r.transitions.map((t) => (t.reason ? `${t.phase}/${t.reason}` : t.phase)),
