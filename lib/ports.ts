@@ -42,14 +42,14 @@ export interface ClusterGateway {
   listManagedJobs(api: JobApi, opts?: CallOptions): Promise<K8sObject[]>;
   /**
    * Watch Gantry-managed jobs of this kind from this gateway's last `listManagedJobs` of it, for at
-   * most `timeoutSeconds`: each added or modified job goes to `onJob` until it answers 'stop'.
-   * 'expired': the list is too old to watch from (list again). Optional: a gateway that cannot
-   * watch leaves the reconciler to its period.
+   * most `timeoutSeconds`: each added, modified or deleted (`deleted` true, the job's last state)
+   * job goes to `onJob` until it answers 'stop'. 'expired': the list is too old to watch from (list
+   * again). Optional: a gateway that cannot watch leaves the reconciler to its period.
    */
   watchManagedJobs?(
     api: JobApi,
     timeoutSeconds: number,
-    onJob: (job: K8sObject) => 'stop' | undefined,
+    onJob: (job: K8sObject, deleted?: boolean) => 'stop' | undefined,
     opts?: CallOptions,
   ): Promise<'stopped' | 'ended' | 'expired'>;
   /** Merge-patch annotations (a null value removes the key). */

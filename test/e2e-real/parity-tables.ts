@@ -99,6 +99,8 @@ interface Ctx {
   /** What the training code writes while the job runs (the simulator's code writes it itself). */
   playTraining(run: RunSpec): Promise<void>;
   jobGone(run: RunSpec): Promise<unknown>;
+  /** The HTTP status of a GET on the cluster (real apiserver or simulator). */
+  status(path: string): Promise<number>;
 }
 
 interface Scenario {
@@ -315,6 +317,17 @@ export const KUEUE_GANG_SCENARIOS: Scenario[] = [
         ctx.ns,
       );
       const arn = await ctx.driver.start(run);
+      // Trainer builds the PodGroup of the suspended, queued TrainJob: both gates exist.
+      await ctx.driver.waitFor(
+        `PodGroup ${run.jobName} of the queued job`,
+        async () =>
+          (await ctx.status(
+            `/apis/scheduling.x-k8s.io/v1alpha1/namespaces/${ctx.ns}/podgroups/${run.jobName}`,
+          )) === 200
+            ? true
+            : undefined,
+        30_000,
+      );
       await ctx.driver.finished(arn, 90_000);
       await ctx.jobGone(run);
       return settled(ctx, run.runId);
@@ -389,6 +402,7 @@ export function parityTable(t: Table) {
           driver,
           ns,
           playTraining: (run) => driver.writeOutput(stack.s3, run),
+          status: async (path) => (await hc.request('GET', path)).status,
           jobGone: (run) =>
             driver.waitFor(
               `TrainJob ${run.jobName} to be deleted`,
@@ -486,6 +500,7 @@ export function parityTable(t: Table) {
           driver,
           ns: 'demo',
           playTraining: async () => undefined,
+          status: async (path) => (await fetch(`${env.sim.url}${path}`)).status,
           jobGone: (run) =>
             driver.waitFor(
               `TrainJob ${run.jobName} to be deleted`,

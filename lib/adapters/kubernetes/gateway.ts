@@ -186,9 +186,10 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
               expired = true; // 410 Expired (or any error event): the stream ends here
               return 'stop';
             }
-            if (event.type !== 'ADDED' && event.type !== 'MODIFIED') return undefined;
+            const deleted = event.type === 'DELETED';
+            if (event.type !== 'ADDED' && event.type !== 'MODIFIED' && !deleted) return undefined;
             const [job] = withTypeMeta([event.object], `${jobApi.group}/${jobApi.version}`, jobApi.kind);
-            return job ? onJob(job) : undefined;
+            return job ? onJob(job, deleted) : undefined;
           },
           callOptions(opts),
         ),
