@@ -38,6 +38,8 @@ export interface GatewayTarget {
   expectedCapabilities?: ClusterCapabilities;
   /** GET an API path as admin (e.g. a list of Events), parsed. */
   getJson(path: string): Promise<unknown>;
+  /** Another gateway on the same target whose LISTs ask for `limit` items a page. */
+  gatewayWithPageSize(limit: number): Promise<ClusterGateway>;
 }
 
 const TRAINJOB: JobApi = jobApi('trainer-v2.2');
@@ -211,6 +213,48 @@ export function describeClusterGateway(targetName: string, setup: () => Promise<
       expect(seen.map((j) => j.metadata.name)).not.toContain(unmanaged.metadata.name);
       for (const j of seen) expect(j.metadata.resourceVersion).not.toBe(listed.get(j.metadata.uid));
       expect(quiet).toBe('ended');
+    });
+
+    it("a watched job deleted by someone else arrives as deleted, its last state carrying Gantry's token", async () => {
+      if (!gw.watchManagedJobs) throw new Error('the gateway cannot watch');
+      const ns = await t.namespace();
+      const { job } = await gw.createJob(aTrainJob(t.shape, ns));
+      await gw.annotateJob(TRAINJOB, ns, job.metadata.name, { 'gantry.dev/completion-token': 'tok-d' });
+      await gw.listManagedJobs(TRAINJOB);
+      const seen: Array<{ deleted: boolean; token: string | undefined }> = [];
+
+      const watching = gw.watchManagedJobs(TRAINJOB, 20, (j, deleted) => {
+        if (j.metadata.uid !== job.metadata.uid) return undefined;
+        seen.push({
+          deleted: deleted === true,
+          token: j.metadata.annotations?.['gantry.dev/completion-token'],
+        });
+        return deleted ? 'stop' : undefined;
+      });
+      await gw.deleteJob(TRAINJOB, ns, job.metadata.name);
+      const how = await watching;
+
+      expect(how).toBe('stopped');
+      expect(seen.at(-1)).toEqual({ deleted: true, token: 'tok-d' });
+    });
+
+    it('reads every page of its LISTs (limit 2): jobs and admission gates over several pages', async () => {
+      const paged = await t.gatewayWithPageSize(2);
+      const ns = await t.namespace();
+      const jobs: K8sObject[] = [];
+      for (let i = 0; i < 5; i++) jobs.push((await gw.createJob(aTrainJob(t.shape, ns))).job);
+      for (const job of jobs) await t.createObject(workloadFor(job));
+
+      const listed = (await paged.listManagedJobs(TRAINJOB)).filter((j) => j.metadata.namespace === ns);
+      const gates = await paged.listAdmissionGates(undefined, { namespaces: [ns] });
+      const all = await paged.listAdmissionGates();
+
+      const uids = jobs.map((j) => j.metadata.uid).sort();
+      expect(listed.map((j) => j.metadata.uid).sort()).toEqual(uids);
+      expect(gates.map((g) => g.metadata.ownerReferences?.[0]?.uid).sort()).toEqual(uids);
+      expect(all.filter((g) => g.metadata.namespace === ns)).toHaveLength(5);
+      // The same as one page of 500 returns
+      expect((await gw.listManagedJobs(TRAINJOB)).filter((j) => j.metadata.namespace === ns)).toHaveLength(5);
     });
 
     it('sets and removes annotations with a merge patch, leaving the others alone', async () => {

@@ -38,6 +38,8 @@ export interface KubernetesGatewayDeps {
   fetchTimeoutMs?: number;
   /** `fieldManager` of Gantry's writes. Default `gantry`. */
   fieldManager?: string;
+  /** Items per LIST page (`limit`). Default 500 (LIST_PAGE); tests use a small one to read many pages. */
+  listPageSize?: number;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -68,6 +70,7 @@ function ownedBy(o: K8sObject, uid: string): boolean {
 export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGateway {
   const timeoutMs = deps.fetchTimeoutMs ?? DEFAULT_TIMEOUT_MS;
   const fieldManager = deps.fieldManager ?? 'gantry';
+  const pageSize = deps.listPageSize ?? LIST_PAGE;
   let client: Promise<CustomObjectsApi> | undefined;
   let discovered: Promise<Discovered> | undefined;
   /** The resourceVersion of the last LIST of each job kind's managed jobs (`watchManagedJobs` starts there). */
@@ -153,7 +156,7 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
               version: jobApi.version,
               resourcePlural: jobApi.plural,
               labelSelector: MANAGED_SELECTOR,
-              limit: LIST_PAGE,
+              limit: pageSize,
               ...(cont ? { _continue: cont } : {}),
             },
             callOptions(opts),
@@ -171,7 +174,8 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
       // Never listed: a watch without a version would replay every job as ADDED; list first.
       if (resourceVersion === undefined) return 'expired';
       let expired = false;
-      const ended = await kubeCall(`watch ${name(jobApi)} ${MANAGED_SELECTOR}`, () =>
+      const what = `watch ${name(jobApi)} ${MANAGED_SELECTOR}`;
+      const ended = await kubeCall(what, () =>
         c.watchCustomObjectForAllNamespaces(
           {
             group: jobApi.group,
@@ -192,7 +196,14 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
             return job ? onJob(job, deleted) : undefined;
           },
           callOptions(opts),
-        ),
+        ).catch((err: unknown) => {
+          // 410 Gone as the response itself (not as an ERROR event): the version is compacted too.
+          if (httpStatusOf(err) === 410) {
+            expired = true;
+            return 'ended' as const;
+          }
+          throw err;
+        }),
       );
       return expired ? 'expired' : ended;
     },
@@ -237,7 +248,7 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
                 ...wl,
                 namespace,
                 labelSelector: `${KUEUE_JOB_UID}=${uid}`,
-                limit: LIST_PAGE,
+                limit: pageSize,
                 ...(cont ? { _continue: cont } : {}),
               },
               callOptions(opts),
@@ -271,7 +282,7 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
         listAll(
           `list ${name(r)}${namespace === undefined ? '' : ` in ${namespace}`}`,
           (cont) => {
-            const page = { limit: LIST_PAGE, ...(cont ? { _continue: cont } : {}) };
+            const page = { limit: pageSize, ...(cont ? { _continue: cont } : {}) };
             return namespace === undefined
               ? c.listCustomObjectForAllNamespaces(
                   { group: r.group, version: r.version, resourcePlural: r.plural, ...page },
@@ -305,7 +316,7 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
         `list pods ${labelSelector}`,
         (cont) =>
           c.listPodForAllNamespaces(
-            { labelSelector, limit: LIST_PAGE, ...(cont ? { _continue: cont } : {}) },
+            { labelSelector, limit: pageSize, ...(cont ? { _continue: cont } : {}) },
             callOptions(opts),
           ),
         'v1',
@@ -333,7 +344,7 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
           `list ${name(r)}`,
           (cont) =>
             c.listClusterCustomObject(
-              { ...r, limit: LIST_PAGE, ...(cont ? { _continue: cont } : {}) },
+              { ...r, limit: pageSize, ...(cont ? { _continue: cont } : {}) },
               callOptions(opts),
             ),
           `${r.group}/${r.version}`,
@@ -358,7 +369,7 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
             {
               namespace,
               fieldSelector: 'involvedObject.kind=Pod',
-              limit: LIST_PAGE,
+              limit: pageSize,
               ...(cont ? { _continue: cont } : {}),
             },
             callOptions(opts),
