@@ -176,34 +176,36 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
       let expired = false;
       const what = `watch ${name(jobApi)} ${MANAGED_SELECTOR}`;
       const ended = await kubeCall(what, () =>
-        c.watchCustomObjectForAllNamespaces(
-          {
-            group: jobApi.group,
-            version: jobApi.version,
-            resourcePlural: jobApi.plural,
-            labelSelector: MANAGED_SELECTOR,
-            resourceVersion,
-            timeoutSeconds,
-          },
-          (event) => {
-            if (event.type === 'ERROR') {
-              expired = true; // 410 Expired (or any error event): the stream ends here
-              return 'stop';
+        c
+          .watchCustomObjectForAllNamespaces(
+            {
+              group: jobApi.group,
+              version: jobApi.version,
+              resourcePlural: jobApi.plural,
+              labelSelector: MANAGED_SELECTOR,
+              resourceVersion,
+              timeoutSeconds,
+            },
+            (event) => {
+              if (event.type === 'ERROR') {
+                expired = true; // 410 Expired (or any error event): the stream ends here
+                return 'stop';
+              }
+              const deleted = event.type === 'DELETED';
+              if (event.type !== 'ADDED' && event.type !== 'MODIFIED' && !deleted) return undefined;
+              const [job] = withTypeMeta([event.object], `${jobApi.group}/${jobApi.version}`, jobApi.kind);
+              return job ? onJob(job, deleted) : undefined;
+            },
+            callOptions(opts),
+          )
+          .catch((err: unknown) => {
+            // 410 Gone as the response itself (not as an ERROR event): the version is compacted too.
+            if (httpStatusOf(err) === 410) {
+              expired = true;
+              return 'ended' as const;
             }
-            const deleted = event.type === 'DELETED';
-            if (event.type !== 'ADDED' && event.type !== 'MODIFIED' && !deleted) return undefined;
-            const [job] = withTypeMeta([event.object], `${jobApi.group}/${jobApi.version}`, jobApi.kind);
-            return job ? onJob(job, deleted) : undefined;
-          },
-          callOptions(opts),
-        ).catch((err: unknown) => {
-          // 410 Gone as the response itself (not as an ERROR event): the version is compacted too.
-          if (httpStatusOf(err) === 410) {
-            expired = true;
-            return 'ended' as const;
-          }
-          throw err;
-        }),
+            throw err;
+          }),
       );
       return expired ? 'expired' : ended;
     },
