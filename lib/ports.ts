@@ -42,14 +42,14 @@ export interface ClusterGateway {
   listManagedJobs(api: JobApi, opts?: CallOptions): Promise<K8sObject[]>;
   /**
    * Watch Gantry-managed jobs of this kind from this gateway's last `listManagedJobs` of it, for at
-   * most `timeoutSeconds`: each added or modified job goes to `onJob` until it answers 'stop'.
-   * 'expired': the list is too old to watch from (list again). Optional: a gateway that cannot
-   * watch leaves the reconciler to its period.
+   * most `timeoutSeconds`: each added, modified or deleted (`deleted` true, the job's last state)
+   * job goes to `onJob` until it answers 'stop'. 'expired': the list is too old to watch from (list
+   * again). Optional: a gateway that cannot watch leaves the reconciler to its period.
    */
   watchManagedJobs?(
     api: JobApi,
     timeoutSeconds: number,
-    onJob: (job: K8sObject) => 'stop' | undefined,
+    onJob: (job: K8sObject, deleted?: boolean) => 'stop' | undefined,
     opts?: CallOptions,
   ): Promise<'stopped' | 'ended' | 'expired'>;
   /** Merge-patch annotations (a null value removes the key). */
@@ -62,8 +62,11 @@ export interface ClusterGateway {
   ): Promise<K8sObject>;
   /** Delete with background propagation; a job that is already gone is not an error. */
   deleteJob(api: JobApi, namespace: string, name: string, opts?: CallOptions): Promise<void>;
-  /** The admission gate of a job: its Kueue Workload or its PodGroup, when any. */
-  findAdmissionGate(job: K8sObject, opts?: CallOptions): Promise<K8sObject | undefined>;
+  /**
+   * The admission gates of a job: its Kueue Workload and its PodGroup, each when there is one (a gang
+   * runtime under Kueue has both); [] when none.
+   */
+  findAdmissionGates(job: K8sObject, opts?: CallOptions): Promise<K8sObject[]>;
   /**
    * Kueue Workloads and PodGroups of Gantry's jobs, listed once per tick by the reconciler: in
    * `scope.namespaces` only (one LIST each) when given, else across namespaces.

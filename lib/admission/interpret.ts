@@ -40,6 +40,11 @@ export interface Admission {
    * PodsReadyTimeout and requeued it (Kueue counts nothing else there; reset on reactivation).
    */
   requeues?: number;
+  /**
+   * A PodGroup beside a Kueue Workload (a gang runtime under Kueue): the PodGroup's own reading. Kueue
+   * decides admission and eviction; this adds whether the admitted gang is placed yet.
+   */
+  gang?: Admission;
 }
 
 export const KUEUE_GROUP = 'kueue.x-k8s.io';
@@ -60,6 +65,42 @@ export function interpretAdmission(gate: K8sObject | undefined): Admission {
     default:
       return { state: 'Unknown', source: 'none' };
   }
+}
+
+/**
+ * The one rule for a job's gates, whichever path read them (the reconciler's LIST or the single-job
+ * check). A job may have both a Kueue Workload and a PodGroup: Trainer builds the PodGroup of a gang
+ * runtime for a suspended TrainJob too (pkg/runtime/framework/plugins/coscheduling Build), so under
+ * Kueue both exist from the start. Kueue then decides admission and eviction (queued, inadmissible,
+ * evicted, deactivated, finished: the Workload's reading as it is), and the PodGroup's reading rides
+ * along as `gang`: once Kueue admitted the job, a gang the scheduler cannot place yet keeps the run
+ * Pending with the PodGroup's reason (lib/trainjob/status.ts). Without a Workload the PodGroup
+ * decides alone. Order does not matter; of several gates of one kind the first is used.
+ */
+export function admissionOfGates(gates: K8sObject | readonly K8sObject[] | undefined): Admission {
+  const list = gates === undefined ? [] : Array.isArray(gates) ? gates : [gates as K8sObject];
+  const workload = list.find((g) => apiGroupOf(asRecord(g)?.apiVersion) === KUEUE_GROUP);
+  const podGroup = list.find((g) => {
+    const group = apiGroupOf(asRecord(g)?.apiVersion);
+    return group === COSCHEDULING_GROUP || group === VOLCANO_GROUP;
+  });
+  if (workload === undefined) return interpretAdmission(podGroup);
+  const kueue = interpretAdmission(workload);
+  return podGroup === undefined ? kueue : { ...kueue, gang: interpretAdmission(podGroup) };
+}
+
+/**
+ * What the run's admission note shows: the gate's reading, except that a gang Kueue admitted but the
+ * scheduler has not placed yet shows the PodGroup's (its phase and why).
+ */
+export function admissionNote(a: Admission): Admission {
+  return a.state === 'Admitted' && a.gang?.state === 'Queued' ? a.gang : a;
+}
+
+/** The Workload among a job's gates, when Kueue gates it. */
+export function workloadOf(gates: K8sObject | readonly K8sObject[] | undefined): K8sObject | undefined {
+  const list = gates === undefined ? [] : Array.isArray(gates) ? gates : [gates as K8sObject];
+  return list.find((g) => apiGroupOf(asRecord(g)?.apiVersion) === KUEUE_GROUP);
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ import type { CallOptions, ClusterGateway } from '../ports.ts';
 import type { RunRequest } from '../run/schema.ts';
 import { chooseShape, type ShapeChoice } from '../trainjob/capabilities.ts';
 import { describeDelivery, initializerJobs } from '../trainjob/initializers.ts';
+import { runtimeShapeProblem } from '../trainjob/runtime-jobs.ts';
 import { clusterRuntimes } from './runtimes.ts';
 import { acceptRequest, checkModelOwner, type SubmitRunInput } from './submit-run.ts';
 import { requestedTotals } from './tenancy.ts';
@@ -117,6 +118,9 @@ export function makeValidateRun(deps: ValidateRunDeps) {
     }
     const runtime = runtimes.find((r) => r.metadata.name === name);
     if (runtime) {
+      // The shape CreateJob needs (a `node` job), checked here so a dry run finds what the run would fail on.
+      const problem = runtimeShapeProblem(runtime);
+      if (problem) return { name: 'runtime', status: 'failed', message: `${problem} (cluster ${cluster})` };
       const exists = `ClusterTrainingRuntime ${name} exists on ${cluster}`;
       if (!uris) return { name: 'runtime', status: 'passed', message: exists };
       // The initializer rules differ by Trainer release (v2.3 also wants the `initializer` volume).

@@ -5,7 +5,8 @@ import type { K8sObject } from '../trainjob/types.ts';
 /**
  * Which pods of a job have a log worth keeping and under which name (pure). Every pod of the job
  * counts: the trainer's nodes, and a TrainJob's initializers and launcher when its runtime has them
- * (they may not carry Gantry's labels, so the job's own label finds them). A node's current pod is
+ * (Gantry labels them all since CreateJob patches every replicated job, but a job built before that
+ * or of a namespaced runtime may not: the job's own label finds them either way). A node's current pod is
  * `node-<N>`, the name `GET /v1/runs/{id}/logs?node=N` reads; a pod it replaced keeps its own name.
  */
 

@@ -56,8 +56,8 @@ export interface JobAt {
   gateway: ClusterGateway;
   api: JobApi;
   job: K8sObject;
-  /** Its Kueue Workload / PodGroup. */
-  gate: K8sObject | undefined;
+  /** Its Kueue Workload and/or PodGroup (admissionOfGates reads them). */
+  gates: readonly K8sObject[];
   /** This attempt's pods; undefined when pods could not be listed (health after admission off). */
   pods: unknown[] | undefined;
 }
@@ -124,7 +124,7 @@ function interpretJob(
 ): Promise<JobView> {
   return withDisruptionEvidence(
     at.gateway,
-    withPodHealth(toRunPhase(at.job, at.gate), health, at.job, r.healthOptions),
+    withPodHealth(toRunPhase(at.job, at.gates), health, at.job, r.healthOptions),
     at.pods,
     at.job,
     opts,
@@ -251,4 +251,47 @@ export async function answer(
     opts,
   );
   if (!delivered) r.log({ level: 'INFO', msg: 'cleared a stale task token', runId, stage });
+}
+
+/**
+ * A job deleted while it carried waits (the watch's DELETED event, or a job the last pass listed with
+ * a token and this one no longer finds): someone other than Gantry deleted it (Gantry answers before
+ * it deletes, or its execution has ended). Each token fails `JobVanished` now instead of after the
+ * state machine's heartbeat timeout; a token already answered is stale and only logged. Nothing is
+ * annotated or noted: the job is gone. False when a failure could not be sent (the caller retries).
+ */
+export async function answerVanished(
+  r: JobReconciling,
+  job: K8sObject,
+  tokens: ReadonlyMap<string, string>,
+  report: TickReport,
+  opts?: CallOptions,
+): Promise<boolean> {
+  const runId = job.metadata.labels?.[LABEL.runId];
+  const view = toRunPhase(undefined);
+  try {
+    for (const [stage, key] of TOKEN_KEYS) {
+      const token = tokens.get(key);
+      if (!token) continue;
+      const decision = decide(stage, view, { now: r.clock.now() });
+      if (decision.kind !== 'fail') continue;
+      await r.answers.take();
+      const delivered = await r.workflow.sendTaskFailure(token, decision.error, failureCause(decision), opts);
+      r.beaten.delete(token);
+      if (delivered) report.failed++;
+      r.log({
+        level: delivered ? 'WARN' : 'INFO',
+        msg: delivered
+          ? 'job deleted outside Gantry: run fails JobVanished'
+          : 'deleted job had a stale token',
+        runId,
+        job: `${job.metadata.namespace ?? ''}/${job.metadata.name}`,
+        stage,
+      });
+    }
+    return true;
+  } catch (err) {
+    r.log({ level: 'ERROR', msg: 'answering a deleted job failed', runId, error: String(err) });
+    return false;
+  }
 }

@@ -20,6 +20,7 @@ import { makeOrphanRemoval, type OrphanDeps } from './orphans.ts';
 import { type Pacer, UNPACED } from './pacing.ts';
 import {
   answer,
+  answerVanished,
   type JobAt,
   type JobReconciling,
   type JobSinks,
@@ -30,9 +31,20 @@ import { makeRecordWrites, type PendingRecord } from './record-writes.ts';
 import { makeStallActions } from './stall-actions.ts';
 import { drainedSweeps, waitsForQuota } from './sweep-queue.ts';
 import { emptyReport, type TickReport } from './tick-report.ts';
-import { jobKey, type Listed, type WakeReason, waitForChange, watchedForm } from './wake.ts';
+import {
+  jobKey,
+  type Listed,
+  tokensOf,
+  vanishedSince,
+  type WakeReason,
+  waitForChange,
+  watchedForm,
+} from './wake.ts';
 
 export { HEARTBEAT_EVERY_SECONDS } from './heartbeats.ts';
+
+/** A failing watch is logged at most this often per cluster (each line counts the failures since). */
+export const WATCH_FAILURE_LOG_EVERY_MS = 60_000;
 export { emptyReport, type TickReport } from './tick-report.ts';
 
 export interface ReconcilerDeps {
@@ -122,8 +134,8 @@ interface Reconciling extends JobReconciling {
   sweepsEveryMs: number;
   /** Per sweep, its trial jobs the last pass that listed every cluster saw waiting for quota. */
   queuedBefore: Map<string, number>;
-  /** Clusters whose job watch failed: logged once per reconciler. */
-  watchFailed: Set<string>;
+  /** Watch failures per cluster: when one was last logged, and how many since (rate-limited log). */
+  watchFailed: Map<string, { loggedAt: number; unlogged: number }>;
   heartbeat: ReturnType<typeof makeHeartbeats>['heartbeat'];
   inSendOrder: ReturnType<typeof makeHeartbeats>['inSendOrder'];
   writeRecords: ReturnType<typeof makeRecordWrites>['writeRecords'];
@@ -148,7 +160,7 @@ interface Pass {
 /** One cluster's LISTs of a pass, the jobs paired with their gates and pods. */
 interface ClusterListing {
   cluster: Cluster;
-  gateByOwner: Map<string, K8sObject>;
+  gateByOwner: Map<string, K8sObject[]>;
   podsOfRun: ReturnType<typeof podsByRun> | undefined;
   work: Array<{ api: JobApi; job: K8sObject }>;
 }
@@ -244,7 +256,7 @@ function reconciling(deps: ReconcilerDeps): Reconciling {
     sweptAt: Number.NEGATIVE_INFINITY,
     sweepsEveryMs: (deps.sweepsEverySeconds ?? 0) * 1000,
     queuedBefore: new Map(),
-    watchFailed: new Set(),
+    watchFailed: new Map(),
     heartbeat,
     inSendOrder,
     writeRecords,
@@ -345,12 +357,10 @@ async function listJobs(
     return undefined;
   }
   // Between passes the watch needs only each job's watched form (wake.ts), not the listed object.
-  r.listed.set(cluster.name, {
-    cluster: cluster.name,
-    gateway: cluster.gateway,
-    apis,
-    jobs: new Map(jobLists.flat().map((job) => [jobKey(job), watchedForm(job)])),
-  });
+  const jobs = new Map(jobLists.flat().map((job) => [jobKey(job), watchedForm(job)]));
+  for (const gone of vanishedSince(r.listed.get(cluster.name), jobs))
+    await answerVanished(r, gone, tokensOf(gone), pass.report, opts);
+  r.listed.set(cluster.name, { cluster: cluster.name, gateway: cluster.gateway, apis, jobs });
   const work = apis.flatMap((api, i) => (jobLists[i] ?? []).map((job) => ({ api, job })));
   const listing = {
     cluster,
@@ -384,7 +394,7 @@ async function reconcileJobs(
         gateway: cluster.gateway,
         api,
         job,
-        gate: gateByOwner.get(job.metadata.uid ?? ''),
+        gates: gateByOwner.get(job.metadata.uid ?? '') ?? [],
         pods: podsOfRun === undefined ? undefined : runPods,
       };
       const view = await reconcileJob(r, at, sinks, opts);
@@ -533,23 +543,36 @@ function waitForJobChange(r: Reconciling, ms: number, opts?: CallOptions): Promi
   return waitForChange(r.listed.values(), ms, {
     ...(opts?.signal ? { signal: opts.signal } : {}),
     answer: (c, api, job) => answerFromWatch(r, c, api, job, opts),
+    vanished: (_c, _api, job) => answerVanished(r, job, tokensOf(job), r.betweenPasses, opts),
     onError: (cluster, err) => {
-      if (r.watchFailed.has(cluster)) return;
-      r.watchFailed.add(cluster);
+      // Every failure counts; a line at most once a minute per cluster, with how many it stands for.
+      const nowMs = r.clock.now().getTime();
+      const seen = r.watchFailed.get(cluster) ?? { loggedAt: Number.NEGATIVE_INFINITY, unlogged: 0 };
+      seen.unlogged++;
+      r.watchFailed.set(cluster, seen);
+      if (nowMs - seen.loggedAt < WATCH_FAILURE_LOG_EVERY_MS) return;
       r.log({
         level: 'WARN',
         msg: 'jobs not watched between passes: answers wait for the next pass',
         cluster,
+        failures: seen.unlogged,
         error: String(err),
       });
+      seen.loggedAt = nowMs;
+      seen.unlogged = 0;
     },
   });
 }
 
-function indexByOwner(gates: K8sObject[]): Map<string, K8sObject> {
-  const byOwner = new Map<string, K8sObject>();
+/** Every gate of each owner: a job under Kueue with a gang runtime has a Workload and a PodGroup. */
+function indexByOwner(gates: K8sObject[]): Map<string, K8sObject[]> {
+  const byOwner = new Map<string, K8sObject[]>();
   for (const gate of gates) {
-    for (const owner of gate.metadata.ownerReferences ?? []) byOwner.set(owner.uid, gate);
+    for (const owner of gate.metadata.ownerReferences ?? []) {
+      const list = byOwner.get(owner.uid);
+      if (list === undefined) byOwner.set(owner.uid, [gate]);
+      else list.push(gate);
+    }
   }
   return byOwner;
 }

@@ -1,3 +1,4 @@
+import { admissionNote } from '../admission/interpret.ts';
 import { mapLimit } from '../concurrency.ts';
 import type { CallOptions, Clock } from '../ports.ts';
 import { isKueueEviction } from '../run/phases.ts';
@@ -59,6 +60,7 @@ export function makeRecordWrites(deps: RecordWriteDeps) {
     const change: RecordChange = { ...preemption(view) };
     if (view.phase === 'Running') change.phase = 'Running';
     const problem = health?.problem;
+    const note = admissionNote(view.admission);
     // Shown also when it fails the run: the note is in the view before the state machine ends it.
     if (problem && (view.phase === 'Running' || view.reason === problem.reason)) {
       // What the pods say (image pull, config, crash loop, scheduling), with the pod's message.
@@ -67,11 +69,11 @@ export function makeRecordWrites(deps: RecordWriteDeps) {
         reason: problem.reason,
         message: problem.message,
       };
-    } else if (view.phase === 'Pending' && (view.admission.reason || view.admission.message)) {
+    } else if (view.phase === 'Pending' && (note.reason || note.message)) {
       change.admission = {
-        state: view.admission.state,
-        ...(view.admission.reason ? { reason: view.admission.reason } : {}),
-        ...(view.admission.message ? { message: view.admission.message } : {}),
+        state: note.state,
+        ...(note.reason ? { reason: note.reason } : {}),
+        ...(note.message ? { message: note.message } : {}),
       };
     }
     if (view.progress) change.progress = view.progress;

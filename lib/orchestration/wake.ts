@@ -143,6 +143,11 @@ export type WakeReason = 'changed' | 'period';
  */
 export type AnswerFromWatch = (cluster: Listed, api: JobApi, job: K8sObject) => Promise<boolean>;
 
+/** The waiting tokens a job carries (annotation key → token). */
+export function tokensOf(job: K8sObject): Map<string, string> {
+  return seenJob(job).tokens;
+}
+
 /**
  * Waits up to `ms` for a change the next pass acts on, in any of the listed clusters: 'changed'
  * as soon as one is seen (or a cluster's list is too old to watch from: the next pass lists
@@ -155,7 +160,12 @@ export type AnswerFromWatch = (cluster: Listed, api: JobApi, job: K8sObject) => 
 export async function waitForChange(
   clusters: Iterable<Listed>,
   ms: number,
-  opts: CallOptions & { onError?: (cluster: string, err: unknown) => void; answer?: AnswerFromWatch } = {},
+  opts: CallOptions & {
+    onError?: (cluster: string, err: unknown) => void;
+    answer?: AnswerFromWatch;
+    /** A job deleted while it carries waits (by someone else: Gantry answers before it deletes). */
+    vanished?: AnswerFromWatch;
+  } = {},
 ): Promise<WakeReason> {
   const stop = new AbortController();
   const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
@@ -166,20 +176,29 @@ export async function waitForChange(
   const change = new Promise<WakeReason>((resolve) => {
     changed = () => resolve('changed');
   });
-  const seen = (c: Listed, api: JobApi, job: K8sObject): 'stop' | undefined => {
+  const settle = (settling: Promise<boolean>) =>
+    answering.push(
+      settling.then(
+        (answered) => answered || changed(),
+        () => changed(),
+      ),
+    );
+  const seen = (c: Listed, api: JobApi, job: K8sObject, deleted?: boolean): 'stop' | undefined => {
     const key = jobKey(job);
+    if (deleted) {
+      // Its waits can never be answered by the job now: they fail JobVanished at once, not after
+      // the state machine's heartbeat timeout. Its last state carries its tokens.
+      c.jobs.delete(key);
+      if (tokensOf(job).size === 0) return undefined;
+      if (!opts.vanished) return 'stop';
+      settle(opts.vanished(c, api, job));
+      return undefined;
+    }
     const action = actionFor(c.jobs.get(key), job);
     if (action === 'pass' || (action === 'answer' && !opts.answer)) return 'stop';
     // Later events of this job compare with this one: the answer's own token clearing changes nothing.
     c.jobs.set(key, watchedForm(job));
-    if (action === 'answer' && opts.answer) {
-      answering.push(
-        opts.answer(c, api, job).then(
-          (answered) => answered || changed(),
-          () => changed(),
-        ),
-      );
-    }
+    if (action === 'answer' && opts.answer) settle(opts.answer(c, api, job));
     return undefined;
   };
   for (const c of clusters) {
@@ -187,7 +206,7 @@ export async function waitForChange(
     if (!watch) continue;
     for (const api of c.apis) {
       watches.push(
-        watch(api, timeoutSeconds, (job) => seen(c, api, job), { signal }).then(
+        watch(api, timeoutSeconds, (job, deleted) => seen(c, api, job, deleted), { signal }).then(
           (how) => {
             if (how !== 'ended') changed();
           },
@@ -211,4 +230,15 @@ export async function waitForChange(
     await Promise.allSettled(watches);
     await Promise.allSettled(answering);
   }
+}
+
+/**
+ * The jobs the last pass listed with a waiting token that this pass's LIST no longer has: deleted in
+ * between, and their DELETED event missed (no watch, or a watch that ended early).
+ */
+export function vanishedSince(before: Listed | undefined, now: ReadonlyMap<string, K8sObject>): K8sObject[] {
+  if (before === undefined) return [];
+  return [...before.jobs]
+    .filter(([key, job]) => !now.has(key) && tokensOf(job).size > 0)
+    .map(([, job]) => job);
 }

@@ -82,10 +82,12 @@ export function buildJob(
   shape: JobShape,
   kind?: LegacyKind,
   initializers?: InitializerJobs,
+  /** A TrainJob's replicated jobs whose pods get Gantry's labels: the runtime's (runtime-jobs.ts). */
+  podJobs?: readonly string[],
 ): K8sObject {
   return shape === 'training-operator-v1'
     ? buildLegacyJob(spec, requireKind(kind))
-    : buildTrainJob(spec, shape, initializers);
+    : buildTrainJob(spec, shape, initializers, podJobs);
 }
 
 const ALL_INITIALIZERS: InitializerJobs = { dataset: true, model: true };
@@ -204,6 +206,7 @@ export function buildTrainJob(
   spec: RunSpec,
   shape: TrainerShape,
   initializers: InitializerJobs = ALL_INITIALIZERS,
+  podJobs: readonly string[] = [TRAINER_REPLICATED_JOB],
 ): K8sObject {
   const r = spec.request;
   const v21 = shape === 'trainer-v2.1';
@@ -232,15 +235,18 @@ export function buildTrainJob(
     // keeps a queued run from ever running outside its quota. Kueue unsuspends on admission.
     jobSpec.suspend = true;
   }
-  // Neither TrainJob nor JobSet metadata labels reach the pods: the trainer job's pod template gets
-  // Gantry's identity labels, so the reconciler's one pod LIST by label finds them (pod health).
+  // Neither TrainJob nor JobSet metadata labels reach the pods: the pod template of every replicated
+  // job of the runtime (trainer, launcher, initializers) gets Gantry's identity labels, so the
+  // reconciler's one pod LIST by label finds them all (pod health). Only jobs the runtime has: the
+  // webhook refuses a patch of any other.
   const podLabels = identityLabels(spec);
+  const jobs = podJobs.length > 0 ? [...new Set(podJobs)] : [TRAINER_REPLICATED_JOB];
   if (v21) {
     // TrainJob metadata.labels are not copied to the JobSet; spec.labels are (v2.1 only).
     jobSpec.labels = { [LABEL.runId]: spec.runId };
     // Trainer merges podTemplateOverrides[].metadata into the pod templates of the target jobs.
     jobSpec.podTemplateOverrides = [
-      { targetJobs: [{ name: TRAINER_REPLICATED_JOB }], metadata: { labels: podLabels } },
+      { targetJobs: jobs.map((name) => ({ name })), metadata: { labels: podLabels } },
     ];
   } else {
     jobSpec.activeDeadlineSeconds = r.runDeadlineSeconds;
@@ -253,12 +259,10 @@ export function buildTrainJob(
           template: {
             metadata: { labels: { [LABEL.runId]: spec.runId } },
             spec: {
-              replicatedJobs: [
-                {
-                  name: TRAINER_REPLICATED_JOB,
-                  template: { spec: { template: { metadata: { labels: podLabels } } } },
-                },
-              ],
+              replicatedJobs: jobs.map((name) => ({
+                name,
+                template: { spec: { template: { metadata: { labels: podLabels } } } },
+              })),
             },
           },
         },

@@ -254,8 +254,11 @@ function containerStatuses(status: Record<string, unknown>): Array<Record<string
  * evicted `podsReadyTimeoutLimit` times for PodsReadyTimeout fails (reason `PodsReadyTimeout`). A job that is still queued keeps its gate's
  * reason: its pods may well be unschedulable while a PodGroup waits for room.
  *
- * A TrainJob whose pods carry no run label (a runtime whose trainer job is not named `node`) lists
- * no pods: then `status.jobsStatus` decides — running once a replicated job reports a ready Job.
+ * Every replicated job's pods carry the run label (CreateJob patches each job of the runtime), so a
+ * launcher's or an initializer's start error, crash loop or unschedulable pod is judged like the
+ * trainer's. A job whose pods carry none (a TrainJob built before that, or of a namespaced runtime
+ * Gantry does not read) lists no pods: then `status.jobsStatus` decides — running once a replicated
+ * job reports a ready Job.
  */
 export function withPodHealth(
   view: JobView,

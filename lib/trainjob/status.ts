@@ -1,15 +1,16 @@
 import {
   type Admission,
+  admissionOfGates,
   apiGroupOf,
   asRecord,
   type Condition,
   findCondition,
   finiteNumber,
-  interpretAdmission,
   isLater,
   isTrue,
   latest,
   readConditions,
+  workloadOf,
 } from '../admission/interpret.ts';
 import { compact } from '../compact.ts';
 import { type FailureReason, isKueueEviction, PREEMPTED } from '../run/phases.ts';
@@ -58,9 +59,12 @@ export interface JobView {
   admittedSuspendedSince?: string;
 }
 
-/** Interpret a job (Trainer v2 TrainJob or Training Operator v1 kind) and its admission gate. */
-export function toRunPhase(job: K8sObject | undefined, gate?: K8sObject): JobView {
-  const admission = interpretAdmission(gate);
+/**
+ * Interpret a job (Trainer v2 TrainJob or Training Operator v1 kind) and its admission gates (its
+ * Workload, its PodGroup, or both: admissionOfGates is the one rule for them).
+ */
+export function toRunPhase(job: K8sObject | undefined, gates?: K8sObject | readonly K8sObject[]): JobView {
+  const admission = admissionOfGates(gates);
   const obj = asRecord(job);
   if (obj === undefined) {
     return view('Failed', admission, 'JobVanished', 'the job no longer exists in the cluster');
@@ -70,7 +74,7 @@ export function toRunPhase(job: K8sObject | undefined, gate?: K8sObject): JobVie
   if (group === TRAINER_GROUP) out = trainJobView(obj, admission);
   else if (group === LEGACY_GROUP) out = legacyJobView(obj, admission);
   else return view('Pending', admission, undefined, `unrecognised job apiVersion ${String(obj.apiVersion)}`);
-  return queueingTruth(out, gate);
+  return queueingTruth(out, obj, workloadOf(gates));
 }
 
 /**
@@ -78,7 +82,11 @@ export function toRunPhase(job: K8sObject | undefined, gate?: K8sObject): JobVie
  * has not finished (Kueue will never admit it again without a person), and a job that stays
  * suspended although admitted is marked with the admission time (see admittedSuspendedSince).
  */
-function queueingTruth(jobView: JobView, gate: K8sObject | undefined): JobView {
+function queueingTruth(
+  jobView: JobView,
+  job: Record<string, unknown>,
+  workload: K8sObject | undefined,
+): JobView {
   if (jobView.finished) return jobView;
   const { admission } = jobView;
   if (admission.state === 'Deactivated') {
@@ -90,11 +98,27 @@ function queueingTruth(jobView: JobView, gate: K8sObject | undefined): JobView {
       `Kueue deactivated the Workload (${cause})${admission.message ? `: ${admission.message}` : ''}; it is not admitted again unless someone sets spec.active=true`,
     );
   }
-  if (jobView.phase === 'Pending' && admission.state === 'Admitted' && admission.source === 'kueue') {
-    const admitted = findCondition(readConditions(asRecord(asRecord(gate)?.status)?.conditions), 'Admitted');
+  // A resumed job whose gang the scheduler has not placed yet is not the stuck suspension.
+  const gangWaits = admission.gang?.state === 'Queued' && !isSuspendedJob(job);
+  if (
+    jobView.phase === 'Pending' &&
+    admission.state === 'Admitted' &&
+    admission.source === 'kueue' &&
+    !gangWaits
+  ) {
+    const admitted = findCondition(
+      readConditions(asRecord(asRecord(workload)?.status)?.conditions),
+      'Admitted',
+    );
     if (admitted?.time !== undefined) return { ...jobView, admittedSuspendedSince: admitted.time };
   }
   return jobView;
+}
+
+/** spec.suspend (TrainJob) or spec.runPolicy.suspend (Training Operator v1). */
+function isSuspendedJob(job: Record<string, unknown>): boolean {
+  const spec = asRecord(job.spec);
+  return spec?.suspend === true || asRecord(spec?.runPolicy)?.suspend === true;
 }
 
 /** Whether the job is past gang admission: it is running or it has succeeded (so it must have run). */
@@ -235,6 +259,12 @@ function terminal(success: Condition | undefined, failure: Condition | undefined
  * "no information → the job is running" (TrainJob), otherwise it is the Pending reason to report (v1).
  */
 function unsuspendedView(admission: Admission, unknown: Explanation | undefined): JobView {
+  // Kueue admitted the job but the scheduler has not placed its gang yet (PodGroup Pending/Scheduling):
+  // Pending with the PodGroup's reason, the admission note still Kueue's.
+  if (admission.state === 'Admitted' && admission.gang?.state === 'Queued') {
+    const { gang } = admission;
+    return view('Pending', admission, gang.reason ?? 'GangNotScheduled', gang.message);
+  }
   switch (admission.state) {
     case 'Admitted':
     case 'Finished': // the gate finished before the job's own conditions did: still running for us

@@ -1,7 +1,7 @@
 import type { Json } from './apiserver.ts';
 import { releaseLostNode } from './disruption.ts';
 import type { JobStatus } from './job-status.ts';
-import { activeDeadlineSeconds, isSuspended, setSuspended, trainerContainer } from './jobs.ts';
+import { activeDeadlineSeconds, findRuntime, isSuspended, setSuspended, trainerContainer } from './jobs.ts';
 import { isTrue, kueueManages } from './kueue.ts';
 import type { KueueObjects } from './kueue-objects.ts';
 import { finalAccuracy, parseHyperparameters } from './objective.ts';
@@ -160,6 +160,13 @@ export class JobLifecycle {
         : this.c.o.gang === 'coscheduling'
           ? 'podgroup'
           : 'none';
+    // Trainer's coscheduling plugin (pkg/runtime/framework/plugins/coscheduling Build) builds the
+    // PodGroup whenever the runtime asks for it and none exists, suspended or not.
+    const podGroup =
+      gate === 'podgroup' ||
+      (gate === 'kueue' &&
+        def.kind === 'TrainJob' &&
+        obj(obj(findRuntime(this.c.api, job)?.spec).podGroupPolicy).coscheduling !== undefined);
     const container = trainerContainer(this.c.api, def, job);
     const hp = parseHyperparameters(container.args, container.env);
     // The simulated training code crashes at this progress: the job's annotation, or the env the
@@ -176,6 +183,7 @@ export class JobLifecycle {
       ns: String(m.namespace),
       name: String(m.name),
       gate,
+      podGroup,
       createdAt,
       durationMs:
         (numAnnotation(job, SIM_ANNOTATIONS.duration) ??
@@ -283,6 +291,8 @@ export class JobLifecycle {
     // Pods the gang scheduler held back (a PodGroup that waited) are placed now: they start afresh here.
     this.c.pods.remove(this.c.owner(j), false);
     this.c.pods.create(this.c.owner(j), job, j.podScenario, j.podMessage);
+    // Under Kueue the PodGroup controller sees minMember pods: Scheduling until they run.
+    if (j.gate === 'kueue') this.podGroups.setPodGroupPhase(j, 'Scheduling');
     if (j.podScenario === 'CrashLoopBackOff') j.nextCrashAt = this.c.vt + crashLoopBackoffSeconds(1) * 1000;
     if (j.podScenario !== undefined && j.podFailureMs !== undefined)
       j.podRecoverAt = this.c.vt + j.podFailureMs;
@@ -304,6 +314,8 @@ export class JobLifecycle {
     // Suspended: the Job controller deletes the pods (evicted ones carry DisruptionTarget first).
     this.c.pods.remove(this.c.owner(j), true);
     this.status.writeSuspended(j, true);
+    // Trainer rebuilds the PodGroup of a suspended TrainJob; with no pods it waits again.
+    if (j.gate === 'kueue') this.podGroups.setPodGroupPhase(j, 'Pending');
     this.c.markDirty();
   }
 
@@ -355,7 +367,7 @@ export class JobLifecycle {
 
   ensureGate(j: SimJob): void {
     if (j.gate === 'kueue') this.kueue.ensureWorkload(j);
-    else if (j.gate === 'podgroup') this.podGroups.ensurePodGroup(j);
+    if (j.podGroup) this.podGroups.ensurePodGroup(j);
   }
 }
 

@@ -110,12 +110,12 @@ export class PodGroups {
   /** A waiting gang's PodGroup, Pending until its pods exist, then Scheduling (see gatedPods). */
   private podGroupScheduling(j: SimJob): void {
     const def = this.podGroupDef();
-    const pg = def && j.gate === 'podgroup' ? this.c.api.peek(def, j.ns, j.name) : undefined;
+    const pg = def && j.podGroup ? this.c.api.peek(def, j.ns, j.name) : undefined;
     if (pg && obj(pg.status).phase === 'Pending') this.setPodGroupPhase(j, 'Scheduling');
   }
 
   setPodGroupPhase(j: SimJob, phase: 'Pending' | 'Scheduling' | 'Running' | 'Finished' | 'Failed'): void {
-    if (j.gate !== 'podgroup') return;
+    if (!j.podGroup) return;
     const def = this.podGroupDef();
     const pg = def ? this.c.api.peek(def, j.ns, j.name) : undefined;
     if (!def || !pg) return;

@@ -108,6 +108,12 @@ export interface SimJob {
   ns: string;
   name: string;
   gate: GateKind;
+  /**
+   * Trainer built a coscheduling PodGroup for the job: its gate is the PodGroup, or it is a TrainJob
+   * under Kueue whose runtime sets `podGroupPolicy.coscheduling` (Trainer builds the PodGroup of a
+   * suspended TrainJob too, so it exists beside the Workload from the start).
+   */
+  podGroup: boolean;
   createdAt: number;
   durationMs: number;
   slowStartMs: number;

@@ -38,6 +38,8 @@ export interface GatewayTarget {
   expectedCapabilities?: ClusterCapabilities;
   /** GET an API path as admin (e.g. a list of Events), parsed. */
   getJson(path: string): Promise<unknown>;
+  /** Another gateway on the same target whose LISTs ask for `limit` items a page. */
+  gatewayWithPageSize(limit: number): Promise<ClusterGateway>;
 }
 
 const TRAINJOB: JobApi = jobApi('trainer-v2.2');
@@ -213,6 +215,48 @@ export function describeClusterGateway(targetName: string, setup: () => Promise<
       expect(quiet).toBe('ended');
     });
 
+    it("a watched job deleted by someone else arrives as deleted, its last state carrying Gantry's token", async () => {
+      if (!gw.watchManagedJobs) throw new Error('the gateway cannot watch');
+      const ns = await t.namespace();
+      const { job } = await gw.createJob(aTrainJob(t.shape, ns));
+      await gw.annotateJob(TRAINJOB, ns, job.metadata.name, { 'gantry.dev/completion-token': 'tok-d' });
+      await gw.listManagedJobs(TRAINJOB);
+      const seen: Array<{ deleted: boolean; token: string | undefined }> = [];
+
+      const watching = gw.watchManagedJobs(TRAINJOB, 20, (j, deleted) => {
+        if (j.metadata.uid !== job.metadata.uid) return undefined;
+        seen.push({
+          deleted: deleted === true,
+          token: j.metadata.annotations?.['gantry.dev/completion-token'],
+        });
+        return deleted ? 'stop' : undefined;
+      });
+      await gw.deleteJob(TRAINJOB, ns, job.metadata.name);
+      const how = await watching;
+
+      expect(how).toBe('stopped');
+      expect(seen.at(-1)).toEqual({ deleted: true, token: 'tok-d' });
+    });
+
+    it('reads every page of its LISTs (limit 2): jobs and admission gates over several pages', async () => {
+      const paged = await t.gatewayWithPageSize(2);
+      const ns = await t.namespace();
+      const jobs: K8sObject[] = [];
+      for (let i = 0; i < 5; i++) jobs.push((await gw.createJob(aTrainJob(t.shape, ns))).job);
+      for (const job of jobs) await t.createObject(workloadFor(job));
+
+      const listed = (await paged.listManagedJobs(TRAINJOB)).filter((j) => j.metadata.namespace === ns);
+      const gates = await paged.listAdmissionGates(undefined, { namespaces: [ns] });
+      const all = await paged.listAdmissionGates();
+
+      const uids = jobs.map((j) => j.metadata.uid).sort();
+      expect(listed.map((j) => j.metadata.uid).sort()).toEqual(uids);
+      expect(gates.map((g) => g.metadata.ownerReferences?.[0]?.uid).sort()).toEqual(uids);
+      expect(all.filter((g) => g.metadata.namespace === ns)).toHaveLength(5);
+      // The same as one page of 500 returns
+      expect((await gw.listManagedJobs(TRAINJOB)).filter((j) => j.metadata.namespace === ns)).toHaveLength(5);
+    });
+
     it('sets and removes annotations with a merge patch, leaving the others alone', async () => {
       const ns = await t.namespace();
       const { job } = await gw.createJob(aTrainJob(t.shape, ns));
@@ -315,14 +359,13 @@ export function describeClusterGateway(targetName: string, setup: () => Promise<
       const { job: lonely } = await gw.createJob(aTrainJob(t.shape, ns));
       const wl = await t.createObject(workloadFor(job));
 
-      const gate = await gw.findAdmissionGate(job);
-      const none = await gw.findAdmissionGate(lonely);
+      const gates = await gw.findAdmissionGates(job);
+      const none = await gw.findAdmissionGates(lonely);
 
-      expect(gate).toMatchObject({
-        kind: 'Workload',
-        metadata: { name: wl.metadata.name, uid: wl.metadata.uid },
-      });
-      expect(none).toBeUndefined();
+      expect(gates).toMatchObject([
+        { kind: 'Workload', metadata: { name: wl.metadata.name, uid: wl.metadata.uid } },
+      ]);
+      expect(none).toEqual([]);
     });
 
     it('finds a coscheduling PodGroup named like the job when there is no Workload', async () => {
@@ -330,13 +373,25 @@ export function describeClusterGateway(targetName: string, setup: () => Promise<
       const { job } = await gw.createJob(aTrainJob(t.shape, ns));
       const pg = await t.createObject(podGroupFor(job));
 
-      const gate = await gw.findAdmissionGate(job);
+      const gates = await gw.findAdmissionGates(job);
 
-      expect(gate).toMatchObject({
-        apiVersion: 'scheduling.x-k8s.io/v1alpha1',
-        kind: 'PodGroup',
-        metadata: { uid: pg.metadata.uid },
-      });
+      expect(gates).toMatchObject([
+        { apiVersion: 'scheduling.x-k8s.io/v1alpha1', kind: 'PodGroup', metadata: { uid: pg.metadata.uid } },
+      ]);
+    });
+
+    it('finds both the Workload and the PodGroup of a gang job under Kueue', async () => {
+      const ns = await t.namespace();
+      const { job } = await gw.createJob(aTrainJob(t.shape, ns));
+      const wl = await t.createObject(workloadFor(job));
+      const pg = await t.createObject(podGroupFor(job));
+
+      const gates = await gw.findAdmissionGates(job);
+
+      expect(gates.map((g) => [g.kind, g.metadata.uid])).toEqual([
+        ['Workload', wl.metadata.uid],
+        ['PodGroup', pg.metadata.uid],
+      ]);
     });
 
     it("lists admission gates of jobs (one list per kind) and leaves out gates of other owners' objects", async () => {

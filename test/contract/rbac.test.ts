@@ -192,8 +192,8 @@ describe.skipIf(!available)('deploy/k8s/rbac.yaml on a real apiserver', () => {
         `/apis/kueue.x-k8s.io/v1beta2/namespaces/${ns}/workloads`,
         workloadOf(created.job),
       );
-      const gate = await gw.findAdmissionGate(created.job);
-      const noGate = await gw.findAdmissionGate(legacyCreated.job); // falls through to both PodGroup APIs
+      const [gate] = await gw.findAdmissionGates(created.job);
+      const noGate = await gw.findAdmissionGates(legacyCreated.job); // falls through to both PodGroup APIs
       const gates = await gw.listAdmissionGates();
       const got = await gw.getJob(TRAINJOB, ns, runId);
       const managed = await gw.listManagedJobs(TRAINJOB);
@@ -207,7 +207,7 @@ describe.skipIf(!available)('deploy/k8s/rbac.yaml on a real apiserver', () => {
       expect(caps).toMatchObject({ trainer: 'trainer-v2.2', kueue: true, coscheduling: true, volcano: true });
       expect([created.created, again.created]).toEqual([true, false]);
       expect(gate?.kind).toBe('Workload');
-      expect(noGate).toBeUndefined();
+      expect(noGate).toEqual([]);
       expect(gates.map((g) => g.metadata.uid)).toContain(gate?.metadata.uid);
       expect(got?.metadata.uid).toBe(created.job.metadata.uid);
       expect(managed.map((j) => j.metadata.name)).toContain(runId);

@@ -76,6 +76,11 @@ for (const set of SETS) {
 
     describeClusterGateway(`real apiserver (${set.trainer})`, async () => ({
       gateway: makeKubernetesGateway({ kubeConfig: await kubeConfigFromYaml(cp.kubeconfigYaml()) }),
+      gatewayWithPageSize: async (limit) =>
+        makeKubernetesGateway({
+          kubeConfig: await kubeConfigFromYaml(cp.kubeconfigYaml()),
+          listPageSize: limit,
+        }),
       namespace: () => cp.createNamespace('gw'),
       shape: set.shape,
       trainerRelease: set.trainer,

@@ -87,6 +87,11 @@ for (const release of RELEASES) {
 
     describeClusterGateway(`cluster simulator (Trainer ${release.version})`, async () => ({
       gateway: makeKubernetesGateway({ kubeConfig: await kubeConfigFromYaml(sim.kubeconfigYaml()) }),
+      gatewayWithPageSize: async (limit) =>
+        makeKubernetesGateway({
+          kubeConfig: await kubeConfigFromYaml(sim.kubeconfigYaml()),
+          listPageSize: limit,
+        }),
       namespace: async () => {
         const name = `gw-${release.version.replace('.', '')}-${String(n++).padStart(4, '0')}`;
         await post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });

@@ -99,6 +99,8 @@ interface Ctx {
   /** What the training code writes while the job runs (the simulator's code writes it itself). */
   playTraining(run: RunSpec): Promise<void>;
   jobGone(run: RunSpec): Promise<unknown>;
+  /** The HTTP status of a GET on the cluster (real apiserver or simulator). */
+  status(path: string): Promise<number>;
 }
 
 interface Scenario {
@@ -277,6 +279,62 @@ export const GANG_SCENARIOS: Scenario[] = [
   },
 ];
 
+/**
+ * Queued runs on the gang runtime: Kueue admits or keeps the Workload queued, and Trainer's PodGroup
+ * (built while the TrainJob is still suspended) places the admitted gang (Coscheduling).
+ */
+export const KUEUE_GANG_SCENARIOS: Scenario[] = [
+  {
+    name: 'queued gang fits: Kueue admits, the PodGroup places it, the run succeeds',
+    async run(ctx) {
+      const run = ctx.driver.spec(
+        queued({
+          runtime: { name: GANG_RUNTIME },
+          numNodes: 2,
+          resourcesPerNode: { gpu: 4 },
+          env: { [KWOK_ENV.runDuration]: '10s' },
+        }),
+        ctx.ns,
+      );
+      const arn = await ctx.driver.start(run);
+      await phaseIs(ctx, run.runId, 'Running');
+      await ctx.playTraining(run);
+      await ctx.driver.finished(arn, 150_000);
+      await ctx.jobGone(run);
+      return settled(ctx, run.runId);
+    },
+  },
+  {
+    name: 'queued gang over quota: Kueue keeps it queued beside its PodGroup, AdmissionTimeout',
+    async run(ctx) {
+      const run = ctx.driver.spec(
+        queued({
+          runtime: { name: GANG_RUNTIME },
+          numNodes: 3,
+          resourcesPerNode: { gpu: 4 },
+          admissionDeadlineSeconds: 600,
+        }),
+        ctx.ns,
+      );
+      const arn = await ctx.driver.start(run);
+      // Trainer builds the PodGroup of the suspended, queued TrainJob: both gates exist.
+      await ctx.driver.waitFor(
+        `PodGroup ${run.jobName} of the queued job`,
+        async () =>
+          (await ctx.status(
+            `/apis/scheduling.x-k8s.io/v1alpha1/namespaces/${ctx.ns}/podgroups/${run.jobName}`,
+          )) === 200
+            ? true
+            : undefined,
+        30_000,
+      );
+      await ctx.driver.finished(arn, 90_000);
+      await ctx.jobGone(run);
+      return settled(ctx, run.runId);
+    },
+  },
+];
+
 function observe(r: RunRecord): Observed {
   return {
     phases: r.transitions.map((t) => (t.reason ? `${t.phase}/${t.reason}` : t.phase)),
@@ -344,6 +402,7 @@ export function parityTable(t: Table) {
           driver,
           ns,
           playTraining: (run) => driver.writeOutput(stack.s3, run),
+          status: async (path) => (await hc.request('GET', path)).status,
           jobGone: (run) =>
             driver.waitFor(
               `TrainJob ${run.jobName} to be deleted`,
@@ -441,6 +500,7 @@ export function parityTable(t: Table) {
           driver,
           ns: 'demo',
           playTraining: async () => undefined,
+          status: async (path) => (await fetch(`${env.sim.url}${path}`)).status,
           jobGone: (run) =>
             driver.waitFor(
               `TrainJob ${run.jobName} to be deleted`,

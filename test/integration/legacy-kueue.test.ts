@@ -177,7 +177,7 @@ describe('a PyTorchJob on a cluster whose Kueue runs its default configuration (
     });
     const job = await getJob(c.gateway, 'run-misconfiguredaaaaa');
     expect(job.spec?.runPolicy).toMatchObject({ suspend: true });
-    expect(await c.gateway.findAdmissionGate(job)).toBeUndefined();
+    expect(await c.gateway.findAdmissionGates(job)).toEqual([]);
 
     await c.tickAt(job, 60);
     expect(c.answersFor('adm-misconfigured')).toEqual([{ call: 'heartbeat', token: 'adm-misconfigured' }]);
@@ -201,7 +201,7 @@ describe('a PyTorchJob on a cluster whose Kueue runs its default configuration (
       [ANNOTATION.admissionToken]: 'adm-managed',
     });
     const job = await getJob(c.gateway, 'run-managedaaaaaaaaaaa');
-    expect(await c.gateway.findAdmissionGate(job)).toMatchObject({ kind: 'Workload' });
+    expect(await c.gateway.findAdmissionGates(job)).toMatchObject([{ kind: 'Workload' }]);
 
     await c.tickAt(job, 300);
     expect(c.answersFor('adm-managed')).toEqual([{ call: 'success', token: 'adm-managed' }]);

@@ -2,11 +2,13 @@ import { NotFoundError } from '../../errors.ts';
 import type { CallOptions } from '../../ports.ts';
 import type { K8sObject } from '../../trainjob/types.ts';
 import type { KubeCallOptions } from './custom-objects.ts';
-import { kubeCall } from './errors.ts';
+import { httpStatusOf, kubeCall, toGantryError } from './errors.ts';
 
 /** How the gateway calls the API: per-call options, 404 as absence, paged lists, names in messages. */
 
 export const LIST_PAGE = 500;
+/** How often one LIST starts again from its first page after an expired continue token (410). */
+export const LIST_RESTARTS = 3;
 
 /** Per-call client options: the caller's signal, and optionally a Content-Type (merge patch). */
 export function callOptions(opts: CallOptions | undefined, contentType?: string): KubeCallOptions {
@@ -50,8 +52,24 @@ export async function listAll(
   const out: K8sObject[] = [];
   let cont: string | undefined;
   let first = true;
-  do {
-    const res = await kubeCall(what, () => page(cont));
+  let restarts = 0;
+  for (;;) {
+    let res: Awaited<ReturnType<typeof page>>;
+    try {
+      res = await page(cont);
+    } catch (err) {
+      // 410 on a later page: the continue token expired (etcd compacted the snapshot the list
+      // began at; kube-apiserver keeps about 5 minutes). The pages read so far are of a snapshot that
+      // is gone: the list starts again from its first page, at a new snapshot, a bounded number of times.
+      if (cont !== undefined && httpStatusOf(err) === 410 && restarts < LIST_RESTARTS) {
+        restarts++;
+        out.length = 0;
+        cont = undefined;
+        first = true;
+        continue;
+      }
+      throw toGantryError(err, what);
+    }
     if (first && res.metadata?.resourceVersion) onVersion?.(res.metadata.resourceVersion);
     first = false;
     for (const o of withTypeMeta(res.items, apiVersion, kind)) {
@@ -59,7 +77,8 @@ export async function listAll(
       if (kept) out.push(kept);
     }
     cont = res.metadata?.continue || undefined;
-  } while (cont);
+    if (!cont) break;
+  }
   return out;
 }
 

@@ -38,6 +38,8 @@ export interface KubernetesGatewayDeps {
   fetchTimeoutMs?: number;
   /** `fieldManager` of Gantry's writes. Default `gantry`. */
   fieldManager?: string;
+  /** Items per LIST page (`limit`). Default 500 (LIST_PAGE); tests use a small one to read many pages. */
+  listPageSize?: number;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -68,6 +70,7 @@ function ownedBy(o: K8sObject, uid: string): boolean {
 export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGateway {
   const timeoutMs = deps.fetchTimeoutMs ?? DEFAULT_TIMEOUT_MS;
   const fieldManager = deps.fieldManager ?? 'gantry';
+  const pageSize = deps.listPageSize ?? LIST_PAGE;
   let client: Promise<CustomObjectsApi> | undefined;
   let discovered: Promise<Discovered> | undefined;
   /** The resourceVersion of the last LIST of each job kind's managed jobs (`watchManagedJobs` starts there). */
@@ -153,7 +156,7 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
               version: jobApi.version,
               resourcePlural: jobApi.plural,
               labelSelector: MANAGED_SELECTOR,
-              limit: LIST_PAGE,
+              limit: pageSize,
               ...(cont ? { _continue: cont } : {}),
             },
             callOptions(opts),
@@ -171,27 +174,38 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
       // Never listed: a watch without a version would replay every job as ADDED; list first.
       if (resourceVersion === undefined) return 'expired';
       let expired = false;
-      const ended = await kubeCall(`watch ${name(jobApi)} ${MANAGED_SELECTOR}`, () =>
-        c.watchCustomObjectForAllNamespaces(
-          {
-            group: jobApi.group,
-            version: jobApi.version,
-            resourcePlural: jobApi.plural,
-            labelSelector: MANAGED_SELECTOR,
-            resourceVersion,
-            timeoutSeconds,
-          },
-          (event) => {
-            if (event.type === 'ERROR') {
-              expired = true; // 410 Expired (or any error event): the stream ends here
-              return 'stop';
+      const what = `watch ${name(jobApi)} ${MANAGED_SELECTOR}`;
+      const ended = await kubeCall(what, () =>
+        c
+          .watchCustomObjectForAllNamespaces(
+            {
+              group: jobApi.group,
+              version: jobApi.version,
+              resourcePlural: jobApi.plural,
+              labelSelector: MANAGED_SELECTOR,
+              resourceVersion,
+              timeoutSeconds,
+            },
+            (event) => {
+              if (event.type === 'ERROR') {
+                expired = true; // 410 Expired (or any error event): the stream ends here
+                return 'stop';
+              }
+              const deleted = event.type === 'DELETED';
+              if (event.type !== 'ADDED' && event.type !== 'MODIFIED' && !deleted) return undefined;
+              const [job] = withTypeMeta([event.object], `${jobApi.group}/${jobApi.version}`, jobApi.kind);
+              return job ? onJob(job, deleted) : undefined;
+            },
+            callOptions(opts),
+          )
+          .catch((err: unknown) => {
+            // 410 Gone as the response itself (not as an ERROR event): the version is compacted too.
+            if (httpStatusOf(err) === 410) {
+              expired = true;
+              return 'ended' as const;
             }
-            if (event.type !== 'ADDED' && event.type !== 'MODIFIED') return undefined;
-            const [job] = withTypeMeta([event.object], `${jobApi.group}/${jobApi.version}`, jobApi.kind);
-            return job ? onJob(job) : undefined;
-          },
-          callOptions(opts),
-        ),
+            throw err;
+          }),
       );
       return expired ? 'expired' : ended;
     },
@@ -216,14 +230,16 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
       );
     },
 
-    async findAdmissionGate(job, opts) {
+    async findAdmissionGates(job, opts) {
       const namespace = job.metadata.namespace;
-      if (!namespace) return undefined;
+      if (!namespace) return [];
       const uid =
         job.metadata.uid ?? (await getJob(jobApiOf(job), namespace, job.metadata.name, opts))?.metadata.uid;
-      if (!uid) return undefined;
+      if (!uid) return [];
       const d = await discovery(opts);
       const c = await api(opts);
+      // Both kinds, as the reconciler's LIST sees them: admissionOfGates applies the one rule.
+      const found: K8sObject[] = [];
       if (d.workloads) {
         const wl = d.workloads;
         const items = await listAll(
@@ -234,7 +250,7 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
                 ...wl,
                 namespace,
                 labelSelector: `${KUEUE_JOB_UID}=${uid}`,
-                limit: LIST_PAGE,
+                limit: pageSize,
                 ...(cont ? { _continue: cont } : {}),
               },
               callOptions(opts),
@@ -242,8 +258,8 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
           `${wl.group}/${wl.version}`,
           wl.kind,
         );
-        const found = items.find((w) => ownedBy(w, uid)) ?? items[0];
-        if (found) return found;
+        const workload = items.find((w) => ownedBy(w, uid)) ?? items[0];
+        if (workload) found.push(workload);
       }
       for (const pg of d.podGroups) {
         const obj = (await getOrUndefined(`get ${name(pg)} ${at(namespace, job.metadata.name)}`, () =>
@@ -251,10 +267,11 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
         )) as K8sObject | undefined;
         // A PodGroup of the job's name that another owner holds is not this job's gate.
         if (obj && (!obj.metadata.ownerReferences?.length || ownedBy(obj, uid))) {
-          return withTypeMeta([obj], `${pg.group}/${pg.version}`, pg.kind)[0];
+          found.push(...withTypeMeta([obj], `${pg.group}/${pg.version}`, pg.kind));
+          break;
         }
       }
-      return undefined;
+      return found;
     },
 
     async listAdmissionGates(opts, scope) {
@@ -267,7 +284,7 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
         listAll(
           `list ${name(r)}${namespace === undefined ? '' : ` in ${namespace}`}`,
           (cont) => {
-            const page = { limit: LIST_PAGE, ...(cont ? { _continue: cont } : {}) };
+            const page = { limit: pageSize, ...(cont ? { _continue: cont } : {}) };
             return namespace === undefined
               ? c.listCustomObjectForAllNamespaces(
                   { group: r.group, version: r.version, resourcePlural: r.plural, ...page },
@@ -301,7 +318,7 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
         `list pods ${labelSelector}`,
         (cont) =>
           c.listPodForAllNamespaces(
-            { labelSelector, limit: LIST_PAGE, ...(cont ? { _continue: cont } : {}) },
+            { labelSelector, limit: pageSize, ...(cont ? { _continue: cont } : {}) },
             callOptions(opts),
           ),
         'v1',
@@ -329,7 +346,7 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
           `list ${name(r)}`,
           (cont) =>
             c.listClusterCustomObject(
-              { ...r, limit: LIST_PAGE, ...(cont ? { _continue: cont } : {}) },
+              { ...r, limit: pageSize, ...(cont ? { _continue: cont } : {}) },
               callOptions(opts),
             ),
           `${r.group}/${r.version}`,
@@ -354,7 +371,7 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
             {
               namespace,
               fieldSelector: 'involvedObject.kind=Pod',
-              limit: LIST_PAGE,
+              limit: pageSize,
               ...(cont ? { _continue: cont } : {}),
             },
             callOptions(opts),

@@ -1,4 +1,4 @@
-import { RunEndedError, RuntimeNotFoundError } from '../../errors.ts';
+import { RunEndedError, RuntimeNotFoundError, UnsupportedApiError } from '../../errors.ts';
 import type { CallOptions } from '../../ports.ts';
 import { admissionPlan, attemptJobName, type Shape, stepAdmissionDeadline } from '../../run/attempts.ts';
 import { isTerminal } from '../../run/phases.ts';
@@ -9,6 +9,7 @@ import { type GangGate, runtimeGangGate } from '../../trainjob/gang.ts';
 import { type InitializerJobs, initializerJobs } from '../../trainjob/initializers.ts';
 import { KUEUE_DEFAULT_MANAGED_KINDS, requireQueueable } from '../../trainjob/kueue-kinds.ts';
 import { ANNOTATION } from '../../trainjob/labels.ts';
+import { runtimeReplicatedJobs, runtimeShapeProblem } from '../../trainjob/runtime-jobs.ts';
 import { type JobRef, secondsUntil, withHeartbeats } from '../job-ref.ts';
 import type { CreateJobDeps, RunInput } from '../step-deps.ts';
 
@@ -50,6 +51,7 @@ export function makeCreateJob(deps: CreateJobDeps) {
     // v1 jobs have none, and a namespaced TrainingRuntime is not read (undefined: as requested).
     let initializers: InitializerJobs | undefined;
     let gang: GangGate | undefined;
+    let podJobs: string[] | undefined;
     // Never suspend-and-queue a kind Kueue will not admit (`auto` may have fallen back to a v1 kind).
     requireQueueable(
       {
@@ -67,8 +69,12 @@ export function makeCreateJob(deps: CreateJobDeps) {
           `ClusterTrainingRuntime ${run.request.runtime.name} does not exist on cluster ${run.cluster}`,
         );
       }
+      // Checked before the create: Trainer's webhook would refuse the patch of a missing `node` job.
+      const problem = runtimeShapeProblem(runtime);
+      if (problem) throw new UnsupportedApiError(`${problem} (cluster ${run.cluster})`);
       initializers = initializerJobs(runtime, shape);
       gang = runtimeGangGate(runtime);
+      podJobs = runtimeReplicatedJobs(runtime);
     }
     const now = clock.now();
     // The admission deadline bounds the whole search of an elastic fallback; each step gets a share.
@@ -81,7 +87,7 @@ export function makeCreateJob(deps: CreateJobDeps) {
     // Attempt N ≥ 2 (after NextAttempt) is a job of its own, `<name>-a<N>`: same run id label and URIs.
     const attempt = run.attempt ?? 1;
     const jobName = attemptJobName(run.jobName, attempt);
-    const job = buildJob({ ...run, jobName }, shape, kind, initializers);
+    const job = buildJob({ ...run, jobName }, shape, kind, initializers, podJobs);
     job.metadata.annotations = {
       ...job.metadata.annotations,
       [ANNOTATION.admissionDeadline]: admissionDeadlineAt,

@@ -49,8 +49,8 @@ function jobObserver(deps: Pick<StepDeps, 'gateway' | 'clock' | 'podHealth'>) {
   async function observe(ref: JobRef, runId: string, opts?: CallOptions) {
     const gateway = await deps.gateway(ref.cluster);
     const job = await gateway.getJob(ref.api, ref.namespace, ref.name, opts);
-    const gate = job ? await gateway.findAdmissionGate(job, opts) : undefined;
-    const view = toRunPhase(job, gate);
+    const gates = job ? await gateway.findAdmissionGates(job, opts) : [];
+    const view = toRunPhase(job, gates);
     if (!job || view.phase === 'Succeeded') return view;
     let pods: unknown[] | undefined;
     try {

@@ -118,6 +118,24 @@ describe('validateRun', () => {
     );
   });
 
+  it('fails the runtime check, naming the runtime, when the runtime has no `node` job for the trainer', async () => {
+    const mpi: K8sObject = {
+      ...runtime('mpi-launcher'),
+      spec: { template: { spec: { replicatedJobs: [{ name: 'launcher' }, { name: 'worker' }] } } },
+    };
+    const validate = makeValidateRun({ config, bucket: BUCKET, gateway: gatewayWith([mpi]) });
+
+    const result = await validate({ caller, body: visionBody({ runtime: { name: 'mpi-launcher' } }) });
+
+    expect(result.valid).toBe(false);
+    expect(result.checks.find((c) => c.name === 'runtime')).toEqual({
+      name: 'runtime',
+      status: 'failed',
+      message:
+        "ClusterTrainingRuntime mpi-launcher has no replicated job named node (its replicated jobs are launcher, worker): Gantry runs the trainer as the runtime's node job, as Trainer's built-in runtimes name it (cluster local)",
+    });
+  });
+
   const URIS = { datasetUri: 's3://data/d/', modelUri: 'hf://org/base' };
   it.each<[string, K8sObject[], TrainerShape, Record<string, unknown>, string, string]>([
     [

@@ -569,6 +569,28 @@ describe('buildTrainJob', () => {
     expect(buildTrainJob(spec, shape)).toEqual(expected);
   });
 
+  it.each(['trainer-v2.1', 'trainer-v2.2', 'trainer-v2.3'] as const)(
+    '%s: labels the pods of every replicated job of the runtime (initializers, launcher, node)',
+    (shape) => {
+      const jobs = ['dataset-initializer', 'model-initializer', 'launcher', 'node'];
+      const built = buildJob(minimal, shape, undefined, undefined, jobs).spec as Loose;
+      const labelled =
+        shape === 'trainer-v2.1'
+          ? built.podTemplateOverrides.flatMap((o: Loose) =>
+              o.targetJobs.map((t: Loose) => [t.name, o.metadata.labels]),
+            )
+          : built.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs.map((rj: Loose) => [
+              rj.name,
+              rj.template.spec.template.metadata.labels,
+            ]);
+      expect(labelled).toEqual(jobs.map((j) => [j, MINIMAL_LABELS]));
+      if (crdsPresent)
+        expect(
+          validatorFor(TRAINER_CRD[shape])(buildJob(minimal, shape, undefined, undefined, jobs)),
+        ).toEqual([]);
+    },
+  );
+
   it('is what buildJob builds for a Trainer shape', () => {
     expect(buildJob(full, 'trainer-v2.2')).toEqual(buildTrainJob(full, 'trainer-v2.2'));
   });
