@@ -244,6 +244,9 @@ describe.runIf(available)('serverless deploy into moto (osls, the packaged stack
       AWS_SECRET_ACCESS_KEY: 'testing',
       AWS_REGION: REGION,
       SLS_TELEMETRY_DISABLED: '1',
+      // osls polls the stack's events every 5 s by default; moto answers each operation before
+      // its request returns, so the polls are only waiting.
+      SLS_AWS_MONITORING_FREQUENCY: '500',
     };
   }, 300_000);
 
