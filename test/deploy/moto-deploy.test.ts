@@ -123,6 +123,7 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<R
     child.stderr.on('data', (c: Buffer) => {
       out += c.toString('utf8');
     });
+    child.on('error', (err) => resolve({ status: null, out: `${out}\n${err.message}`, seconds: 0 }));
     child.on('close', (status) => resolve({ status, out, seconds: (Date.now() - started) / 1000 }));
   });
 }
