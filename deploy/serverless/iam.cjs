@@ -670,6 +670,56 @@ function runsQueuePolicy() {
   };
 }
 
+/** The Kubernetes group deploy/k8s/rbac.yaml binds (gantry-orchestrator-read, and -jobs per namespace). */
+const KUBERNETES_GROUP = 'gantry:orchestrators';
+
+/**
+ * EKS access entries for the clusters the `eksAccessEntryClusters` param names (Gantry cluster
+ * names, comma-separated): clusters in the stack's own account and region, where the stack may
+ * create them. One STANDARD entry per Kubernetes function role, in the group rbac.yaml binds (no
+ * AWS-managed access policy: none can be narrowed to TrainJobs and Kueue Workloads). Clusters
+ * elsewhere keep the manual step (deploy/k8s/README.md).
+ */
+async function accessEntries(resolveVariable, config) {
+  const names = await listParam(resolveVariable, 'eksAccessEntryClusters');
+  const region = await resolveVariable('self:provider.region');
+  const Resources = {};
+  for (const name of new Set(names)) {
+    const cluster = config.clusters.find((c) => c.name === name);
+    if (!cluster) {
+      throw new Error(
+        `eksAccessEntryClusters: "${name}" is not a cluster of the Gantry config (its clusters: ${config.clusters.map((c) => c.name).join(', ')})`,
+      );
+    }
+    if (!cluster.eks) {
+      throw new Error(
+        `eksAccessEntryClusters: "${name}" is not an EKS cluster (an access entry needs eks.clusterName)`,
+      );
+    }
+    if (cluster.eks.region !== region) {
+      throw new Error(
+        `eksAccessEntryClusters: "${name}" is in ${cluster.eks.region}, the stack in ${region}: the stack can only create access entries in its own region (create them by hand, deploy/k8s/README.md)`,
+      );
+    }
+    const clusterId = name
+      .split('-')
+      .map((part) => part[0].toUpperCase() + part.slice(1))
+      .join('');
+    for (const key of K8S_FUNCTIONS) {
+      Resources[`${clusterId}${roleLogicalId(key)}AccessEntry`] = {
+        Type: 'AWS::EKS::AccessEntry',
+        Properties: {
+          ClusterName: cluster.eks.clusterName,
+          PrincipalArn: { 'Fn::GetAtt': [roleLogicalId(key), 'Arn'] },
+          Type: 'STANDARD',
+          KubernetesGroups: [KUBERNETES_GROUP],
+        },
+      };
+    }
+  }
+  return Resources;
+}
+
 async function build({ resolveVariable, resolveConfigurationProperty }) {
   const service = await resolveVariable('self:service');
   const stage = await resolveVariable('sls:stage');
@@ -699,6 +749,7 @@ async function build({ resolveVariable, resolveConfigurationProperty }) {
     }
     Resources[roleLogicalId(key)] = lambdaRole(`${service}-${stage}-${key}`, key, spec, withVpc);
   }
+  Object.assign(Resources, await accessEntries(resolveVariable, config));
   Resources.TrainingRunStateMachineRole = stateMachineRole();
   Resources.RunsQueuePolicy = runsQueuePolicy();
   // For the EKS access entries (deploy/k8s/README.md): the roles mapped to gantry:orchestrators.
@@ -716,6 +767,7 @@ async function build({ resolveVariable, resolveConfigurationProperty }) {
 module.exports = {
   FUNCTIONS,
   K8S_FUNCTIONS,
+  KUBERNETES_GROUP,
   lambdaLogicalId,
   /** `resources: - ${file(./deploy/serverless/iam.cjs):resources}` */
   resources: build,

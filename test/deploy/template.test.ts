@@ -33,6 +33,13 @@ const stateMachine = require('../../deploy/serverless/state-machine.cjs') as {
   namedFunctions(): string[];
   definitionFor(asl: unknown, functionKeys: string[]): unknown;
 };
+const iam = require('../../deploy/serverless/iam.cjs') as {
+  KUBERNETES_GROUP: string;
+  resources(ctx: {
+    resolveVariable(name: string): Promise<unknown>;
+    resolveConfigurationProperty(path: string[]): Promise<unknown>;
+  }): Promise<{ Resources: Record<string, Resource> }>;
+};
 const gantryConfig = require('../../deploy/serverless/gantry-config.cjs') as {
   load(resolveVariable: (v: string) => Promise<unknown>): Promise<unknown>;
 };
@@ -370,6 +377,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
         'reconcilerShards=3',
         'reconcilerReservedConcurrency=3',
         'tableDeletionProtection=true',
+        'eksAccessEntryClusters=training',
         `config=${DESCRIBE_CLUSTER_CONFIG}`,
       ]);
     } finally {
@@ -1070,6 +1078,79 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
       Audience: ['gantry'],
       Issuer: 'https://issuer.example.com/',
     });
+  });
+
+  it('creates no EKS access entry by default; with eksAccessEntryClusters, one STANDARD entry per Kubernetes role in the group rbac.yaml binds', () => {
+    const entries = (x: Template) =>
+      Object.entries(x.Resources).filter(([, r]) => r.Type === 'AWS::EKS::AccessEntry');
+    expect(entries(t)).toEqual([]);
+    // The group deploy/k8s/rbac.yaml binds both ClusterRoles (the jobs one per namespace) to.
+    const rbac = readFileSync(join(ROOT, 'deploy/k8s/rbac.yaml'), 'utf8');
+    const groups = [...rbac.matchAll(/kind: Group\s+name: (\S+)/g)].map((m) => m[1]);
+    expect(new Set(groups)).toEqual(new Set([iam.KUBERNETES_GROUP]));
+    const kubernetesRoles = KUBERNETES_FUNCTIONS.map(
+      (key) => roleOf(v, fns.get(lambdaLogicalId(key)) as Resource).id,
+    );
+    expect(
+      entries(v)
+        .map(([, r]) => r.Properties)
+        .sort((a, b) => render(a.PrincipalArn).localeCompare(render(b.PrincipalArn))),
+    ).toEqual(
+      kubernetesRoles.sort().map((role) => ({
+        ClusterName: 'gantry-training',
+        PrincipalArn: { 'Fn::GetAtt': [role, 'Arn'] },
+        Type: 'STANDARD',
+        KubernetesGroups: ['gantry:orchestrators'],
+      })),
+    );
+    // No AWS-managed access policy: none can be narrowed to TrainJobs and Workloads.
+    for (const [id, r] of entries(v)) expect(r.Properties.AccessPolicies, id).toBeUndefined();
+  });
+
+  it('refuses eksAccessEntryClusters naming an unknown cluster or one in another region, naming the param', async () => {
+    const config = JSON.parse(readFileSync(join(ROOT, DESCRIBE_CLUSTER_CONFIG), 'utf8')) as {
+      clusters: Array<{ eks: { region: string } }>;
+    };
+    const otherRegion = join(ROOT, 'test/deploy/fixtures', `.config-other-region-${process.pid}.json`);
+    config.clusters[0] = {
+      ...config.clusters[0],
+      eks: { ...config.clusters[0]?.eks, region: 'eu-west-1' },
+    } as {
+      eks: { region: string };
+    };
+    writeFileSync(otherRegion, JSON.stringify(config));
+    const build = (params: Record<string, string>) =>
+      iam.resources({
+        resolveVariable: async (name: string) => {
+          const values: Record<string, unknown> = {
+            'self:service': 'gantry',
+            'sls:stage': `acl${Object.keys(params).length}${params.config?.length ?? 0}`,
+            'self:custom.stateMachineName': 'gantry-dev-training-run',
+            'self:provider.region': 'us-east-1',
+            'param:eventBusName': 'default',
+            'param:subnetIds': '',
+            'param:securityGroupIds': '',
+            ...Object.fromEntries(Object.entries(params).map(([k, val]) => [`param:${k}`, val])),
+          };
+          return values[name];
+        },
+        resolveConfigurationProperty: async () =>
+          Object.fromEntries(Object.keys(EXPECTED_ACTIONS).map((k) => [k, {}])),
+      });
+    try {
+      await expect(
+        build({ config: DESCRIBE_CLUSTER_CONFIG, eksAccessEntryClusters: 'training,nope' }),
+      ).rejects.toThrow(/eksAccessEntryClusters: "nope" is not a cluster of the Gantry config/);
+      await expect(
+        build({ config: relative(ROOT, otherRegion), eksAccessEntryClusters: 'training' }),
+      ).rejects.toThrow(/eksAccessEntryClusters: "training" is in eu-west-1, the stack in us-east-1/);
+      const ok = await build({ config: DESCRIBE_CLUSTER_CONFIG, eksAccessEntryClusters: 'training' });
+      expect(Object.keys(ok.Resources).filter((id) => id.endsWith('AccessEntry'))).toHaveLength(
+        KUBERNETES_FUNCTIONS.length,
+      );
+    } finally {
+      rmSync(otherRegion, { force: true });
+    }
   });
 
   describe.runIf(lintAvailable)('cfn-lint', () => {
