@@ -34,10 +34,9 @@ import {
 } from '@aws-sdk/client-lambda';
 import {
   CreateBucketCommand,
-  DeleteBucketCommand,
-  DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
+  ListBucketsCommand,
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
@@ -82,7 +81,10 @@ const STACK = 'gantry-dev';
 const REGION = 'us-east-1';
 /** moto's default account. */
 const ACCOUNT = '123456789012';
-const BUCKET = `gantry-dev-${ACCOUNT}-${REGION}`;
+/** The bucket's name without its stack-unique suffix (serverless.yml custom.bucketName). */
+const BUCKET_PREFIX = `gantry-dev-${ACCOUNT}-${REGION}-`;
+/** The bucket of the stack deployed last (read from the stack). */
+let BUCKET = '';
 /** A bucket name someone else holds (created outside the stack by the rollback test). */
 const TAKEN_BUCKET = 'gantry-deploy-tier-name-taken';
 
@@ -282,7 +284,12 @@ describe.runIf(available)('serverless deploy into moto (osls, the packaged stack
 
   it('created the bucket, the state table with its key schema and indexes, and the queues as the template says', async () => {
     const ids = await physicalIds();
-    expect(ids.get('GantryBucket')).toBe(BUCKET);
+    BUCKET = ids.get('GantryBucket') as string;
+    // Unique to the stack: the first 8 hex digits of its id.
+    const stackId = (await aws.cfn.send(new DescribeStacksCommand({ StackName: STACK }))).Stacks?.[0]
+      ?.StackId;
+    expect(BUCKET).toBe(`${BUCKET_PREFIX}${stackId?.split('/')[2]?.split('-')[0]}`);
+    expect(BUCKET).toMatch(/^gantry-dev-\d{12}-[a-z0-9-]+-[0-9a-f]{8}$/);
     expect(await bucketExists(BUCKET)).toBe(true);
 
     const table = (await aws.ddb.send(new DescribeTableCommand({ TableName: ids.get('StateTable') }))).Table;
@@ -464,24 +471,21 @@ describe.runIf(available)('serverless deploy into moto (osls, the packaged stack
     expect(await tableNames()).toContain(retainedTable);
   }, 300_000);
 
-  it('deploy after remove: the kept bucket blocks it (fixed name) until it is deleted; then it deploys, with a new empty table', async () => {
-    const blocked = await deploy('redeploy over the kept bucket', pkg);
-    expect(blocked.status).not.toBe(0);
-    expect(blocked.out).toMatch(/GantryBucket/);
-    expect(blocked.out).toMatch(/BucketAlreadyExists|already exists/);
-    // The failed update rolled back: nothing it created is left (the new table neither).
-    expect(await tableNames()).toEqual([retainedTable]);
-
-    // docs/deploy.md: the kept bucket is the operator's to empty and delete.
-    await aws.s3.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: 'runs/r1/output/model.bin' }));
-    await aws.s3.send(new DeleteBucketCommand({ Bucket: BUCKET }));
-    const r = await deploy('redeploy', pkg);
+  it('deploy after remove succeeds: a new bucket and a new table; the kept ones keep their objects and records', async () => {
+    const kept = BUCKET;
+    const r = await deploy('redeploy after remove', pkg);
     expect(r.status, r.out).toBe(0);
     const ids = await physicalIds();
-    expect(await bucketExists(BUCKET)).toBe(true);
+    // A new stack: a new id, so a new bucket name — the kept bucket does not block it.
+    expect(ids.get('GantryBucket')).not.toBe(kept);
+    expect(ids.get('GantryBucket')).toMatch(new RegExp(`^${BUCKET_PREFIX}[0-9a-f]{8}$`));
+    expect(await bucketExists(ids.get('GantryBucket') as string)).toBe(true);
+    const old = await aws.s3.send(new GetObjectCommand({ Bucket: kept, Key: 'runs/r1/output/model.bin' }));
+    expect(await old.Body?.transformToString()).toBe('weights');
     // A new table: the kept one (its records) is not the new stack's.
     expect(ids.get('StateTable')).not.toBe(retainedTable);
     expect((await tableNames()).sort()).toEqual([ids.get('StateTable'), retainedTable].sort());
+    BUCKET = ids.get('GantryBucket') as string;
   }, 300_000);
 
   it('a deploy that fails after the bucket and the table exist rolls them back: the next deploy succeeds', async () => {
@@ -502,12 +506,13 @@ describe.runIf(available)('serverless deploy into moto (osls, the packaged stack
     expect(await bucketExists(TAKEN_BUCKET)).toBe(true);
     const [stack] = (await aws.cfn.send(new DescribeStacksCommand({ StackName: STACK }))).Stacks ?? [];
     expect(stack?.StackStatus).toBe('UPDATE_ROLLBACK_COMPLETE');
-    expect(await bucketExists(BUCKET)).toBe(false);
+    const buckets = (await aws.s3.send(new ListBucketsCommand({}))).Buckets?.map((b) => b.Name) ?? [];
+    expect(buckets.filter((b) => b?.startsWith(BUCKET_PREFIX))).toEqual([]);
     expect(await tableNames()).toEqual([]);
 
     const again = await deploy('deploy after the rollback', pkg);
     expect(again.status, again.out).toBe(0);
-    expect(await bucketExists(BUCKET)).toBe(true);
+    expect(await bucketExists((await physicalIds()).get('GantryBucket') as string)).toBe(true);
     expect(await tableNames()).toHaveLength(1);
   }, 300_000);
 });

@@ -950,8 +950,12 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
   });
 
   it('keeps the bucket private, versioned and encrypted, with data/ events going to the data-events queue', () => {
-    // Its name is fixed: a bucket left behind by a failed first deploy would block every later one.
+    // Kept when the stack goes, gone when its first deploy fails; its name is unique to the stack
+    // (the first 8 hex digits of its id), so a kept bucket never blocks a new stack of the stage.
     expect((t.Resources.GantryBucket as Resource).DeletionPolicy).toBe('RetainExceptOnCreate');
+    const name = ((t.Resources.GantryBucket as Resource).Properties as Json).BucketName as Json;
+    expect(JSON.stringify(name)).toContain('{"Ref":"AWS::StackId"}');
+    expect((name['Fn::If'] as unknown[])[0]).toBe('PinnedBucketName');
     for (const [id, r] of Object.entries(t.Resources)) expect(r.DeletionPolicy, id).not.toBe('Retain');
     const bucket = (t.Resources.GantryBucket as Resource).Properties as Json;
     expect(bucket.VersioningConfiguration).toEqual({ Status: 'Enabled' });
