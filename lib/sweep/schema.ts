@@ -209,9 +209,33 @@ export const AlgorithmSchema = z.discriminatedUnion(
         z.optional(z.number().check(z.int(), z.gte(1, 'startupTrials must be at least 1'), z.lte(1000))),
         'Random trials before TPE takes over (default max(2, min(10, maxTrials / 5)))',
       ),
+      estimator: z.described(
+        z.optional(
+          z.enum(['univariate', 'multivariate'], { error: 'estimator must be univariate or multivariate' }),
+        ),
+        'univariate (default): one Parzen estimator per parameter, as Optuna by default; multivariate: one joint estimator over all parameters (Optuna multivariate=True)',
+      ),
+    }),
+    z.strictObject({
+      name: z.described(
+        z.literal('gp'),
+        'gp: a Gaussian process with expected improvement (random first); best on few numeric parameters',
+      ),
+      seed: z.described(z.optional(seed), 'Seed of the draws, for a repeatable sweep'),
+      startupTrials: z.described(
+        z.optional(z.number().check(z.int(), z.gte(2, 'startupTrials must be at least 2'), z.lte(1000))),
+        'Random trials before the Gaussian process takes over (default max(2, min(10, maxTrials / 5)))',
+      ),
+    }),
+    z.strictObject({
+      name: z.described(
+        z.literal('auto'),
+        'auto (the default): chosen from the space when the sweep is created — grid if the whole grid fits in maxTrials, gp for at most 10 numeric parameters, otherwise multivariate tpe; the sweep shows the choice and why',
+      ),
+      seed: z.described(z.optional(seed), 'Seed of the draws, for a repeatable sweep'),
     }),
   ],
-  { error: 'algorithm.name must be one of grid, random, tpe, cmaes' },
+  { error: 'algorithm.name must be one of auto, grid, random, tpe, cmaes, gp' },
 );
 
 const MedianSchema = z.strictObject({
@@ -349,7 +373,10 @@ const SweepRequestObject = z
       'The parameters searched',
     ),
     objective: z.described(ObjectiveSchema, 'The metric that ranks trials'),
-    algorithm: z.described(AlgorithmSchema, "How the next trial's values are chosen: grid, random or tpe"),
+    algorithm: z.described(
+      z._default(AlgorithmSchema, { name: 'auto' as const }),
+      "How the next trial's values are chosen: auto (default), grid, random, tpe, cmaes or gp (docs/sweeps.md, Search algorithms)",
+    ),
     maxTrials: z.described(
       z
         .number({ error: 'maxTrials is required (a whole number)' })
@@ -501,7 +528,7 @@ const SweepRequestObject = z
         issue(['parallelTrials'], `must not exceed maxTrials (${s.maxTrials})`);
       }
       if (
-        (s.algorithm.name === 'tpe' || s.algorithm.name === 'cmaes') &&
+        (s.algorithm.name === 'tpe' || s.algorithm.name === 'cmaes' || s.algorithm.name === 'gp') &&
         s.algorithm.startupTrials !== undefined &&
         s.algorithm.startupTrials > s.maxTrials
       ) {

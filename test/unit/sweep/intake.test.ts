@@ -233,6 +233,21 @@ describe('submitting a sweep', () => {
     expect(record.request.algorithm).toEqual({ name: 'tpe', seed: 42 });
   });
 
+  it('chooses the algorithm when none is given (auto), stores the choice and says why', async () => {
+    const { submit, sweeps } = setup();
+    const body = valid();
+    delete (body as { algorithm?: unknown }).algorithm;
+    const { record } = await submit({ caller: iam(VISION_ARN), body });
+    // A categorical parameter: multivariate TPE, seeded, in place of auto.
+    expect(record.request.algorithm).toEqual({ name: 'tpe', seed: 42, estimator: 'multivariate' });
+    expect(record.algorithmChoice).toEqual({ algorithm: 'tpe', reason: expect.stringMatching(/1 categorical of 3/) });
+    expect((await sweeps.get(record.sweepId))?.algorithmChoice?.algorithm).toBe('tpe');
+    const numeric = valid({ parameters: valid().parameters.slice(0, 2), algorithm: { name: 'auto', seed: 7 } });
+    const gp = await submit({ caller: iam(VISION_ARN), body: numeric });
+    expect(gp.record.request.algorithm).toEqual({ name: 'gp', seed: 7 });
+    expect(gp.record.algorithmChoice?.reason).toMatch(/2 numeric parameters/);
+  });
+
   it('accepts asha, hyperband and cmaes and fills in their defaults', async () => {
     const { submit } = setup();
     const asha = await submit({
