@@ -240,9 +240,15 @@ describe('submitting a sweep', () => {
     const { record } = await submit({ caller: iam(VISION_ARN), body });
     // A categorical parameter: multivariate TPE, seeded, in place of auto.
     expect(record.request.algorithm).toEqual({ name: 'tpe', seed: 42, estimator: 'multivariate' });
-    expect(record.algorithmChoice).toEqual({ algorithm: 'tpe', reason: expect.stringMatching(/1 categorical of 3/) });
+    expect(record.algorithmChoice).toEqual({
+      algorithm: 'tpe',
+      reason: expect.stringMatching(/1 categorical of 3/),
+    });
     expect((await sweeps.get(record.sweepId))?.algorithmChoice?.algorithm).toBe('tpe');
-    const numeric = valid({ parameters: valid().parameters.slice(0, 2), algorithm: { name: 'auto', seed: 7 } });
+    const numeric = valid({
+      parameters: valid().parameters.slice(0, 2),
+      algorithm: { name: 'auto', seed: 7 },
+    });
     const gp = await submit({ caller: iam(VISION_ARN), body: numeric });
     expect(gp.record.request.algorithm).toEqual({ name: 'gp', seed: 7 });
     expect(gp.record.algorithmChoice?.reason).toMatch(/2 numeric parameters/);
