@@ -3,7 +3,7 @@
  * with the reason, which the sweep record keeps (`algorithmChoice`) and the sweep view shows.
  * The rules follow bench/sweep-vs-optuna.ts (bench/results/sweep-vs-optuna.md).
  */
-import type { Algorithm } from './samplers.ts';
+import type { Algorithm } from './algorithms.ts';
 import type { SweepRequest } from './schema.ts';
 import { gridSize, type ParameterSpec } from './space.ts';
 

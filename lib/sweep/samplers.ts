@@ -2,6 +2,7 @@ import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
 import { uniformInt } from 'pure-rand/distribution/uniformInt';
 import { xoroshiro128plusFromState } from 'pure-rand/generator/xoroshiro128plus';
 import type { RandomGenerator } from 'pure-rand/types/RandomGenerator';
+import type { Algorithm } from './algorithms.ts';
 import { type AlgorithmRequest, chooseAlgorithm, defaultStartupTrials } from './auto.ts';
 import { askCma, type CmaState, defaultPopsize, initCma, tellCma } from './cmaes.ts';
 import { sampleGp } from './gp.ts';
@@ -17,35 +18,7 @@ import {
 } from './space.ts';
 import { sampleTpe } from './tpe.ts';
 
-export type Algorithm =
-  | { name: 'grid' }
-  | { name: 'random'; seed: number }
-  | {
-      name: 'tpe';
-      seed: number;
-      /** Trials sampled at random before TPE takes over (history.length < startupTrials). */
-      startupTrials: number;
-      /** Draws from l(x), of which the best l/g is kept; default 24. */
-      candidates?: number;
-      /** A fixed fraction of the history, rounded up, as the good trials; default Optuna's ⌈n/10⌉, at most 25. */
-      gamma?: number;
-      /** One joint estimator over all parameters (Optuna's multivariate=True); default false. */
-      multivariate?: boolean;
-    }
-  | {
-      name: 'cmaes';
-      seed: number;
-      /** Trials with index < startupTrials are sampled at random and left out of CMA-ES's updates. */
-      startupTrials: number;
-      /** Trials per generation; default 4 + ⌊3 ln d⌋ (d: the numeric parameters searched). */
-      popSize?: number;
-    }
-  | {
-      name: 'gp';
-      seed: number;
-      /** Trials sampled at random before the Gaussian process takes over. */
-      startupTrials: number;
-    };
+export type { Algorithm } from './algorithms.ts';
 
 /** A finished trial, its objective already oriented so that LOWER IS BETTER (the caller negates maximised metrics). */
 export interface Observation {
