@@ -21,6 +21,12 @@ export type Algorithm =
       startupTrials: number;
       /** Trials per generation; default 4 + ⌊3 ln d⌋ (d: the numeric parameters searched). */
       popSize?: number;
+      /**
+       * How discrete and categorical parameters are drawn: 'random' (default, as Optuna's
+       * CmaEsSampler hands them to its RandomSampler) or 'tpe' (univariate TPE on the history once
+       * it holds TPE_STARTUP_FOR_OTHERS trials, like CmaEsSampler(independent_sampler=TPESampler())).
+       */
+      others?: 'random' | 'tpe';
     }
   | {
       name: 'gp';

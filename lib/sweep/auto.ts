@@ -4,6 +4,7 @@
  * The rules follow bench/sweep-vs-optuna.ts (bench/results/sweep-vs-optuna.md).
  */
 import type { Algorithm } from './algorithms.ts';
+import { defaultPopsize } from './cmaes.ts';
 import type { SweepRequest } from './schema.ts';
 import { gridSize, type ParameterSpec } from './space.ts';
 
@@ -23,10 +24,12 @@ export interface AlgorithmChoice {
   reason: string;
 }
 
-/** The Gaussian process is chosen up to this many searched numeric parameters… */
-export const AUTO_GP_MAX_DIMENSIONS = 10;
-/** …and this many trials: it models at most GP_MAX_POINTS (100) of them, TPE all of them. */
+/** The Gaussian process is chosen up to this many searched parameters… */
+export const AUTO_GP_MAX_DIMENSIONS = 6;
+/** …and this many trials: it models at most GP_MAX_POINTS (100) of them. */
 export const AUTO_GP_MAX_TRIALS = 300;
+/** CMA-ES is chosen when the budget holds at least this many of its generations. */
+export const AUTO_CMAES_MIN_GENERATIONS = 4;
 
 /** TPE's and the Gaussian process's default random start: max(2, min(10, ⌊maxTrials / 5⌋)). */
 export function defaultStartupTrials(maxTrials: number): number {
@@ -40,47 +43,65 @@ const searched = (p: ParameterSpec) =>
       ? p.max - p.min >= p.step
       : p.values.length > 1;
 
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
 /**
- * `auto`: grid when the space is finite and the whole grid fits in maxTrials (nothing to model:
- * every point gets tried once); a Gaussian process with expected improvement when every searched
- * parameter is numeric and there are at most 10 (the smooth, low-dimensional case where a joint
- * model beats TPE); otherwise multivariate TPE (categorical parameters, or many parameters: one
- * joint Parzen estimator keeps the interactions between parameters that univariate TPE loses).
+ * `auto`, from bench/sweep-vs-optuna.ts's results (bench/results/sweep-vs-optuna.md):
+ * - grid when no parameter is continuous and the whole grid fits in maxTrials: every point once;
+ * - a Gaussian process with expected improvement for at most 6 parameters, none categorical, and
+ *   at most 300 trials: the best of all samplers there, by far on smooth functions;
+ * - CMA-ES for 2 or more continuous/integer parameters otherwise (more of them, or categorical ones
+ *   beside them, whose values univariate TPE picks), when the budget holds 4 of its generations:
+ *   on the 10-D and the mixed objectives it beat the GP and every TPE;
+ * - otherwise univariate TPE, Optuna's default (few numeric parameters, or a budget too short).
  */
 export function chooseAlgorithm(request: AlgorithmRequest): AlgorithmChoice {
   const seed = request.algorithm && 'seed' in request.algorithm ? (request.algorithm.seed ?? 0) : 0;
   if (!request.parameters) throw new RangeError('auto chooses from the parameters, and none were given');
   const params = request.parameters.filter(searched);
-  const startupTrials = defaultStartupTrials(request.maxTrials);
+  const { maxTrials } = request;
+  const startupTrials = defaultStartupTrials(maxTrials);
   const categorical = params.filter((p) => p.type === 'categorical').length;
+  const numeric = params.filter((p) => p.type === 'continuous' || p.type === 'integer').length;
+  const others = params.length - numeric;
   const size = gridSize(request.parameters);
   if (
-    size <= request.maxTrials &&
+    size <= maxTrials &&
     request.warmStartFrom === undefined &&
     params.every((p) => p.type !== 'continuous')
   ) {
     return {
       algorithm: { name: 'grid' },
       request: { name: 'grid' },
-      reason: `the space has ${size} points and maxTrials ${request.maxTrials} covers them all: grid tries each once`,
+      reason: `the space has ${size} points and maxTrials ${maxTrials} covers them all: grid tries each once`,
     };
   }
-  const small = params.length >= 1 && params.length <= AUTO_GP_MAX_DIMENSIONS;
-  if (categorical === 0 && small && request.maxTrials <= AUTO_GP_MAX_TRIALS) {
+  if (
+    categorical === 0 &&
+    params.length >= 1 &&
+    params.length <= AUTO_GP_MAX_DIMENSIONS &&
+    maxTrials <= AUTO_GP_MAX_TRIALS
+  ) {
     return {
       algorithm: { name: 'gp', seed, startupTrials },
       request: { name: 'gp', seed },
-      reason: `${params.length} numeric parameter${params.length === 1 ? '' : 's'} (≤ ${AUTO_GP_MAX_DIMENSIONS}), none categorical, maxTrials ≤ ${AUTO_GP_MAX_TRIALS}: a Gaussian process with expected improvement models them jointly`,
+      reason: `${plural(params.length, 'parameter')} (≤ ${AUTO_GP_MAX_DIMENSIONS}), none categorical, maxTrials ≤ ${AUTO_GP_MAX_TRIALS}: a Gaussian process with expected improvement models them jointly`,
+    };
+  }
+  const generations = Math.floor(maxTrials / defaultPopsize(Math.max(1, numeric)));
+  if (numeric >= 2 && generations >= AUTO_CMAES_MIN_GENERATIONS) {
+    const mixed = others > 0;
+    return {
+      algorithm: { name: 'cmaes', seed, startupTrials: 0, ...(mixed ? { others: 'tpe' as const } : {}) },
+      request: { name: 'cmaes', seed, ...(mixed ? { others: 'tpe' as const } : {}) },
+      reason:
+        `${plural(numeric, 'numeric parameter')}${mixed ? ` and ${others} discrete or categorical (drawn by TPE)` : ''}, ` +
+        `${generations} generations in maxTrials ${maxTrials}: CMA-ES${categorical > 0 ? ' (a Gaussian process does not take categorical parameters well)' : ` (more than ${AUTO_GP_MAX_DIMENSIONS} parameters, or more than ${AUTO_GP_MAX_TRIALS} trials, for a Gaussian process)`}`,
     };
   }
   return {
-    algorithm: { name: 'tpe', seed, startupTrials, multivariate: true },
-    request: { name: 'tpe', seed, estimator: 'multivariate' },
-    reason:
-      categorical > 0
-        ? `${categorical} categorical of ${params.length} parameters: multivariate TPE models categorical and numeric parameters jointly`
-        : small
-          ? `maxTrials ${request.maxTrials} > ${AUTO_GP_MAX_TRIALS}: multivariate TPE uses every trial where a Gaussian process would model a subset`
-          : `${params.length} parameters (> ${AUTO_GP_MAX_DIMENSIONS}): multivariate TPE scales where a Gaussian process does not`,
+    algorithm: { name: 'tpe', seed, startupTrials },
+    request: { name: 'tpe', seed },
+    reason: `${plural(numeric, 'numeric parameter')} and ${others} discrete or categorical, maxTrials ${maxTrials}: TPE (too few numeric parameters or trials for CMA-ES)`,
   };
 }

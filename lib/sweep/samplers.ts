@@ -35,6 +35,8 @@ export interface Observation {
 }
 
 const DEFAULT_CANDIDATES = 24;
+/** CMA-ES's `others: 'tpe'` draws at random until the history holds this many trials (Optuna TPE's n_startup_trials). */
+const TPE_STARTUP_FOR_OTHERS = 10;
 
 /**
  * The sampler a sweep request asks for, defaults filled: TPE's and GP's startupTrials is
@@ -55,6 +57,7 @@ export function algorithmFor(request: AlgorithmRequest): Algorithm {
         seed: a.seed ?? 0,
         startupTrials: a.startupTrials ?? 0,
         ...(a.popSize !== undefined ? { popSize: a.popSize } : {}),
+        ...(a.others === 'tpe' ? { others: 'tpe' as const } : {}),
       };
     case 'tpe':
       return {
@@ -122,7 +125,7 @@ export function suggest(
       return sampleGp(params, rng, complete, pending, sampleUniform);
     }
     case 'cmaes':
-      return sampleCmaEs(params, algorithm, trialIndex, history);
+      return sampleCmaEs(params, algorithm, trialIndex, history, pending);
   }
 }
 
@@ -250,10 +253,26 @@ export function sampleCmaEs(
   algorithm: Extract<Algorithm, { name: 'cmaes' }>,
   trialIndex: number,
   history: readonly Observation[],
+  pending: readonly Assignment[] = [],
 ): Assignment {
   const rng = trialRng(algorithm.seed, trialIndex);
   const coords = coordinates(params);
-  if (trialIndex < algorithm.startupTrials || coords.length === 0) return sampleRandom(params, rng);
+  if (trialIndex < algorithm.startupTrials) return sampleRandom(params, rng);
+  const others = params.filter((spec) => !coords.some((c) => c.spec === spec));
+  const tpeOthers =
+    algorithm.others === 'tpe' && others.length > 0 && history.length >= TPE_STARTUP_FOR_OTHERS;
+  const drawn = tpeOthers
+    ? sampleTpe(
+        others,
+        rng,
+        history,
+        pending,
+        { candidates: DEFAULT_CANDIDATES, multivariate: false },
+        sampleUniform,
+      )
+    : undefined;
+  if (coords.length === 0)
+    return drawn ? { ...sampleRandom(params, rng), ...drawn } : sampleRandom(params, rng);
   const startup = new Set<string>();
   for (let i = 0; i < algorithm.startupTrials; i++) {
     startup.add(JSON.stringify(sampleRandom(params, trialRng(algorithm.seed, i))));
@@ -279,7 +298,8 @@ export function sampleCmaEs(
   const assignment: Assignment = {};
   for (const spec of params) {
     const k = coords.findIndex((c) => c.spec === spec);
-    assignment[spec.name] = k >= 0 ? coords[k]!.decode(x[k]!) : sampleUniform(spec, rng);
+    assignment[spec.name] =
+      k >= 0 ? coords[k]!.decode(x[k]!) : (drawn?.[spec.name] ?? sampleUniform(spec, rng));
   }
   return assignment;
 }

@@ -198,6 +198,10 @@ export const AlgorithmSchema = z.discriminatedUnion(
         ),
         'Trials per CMA-ES generation (default 4 + ⌊3 ln d⌋ for d searched numeric parameters)',
       ),
+      others: z.described(
+        z.optional(z.enum(['random', 'tpe'], { error: 'others must be random or tpe' })),
+        'How discrete and categorical parameters are drawn: random (default, as Optuna) or tpe (univariate TPE once 10 trials are in)',
+      ),
     }),
     z.strictObject({
       name: z.described(
@@ -230,7 +234,7 @@ export const AlgorithmSchema = z.discriminatedUnion(
     z.strictObject({
       name: z.described(
         z.literal('auto'),
-        'auto (the default): chosen from the space when the sweep is created — grid if the whole grid fits in maxTrials, gp for at most 10 numeric parameters, otherwise multivariate tpe; the sweep shows the choice and why',
+        'auto (the default): chosen from the space when the sweep is created — grid if the whole grid fits in maxTrials, gp for at most 6 parameters none categorical, cmaes (categorical values by tpe) for more or mixed ones, else tpe; the sweep shows the choice and why',
       ),
       seed: z.described(z.optional(seed), 'Seed of the draws, for a repeatable sweep'),
     }),

@@ -238,11 +238,11 @@ describe('submitting a sweep', () => {
     const body = valid();
     delete (body as { algorithm?: unknown }).algorithm;
     const { record } = await submit({ caller: iam(VISION_ARN), body });
-    // A categorical parameter: multivariate TPE, seeded, in place of auto.
-    expect(record.request.algorithm).toEqual({ name: 'tpe', seed: 42, estimator: 'multivariate' });
+    // A categorical parameter and 10 trials (one CMA-ES generation): TPE, seeded, in place of auto.
+    expect(record.request.algorithm).toEqual({ name: 'tpe', seed: 42 });
     expect(record.algorithmChoice).toEqual({
       algorithm: 'tpe',
-      reason: expect.stringMatching(/1 categorical of 3/),
+      reason: expect.stringMatching(/2 numeric parameters and 1 discrete or categorical/),
     });
     expect((await sweeps.get(record.sweepId))?.algorithmChoice?.algorithm).toBe('tpe');
     const numeric = valid({
@@ -251,7 +251,7 @@ describe('submitting a sweep', () => {
     });
     const gp = await submit({ caller: iam(VISION_ARN), body: numeric });
     expect(gp.record.request.algorithm).toEqual({ name: 'gp', seed: 7 });
-    expect(gp.record.algorithmChoice?.reason).toMatch(/2 numeric parameters/);
+    expect(gp.record.algorithmChoice?.reason).toMatch(/2 parameters \(≤ 6\), none categorical/);
   });
 
   it('accepts asha, hyperband and cmaes and fills in their defaults', async () => {

@@ -164,30 +164,63 @@ describe('gp', () => {
   });
 });
 
+describe('cmaes with others: tpe', () => {
+  const params: ParameterSpec[] = [
+    { name: 'a', type: 'continuous', min: 0, max: 1, scale: 'linear' },
+    { name: 'b', type: 'continuous', min: 0, max: 1, scale: 'linear' },
+    { name: 'opt', type: 'categorical', values: ['adam', 'sgd', 'rmsprop', 'adagrad'] },
+  ];
+  const objective = (x: Assignment) =>
+    ((x.a as number) - 0.3) ** 2 + ((x.b as number) - 0.6) ** 2 + (x.opt === 'adam' ? 0 : 0.5);
+  const adamShare = (others: 'random' | 'tpe', seed: number) => {
+    const alg: Algorithm = { name: 'cmaes', seed, startupTrials: 0, others };
+    const history: Observation[] = [];
+    for (let i = 0; i < 40; i++) {
+      const x = suggest(alg, params, i, history);
+      history.push({ assignment: x, loss: objective(x) });
+    }
+    return history.slice(20).filter((o) => o.assignment.opt === 'adam').length / 20;
+  };
+
+  it('learns the categorical values instead of drawing them at random, the numeric ones still by CMA-ES', () => {
+    const seeds = [1, 2, 3, 4, 5];
+    expect(median(seeds.map((s) => adamShare('random', s)))).toBeLessThan(0.45);
+    expect(median(seeds.map((s) => adamShare('tpe', s)))).toBeGreaterThan(0.6);
+    // The numeric parameters are CMA-ES's: the same with either, for the same seed and history.
+    const history: Observation[] = [{ assignment: { a: 0.5, b: 0.5, opt: 'sgd' }, loss: 1 }];
+    const x = suggest({ name: 'cmaes', seed: 3, startupTrials: 0, others: 'tpe' }, params, 1, history);
+    const y = suggest({ name: 'cmaes', seed: 3, startupTrials: 0 }, params, 1, history);
+    expect([x.a, x.b]).toEqual([y.a, y.b]);
+  });
+});
+
 describe('auto', () => {
   const lr: ParameterSpec = { name: 'lr', type: 'continuous', min: 1e-5, max: 1e-1, scale: 'log' };
   const bs: ParameterSpec = { name: 'bs', type: 'integer', min: 16, max: 128, step: 16 };
   const opt: ParameterSpec = { name: 'opt', type: 'categorical', values: ['adam', 'sgd'] };
 
-  it('chooses gp for a few numeric parameters, multivariate tpe with categorical or many, grid when it all fits', () => {
+  it('chooses gp for a few numeric parameters, cmaes for many or mixed ones, tpe for few trials, grid when it all fits', () => {
     const choose = (parameters: ParameterSpec[], maxTrials = 50) =>
       chooseAlgorithm({ algorithm: { name: 'auto', seed: 5 }, maxTrials, parameters });
     expect(choose([lr, bs]).algorithm).toEqual({ name: 'gp', seed: 5, startupTrials: 10 });
-    expect(choose([lr, bs]).reason).toMatch(/2 numeric parameters/);
+    expect(choose([lr, bs]).reason).toMatch(/2 parameters/);
+    // A categorical parameter beside two numeric ones: CMA-ES, TPE drawing the categorical values.
     expect(choose([lr, bs, opt]).algorithm).toEqual({
-      name: 'tpe',
+      name: 'cmaes',
       seed: 5,
-      startupTrials: 10,
-      multivariate: true,
+      startupTrials: 0,
+      others: 'tpe',
     });
-    expect(choose([lr, bs, opt]).request).toEqual({ name: 'tpe', seed: 5, estimator: 'multivariate' });
-    const many = Array.from({ length: 12 }, (_, i): ParameterSpec => ({ ...lr, name: `p${i}` }));
-    expect(choose(many).algorithm.name).toBe('tpe');
-    expect(choose(many).reason).toMatch(/12 parameters/);
-    expect(choose([lr, bs], 1000).algorithm.name).toBe('tpe');
+    expect(choose([lr, bs, opt]).request).toEqual({ name: 'cmaes', seed: 5, others: 'tpe' });
+    expect(choose([lr, bs, opt]).reason).toMatch(/8 generations in maxTrials 50/);
+    const many = Array.from({ length: 10 }, (_, i): ParameterSpec => ({ ...lr, name: `p${i}` }));
+    expect(choose(many).algorithm).toEqual({ name: 'cmaes', seed: 5, startupTrials: 0 });
+    expect(choose([lr, bs], 1000).algorithm.name).toBe('cmaes');
+    // Too few trials for 4 generations, or a single numeric parameter: Optuna's default, TPE.
+    expect(choose([lr, bs, opt], 20).algorithm).toEqual({ name: 'tpe', seed: 5, startupTrials: 4 });
+    expect(choose([lr, opt]).algorithm.name).toBe('tpe');
     expect(choose([bs, opt]).algorithm).toEqual({ name: 'grid' });
     expect(choose([bs, opt]).reason).toMatch(/16 points/);
-    // The grid does not fit: a categorical parameter, so multivariate TPE.
     expect(choose([bs, opt], 10).algorithm.name).toBe('tpe');
   });
 
