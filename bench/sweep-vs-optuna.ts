@@ -379,8 +379,9 @@ const suggestMs = new Map<string, number[]>();
 function runGantry(obj: Objective, method: Method, seed: number): TrialResult[] {
   const params = obj.params;
   const algorithm = gantryAlgorithm(obj, method, seed);
-  const timing = suggestMs.get(obj.name + '/' + JSON.stringify({ ...algorithm, seed: 0 })) ?? [];
-  suggestMs.set(obj.name + '/' + JSON.stringify({ ...algorithm, seed: 0 }), timing);
+  const timingKey = `${obj.name}/${JSON.stringify({ ...algorithm, seed: 0 })}`;
+  const timing = suggestMs.get(timingKey) ?? [];
+  suggestMs.set(timingKey, timing);
   const rule = RULES[method.pruner];
   const today = method.pruner === 'asha-completed';
   const noise = trialRng(10_000 + seed, 0);

@@ -4,8 +4,8 @@ import { ForbiddenError, IdempotencyConflictError, ValidationError } from '../er
 import type { CallOptions } from '../ports.ts';
 import { chainedRunId, newSweepId, requestFingerprint, sweepIdFromKey, trialRunId } from '../run/ids.ts';
 import { parseWith, toIssues } from '../run/validate.ts';
-import { chainedRequest } from '../sweep/chain.ts';
 import { chooseAlgorithm } from '../sweep/auto.ts';
+import { chainedRequest } from '../sweep/chain.ts';
 import type { SweepRecord } from '../sweep/record.ts';
 import { suggest } from '../sweep/samplers.ts';
 import type { SweepRequest } from '../sweep/schema.ts';
