@@ -2,12 +2,17 @@
 learning curves, run with Optuna's samplers and pruners. Started by the TypeScript bench inside the
 pinned venv; prints one JSON document on stdout.
 
-    python bench/optuna_runner.py '{"objective": "branin", "seeds": [1, 2], "trials": 60,
-                                    "steps": 27, "sampler": "tpe", "pruner": "none", "parallel": 1}'
+    python bench/optuna_runner.py '{"objective": "branin", "space": [...], "noise": 0.5, "gap": 10,
+                                    "seeds": [1, 2], "trials": 50, "steps": 27, "sampler": "tpe",
+                                    "pruner": "none", "parallel": 1}'
+
+space: Gantry's parameter specs (bench/sweep-vs-optuna.ts passes them), asked for with
+suggest_float (log for scale log), suggest_int (step) and suggest_categorical (discrete and
+categorical values).
 
 sampler: tpe (TPESampler(seed), Optuna's default sampler) | tpe-liar (TPESampler(seed,
 constant_liar=True): trials still running count as bad results, as Gantry's TPE does) |
-tpe-mv-liar (TPESampler(seed, multivariate=True, constant_liar=True)) | cmaes (CmaEsSampler(seed))
+tpe-mv-liar (TPESampler(seed, multivariate=True, constant_liar=True); the liar is idle sequentially) | cmaes (CmaEsSampler(seed))
 | random
 pruner: none | sha (SuccessiveHalvingPruner(min_resource=3, reduction_factor=3): rungs at steps
 3, 9, 27 of 27, the same positions as Gantry's 10 %, 30 %, 90 % rungs fall on) | median
@@ -26,13 +31,18 @@ import warnings
 import numpy as np
 import optuna
 
-optuna.logging.set_verbosity(optuna.logging.WARNING)
+# ERROR: CmaEsSampler warns on every categorical parameter it hands to its independent sampler.
+optuna.logging.set_verbosity(optuna.logging.ERROR)
 # constant_liar and multivariate are flagged experimental; the warning says nothing about the run.
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
 
-def branin(x):
-    x1, x2 = x
+def xs(p, d):
+    return [p[f"x{i}"] for i in range(d)]
+
+
+def branin(p):
+    x1, x2 = xs(p, 2)
     b = 5.1 / (4 * math.pi**2)
     c = 5 / math.pi
     t = 1 / (8 * math.pi)
@@ -54,7 +64,8 @@ H_P = [
 ]
 
 
-def hartmann6(x):
+def hartmann6(p):
+    x = xs(p, 6)
     total = 0.0
     for i in range(4):
         inner = sum(H_A[i][j] * (x[j] - H_P[i][j] * 1e-4) ** 2 for j in range(6))
@@ -62,10 +73,68 @@ def hartmann6(x):
     return -total
 
 
+def sphere5(p):
+    return sum((x - (i - 2)) ** 2 for i, x in enumerate(xs(p, 5)))
+
+
+def styblinski4(p):
+    return sum((x**4 - 16 * x**2 + 5 * x) / 2 for x in xs(p, 4))
+
+
+def rosenbrock4(p):
+    x = xs(p, 4)
+    return sum(100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2 for i in range(3))
+
+
+def ellipsoid10(p):
+    x = xs(p, 10)
+    norm = math.sqrt(sum((i + 1) ** 2 for i in range(10)))
+    v = [(i + 1) / norm for i in range(10)]
+    d = [xi - (0.3 + 0.04 * i) for i, xi in enumerate(x)]
+    vd = sum(vi * di for vi, di in zip(v, d))
+    return sum(10 ** (2 * i / 9) * (d[i] - 2 * v[i] * vd) ** 2 for i in range(10))
+
+
+LR_SHIFT = {"adam": 0, "sgd": 1.5, "rmsprop": -0.5, "adagrad": 1}
+OPT_COST = {"adam": 0, "sgd": 0.05, "rmsprop": 0.1, "adagrad": 0.3}
+
+
+def mixed(p):
+    opt = p["optimizer"]
+    batch = p["batch_size"]
+    lr_star = math.log10(3e-3) + LR_SHIFT[opt] + math.log10(batch / 64)
+    return (
+        (math.log10(p["lr"]) - lr_star) ** 2
+        + OPT_COST[opt]
+        + 0.02 * abs(math.log2(batch) - 6)
+        + 2 * (p["dropout"] - 0.05 * p["layers"]) ** 2
+        + 0.01 * (p["layers"] - 5) ** 2
+        + 0.05 * (math.log10(p["weight_decay"]) + 4) ** 2
+    )
+
+
+# The same formulas as bench/sweep-vs-optuna.ts; the space, noise and gap come with the spec.
 OBJECTIVES = {
-    "branin": {"f": branin, "bounds": [(-5.0, 10.0), (0.0, 15.0)], "noise": 0.5, "gap": 10.0},
-    "hartmann6": {"f": hartmann6, "bounds": [(0.0, 1.0)] * 6, "noise": 0.1, "gap": 0.5},
+    "branin": branin,
+    "hartmann6": hartmann6,
+    "sphere5": sphere5,
+    "styblinski4": styblinski4,
+    "rosenbrock4": rosenbrock4,
+    "ellipsoid10": ellipsoid10,
+    "mixed": mixed,
+    "mixed-noisy": mixed,
 }
+
+
+def suggest(trial, spec):
+    """A parameter of Gantry's space as Optuna's trial API asks for it (discrete values are
+    categorical choices in Optuna, as Gantry's TPE treats them)."""
+    t = spec["type"]
+    if t == "continuous":
+        return trial.suggest_float(spec["name"], spec["min"], spec["max"], log=spec["scale"] == "log")
+    if t == "integer":
+        return trial.suggest_int(spec["name"], spec["min"], spec["max"], step=spec["step"])
+    return trial.suggest_categorical(spec["name"], spec["values"])
 
 
 def sampler_of(name, seed):
@@ -95,7 +164,7 @@ def pruner_of(name):
 def run(spec, seed):
     """Trials on `parallel` workers (1: one after another): every tick each running trial runs one
     step; a trial that ends or is pruned frees its worker at once for the next one (ask/tell)."""
-    obj = OBJECTIVES[spec["objective"]]
+    f = OBJECTIVES[spec["objective"]]
     steps = spec["steps"]
     workers = spec.get("parallel", 1)
     noise_rng = np.random.RandomState(10_000 + seed)
@@ -109,18 +178,18 @@ def run(spec, seed):
     while launched < spec["trials"] or active:
         while len(active) < workers and launched < spec["trials"]:
             trial = study.ask()
-            x = [trial.suggest_float(f"x{i}", lo, hi) for i, (lo, hi) in enumerate(obj["bounds"])]
-            true = obj["f"](x)
-            record = {"x": x, "true": true, "steps": 0, "pruned": False}
+            params = {p["name"]: suggest(trial, p) for p in spec["space"]}
+            true = f(params)
+            record = {"x": params, "true": true, "steps": 0, "pruned": False}
             trials.append(record)
-            g = obj["gap"] * (0.75 + 0.5 * noise_rng.uniform())
+            g = spec["gap"] * (0.75 + 0.5 * noise_rng.uniform())
             active.append((trial, record, g))
             launched += 1
         for item in list(active):
             trial, record, g = item
             s = record["steps"] + 1
             record["steps"] = s
-            value = record["true"] + g * decay(s) + obj["noise"] * noise_rng.randn()
+            value = record["true"] + g * decay(s) + spec["noise"] * noise_rng.randn()
             if s == steps:
                 record["observed"] = value
                 study.tell(trial, value)

@@ -1,7 +1,10 @@
 /**
  * Gantry's sweep algorithms against Optuna's, side by side, on the same noisy synthetic objectives
- * with a known optimum (Branin, 2-D, f* = 0.397887; Hartmann-6, f* = -3.32237), the same trial
- * budget and the same seeds. Not part of CI: Optuna comes from PyPI into a pinned venv cached at
+ * with a known optimum, the same trial budget and the same seeds: continuous ones, separable and
+ * not, in 2 to 10 dimensions (Branin, Hartmann-6, a shifted 5-D sphere, Styblinski–Tang 4-D,
+ * Rosenbrock 4-D, a rotated ill-conditioned 10-D ellipsoid) and a mixed space with log-scale,
+ * integer, discrete and categorical parameters that interact (a training run's hyperparameters),
+ * with low and with high noise. Not part of CI: Optuna comes from PyPI into a pinned venv cached at
  * `${GANTRY_CACHE:-~/.cache/gantry}/venv-optuna-<version>`, created here when missing (as
  * scripts/ci-install.sh does for its venvs); bench/optuna_runner.py runs Optuna's side.
  *
@@ -9,23 +12,18 @@
  * value(s) = f(x) + g·(e^(-4s/S) - e^(-4)) / (1 - e^(-4)) + noise, g = gap·(0.75 + 0.5u) with u
  * uniform per trial (curves of different trials cross), noise N(0, σ) at every step; the value at
  * step S is the trial's result. Gantry's side calls the sweep's pure functions as the sweep loop
- * does: `suggest` with the history of completed trials, and `shouldStopEarly` at every reported
- * step over the curve a sweep record keeps (samples ≥ 5 % apart, then [100, result]). Pruned rows
- * run as the sweep loop is to be wired (ASHA/Hyperband see every other trial's curve, samplers see
- * the stopped trials); one row runs ASHA with only the completed trials' curves as peers and only
- * completed trials in the history (what lib/sweep/record.ts has at hand today; without the peers
- * shouldStopEarly stops nothing, so today an asha or hyperband sweep runs as if unpruned).
+ * does: `suggest` with the history of completed trials and the running trials, and (with
+ * --pruners) `shouldStopEarly` at every reported step over the curve a sweep record keeps.
  *
  * Trials run on --parallel workers (default 1: one after another) on both sides: every tick each
  * running trial runs one step, and a trial that ends or is stopped frees its worker at once for the
- * next one (Optuna through ask/tell; its TPE default ignores running trials, constant_liar=False,
- * so Optuna TPE also runs with constant_liar=True, which counts running trials as bad results as
- * Gantry's TPE does, univariate and multivariate).
- * "Best found" is the true (noise-free) f of the incumbent — the completed trial with the best
- * observed result, the one a sweep publishes — as regret f − f*. Steps run are the GPU-hours proxy.
+ * next one (Optuna through ask/tell). "Best found" is the true (noise-free) f of the incumbent —
+ * the completed trial with the best observed result, the one a sweep publishes — as regret f − f*.
+ * Gantry's default is what a request without `algorithm` gets (`auto`, lib/sweep/auto.ts).
  *
- * Run: `node bench/sweep-vs-optuna.ts [--trials 60] [--seeds 10] [--steps 27] [--parallel 1] [--write]`
- * `--write` updates bench/results/sweep-vs-optuna.md (one section per --parallel).
+ * Run: `node bench/sweep-vs-optuna.ts [--trials 50] [--seeds 10] [--steps 27] [--parallel 1]
+ * [--objectives a,b] [--pruners] [--write]`; `--write` updates bench/results/sweep-vs-optuna.md
+ * (one section per --parallel).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -33,6 +31,7 @@ import { cpus, homedir, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
+import { chooseAlgorithm } from '../lib/sweep/auto.ts';
 import { standardNormal } from '../lib/sweep/cmaes.ts';
 import { type Curve, type EarlyStoppingRule, shouldStopEarly } from '../lib/sweep/early-stopping.ts';
 import { type Algorithm, algorithmFor, type Observation, suggest, trialRng } from '../lib/sweep/samplers.ts';
@@ -51,30 +50,37 @@ function arg(name: string, fallback: string): string {
   return eq ? eq.slice(name.length + 3) : fallback;
 }
 
-const TRIALS = Number(arg('trials', '60'));
+const TRIALS = Number(arg('trials', '50'));
 const SEEDS = Array.from({ length: Number(arg('seeds', '10')) }, (_, i) => i + 1);
 const STEPS = Number(arg('steps', '27'));
 const PARALLEL = Number(arg('parallel', '1'));
 const WRITE = process.argv.includes('--write');
-const CHECKPOINTS = [10, 20, 40, TRIALS].filter((c, i, a) => c <= TRIALS && a.indexOf(c) === i);
+const PRUNERS = process.argv.includes('--pruners');
+const ONLY = arg('objectives', '');
+const CHECKPOINTS = [10, 25, TRIALS].filter((c, i, a) => c <= TRIALS && a.indexOf(c) === i);
 
 // --- Objectives (the same formulas as bench/optuna_runner.py) ---------------------------------------
 
 interface Objective {
   name: string;
   label: string;
-  f: (x: readonly number[]) => number;
-  bounds: ReadonlyArray<readonly [number, number]>;
+  params: ParameterSpec[];
+  f: (a: Assignment) => number;
   optimum: number;
   noise: number;
   gap: number;
 }
 
-function branin([x1, x2]: readonly number[]): number {
+const box = (d: number, min: number, max: number): ParameterSpec[] =>
+  Array.from({ length: d }, (_, i) => ({ name: `x${i}`, type: 'continuous', min, max, scale: 'linear' }));
+const xs = (a: Assignment, d: number) => Array.from({ length: d }, (_, i) => a[`x${i}`] as number);
+
+function branin(a: Assignment): number {
+  const [x1, x2] = xs(a, 2) as [number, number];
   const b = 5.1 / (4 * Math.PI ** 2);
   const c = 5 / Math.PI;
   const t = 1 / (8 * Math.PI);
-  return (x2! - b * x1! ** 2 + c * x1! - 6) ** 2 + 10 * (1 - t) * Math.cos(x1!) + 10;
+  return (x2 - b * x1 ** 2 + c * x1 - 6) ** 2 + 10 * (1 - t) * Math.cos(x1) + 10;
 }
 
 const H_ALPHA = [1.0, 1.2, 3.0, 3.2];
@@ -91,7 +97,8 @@ const H_P = [
   [4047, 8828, 8732, 5743, 1091, 381],
 ];
 
-function hartmann6(x: readonly number[]): number {
+function hartmann6(a: Assignment): number {
+  const x = xs(a, 6);
   let total = 0;
   for (let i = 0; i < 4; i++) {
     let inner = 0;
@@ -101,29 +108,138 @@ function hartmann6(x: readonly number[]): number {
   return -total;
 }
 
-const OBJECTIVES: Objective[] = [
+/** Separable: a sphere centred at (-2, -1, 0, 1, 2). */
+const sphere5 = (a: Assignment) => xs(a, 5).reduce((s, x, i) => s + (x - (i - 2)) ** 2, 0);
+/** Separable, multimodal: Styblinski–Tang, optimum -39.166… per dimension at x = -2.9035. */
+const styblinski4 = (a: Assignment) => xs(a, 4).reduce((s, x) => s + (x ** 4 - 16 * x ** 2 + 5 * x) / 2, 0);
+/** Non-separable, smooth: Rosenbrock's curved valley. */
+function rosenbrock4(a: Assignment): number {
+  const x = xs(a, 4);
+  let s = 0;
+  for (let i = 0; i < 3; i++) s += 100 * (x[i + 1]! - x[i]! ** 2) ** 2 + (1 - x[i]!) ** 2;
+  return s;
+}
+/**
+ * Non-separable, ill-conditioned, 10-D: Σ 10^(2i/9) z_i², z = Q(x − c), Q = I − 2vvᵀ the
+ * Householder reflection of v ∝ (1, 2, …, 10), c_i = 0.3 + 0.04 i.
+ */
+function ellipsoid10(a: Assignment): number {
+  const x = xs(a, 10);
+  const norm = Math.sqrt(Array.from({ length: 10 }, (_, i) => (i + 1) ** 2).reduce((s, v) => s + v, 0));
+  const v = x.map((_, i) => (i + 1) / norm);
+  const d = x.map((xi, i) => xi - (0.3 + 0.04 * i));
+  const vd = v.reduce((s, vi, i) => s + vi * d[i]!, 0);
+  return d.reduce((s, di, i) => s + 10 ** ((2 * i) / 9) * (di - 2 * v[i]! * vd) ** 2, 0);
+}
+
+const MIXED: ParameterSpec[] = [
+  { name: 'lr', type: 'continuous', min: 1e-5, max: 1e-1, scale: 'log' },
+  { name: 'weight_decay', type: 'continuous', min: 1e-6, max: 1e-2, scale: 'log' },
+  { name: 'dropout', type: 'continuous', min: 0, max: 0.5, scale: 'linear' },
+  { name: 'layers', type: 'integer', min: 1, max: 8, step: 1 },
+  { name: 'batch_size', type: 'discrete', values: [16, 32, 64, 128, 256] },
+  { name: 'optimizer', type: 'categorical', values: ['adam', 'sgd', 'rmsprop', 'adagrad'] },
+];
+const LR_SHIFT: Record<string, number> = { adam: 0, sgd: 1.5, rmsprop: -0.5, adagrad: 1 };
+const OPT_COST: Record<string, number> = { adam: 0, sgd: 0.05, rmsprop: 0.1, adagrad: 0.3 };
+/**
+ * A training run's loss over the mixed space, 0 at adam, lr 3e-3, batch 64, 5 layers, dropout
+ * 0.25, weight decay 1e-4. Interactions: the best lr moves with the optimizer (sgd 30× higher)
+ * and with the batch size (the linear scaling rule); the best dropout grows with the layers.
+ */
+function mixed(a: Assignment): number {
+  const opt = a.optimizer as string;
+  const batch = a.batch_size as number;
+  const lrStar = Math.log10(3e-3) + LR_SHIFT[opt]! + Math.log10(batch / 64);
+  return (
+    (Math.log10(a.lr as number) - lrStar) ** 2 +
+    OPT_COST[opt]! +
+    0.02 * Math.abs(Math.log2(batch) - 6) +
+    2 * ((a.dropout as number) - 0.05 * (a.layers as number)) ** 2 +
+    0.01 * ((a.layers as number) - 5) ** 2 +
+    0.05 * (Math.log10(a.weight_decay as number) + 4) ** 2
+  );
+}
+
+const ALL_OBJECTIVES: Objective[] = [
   {
     name: 'branin',
-    label: 'Branin (2-D, noise σ 0.5)',
-    f: branin,
-    bounds: [
-      [-5, 10],
-      [0, 15],
+    label: 'Branin (2-D, non-separable, noise σ 0.5)',
+    params: [
+      { name: 'x0', type: 'continuous', min: -5, max: 10, scale: 'linear' },
+      { name: 'x1', type: 'continuous', min: 0, max: 15, scale: 'linear' },
     ],
+    f: branin,
     optimum: 0.397887,
     noise: 0.5,
     gap: 10,
   },
   {
+    name: 'sphere5',
+    label: 'Shifted sphere (5-D, separable, [-5, 5], noise σ 0.05)',
+    params: box(5, -5, 5),
+    f: sphere5,
+    optimum: 0,
+    noise: 0.05,
+    gap: 5,
+  },
+  {
+    name: 'styblinski4',
+    label: 'Styblinski–Tang (4-D, separable, multimodal, [-5, 5], noise σ 1)',
+    params: box(4, -5, 5),
+    f: styblinski4,
+    optimum: -156.66466281508568,
+    noise: 1,
+    gap: 20,
+  },
+  {
+    name: 'rosenbrock4',
+    label: 'Rosenbrock (4-D, non-separable, smooth, [-2, 2], noise σ 0.1)',
+    params: box(4, -2, 2),
+    f: rosenbrock4,
+    optimum: 0,
+    noise: 0.1,
+    gap: 50,
+  },
+  {
     name: 'hartmann6',
-    label: 'Hartmann-6 (noise σ 0.1)',
+    label: 'Hartmann-6 (6-D, non-separable, noise σ 0.1)',
+    params: box(6, 0, 1),
     f: hartmann6,
-    bounds: Array.from({ length: 6 }, () => [0, 1] as const),
     optimum: -3.32237,
     noise: 0.1,
     gap: 0.5,
   },
+  {
+    name: 'ellipsoid10',
+    label: 'Rotated ellipsoid (10-D, non-separable, condition 100, [0, 1], noise σ 0.01)',
+    params: box(10, 0, 1),
+    f: ellipsoid10,
+    optimum: 0,
+    noise: 0.01,
+    gap: 1,
+  },
+  {
+    name: 'mixed',
+    label:
+      'Mixed space (lr and weight decay log-scale, dropout, layers integer, batch size discrete, optimizer categorical; interactions), noise σ 0.02',
+    params: MIXED,
+    f: mixed,
+    optimum: 0,
+    noise: 0.02,
+    gap: 1,
+  },
+  {
+    name: 'mixed-noisy',
+    label: 'The same mixed space, noisy (σ 0.2)',
+    params: MIXED,
+    f: mixed,
+    optimum: 0,
+    noise: 0.2,
+    gap: 1,
+  },
 ];
+const OBJECTIVES = ONLY ? ALL_OBJECTIVES.filter((o) => ONLY.split(',').includes(o.name)) : ALL_OBJECTIVES;
 
 // --- Runs ---------------------------------------------------------------------------------------------
 
@@ -142,34 +258,47 @@ interface Method {
   pruner: string;
 }
 
-const METHODS: Method[] = [
-  { key: 'g-tpe', label: 'Gantry TPE (default settings)', side: 'gantry', sampler: 'tpe', pruner: 'none' },
+const SAMPLER_METHODS: Method[] = [
+  { key: 'g-auto', label: "**Gantry's default** (`auto`)", side: 'gantry', sampler: 'auto', pruner: 'none' },
+  { key: 'g-tpe', label: 'Gantry TPE (univariate)', side: 'gantry', sampler: 'tpe', pruner: 'none' },
+  { key: 'g-tpe-mv', label: 'Gantry TPE, multivariate', side: 'gantry', sampler: 'tpe-mv', pruner: 'none' },
+  { key: 'g-gp', label: 'Gantry GP (expected improvement)', side: 'gantry', sampler: 'gp', pruner: 'none' },
   { key: 'g-cmaes', label: 'Gantry CMA-ES', side: 'gantry', sampler: 'cmaes', pruner: 'none' },
+  {
+    key: 'g-cmaes-tpe',
+    label: 'Gantry CMA-ES, discrete and categorical by TPE (mixed spaces only)',
+    side: 'gantry',
+    sampler: 'cmaes-tpe',
+    pruner: 'none',
+  },
   { key: 'g-random', label: 'Gantry random', side: 'gantry', sampler: 'random', pruner: 'none' },
   {
-    key: 'g-tpe-noliar',
-    label: 'Gantry TPE, running trials not passed (no constant liar; parallel runs only)',
-    side: 'gantry',
+    key: 'o-tpe',
+    label: "**Optuna's default** (TPESampler)",
+    side: 'optuna',
     sampler: 'tpe',
     pruner: 'none',
   },
-  { key: 'o-tpe', label: 'Optuna TPE (default)', side: 'optuna', sampler: 'tpe', pruner: 'none' },
   {
     key: 'o-tpe-liar',
-    label: 'Optuna TPE, constant_liar=True',
+    label: 'Optuna TPE, constant_liar=True (parallel runs only)',
     side: 'optuna',
     sampler: 'tpe-liar',
     pruner: 'none',
   },
   {
-    key: 'o-tpe-mv-liar',
-    label: 'Optuna TPE, multivariate=True, constant_liar=True',
+    key: 'o-tpe-mv',
+    label: 'Optuna TPE, multivariate=True (and constant_liar=True in parallel)',
     side: 'optuna',
     sampler: 'tpe-mv-liar',
     pruner: 'none',
   },
   { key: 'o-cmaes', label: 'Optuna CMA-ES', side: 'optuna', sampler: 'cmaes', pruner: 'none' },
   { key: 'o-random', label: 'Optuna random', side: 'optuna', sampler: 'random', pruner: 'none' },
+];
+
+/** With --pruners: TPE with each early-stopping rule, on both sides. */
+const PRUNER_METHODS: Method[] = [
   { key: 'g-tpe-asha', label: 'Gantry TPE + ASHA', side: 'gantry', sampler: 'tpe', pruner: 'asha' },
   {
     key: 'g-tpe-asha-completed',
@@ -208,6 +337,11 @@ const METHODS: Method[] = [
   },
 ];
 
+const METHODS = [
+  ...SAMPLER_METHODS.filter((m) => PARALLEL > 1 || m.key !== 'o-tpe-liar'),
+  ...(PRUNERS ? PRUNER_METHODS : []),
+];
+
 const HALVING = SWEEP_DEFAULTS.halving;
 const RULES: Record<string, EarlyStoppingRule | undefined> = {
   none: undefined,
@@ -221,20 +355,35 @@ const decay = (s: number) => (Math.exp((-4 * s) / STEPS) - Math.exp(-4)) / (1 - 
 /** A sweep record keeps curve samples at least this far apart (record.ts's CURVE_SPACING). */
 const CURVE_SPACING = 5;
 
+/** The algorithm a Gantry method runs on an objective (auto resolved as the sweep would). */
+function gantryAlgorithm(obj: Objective, method: Method, seed: number): Algorithm {
+  const request = { maxTrials: TRIALS, parameters: obj.params };
+  switch (method.sampler) {
+    case 'auto':
+      return algorithmFor({ ...request, algorithm: { name: 'auto', seed } });
+    case 'tpe-mv':
+      return algorithmFor({ ...request, algorithm: { name: 'tpe', seed, estimator: 'multivariate' } });
+    case 'cmaes-tpe':
+      return algorithmFor({ ...request, algorithm: { name: 'cmaes', seed, others: 'tpe' } });
+    default:
+      return algorithmFor({
+        ...request,
+        algorithm: { name: method.sampler as 'tpe' | 'cmaes' | 'random' | 'gp', seed },
+      });
+  }
+}
+
+/** Milliseconds per `suggest` call, per Gantry sampler name (the per-suggestion budget). */
+const suggestMs = new Map<string, number[]>();
+
 function runGantry(obj: Objective, method: Method, seed: number): TrialResult[] {
-  const params: ParameterSpec[] = obj.bounds.map(([min, max], i) => ({
-    name: `x${i}`,
-    type: 'continuous',
-    min,
-    max,
-    scale: 'linear',
-  }));
-  const algorithm: Algorithm = algorithmFor({
-    algorithm: { name: method.sampler as 'tpe' | 'cmaes' | 'random', seed },
-    maxTrials: TRIALS,
-  });
+  const params = obj.params;
+  const algorithm = gantryAlgorithm(obj, method, seed);
+  const timingKey = `${obj.name}/${JSON.stringify({ ...algorithm, seed: 0 })}`;
+  const timing = suggestMs.get(timingKey) ?? [];
+  suggestMs.set(timingKey, timing);
   const rule = RULES[method.pruner];
-  const today = method.pruner === 'asha-completed' || method.key === 'g-tpe-noliar';
+  const today = method.pruner === 'asha-completed';
   const noise = trialRng(10_000 + seed, 0);
   const history: Observation[] = [];
   interface Running {
@@ -253,8 +402,10 @@ function runGantry(obj: Objective, method: Method, seed: number): TrialResult[] 
     while (active.length < PARALLEL && all.length < TRIALS) {
       const index = all.length;
       const pending = today ? [] : active.map((r) => r.assignment);
+      const t0 = performance.now();
       const assignment = suggest(algorithm, params, index, history, pending);
-      const truth = obj.f(params.map((p) => assignment[p.name] as number));
+      timing.push(performance.now() - t0);
+      const truth = obj.f(assignment);
       const g = obj.gap * (0.75 + 0.5 * uniformFloat64(noise));
       const r: Running = {
         index,
@@ -332,6 +483,9 @@ function optunaPython(): string {
 function runOptuna(python: string, obj: Objective, method: Method): Record<string, TrialResult[]> {
   const spec = {
     objective: obj.name,
+    space: obj.params,
+    noise: obj.noise,
+    gap: obj.gap,
     seeds: SEEDS,
     trials: TRIALS,
     steps: STEPS,
@@ -400,20 +554,29 @@ const python = optunaPython();
 const optunaVersion = execFileSync(python, ['-c', 'import optuna; print(optuna.__version__)'], {
   encoding: 'utf8',
 }).trim();
+const mixedSpace = (obj: Objective) =>
+  obj.params.some((p) => p.type === 'discrete' || p.type === 'categorical');
+const methodsFor = (obj: Objective) => METHODS.filter((m) => m.key !== 'g-cmaes-tpe' || mixedSpace(obj));
 const results = new Map<string, Summary>();
-const methods = METHODS.filter((m) => PARALLEL > 1 || m.key !== 'g-tpe-noliar');
+const memo = new Map<string, TrialResult[]>();
 for (const obj of OBJECTIVES) {
-  for (const method of methods) {
+  for (const method of methodsFor(obj)) {
     const t0 = Date.now();
     const runs =
       method.side === 'gantry'
-        ? SEEDS.map((seed) => runGantry(obj, method, seed))
+        ? SEEDS.map((seed) => {
+            // auto runs the same sampler as one of the other rows: run it once.
+            const key = `${obj.name}/${method.pruner}/${JSON.stringify(gantryAlgorithm(obj, method, seed))}`;
+            const cached = memo.get(key) ?? runGantry(obj, method, seed);
+            memo.set(key, cached);
+            return cached;
+          })
         : (() => {
             const bySeed = runOptuna(python, obj, method);
             return SEEDS.map((seed) => bySeed[String(seed)] as TrialResult[]);
           })();
     results.set(`${obj.name}/${method.key}`, summarise(runs, obj));
-    console.log(`${obj.name} ${method.label}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(`${obj.name} ${method.key}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   }
 }
 const elapsed = (Date.now() - started) / 1000;
@@ -421,46 +584,87 @@ const elapsed = (Date.now() - started) / 1000;
 /** Where a Gantry median lies against an Optuna IQR: inside, better (below), or worse (above). */
 function verdict(g: readonly number[], o: readonly number[]): string {
   const m = quantile(g, 0.5);
-  if (m < quantile(o, 0.25)) return 'better than the IQR';
-  if (m <= quantile(o, 0.75)) return 'within the IQR';
-  return '**worse than the IQR**';
+  if (m < quantile(o, 0.25)) return 'better than its IQR';
+  if (m <= quantile(o, 0.75)) return 'within its IQR';
+  return '**worse than its IQR**';
 }
+
+const last = CHECKPOINTS.length - 1;
+const at = (obj: Objective, key: string) =>
+  (results.get(`${obj.name}/${key}`) as Summary).regrets[last] as number[];
+const optunaSamplers = SAMPLER_METHODS.filter((m) => m.side === 'optuna' && METHODS.includes(m));
+/** Optuna's best sampler on an objective: the lowest median regret at the last checkpoint. */
+const optunaBest = (obj: Objective) =>
+  optunaSamplers.reduce((b, m) => (quantile(at(obj, m.key), 0.5) < quantile(at(obj, b.key), 0.5) ? m : b));
+const choiceOf = (obj: Objective) =>
+  chooseAlgorithm({ algorithm: { name: 'auto', seed: 1 }, maxTrials: TRIALS, parameters: obj.params });
+const shortName = (a: Algorithm) =>
+  a.name === 'tpe' && a.multivariate
+    ? 'tpe (multivariate)'
+    : a.name === 'cmaes' && a.others === 'tpe'
+      ? 'cmaes (discrete/categorical by tpe)'
+      : a.name;
 
 const lines: string[] = [];
 lines.push(
   `${new Date().toISOString().slice(0, 10)}, Node ${process.version}, Optuna ${optunaVersion} (cmaes ${CMAES_VERSION}), ${cpus().length} CPUs shared with other work; load average ${load0.toFixed(1)} before, ${(loadavg()[0] as number).toFixed(1)} after; ${elapsed.toFixed(0)} s in all.`,
-  `\`node bench/sweep-vs-optuna.ts --trials ${TRIALS} --seeds ${SEEDS.length} --steps ${STEPS} --parallel ${PARALLEL}\`: ${TRIALS} trials, seeds 1…${SEEDS.length}, ${STEPS} steps per trial, ${PARALLEL === 1 ? 'sequential' : `${PARALLEL} trials in parallel`}.`,
+  `\`node bench/sweep-vs-optuna.ts --trials ${TRIALS} --seeds ${SEEDS.length} --steps ${STEPS} --parallel ${PARALLEL}${PRUNERS ? ' --pruners' : ''}\`: ${TRIALS} trials, seeds 1…${SEEDS.length}, ${STEPS} steps per trial, ${PARALLEL === 1 ? 'sequential' : `${PARALLEL} trials in parallel`}.`,
   '',
+  `Summary at n = ${TRIALS} (regret, median [IQR] over the seeds):`,
+  '',
+  "| objective | `auto` chose | Gantry's default | Optuna's default TPE | default vs Optuna TPE (median) | Optuna's best sampler here | default vs Optuna's best |",
+  '|---|---|---:|---:|---|---|---|',
 );
 for (const obj of OBJECTIVES) {
+  const g = at(obj, 'g-auto');
+  const o = at(obj, 'o-tpe');
+  const best = optunaBest(obj);
+  const noWorse = quantile(g, 0.5) <= quantile(o, 0.5);
+  lines.push(
+    `| ${obj.name} | ${shortName(choiceOf(obj).algorithm)} | ${cell(g)} | ${cell(o)} | ${noWorse ? 'no worse' : '**worse**'} | ${best.label.replace(/\*\*/g, '')}: ${cell(at(obj, best.key))} | ${verdict(g, at(obj, best.key))} |`,
+  );
+}
+lines.push('');
+for (const obj of OBJECTIVES) {
+  const choice = choiceOf(obj);
   lines.push(`### ${obj.label}`, '');
+  lines.push(`\`auto\` chose ${shortName(choice.algorithm)}: ${choice.reason}.`, '');
   lines.push('Regret of the incumbent (true f − f*), median [IQR] over the seeds, after n trials:', '');
   lines.push(`| method | ${CHECKPOINTS.map((n) => `n = ${n}`).join(' | ')} |`);
   lines.push(`|---|${CHECKPOINTS.map(() => '---:').join('|')}|`);
-  for (const method of methods.filter((m) => m.pruner === 'none')) {
+  for (const method of methodsFor(obj).filter((m) => m.pruner === 'none')) {
     const s = results.get(`${obj.name}/${method.key}`) as Summary;
     lines.push(`| ${method.label} | ${s.regrets.map(cell).join(' | ')} |`);
   }
-  const last = CHECKPOINTS.length - 1;
-  const at = (key: string) => (results.get(`${obj.name}/${key}`) as Summary).regrets[last] as number[];
-  lines.push(
-    '',
-    `At n = ${TRIALS}: Gantry TPE against Optuna TPE: ${verdict(at('g-tpe'), at('o-tpe'))}; Gantry TPE against Optuna TPE with constant liar: ${verdict(at('g-tpe'), at('o-tpe-liar'))} (multivariate: ${verdict(at('g-tpe'), at('o-tpe-mv-liar'))}); Gantry CMA-ES against Optuna CMA-ES: ${verdict(at('g-cmaes'), at('o-cmaes'))}; Gantry TPE against Optuna CMA-ES: ${verdict(at('g-tpe'), at('o-cmaes'))}.`,
-    '',
-  );
-  lines.push('Pruning (steps run = GPU-hours proxy; no pruning = every trial runs all steps):', '');
-  lines.push(`| method | steps run | saved vs no pruning | trials stopped | regret at n = ${TRIALS} |`);
-  lines.push('|---|---:|---:|---:|---:|');
-  const full = TRIALS * STEPS;
-  for (const method of methods.filter((m) => m.sampler === 'tpe' && m.key !== 'g-tpe-noliar')) {
-    const s = results.get(`${obj.name}/${method.key}`) as Summary;
-    const saved = s.steps.map((x) => (100 * (full - x)) / full);
-    lines.push(
-      `| ${method.label}${method.pruner === 'none' ? ' (no pruning)' : ''} | ${cell(s.steps)} | ${cell(saved)} % | ${cell(s.pruned)} | ${cell(s.regrets[last] as number[])} |`,
-    );
-  }
   lines.push('');
+  if (PRUNERS) {
+    lines.push('Pruning (steps run = GPU-hours proxy; no pruning = every trial runs all steps):', '');
+    lines.push(`| method | steps run | saved vs no pruning | trials stopped | regret at n = ${TRIALS} |`);
+    lines.push('|---|---:|---:|---:|---:|');
+    const full = TRIALS * STEPS;
+    for (const method of METHODS.filter((m) => m.sampler === 'tpe')) {
+      const s = results.get(`${obj.name}/${method.key}`) as Summary;
+      const saved = s.steps.map((x) => (100 * (full - x)) / full);
+      lines.push(
+        `| ${method.label}${method.pruner === 'none' ? ' (no pruning)' : ''} | ${cell(s.steps)} | ${cell(saved)} % | ${cell(s.pruned)} | ${cell(s.regrets[last] as number[])} |`,
+      );
+    }
+    lines.push('');
+  }
 }
+lines.push(
+  "Time per `suggest` call on Gantry's side (ms, median / max over all trials and seeds; includes the random start-up):",
+  '',
+);
+lines.push('| objective | sampler | median | max |', '|---|---|---:|---:|');
+for (const [key, ms] of suggestMs) {
+  const [name, json] = [key.slice(0, key.indexOf('/')), key.slice(key.indexOf('/') + 1)];
+  const a = JSON.parse(json) as Algorithm;
+  lines.push(
+    `| ${name} | ${shortName(a)} | ${quantile(ms, 0.5).toFixed(1)} | ${Math.max(...ms).toFixed(0)} |`,
+  );
+}
+lines.push('');
 const report = lines.join('\n');
 console.log(`\n${report}`);
 

@@ -4,6 +4,7 @@ import { ForbiddenError, IdempotencyConflictError, ValidationError } from '../er
 import type { CallOptions } from '../ports.ts';
 import { chainedRunId, newSweepId, requestFingerprint, sweepIdFromKey, trialRunId } from '../run/ids.ts';
 import { parseWith, toIssues } from '../run/validate.ts';
+import { chooseAlgorithm } from '../sweep/auto.ts';
 import { chainedRequest } from '../sweep/chain.ts';
 import type { SweepRecord } from '../sweep/record.ts';
 import { suggest } from '../sweep/samplers.ts';
@@ -219,10 +220,13 @@ export function makeSubmitSweep(deps: SweepIntakeDeps & { owners: Pick<ModelOwne
     const warmStart = await warmStartOf(deps, input.caller, request, opts);
     const fingerprint = sweepFingerprint(request);
     const seed = deps.newSeed ?? (() => randomInt(0, 2 ** 31 - 1));
-    const algorithm =
+    const seeded =
       request.algorithm.name === 'grid' || request.algorithm.seed !== undefined
         ? request.algorithm
         : { ...request.algorithm, seed: seed() };
+    // auto is resolved once, here, so the sweep keeps its sampler whatever later rules say.
+    const choice = seeded.name === 'auto' ? chooseAlgorithm({ ...request, algorithm: seeded }) : undefined;
+    const algorithm = choice ? choice.request : seeded;
     const at = deps.clock.now().toISOString();
     const { record, created } = await deps.sweeps.create(
       {
@@ -233,6 +237,7 @@ export function makeSubmitSweep(deps: SweepIntakeDeps & { owners: Pick<ModelOwne
         fingerprint,
         placement: where,
         ...(warmStart ? { warmStart } : {}),
+        ...(choice ? { algorithmChoice: { algorithm: choice.request.name, reason: choice.reason } } : {}),
         trials: [],
         createdAt: at,
         updatedAt: at,

@@ -121,6 +121,11 @@ export interface SweepRecord {
   chained?: ChainedRun;
   /** The earlier sweeps' finished trials that seed the sampler (`warmStartFrom`). */
   warmStart?: WarmStart;
+  /**
+   * Set when the request left the algorithm to `auto`: which one it chose at creation (then stored
+   * in request.algorithm) and why (lib/sweep/auto.ts).
+   */
+  algorithmChoice?: { algorithm: string; reason: string };
   createdAt: string;
   updatedAt: string;
   endedAt?: string;

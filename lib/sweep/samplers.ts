@@ -2,9 +2,10 @@ import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
 import { uniformInt } from 'pure-rand/distribution/uniformInt';
 import { xoroshiro128plusFromState } from 'pure-rand/generator/xoroshiro128plus';
 import type { RandomGenerator } from 'pure-rand/types/RandomGenerator';
+import type { Algorithm } from './algorithms.ts';
+import { type AlgorithmRequest, chooseAlgorithm, defaultStartupTrials } from './auto.ts';
 import { askCma, type CmaState, defaultPopsize, initCma, tellCma } from './cmaes.ts';
-import { logBinMass, logDensity, PRIOR_WEIGHT, parzen, sampleMixture } from './parzen.ts';
-import type { SweepRequest } from './schema.ts';
+import { sampleGp } from './gp.ts';
 import {
   type Assignment,
   fromSearchAxis,
@@ -15,28 +16,9 @@ import {
   type ParameterValue,
   toSearchAxis,
 } from './space.ts';
+import { sampleTpe } from './tpe.ts';
 
-export type Algorithm =
-  | { name: 'grid' }
-  | { name: 'random'; seed: number }
-  | {
-      name: 'tpe';
-      seed: number;
-      /** Trials sampled at random before TPE takes over (history.length < startupTrials). */
-      startupTrials: number;
-      /** Draws from l(x) per parameter, of which the best l/g is kept; default 24. */
-      candidates?: number;
-      /** Fraction of the history, rounded up, taken as the good trials; default 0.25. */
-      gamma?: number;
-    }
-  | {
-      name: 'cmaes';
-      seed: number;
-      /** Trials with index < startupTrials are sampled at random and left out of CMA-ES's updates. */
-      startupTrials: number;
-      /** Trials per generation; default 4 + ⌊3 ln d⌋ (d: the numeric parameters searched). */
-      popSize?: number;
-    };
+export type { Algorithm } from './algorithms.ts';
 
 /** A finished trial, its objective already oriented so that LOWER IS BETTER (the caller negates maximised metrics). */
 export interface Observation {
@@ -46,21 +28,24 @@ export interface Observation {
    * Set for a trial stopped early: the progress it reached, `loss` being its last reported value.
    * TPE ranks such trials after every completed one, the furthest first, then by loss (Optuna's
    * TPESampler does the same with pruned trials), so they count as evidence of a bad region.
-   * CMA-ES leaves them out (Optuna's CmaEsSampler default, consider_pruned_trials=False).
+   * CMA-ES and the Gaussian process leave them out (Optuna's CmaEsSampler default,
+   * consider_pruned_trials=False).
    */
   stoppedAtPercent?: number;
 }
 
 const DEFAULT_CANDIDATES = 24;
-const DEFAULT_GAMMA = 0.25;
+/** CMA-ES's `others: 'tpe'` draws at random until the history holds this many trials (Optuna TPE's n_startup_trials). */
+const TPE_STARTUP_FOR_OTHERS = 10;
 
 /**
- * The sampler a sweep request asks for, defaults filled: TPE's startupTrials is
- * max(2, min(10, ⌊maxTrials / 5⌋)); CMA-ES starts at once (Optuna's CmaEsSampler, whose single
+ * The sampler a sweep request asks for, defaults filled: TPE's and GP's startupTrials is
+ * defaultStartupTrials(maxTrials); CMA-ES starts at once (Optuna's CmaEsSampler, whose single
  * startup trial only seeds its search space, starts its first generation at the centre as well).
+ * `auto` (the default) resolves to the algorithm chooseAlgorithm picks for the request.
  */
-export function algorithmFor(request: Pick<SweepRequest, 'algorithm' | 'maxTrials'>): Algorithm {
-  const a = request.algorithm;
+export function algorithmFor(request: AlgorithmRequest): Algorithm {
+  const a = request.algorithm ?? { name: 'auto' as const };
   switch (a.name) {
     case 'grid':
       return { name: 'grid' };
@@ -72,26 +57,37 @@ export function algorithmFor(request: Pick<SweepRequest, 'algorithm' | 'maxTrial
         seed: a.seed ?? 0,
         startupTrials: a.startupTrials ?? 0,
         ...(a.popSize !== undefined ? { popSize: a.popSize } : {}),
+        ...(a.others === 'tpe' ? { others: 'tpe' as const } : {}),
       };
     case 'tpe':
       return {
         name: 'tpe',
         seed: a.seed ?? 0,
-        startupTrials: a.startupTrials ?? Math.max(2, Math.min(10, Math.floor(request.maxTrials / 5))),
+        startupTrials: a.startupTrials ?? defaultStartupTrials(request.maxTrials),
+        ...(a.estimator === 'multivariate' ? { multivariate: true } : {}),
       };
+    case 'gp':
+      return {
+        name: 'gp',
+        seed: a.seed ?? 0,
+        startupTrials: a.startupTrials ?? defaultStartupTrials(request.maxTrials),
+      };
+    case 'auto':
+      return chooseAlgorithm(request).algorithm;
   }
 }
 
 /**
  * The assignment of trial `trialIndex`. Deterministic in (algorithm, params, trialIndex, history,
- * pending): grid → gridPoint; random → depends on (seed, trialIndex) only; tpe → random while
- * history.length < startupTrials (or the history is empty), then TPE; cmaes → see sampleCmaEs.
- * Every value lies in the space.
+ * pending): grid → gridPoint; random → depends on (seed, trialIndex) only; tpe and gp → random
+ * while history.length < startupTrials (or the history is empty), then the model; cmaes → see
+ * sampleCmaEs. Every value lies in the space.
  *
  * Batch-aware: trials released while others run get their own generator (per trial index), and
  * `pending` — the assignments of trials released but without a result — are taken by TPE as
  * certain failures (the constant liar of Optuna's `constant_liar=True`: pending points join the
- * bad group), so parallel TPE trials spread out instead of piling on the current best region.
+ * bad group), so parallel TPE trials spread out instead of piling on the current best region; the
+ * Gaussian process takes them at its predicted value (the kriging believer), with the same effect.
  * CMA-ES draws parallel trials as members of one generation's population.
  */
 export function suggest(
@@ -109,12 +105,27 @@ export function suggest(
     case 'tpe': {
       const rng = trialRng(algorithm.seed, trialIndex);
       if (history.length === 0 || history.length < algorithm.startupTrials) return sampleRandom(params, rng);
-      const gamma = algorithm.gamma ?? DEFAULT_GAMMA;
-      const candidates = Math.max(1, Math.floor(algorithm.candidates ?? DEFAULT_CANDIDATES));
-      return sampleTpe(params, rng, history, gamma, candidates, pending);
+      return sampleTpe(
+        params,
+        rng,
+        history,
+        pending,
+        {
+          candidates: Math.max(1, Math.floor(algorithm.candidates ?? DEFAULT_CANDIDATES)),
+          gamma: algorithm.gamma,
+          multivariate: algorithm.multivariate === true,
+        },
+        sampleUniform,
+      );
+    }
+    case 'gp': {
+      const rng = trialRng(algorithm.seed, trialIndex);
+      const complete = history.filter((o) => o.stoppedAtPercent === undefined && Number.isFinite(o.loss));
+      if (complete.length < Math.max(2, algorithm.startupTrials)) return sampleRandom(params, rng);
+      return sampleGp(params, rng, complete, pending, sampleUniform);
     }
     case 'cmaes':
-      return sampleCmaEs(params, algorithm, trialIndex, history);
+      return sampleCmaEs(params, algorithm, trialIndex, history, pending);
   }
 }
 
@@ -166,7 +177,7 @@ export function sampleRandom(params: readonly ParameterSpec[], rng: RandomGenera
   return assignment;
 }
 
-function sampleUniform(spec: ParameterSpec, rng: RandomGenerator): ParameterValue {
+export function sampleUniform(spec: ParameterSpec, rng: RandomGenerator): ParameterValue {
   switch (spec.type) {
     case 'continuous': {
       const lo = toSearchAxis(spec, spec.min);
@@ -181,130 +192,7 @@ function sampleUniform(spec: ParameterSpec, rng: RandomGenerator): ParameterValu
   }
 }
 
-// --- TPE ------------------------------------------------------------------------------------------
-
-/**
- * Univariate TPE as hyperopt and Optuna do it by default: each parameter independently draws
- * `candidates` values from l (the good trials' estimator) and keeps the one maximising l/g.
- * Ties on loss keep history order, so the split is deterministic; NaN losses rank worst.
- */
-function sampleTpe(
-  params: readonly ParameterSpec[],
-  rng: RandomGenerator,
-  history: readonly Observation[],
-  gamma: number,
-  candidates: number,
-  pending: readonly Assignment[] = [],
-): Assignment {
-  const ranked = history
-    .map((o, i) => ({
-      o,
-      i,
-      stopped: o.stoppedAtPercent === undefined ? Number.NEGATIVE_INFINITY : -o.stoppedAtPercent,
-      loss: Number.isNaN(o.loss) ? Number.POSITIVE_INFINITY : o.loss,
-    }))
-    .sort((a, b) => a.stopped - b.stopped || a.loss - b.loss || a.i - b.i)
-    .map(({ o }) => o);
-  const nGood = Math.min(ranked.length, Math.max(1, Math.ceil(gamma * ranked.length) || 0));
-  const good = ranked.slice(0, nGood).map((o) => o.assignment);
-  const bad = [...ranked.slice(nGood).map((o) => o.assignment), ...pending];
-  const assignment: Assignment = {};
-  for (const spec of params) {
-    const values = (group: Assignment[]) => group.map((a) => a[spec.name]);
-    assignment[spec.name] = suggestOne(spec, values(good), values(bad), rng, candidates);
-  }
-  return assignment;
-}
-
-function suggestOne(
-  spec: ParameterSpec,
-  good: unknown[],
-  bad: unknown[],
-  rng: RandomGenerator,
-  candidates: number,
-): ParameterValue {
-  switch (spec.type) {
-    case 'continuous': {
-      const lo = toSearchAxis(spec, spec.min);
-      const hi = toSearchAxis(spec, spec.max);
-      if (!(hi > lo)) return spec.min;
-      // Observations outside the space (it may have been narrowed) or on a log axis ≤ 0 are dropped.
-      const axis = (vs: unknown[]) =>
-        numbers(vs)
-          .filter((v) => spec.scale === 'linear' || v > 0)
-          .map((v) => clamp(toSearchAxis(spec, v), lo, hi));
-      const l = parzen(axis(good), lo, hi);
-      const g = parzen(axis(bad), lo, hi);
-      const y = best(
-        candidates,
-        () => sampleMixture(l, rng),
-        (c) => logDensity(l, c) - logDensity(g, c),
-      );
-      return fromSearchAxis(spec, y);
-    }
-    case 'integer': {
-      // On the index axis 0…n-1, each index owning the bin [k-½, k+½]: the step drops out.
-      const n = integerCount(spec);
-      if (n <= 1) return integerValue(spec, pickIndex(rng, n, spec.name));
-      const axis = (vs: unknown[]) => numbers(vs).map((v) => clamp((v - spec.min) / spec.step, 0, n - 1));
-      const l = parzen(axis(good), -0.5, n - 0.5);
-      const g = parzen(axis(bad), -0.5, n - 0.5);
-      const k = best(
-        candidates,
-        () => clamp(Math.round(sampleMixture(l, rng)), 0, n - 1),
-        (c) => logBinMass(l, c) - logBinMass(g, c),
-      );
-      return integerValue(spec, k);
-    }
-    case 'discrete':
-    case 'categorical': {
-      const k = spec.values.length;
-      if (k <= 1) return spec.values[pickIndex(rng, k, spec.name)]!;
-      const l = smoothedCategorical(spec.values, good);
-      const g = smoothedCategorical(spec.values, bad);
-      const i = best(
-        candidates,
-        () => pickWeighted(rng, l),
-        (c) => Math.log(l[c]!) - Math.log(g[c]!),
-      );
-      return spec.values[i]!;
-    }
-  }
-}
-
-function best<T>(n: number, draw: () => T, score: (c: T) => number): T {
-  let chosen = draw();
-  let top = score(chosen);
-  for (let i = 1; i < n; i++) {
-    const c = draw();
-    const s = score(c);
-    if (s > top) [chosen, top] = [c, s];
-  }
-  return chosen;
-}
-
-const numbers = (vs: unknown[]) => vs.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
 const clamp = (x: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, x));
-
-/** Prior weight spread evenly over the values plus one per observation: no value's probability is 0. */
-function smoothedCategorical(values: readonly ParameterValue[], observed: unknown[]): number[] {
-  const weights = values.map(() => PRIOR_WEIGHT / values.length);
-  for (const v of observed) {
-    const i = values.indexOf(v as ParameterValue);
-    if (i >= 0) weights[i]! += 1;
-  }
-  const total = weights.reduce((s, w) => s + w, 0);
-  return weights.map((w) => w / total);
-}
-
-function pickWeighted(rng: RandomGenerator, weights: readonly number[]): number {
-  let u = uniformFloat64(rng);
-  for (let i = 0; i < weights.length - 1; i++) {
-    u -= weights[i]!;
-    if (u < 0) return i;
-  }
-  return weights.length - 1;
-}
 
 // --- CMA-ES ---------------------------------------------------------------------------------------
 
@@ -365,10 +253,26 @@ export function sampleCmaEs(
   algorithm: Extract<Algorithm, { name: 'cmaes' }>,
   trialIndex: number,
   history: readonly Observation[],
+  pending: readonly Assignment[] = [],
 ): Assignment {
   const rng = trialRng(algorithm.seed, trialIndex);
   const coords = coordinates(params);
-  if (trialIndex < algorithm.startupTrials || coords.length === 0) return sampleRandom(params, rng);
+  if (trialIndex < algorithm.startupTrials) return sampleRandom(params, rng);
+  const others = params.filter((spec) => !coords.some((c) => c.spec === spec));
+  const tpeOthers =
+    algorithm.others === 'tpe' && others.length > 0 && history.length >= TPE_STARTUP_FOR_OTHERS;
+  const drawn = tpeOthers
+    ? sampleTpe(
+        others,
+        rng,
+        history,
+        pending,
+        { candidates: DEFAULT_CANDIDATES, multivariate: false },
+        sampleUniform,
+      )
+    : undefined;
+  if (coords.length === 0)
+    return drawn ? { ...sampleRandom(params, rng), ...drawn } : sampleRandom(params, rng);
   const startup = new Set<string>();
   for (let i = 0; i < algorithm.startupTrials; i++) {
     startup.add(JSON.stringify(sampleRandom(params, trialRng(algorithm.seed, i))));
@@ -394,7 +298,8 @@ export function sampleCmaEs(
   const assignment: Assignment = {};
   for (const spec of params) {
     const k = coords.findIndex((c) => c.spec === spec);
-    assignment[spec.name] = k >= 0 ? coords[k]!.decode(x[k]!) : sampleUniform(spec, rng);
+    assignment[spec.name] =
+      k >= 0 ? coords[k]!.decode(x[k]!) : (drawn?.[spec.name] ?? sampleUniform(spec, rng));
   }
   return assignment;
 }

@@ -198,6 +198,10 @@ export const AlgorithmSchema = z.discriminatedUnion(
         ),
         'Trials per CMA-ES generation (default 4 + ⌊3 ln d⌋ for d searched numeric parameters)',
       ),
+      others: z.described(
+        z.optional(z.enum(['random', 'tpe'], { error: 'others must be random or tpe' })),
+        'How discrete and categorical parameters are drawn: random (default, as Optuna) or tpe (univariate TPE once 10 trials are in)',
+      ),
     }),
     z.strictObject({
       name: z.described(
@@ -209,9 +213,33 @@ export const AlgorithmSchema = z.discriminatedUnion(
         z.optional(z.number().check(z.int(), z.gte(1, 'startupTrials must be at least 1'), z.lte(1000))),
         'Random trials before TPE takes over (default max(2, min(10, maxTrials / 5)))',
       ),
+      estimator: z.described(
+        z.optional(
+          z.enum(['univariate', 'multivariate'], { error: 'estimator must be univariate or multivariate' }),
+        ),
+        'univariate (default): one Parzen estimator per parameter, as Optuna by default; multivariate: one joint estimator over all parameters (Optuna multivariate=True)',
+      ),
+    }),
+    z.strictObject({
+      name: z.described(
+        z.literal('gp'),
+        'gp: a Gaussian process with expected improvement (random first); best on few numeric parameters',
+      ),
+      seed: z.described(z.optional(seed), 'Seed of the draws, for a repeatable sweep'),
+      startupTrials: z.described(
+        z.optional(z.number().check(z.int(), z.gte(2, 'startupTrials must be at least 2'), z.lte(1000))),
+        'Random trials before the Gaussian process takes over (default max(2, min(10, maxTrials / 5)))',
+      ),
+    }),
+    z.strictObject({
+      name: z.described(
+        z.literal('auto'),
+        'auto (the default): chosen from the space when the sweep is created — grid if the whole grid fits in maxTrials, gp for at most 6 parameters none categorical, cmaes (categorical values by tpe) for more or mixed ones, else tpe; the sweep shows the choice and why',
+      ),
+      seed: z.described(z.optional(seed), 'Seed of the draws, for a repeatable sweep'),
     }),
   ],
-  { error: 'algorithm.name must be one of grid, random, tpe, cmaes' },
+  { error: 'algorithm.name must be one of auto, grid, random, tpe, cmaes, gp' },
 );
 
 const MedianSchema = z.strictObject({
@@ -349,7 +377,10 @@ const SweepRequestObject = z
       'The parameters searched',
     ),
     objective: z.described(ObjectiveSchema, 'The metric that ranks trials'),
-    algorithm: z.described(AlgorithmSchema, "How the next trial's values are chosen: grid, random or tpe"),
+    algorithm: z.described(
+      z._default(AlgorithmSchema, { name: 'auto' as const }),
+      "How the next trial's values are chosen: auto (default), grid, random, tpe, cmaes or gp (docs/sweeps.md, Search algorithms)",
+    ),
     maxTrials: z.described(
       z
         .number({ error: 'maxTrials is required (a whole number)' })
@@ -501,7 +532,7 @@ const SweepRequestObject = z
         issue(['parallelTrials'], `must not exceed maxTrials (${s.maxTrials})`);
       }
       if (
-        (s.algorithm.name === 'tpe' || s.algorithm.name === 'cmaes') &&
+        (s.algorithm.name === 'tpe' || s.algorithm.name === 'cmaes' || s.algorithm.name === 'gp') &&
         s.algorithm.startupTrials !== undefined &&
         s.algorithm.startupTrials > s.maxTrials
       ) {

@@ -270,13 +270,14 @@ describe('trials stopped early in the history', () => {
     const nearGood = picks.filter((x) => Math.abs(x - 0.8) < 0.15).length;
     const nearStopped = picks.filter((x) => Math.abs(x - 0.2) < 0.1).length;
     expect(nearGood).toBeGreaterThan(nearStopped * 3);
-    // Counted as completed trials instead, their low values would pull TPE to x ≈ 0.2.
+    // Counted as completed trials instead, their low values would fill the good group and pull
+    // TPE away from x ≈ 0.8 (with Optuna's γ the good group is only the best 3 of 30).
     const naive = stopped.map(({ assignment, loss }) => ({ assignment, loss }));
     const pulled = Array.from(
       { length: 40 },
       (_, i) => suggest(tpe, params, 100 + i, [...completed, ...naive]).x as number,
     );
-    expect(pulled.filter((x) => Math.abs(x - 0.2) < 0.1).length).toBeGreaterThan(nearStopped);
+    expect(pulled.filter((x) => Math.abs(x - 0.8) < 0.15).length).toBeLessThan(nearGood / 3);
   });
 
   it('CMA-ES leaves them out', () => {

@@ -233,6 +233,27 @@ describe('submitting a sweep', () => {
     expect(record.request.algorithm).toEqual({ name: 'tpe', seed: 42 });
   });
 
+  it('chooses the algorithm when none is given (auto), stores the choice and says why', async () => {
+    const { submit, sweeps } = setup();
+    const body = valid();
+    delete (body as { algorithm?: unknown }).algorithm;
+    const { record } = await submit({ caller: iam(VISION_ARN), body });
+    // A categorical parameter and 10 trials (one CMA-ES generation): TPE, seeded, in place of auto.
+    expect(record.request.algorithm).toEqual({ name: 'tpe', seed: 42 });
+    expect(record.algorithmChoice).toEqual({
+      algorithm: 'tpe',
+      reason: expect.stringMatching(/2 numeric parameters and 1 discrete or categorical/),
+    });
+    expect((await sweeps.get(record.sweepId))?.algorithmChoice?.algorithm).toBe('tpe');
+    const numeric = valid({
+      parameters: valid().parameters.slice(0, 2),
+      algorithm: { name: 'auto', seed: 7 },
+    });
+    const gp = await submit({ caller: iam(VISION_ARN), body: numeric });
+    expect(gp.record.request.algorithm).toEqual({ name: 'gp', seed: 7 });
+    expect(gp.record.algorithmChoice?.reason).toMatch(/2 parameters \(≤ 6\), none categorical/);
+  });
+
   it('accepts asha, hyperband and cmaes and fills in their defaults', async () => {
     const { submit } = setup();
     const asha = await submit({
