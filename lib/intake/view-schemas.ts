@@ -383,6 +383,10 @@ export const SweepViewSchema = z.strictObject({
     z.record(z.string(), Value),
     'The algorithm, its seed filled in (resubmit it to reproduce)',
   ),
+  algorithmChoice: z.described(
+    z.optional(z.strictObject({ algorithm: z.string(), reason: z.string() })),
+    'Set when the request left the algorithm to auto: what it chose at creation and why',
+  ),
   maxTrials: z.number(),
   plannedTrials: z.described(z.number(), 'maxTrials, or the size of the grid when smaller'),
   parallelTrials: z.number(),

@@ -122,6 +122,7 @@ function sweepView(record: SweepRecord, counts: Record<string, number>): SweepVi
     modelName: record.request.template.modelName,
     objective: record.request.objective,
     algorithm: compact(record.request.algorithm),
+    ...(record.algorithmChoice ? { algorithmChoice: record.algorithmChoice } : {}),
     maxTrials: record.request.maxTrials,
     plannedTrials: trialBudget(record.request),
     parallelTrials: record.request.parallelTrials,
