@@ -73,6 +73,17 @@ export const COMMANDS = {
     options: {},
     summary: 'Dry run: check a run request (or a sweep and its template) without submitting it',
   },
+  usage: {
+    args: [],
+    options: {
+      team: { type: 'string' },
+      model: { type: 'string' },
+      period: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    summary:
+      "A team's used and lost GPU-hours of a month (each day) or a day (--period 2026-12 or 2026-12-05), and its monthly budget",
+  },
 } as const satisfies Record<string, CommandSpec>;
 
 export type CommandName = keyof typeof COMMANDS;
@@ -99,6 +110,9 @@ export interface ParsedCommand {
   phase?: string;
   model?: string;
   limit?: number;
+  /** usage: the team (when the caller has several) and the UTC month or day. */
+  team?: string;
+  period?: string;
 }
 
 export type Parsed = ParsedCommand | { help: string };
@@ -218,6 +232,13 @@ export function parseCommandLine(argv: readonly string[]): Parsed {
   set('phase', str('phase'));
   set('model', str('model'));
   set('limit', wholeNumber(str('limit'), '--limit', 1, 100_000));
+  set('team', str('team'));
+  set('period', str('period'));
+  if (out.period !== undefined && !/^[0-9]{4}-[0-9]{2}(-[0-9]{2})?$/.test(out.period)) {
+    throw new UsageError(
+      `--period must be a UTC month YYYY-MM or a day YYYY-MM-DD (got ${JSON.stringify(out.period)})`,
+    );
+  }
   if (out.idempotencyKey !== undefined && !/^[\x21-\x7e]{1,128}$/.test(out.idempotencyKey)) {
     throw new UsageError('--idempotency-key must be 1–128 printable ASCII characters without spaces');
   }

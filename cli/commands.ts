@@ -9,6 +9,8 @@ import { loadRequest } from './files.ts';
 import { nextLines, type TailState } from './logs.ts';
 import { eventLine, fitWidth, formatApiError, runLine, runsTable, sweepLine, sweepTable } from './render.ts';
 
+export { usageReport } from './usage.ts';
+
 /** The commands: each takes the parsed command line, a client and the terminal, returns the exit code. */
 
 export interface Io {
@@ -100,6 +102,8 @@ export async function submit(client: Client, io: Io, cmd: ParsedCommand): Promis
   });
   const id = String(kind === 'run' ? res.body.runId : res.body.sweepId);
   io.stdout.write(`${id}\n`);
+  const budget = res.headers?.get('gantry-budget-warning');
+  if (budget) io.stderr.write(`warning: ${budget}\n`);
   io.stderr.write(
     `${res.status === 200 ? 'replayed' : 'submitted'} ${kind} ${id} (${res.body.phase})${key ? `, idempotency key ${key}` : ''}\n`,
   );
@@ -265,6 +269,11 @@ export async function validate(client: Client, io: Io, file: string): Promise<nu
   const res = await client.call('POST', '/v1/runs/validate', { body: run });
   const checks = (res.body.checks ?? []) as CheckView[];
   for (const c of checks) io.stdout.write(`${c.status.padEnd(7)} ${c.name}: ${c.message}\n`);
+  if (typeof res.body.expectedGpuHours === 'number') {
+    io.stdout.write(
+      `expected at most ${res.body.expectedGpuHours} GPU-hours an attempt (GPUs × runDeadlineSeconds)\n`,
+    );
+  }
   io.stdout.write(
     `${res.body.valid ? 'valid' : 'invalid'}${kind === 'sweep' ? ' (the template, as each trial will run it)' : ''}\n`,
   );

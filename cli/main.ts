@@ -50,6 +50,8 @@ export async function main(
         return await commands.sweep(client, io, id);
       case 'validate':
         return await commands.validate(client, io, parsed.args.FILE as string);
+      case 'usage':
+        return await commands.usageReport(client, io, parsed);
     }
   } catch (err) {
     if (err instanceof UsageError) {

@@ -4,6 +4,7 @@
  * show something still moving poll until it ends. No framework, no build step.
  */
 import { lineChart } from './charts.js';
+import { usagePage } from './usage.js';
 
 const DEV_PRINCIPAL = 'arn:aws:iam::000000000000:user/demo';
 const RUN_PHASES = [
@@ -847,6 +848,8 @@ async function route() {
     if (parts[0] === 'runs' && parts[1]) await runPage(parts[1]);
     else if (parts[0] === 'sweeps' && parts[1]) await sweepPage(parts[1]);
     else if (parts[0] === 'sweeps') await sweepsPage(params);
+    else if (parts[0] === 'usage')
+      await usagePage({ api, h, navigate: (hash) => (location.hash = hash) }, view(), params);
     else if (!parts[0] || parts[0] === 'runs') await runsPage(params);
     else view().replaceChildren(errorBox(`No page ${location.hash}`));
   } catch (err) {

@@ -1,5 +1,6 @@
 import { RunRequestSchema } from '../run/schema.ts';
 import { SweepRequestSchema } from '../sweep/schema.ts';
+import { usageQuerySchema } from '../usage/usage.ts';
 import * as z from '../zod.ts';
 import { runLogsQuerySchema } from './logs.ts';
 import { ROUTES, type Route } from './routes.ts';
@@ -22,6 +23,7 @@ import {
   SweepFinishedBodySchema,
   SweepListSchema,
   SweepViewSchema,
+  UsageViewSchema,
   ValidateResponseSchema,
   ValidationErrorBodySchema,
 } from './view-schemas.ts';
@@ -135,7 +137,14 @@ const OPERATIONS: Record<string, () => Json> = {
     parameters: [idempotencyHeader],
     requestBody: runRequestBody,
     responses: {
-      202: json(ref('SubmitResponse'), 'Accepted: the run is recorded and queued', runLocation),
+      202: json(ref('SubmitResponse'), 'Accepted: the run is recorded and queued', {
+        ...runLocation,
+        'Gantry-Budget-Warning': {
+          description:
+            'Present when the team is past the soft threshold of its monthly GPU-hour budget: how much it used and when it resets',
+          schema: { type: 'string' },
+        },
+      }),
       200: json(ref('SubmitResponse'), 'Replay: this key and body were submitted before', runLocation),
       400: ERRORS[400],
       403: ERRORS[403],
@@ -287,6 +296,16 @@ const OPERATIONS: Record<string, () => Json> = {
       503: ERRORS[503],
     },
   }),
+  getUsage: () => ({
+    parameters: queryParameters(usageQuerySchema().shape),
+    responses: {
+      200: json(ref('UsageView'), "The team's (or model's) GPU-hours of the period and the team's budget"),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
   listRuntimes: () => ({
     responses: {
       200: json(ref('RuntimeList'), 'The runtimes'),
@@ -352,6 +371,7 @@ export function buildOpenApiDocument(opts: { version?: string; serverUrl?: strin
         RunEvents: jsonSchema(RunEventsSchema, 'output'),
         CancelResponse: jsonSchema(CancelResponseSchema, 'output'),
         RuntimeList: jsonSchema(RuntimeListSchema, 'output'),
+        UsageView: jsonSchema(UsageViewSchema, 'output'),
         ValidateResponse: jsonSchema(ValidateResponseSchema, 'output'),
         ValidationErrorBody: jsonSchema(ValidationErrorBodySchema, 'output'),
         ForbiddenBody: jsonSchema(ForbiddenBodySchema, 'output'),

@@ -106,6 +106,13 @@ export const ROUTES = [
   },
   {
     method: 'GET',
+    path: '/v1/usage',
+    handler: 'get-usage',
+    operationId: 'getUsage',
+    summary: "A team's (or model's) used and lost GPU-hours of a month or day, and its GPU-hour budget",
+  },
+  {
+    method: 'GET',
     path: '/v1/openapi.json',
     handler: 'openapi',
     operationId: 'getOpenApi',

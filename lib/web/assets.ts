@@ -13,6 +13,7 @@ export const DASHBOARD_ASSETS: Readonly<Record<string, DashboardAsset>> = {
   '/': { file: 'web/index.html', type: 'text/html; charset=utf-8' },
   '/ui/app.js': { file: 'web/app.js', type: 'text/javascript; charset=utf-8' },
   '/ui/charts.js': { file: 'web/charts.js', type: 'text/javascript; charset=utf-8' },
+  '/ui/usage.js': { file: 'web/usage.js', type: 'text/javascript; charset=utf-8' },
   '/ui/style.css': { file: 'web/style.css', type: 'text/css; charset=utf-8' },
   '/ui/uplot.js': {
     file: 'node_modules/uplot/dist/uPlot.iife.min.js',

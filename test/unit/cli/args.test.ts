@@ -63,7 +63,7 @@ describe('parseCommandLine', () => {
   it.each<[string[], RegExp]>([
     [
       ['deploy'],
-      /^unknown command "deploy"; one of submit, watch, logs, events, ls, cancel, sweep, validate$/,
+      /^unknown command "deploy"; one of submit, watch, logs, events, ls, cancel, sweep, validate, usage$/,
     ],
     [['submit'], /^gantry submit takes FILE \(got 0 arguments\)$/],
     [['submit', 'a.yaml', 'b.yaml'], /takes FILE \(got 2 arguments\)/],
