@@ -20,7 +20,8 @@ export async function usageReport(client: Client, io: Io, cmd: ParsedCommand): P
   return EXIT.ok;
 }
 
-const hours = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(n < 10 ? 3 : 1));
+/** GPU-hours as the API has them (to 10⁻⁶), without trailing zeros. */
+const hours = (n: number) => String(Number(n.toFixed(6)));
 
 /** The report as text: a head line, one line per day, the budget, what is in flight. */
 export function usageText(v: UsageView): string {

@@ -4,7 +4,7 @@
  * API call, the DOM builder) come from app.js, so this file holds only the page.
  */
 
-const fmt = (n) => (Number.isInteger(n) ? String(n) : n.toFixed(n < 10 ? 3 : 1));
+const fmt = (n) => String(Number(n.toFixed(6)));
 
 /** A bar per day, used (lost as the darker part), scaled to the month's busiest day. */
 function dayBars(h, days) {
