@@ -328,6 +328,13 @@ describe('every response validates against the served OpenAPI document', () => {
     await call('GET /v1/openapi.json', '/v1/openapi.json', 200);
   });
 
+  it('getUsage 200, 400 and 403', async () => {
+    const usage = await call('GET /v1/usage', '/v1/usage', 200);
+    expect(usage.body.team).toBe('demo');
+    await call('GET /v1/usage', '/v1/usage?period=2026-13', 400);
+    await call('GET /v1/usage', '/v1/usage', 403, { principal: STRANGER });
+  });
+
   it('covered every route, each with its success status and at least one error', () => {
     const routes = Object.entries(doc.paths).flatMap(([path, ops]) =>
       Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
