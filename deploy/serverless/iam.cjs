@@ -328,6 +328,12 @@ const FUNCTIONS = {
     statements: () => [readState('run'), statements.describeClusters(), readRunLogs, existenceChecks],
   },
   listRuns: { statements: () => [queryState('byTeam', 'byPhase', 'byModel', 'bySweep')] },
+  // The record (ownership, where the job waits), the team's Pending runs (Gantry's view), and the
+  // LocalQueue's pending workloads from Kueue's visibility API (lib/queue/queue-position.ts).
+  getRunQueue: {
+    k8s: true,
+    statements: () => [readState('run'), queryState('byPhase'), statements.describeClusters()],
+  },
   // The team's usage ledger items and its in-flight counters (lib/usage/usage.ts).
   getUsage: { statements: () => [readState('usage', 'count')] },
   cancelRun: {

@@ -12,6 +12,7 @@ import {
   ErrorBodySchema,
   ForbiddenBodySchema,
   MetricHistorySchema,
+  QueuePositionSchema,
   RunEventsSchema,
   RunFinishedBodySchema,
   RunListSchema,
@@ -296,6 +297,20 @@ const OPERATIONS: Record<string, () => Json> = {
       503: ERRORS[503],
     },
   }),
+  getRunQueue: () => ({
+    parameters: [runIdParameter],
+    responses: {
+      200: json(
+        ref('QueuePosition'),
+        "The run's place in its LocalQueue, or why it has none (queued: false)",
+      ),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      404: ERRORS[404],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
   getUsage: () => ({
     parameters: queryParameters(usageQuerySchema().shape),
     responses: {
@@ -372,6 +387,7 @@ export function buildOpenApiDocument(opts: { version?: string; serverUrl?: strin
         CancelResponse: jsonSchema(CancelResponseSchema, 'output'),
         RuntimeList: jsonSchema(RuntimeListSchema, 'output'),
         UsageView: jsonSchema(UsageViewSchema, 'output'),
+        QueuePosition: jsonSchema(QueuePositionSchema, 'output'),
         ValidateResponse: jsonSchema(ValidateResponseSchema, 'output'),
         ValidationErrorBody: jsonSchema(ValidationErrorBodySchema, 'output'),
         ForbiddenBody: jsonSchema(ForbiddenBodySchema, 'output'),

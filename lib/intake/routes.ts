@@ -106,6 +106,13 @@ export const ROUTES = [
   },
   {
     method: 'GET',
+    path: '/v1/runs/{id}/queue',
+    handler: 'get-run-queue',
+    operationId: 'getRunQueue',
+    summary: "A pending run's place in its Kueue LocalQueue (Kueue's visibility API, or Gantry's view)",
+  },
+  {
+    method: 'GET',
     path: '/v1/usage',
     handler: 'get-usage',
     operationId: 'getUsage',

@@ -513,3 +513,25 @@ export type RunView = z.infer<typeof RunViewSchema>;
 export type SweepView = z.infer<typeof SweepViewSchema>;
 export type SweepSummary = z.infer<typeof SweepSummarySchema>;
 export type UsageView = z.infer<typeof UsageViewSchema>;
+
+export const QueuePositionSchema = z.strictObject({
+  runId: z.string(),
+  phase: PhaseSchema,
+  queued: z.described(z.boolean(), 'Whether the run waits in a Kueue LocalQueue now (Pending, with a queue)'),
+  queue: z.described(z.optional(z.string()), 'The LocalQueue'),
+  namespace: z.optional(z.string()),
+  source: z.described(
+    z.optional(z.enum(['kueue', 'gantry'])),
+    "kueue: Kueue's visibility API (every workload of the LocalQueue); gantry: the team's Gantry runs only",
+  ),
+  position: z.described(z.optional(z.int().check(z.gte(1))), '1 = next in line in the LocalQueue'),
+  ahead: z.described(z.optional(z.int().check(z.gte(0))), 'Workloads ahead of it in the LocalQueue'),
+  positionInClusterQueue: z.described(
+    z.optional(z.int().check(z.gte(1))),
+    "Its place in the ClusterQueue behind the LocalQueue (Kueue's view only)",
+  ),
+  aheadRuns: z.described(z.optional(z.array(z.string())), "Gantry's view: the runs ahead of it (at most 20)"),
+  message: z.described(z.string(), 'One line for people'),
+  note: z.described(z.optional(z.string()), "Why the answer is Gantry's view, and what it cannot see"),
+  asOf: z.string(),
+});
