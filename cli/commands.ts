@@ -76,7 +76,8 @@ export async function watch(client: Client, io: Io, id: string, intervalSeconds:
     const view = (await poll(io, intervalSeconds * 1000, () => client.call('GET', path))).body as
       | RunView
       | SweepView;
-    const line = kind === 'run' ? runLine(view as RunView) : sweepLine(view as SweepView);
+    let line = kind === 'run' ? runLine(view as RunView) : sweepLine(view as SweepView);
+    if (kind === 'run' && view.phase === 'Pending') line += await queueSuffix(client, id);
     const done = isTerminalPhase(view.phase);
     if (tty) {
       // One line rewritten in place; cut to the width so it never wraps.
@@ -87,6 +88,20 @@ export async function watch(client: Client, io: Io, id: string, intervalSeconds:
     last = line;
     if (done) return exitCodeForPhase(view.phase);
     await io.sleep(intervalSeconds * 1000);
+  }
+}
+
+/** ` · #3 in line in queue q (2 ahead), from …` for a pending run; nothing when it has no position. */
+async function queueSuffix(client: Client, id: string): Promise<string> {
+  try {
+    const q = (await client.call('GET', `/v1/runs/${id}/queue`)).body as {
+      queued?: boolean;
+      message?: string;
+    };
+    return q.queued && q.message ? ` · ${q.message}` : '';
+  } catch {
+    // A courtesy: watching goes on without it.
+    return '';
   }
 }
 

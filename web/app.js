@@ -4,7 +4,7 @@
  * show something still moving poll until it ends. No framework, no build step.
  */
 import { lineChart } from './charts.js';
-import { usagePage } from './usage.js';
+import { queueLine, usagePage } from './usage.js';
 
 const DEV_PRINCIPAL = 'arn:aws:iam::000000000000:user/demo';
 const RUN_PHASES = [
@@ -407,6 +407,7 @@ async function runPage(id) {
             `no progress or metric reported for ${fmtDuration(run.stalled.seconds * 1000)} (last report ${fmtTime(run.stalled.lastProgressAt)}).`,
           )
         : '',
+      run.phase === 'Pending' ? await queueLine({ api, h }, run.runId) : '',
     );
     const adm = run.admission;
     shell.summary.replaceChildren(

@@ -116,3 +116,16 @@ export async function usagePage(ui, target, params) {
     u.days.length ? dayBars(h, u.days) : h('p', { className: 'muted' }, 'No GPU-hours in this period.'),
   );
 }
+
+/** A pending run's place in its queue (GET /v1/runs/{id}/queue), one line; nothing when it has none. */
+export async function queueLine(ui, runId) {
+  const { api, h } = ui;
+  try {
+    const q = await api(`runs/${encodeURIComponent(runId)}/queue`);
+    if (!q.queued) return '';
+    return h('p', { className: 'queue-position', id: 'queue-position', title: q.note ?? '' }, q.message);
+  } catch {
+    // The position is a courtesy: the run page works without it.
+    return '';
+  }
+}

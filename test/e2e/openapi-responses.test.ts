@@ -328,6 +328,15 @@ describe('every response validates against the served OpenAPI document', () => {
     await call('GET /v1/openapi.json', '/v1/openapi.json', 200);
   });
 
+  it('getRunQueue 200, 400 and 404', async () => {
+    const submitted = await call('POST /v1/runs', '/v1/runs', 202, { body: run({ modelName: 'queued' }) });
+    const q = await call('GET /v1/runs/{id}/queue', `/v1/runs/${submitted.body.runId}/queue`, 200);
+    expect(q.body.runId).toBe(submitted.body.runId);
+    await call('GET /v1/runs/{id}/queue', '/v1/runs/not-a-run/queue', 400);
+    await call('GET /v1/runs/{id}/queue', '/v1/runs/run-aaaaaaaaaaaaaaaaaaaa/queue', 404);
+    await call('POST /v1/runs/{id}/cancel', `/v1/runs/${submitted.body.runId}/cancel`, 202);
+  });
+
   it('getUsage 200, 400 and 403', async () => {
     const usage = await call('GET /v1/usage', '/v1/usage', 200);
     expect(usage.body.team).toBe('demo');

@@ -47,7 +47,7 @@ describe('usage and budgets through the HTTP API and the CLI', () => {
     env = await startEmbedded({
       simSpeed: 1200,
       sfnSpeed: 60,
-      simulator: { defaultDurationSeconds: 3000, namespaces: [SOFT.name, HARD.name] },
+      simulator: { defaultDurationSeconds: 3000, namespaces: ['demo', SOFT.name, HARD.name] },
       stack: { teams: [DEMO_TEAM, SOFT, HARD] },
     });
     home = await mkdtemp(join(tmpdir(), 'gantry-usage-e2e-'));
@@ -93,6 +93,45 @@ describe('usage and budgets through the HTTP API and the CLI', () => {
       });
     });
   }
+
+  it("a pending run's queue position: Gantry's view on the simulator (no visibility API), in order", async () => {
+    const demo = apiClient(() => env.api.url, DEMO_TEAM.principals[0] as string);
+    // The demo queue's quota is 8 GPUs: one 8-GPU run at a time; the rest wait in order.
+    const body = (i: number) => ({
+      modelName: `queued-${i}`,
+      team: 'demo',
+      runtime: { name: 'torch-distributed' },
+      image: 'registry.local/train:1',
+      queue: 'demo-queue',
+      resourcesPerNode: { gpu: 8 },
+    });
+    const ids: string[] = [];
+    for (const i of [0, 1, 2, 3]) {
+      const r = await demo('POST', '/v1/runs', body(i));
+      expect(r.status).toBe(202);
+      ids.push(r.body.runId);
+      // Each waits its turn: the next is submitted once this one's job exists.
+      const end = Date.now() + 30_000;
+      const waiting = async () =>
+        ['Accepted', 'Submitting'].includes((await demo('GET', `/v1/runs/${r.body.runId}`)).body.phase);
+      while (await waiting()) {
+        if (Date.now() > end) throw new Error(`run ${r.body.runId} got no job`);
+        await new Promise((res) => setTimeout(res, 100));
+      }
+    }
+    const views = await Promise.all(ids.map(async (id) => (await demo('GET', `/v1/runs/${id}/queue`)).body));
+    const pendingViews = views.filter((v) => v.queued);
+    expect(pendingViews.length).toBeGreaterThanOrEqual(2);
+    expect(pendingViews.map((v) => v.source)).toEqual(pendingViews.map(() => 'gantry'));
+    expect(pendingViews.map((v) => v.position)).toEqual(pendingViews.map((_, i) => i + 1));
+    const last = pendingViews.at(-1) as (typeof pendingViews)[number];
+    expect(last.message).toBe(
+      `#${pendingViews.length} in line in queue demo-queue (${pendingViews.length - 1} ahead), from Gantry's view of the team's pending runs`,
+    );
+    expect(last.note).toMatch(/^this cluster gateway cannot read it|does not serve/);
+    expect(last.aheadRuns).toEqual(pendingViews.slice(0, -1).map((v) => v.runId));
+    for (const id of ids) await demo('POST', `/v1/runs/${id}/cancel`);
+  }, 120_000);
 
   it('GET /v1/usage refuses bad values with a 400 naming the field', async () => {
     const cases: Array<[string, string]> = [

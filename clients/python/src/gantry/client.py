@@ -374,6 +374,12 @@ class Run:
             raise RunCancelledError(self.view)
         return self.view
 
+    def queue_position(self) -> View:
+        """``GET /v1/runs/{id}/queue``: where the run waits in its Kueue LocalQueue while ``Pending``
+        (``position``, ``ahead``, ``source``: ``"kueue"`` from Kueue's visibility API or ``"gantry"``
+        from Gantry's view of the team's runs, ``message``), or ``queued: False``."""
+        return self.client.request("GET", f"/v1/runs/{_seg(self.id)}/queue")
+
     def metrics(self) -> View:
         """``GET /v1/runs/{id}/metrics``: ``{runId, series: {name: [{t, v, s?}]}, progress?, lines, dropped}``
         (``t`` ISO time, ``v`` value, ``s`` the step when reported)."""
