@@ -113,11 +113,14 @@ export function positionFromGantry(
   const same = pending.filter(
     (r) =>
       r.phase === 'Pending' &&
+      // Admitted (quota reserved, its pods starting): out of the queue, whatever the record's phase.
+      r.admission?.state !== 'Admitted' &&
       r.spec.cluster === record.spec.cluster &&
       r.spec.namespace === record.spec.namespace &&
       currentQueue(r) === queue,
   );
   if (!same.some((r) => r.runId === record.runId)) same.push(record);
+  // (The run itself is kept: the use case answers an admitted run before asking for a position.)
   const order = gantryOrder(same, priorityOf);
   const index = order.findIndex((r) => r.runId === record.runId);
   const position = index + 1;

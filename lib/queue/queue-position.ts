@@ -58,6 +58,9 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
     if (record.phase !== 'Pending') {
       return { ...base, queued: false, message: `the run is ${record.phase}: it is not waiting in a queue` };
     }
+    if (record.admission?.state === 'Admitted') {
+      return { ...base, queued: false, message: 'Kueue admitted the run: its pods are starting' };
+    }
     const queue = currentQueue(record);
     if (queue === undefined) {
       return {

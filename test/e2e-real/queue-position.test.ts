@@ -84,6 +84,11 @@ for (const { setName, label, available } of versionSetSuites('e2e-real')) {
         async () => ((await admitted(holder)) ? true : undefined),
         60_000,
       );
+      await driver.waitFor(
+        'the holder Running',
+        async () => ((await driver.record(holder.runId)).phase === 'Running' ? true : undefined),
+        60_000,
+      );
       const waiting = [spec('600s'), spec('600s'), spec('600s')];
       const arns: string[] = [];
       for (const run of waiting) {

@@ -54,6 +54,7 @@ describe('Gantry’s view', () => {
       pending('run-b', 10),
       pending('run-other-queue', 1, { queue: 'other' }),
       pending('run-other-ns', 1, { namespace: 'elsewhere' }),
+      { ...pending('run-admitted', 0), admission: { state: 'Admitted' } },
     ];
     expect(gantryOrder(runs.slice(0, 3)).map((r) => r.runId)).toEqual(['run-a', 'run-b', 'run-c']);
     const view = positionFromGantry(runs[0] as RunRecord, runs, new Date(at(60)), 'why');
