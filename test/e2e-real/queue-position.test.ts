@@ -102,6 +102,9 @@ for (const { setName, label, available } of versionSetSuites('e2e-real')) {
         await driver.waitFor(`${run.runId} Pending`, async () =>
           (await driver.record(run.runId)).phase === 'Pending' ? true : undefined,
         );
+        // Kueue orders by the Workload's creationTimestamp, which has whole seconds: runs created within
+        // one second tie there, and Kueue may take them in another order than Gantry's (milliseconds).
+        await new Promise((r) => setTimeout(r, 1100));
       }
 
       // Act + Assess: the real apiserver does not serve Kueue's visibility API here.
