@@ -145,6 +145,17 @@ export const COMMANDS = {
     options: { alias: { type: 'string' }, to: { type: 'string' }, reason: { type: 'string' } },
     summary: 'Move an alias (default production) back to its previous version, or to --to VERSION',
   },
+  usage: {
+    args: [],
+    options: {
+      team: { type: 'string' },
+      model: { type: 'string' },
+      period: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    summary:
+      "A team's used and lost GPU-hours of a month (each day) or a day (--period 2026-12 or 2026-12-05), and its monthly budget",
+  },
 } as const satisfies Record<string, CommandSpec>;
 
 export type CommandName = keyof typeof COMMANDS;
@@ -186,6 +197,9 @@ export interface ParsedCommand {
   name?: string;
   /** rerun: the overrides from `--set` / `--set-string`, as a JSON merge patch on the request. */
   overrides?: Record<string, unknown>;
+  /** usage: the team (when the caller has several) and the UTC month or day. */
+  team?: string;
+  period?: string;
 }
 
 export type Parsed = ParsedCommand | { help: string };
@@ -315,6 +329,13 @@ export function parseCommandLine(argv: readonly string[]): Parsed {
   const sets = (parsed.values as Record<string, string[] | undefined>).set ?? [];
   const strings = (parsed.values as Record<string, string[] | undefined>)['set-string'] ?? [];
   if (sets.length + strings.length > 0) set('overrides', overridesFrom(sets, strings));
+  set('team', str('team'));
+  set('period', str('period'));
+  if (out.period !== undefined && !/^[0-9]{4}-[0-9]{2}(-[0-9]{2})?$/.test(out.period)) {
+    throw new UsageError(
+      `--period must be a UTC month YYYY-MM or a day YYYY-MM-DD (got ${JSON.stringify(out.period)})`,
+    );
+  }
   if (out.idempotencyKey !== undefined && !/^[\x21-\x7e]{1,128}$/.test(out.idempotencyKey)) {
     throw new UsageError('--idempotency-key must be 1–128 printable ASCII characters without spaces');
   }

@@ -10,6 +10,8 @@ import { nextLines, type TailState } from './logs.ts';
 import { eventLine, fitWidth, formatApiError, runLine, sweepLine, sweepTable } from './render.ts';
 import { runsListTable } from './render-lists.ts';
 
+export { usageReport } from './usage.ts';
+
 /** The commands: each takes the parsed command line, a client and the terminal, returns the exit code. */
 
 export interface Io {
@@ -80,7 +82,8 @@ export async function watch(client: Client, io: Io, id: string, intervalSeconds:
     const view = (await poll(io, intervalSeconds * 1000, () => client.call('GET', path))).body as
       | RunView
       | SweepView;
-    const line = kind === 'run' ? runLine(view as RunView) : sweepLine(view as SweepView);
+    let line = kind === 'run' ? runLine(view as RunView) : sweepLine(view as SweepView);
+    if (kind === 'run' && view.phase === 'Pending') line += await queueSuffix(client, id);
     const done = isTerminalPhase(view.phase);
     if (tty) {
       // One line rewritten in place; cut to the width so it never wraps.
@@ -91,6 +94,20 @@ export async function watch(client: Client, io: Io, id: string, intervalSeconds:
     last = line;
     if (done) return exitCodeForPhase(view.phase);
     await io.sleep(intervalSeconds * 1000);
+  }
+}
+
+/** ` · #3 in line in queue q (2 ahead), from …` for a pending run; nothing when it has no position. */
+async function queueSuffix(client: Client, id: string): Promise<string> {
+  try {
+    const q = (await client.call('GET', `/v1/runs/${id}/queue`)).body as {
+      queued?: boolean;
+      message?: string;
+    };
+    return q.queued && q.message ? ` · ${q.message}` : '';
+  } catch {
+    // A courtesy: watching goes on without it.
+    return '';
   }
 }
 
@@ -106,6 +123,8 @@ export async function submit(client: Client, io: Io, cmd: ParsedCommand): Promis
   });
   const id = String(kind === 'run' ? res.body.runId : res.body.sweepId);
   io.stdout.write(cmd.output === 'json' ? jsonText(res.body) : `${id}\n`);
+  const budget = res.headers?.get('gantry-budget-warning');
+  if (budget) io.stderr.write(`warning: ${budget}\n`);
   io.stderr.write(
     `${res.status === 200 ? 'replayed' : 'submitted'} ${kind} ${id} (${res.body.phase})${key ? `, idempotency key ${key}` : ''}\n`,
   );
@@ -301,6 +320,11 @@ export async function validate(
   }
   const checks = (res.body.checks ?? []) as CheckView[];
   for (const c of checks) io.stdout.write(`${c.status.padEnd(7)} ${c.name}: ${c.message}\n`);
+  if (typeof res.body.expectedGpuHours === 'number') {
+    io.stdout.write(
+      `expected at most ${res.body.expectedGpuHours} GPU-hours an attempt (GPUs × runDeadlineSeconds)\n`,
+    );
+  }
   io.stdout.write(
     `${res.body.valid ? 'valid' : 'invalid'}${kind === 'sweep' ? ' (the template, as each trial will run it)' : ''}\n`,
   );

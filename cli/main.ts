@@ -68,6 +68,8 @@ export async function main(
         return await models.promote(client, io, parsed);
       case 'rollback':
         return await models.rollback(client, io, parsed);
+      case 'usage':
+        return await commands.usageReport(client, io, parsed);
     }
   } catch (err) {
     if (err instanceof UsageError) {

@@ -169,6 +169,31 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
     maxGpusInFlight: z._default(z.number().check(z.int(), z.gte(0)), 128),
     /** Runs the team may have in flight (Accepted to Publishing); a new run past it is a 429. */
     maxRunsInFlight: z._default(z.number().check(z.int(), z.gte(1)), 100),
+    /**
+     * GPU-hours the team's runs may use per calendar month (UTC), from its usage ledger
+     * (docs/usage-and-budgets.md): past `soft` a submit is accepted with a warning (a response header
+     * and a `gantry.run.budget-warning` event); once `hard` is used up a submit is refused (429 until
+     * the month resets). Runs in flight are never stopped.
+     */
+    gpuHourBudget: z.optional(
+      z
+        .strictObject({
+          soft: z.optional(z.number().check(z.gt(0, 'must be more than 0 GPU-hours'))),
+          hard: z.optional(z.number().check(z.gt(0, 'must be more than 0 GPU-hours'))),
+        })
+        .check(
+          z.superRefine((b, ctx) => {
+            if (b.soft === undefined && b.hard === undefined)
+              ctx.addIssue({
+                code: 'custom',
+                input: b,
+                message: 'give soft, hard or both (GPU-hours a month)',
+              });
+            if (b.soft !== undefined && b.hard !== undefined && b.soft > b.hard)
+              ctx.addIssue({ code: 'custom', input: b, path: ['soft'], message: 'must be at most hard' });
+          }),
+        ),
+    ),
     cluster: z.optional(name),
     /**
      * Kueue WorkloadPriorityClasses the team's runs may name (`priorityClass`). Default: none, so a

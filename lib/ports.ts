@@ -1,3 +1,4 @@
+import type { PendingWorkloads } from './queue/pending.ts';
 import type { JobShape, K8sObject } from './trainjob/types.ts';
 
 /**
@@ -78,6 +79,13 @@ export interface ClusterGateway {
    * see what the job's status does not say: image pulls, config errors, crash loops, scheduling.
    */
   listPods(labelSelector: string, opts?: CallOptions): Promise<K8sObject[]>;
+  /**
+   * The pending workloads of a Kueue LocalQueue in Kueue's order, from its visibility API
+   * (lib/queue/pending.ts). `served: false` when the cluster does not serve it (the
+   * VisibilityOnDemand gate off, no APIService) or Gantry may not read it. Optional: a gateway
+   * without it is read as not served.
+   */
+  pendingWorkloads?(namespace: string, localQueue: string, opts?: CallOptions): Promise<PendingWorkloads>;
   /**
    * The last `tailLines` lines of a container's log (the `pods/log` subresource, text). NotFoundError
    * when the pod is gone; ClusterRejectedError (HTTP 400) when the container has not started or is

@@ -7,6 +7,7 @@ import { runActions } from './actions.js';
 import { lineChart } from './charts.js';
 import { addCompareColumn, comparePage } from './compare.js';
 import { sweepPlots } from './sweep-plots.js';
+import { queueLine, usagePage } from './usage.js';
 
 const DEV_PRINCIPAL = 'arn:aws:iam::000000000000:user/demo';
 const RUN_PHASES = [
@@ -419,6 +420,7 @@ async function runPage(id) {
             `no progress or metric reported for ${fmtDuration(run.stalled.seconds * 1000)} (last report ${fmtTime(run.stalled.lastProgressAt)}).`,
           )
         : '',
+      run.phase === 'Pending' ? await queueLine({ api, h }, run.runId) : '',
     );
     actions.update(run);
     const adm = run.admission;
@@ -866,6 +868,8 @@ async function route() {
     else if (parts[0] === 'sweeps') await sweepsPage(params);
     else if (parts[0] === 'compare')
       await comparePage(params, { api, h, badge, runLink, fmtNum, poll, view });
+    else if (parts[0] === 'usage')
+      await usagePage({ api, h, navigate: (hash) => (location.hash = hash) }, view(), params);
     else if (!parts[0] || parts[0] === 'runs') await runsPage(params);
     else view().replaceChildren(errorBox(`No page ${location.hash}`));
   } catch (err) {

@@ -72,14 +72,15 @@ const readState = (...kinds) => ({
   Resource: [TABLE_ARN],
   Condition: itemKinds(kinds),
 });
-// A write of a run record that starts or ends a run also adds to its team's counters (`count#<team>`)
-// in the same TransactWriteItems (lib/run/records.ts), whose Update needs UpdateItem on that item.
+// A write of a run record that starts or ends a run also adds to its team's counters (`count#<team>`),
+// and one that ends an attempt to its usage ledger (`usage#<team>#…`, lib/usage/ledger.ts), in the
+// same TransactWriteItems (lib/run/records.ts), whose Updates need UpdateItem on those items.
 const writeState = (...kinds) => ({
   Sid: 'StateReadWrite',
   Effect: 'Allow',
   Action: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
   Resource: [TABLE_ARN],
-  Condition: itemKinds(kinds.includes('run') ? [...kinds, 'count'] : kinds),
+  Condition: itemKinds(kinds.includes('run') ? [...kinds, 'count', 'usage'] : kinds),
 });
 /** Batched reads (BatchGetItem, 100 keys a request): the reconciler reads the records a tick changes. */
 const batchReadState = (...kinds) => ({
@@ -341,6 +342,14 @@ const FUNCTIONS = {
     statements: () => [readState('run'), statements.describeClusters(), readRunLogs, existenceChecks],
   },
   listRuns: { statements: () => [queryState('byTeam', 'byPhase', 'byModel', 'bySweep')] },
+  // The record (ownership, where the job waits), the team's Pending runs (Gantry's view), and the
+  // LocalQueue's pending workloads from Kueue's visibility API (lib/queue/queue-position.ts).
+  getRunQueue: {
+    k8s: true,
+    statements: () => [readState('run'), queryState('byPhase'), statements.describeClusters()],
+  },
+  // The team's usage ledger items and its in-flight counters (lib/usage/usage.ts).
+  getUsage: { statements: () => [readState('usage', 'count')] },
   cancelRun: {
     k8s: true,
     statements: () => [
@@ -392,7 +401,8 @@ const FUNCTIONS = {
   listRuntimes: { k8s: true, statements: () => [statements.describeClusters()] },
   validateRun: {
     k8s: true,
-    statements: () => [readModelOwners, existenceChecks, statements.describeClusters()],
+    // The team's usage ledger item, for the budget check (lib/intake/validate-run.ts).
+    statements: () => [readModelOwners, existenceChecks, statements.describeClusters(), readState('usage')],
   },
   openapi: { statements: () => [] },
   // The dashboard's files, from its own package: nothing to call.

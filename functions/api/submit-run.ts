@@ -1,6 +1,7 @@
 import { makeInFlight } from '../../lib/intake/in-flight.ts';
 import { makeSubmitRun } from '../../lib/intake/submit-run.ts';
 import { toSubmitResponse } from '../../lib/intake/views.ts';
+import { makeUsedInMonth } from '../../lib/usage/usage.ts';
 import { clock, modelOwners, records, runQueue, table } from '../_deps.ts';
 import { header, respond, route } from './_http.ts';
 import { lazy, settings } from './_intake.ts';
@@ -13,6 +14,7 @@ const submitRun = lazy(() =>
     queue: runQueue(),
     clock,
     inFlight: makeInFlight(table()),
+    usedInMonth: makeUsedInMonth(table()),
   }),
 );
 
@@ -23,9 +25,13 @@ const submitRun = lazy(() =>
 export const handler = route(
   async ({ event, caller, signal }) => {
     const idempotencyKey = header(event, 'idempotency-key');
-    const { record, created } = await submitRun()({ caller, body: event.json, idempotencyKey }, { signal });
+    const { record, created, budgetWarning } = await submitRun()(
+      { caller, body: event.json, idempotencyKey },
+      { signal },
+    );
     const body = toSubmitResponse(record);
-    return respond(created ? 202 : 200, body, { location: body.links.self });
+    const warning = budgetWarning ? { 'gantry-budget-warning': budgetWarning } : {};
+    return respond(created ? 202 : 200, body, { location: body.links.self, ...warning });
   },
   { json: true },
 );

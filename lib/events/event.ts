@@ -1,5 +1,6 @@
 import { isKueueEviction, PREEMPTED, type RunPhase } from '../run/phases.ts';
 import type { AdmissionNote, RunRecord, Stall } from '../run/record.ts';
+import type { BudgetView } from '../usage/budget-view.ts';
 
 /**
  * Lifecycle events: one per phase change of a run (the record's `transitions`), one when its
@@ -24,6 +25,7 @@ export const EVENT_TYPES = [
   'gantry.run.cancelled',
   'gantry.run.stalled',
   'gantry.run.unstalled',
+  'gantry.run.budget-warning',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -68,6 +70,8 @@ export interface LifecycleEventData {
   artifacts?: RunRecord['artifacts'];
   /** On `stalled` and `unstalled`: the stall (`resumedAt`: the report that ended it). */
   stall?: Omit<Stall, 'endedAt'> & { seconds: number };
+  /** On `budget-warning`: the team's monthly GPU-hour budget when the run was submitted past its soft threshold. */
+  budget?: BudgetView;
 }
 
 /**
@@ -180,6 +184,21 @@ export function stallEvents(record: RunRecord): LifecycleEvent[] {
   return out;
 }
 
+/**
+ * `budget-warning`: the run was submitted while its team was past the soft threshold of its
+ * monthly GPU-hour budget (lib/usage/budget.ts). Recorded at creation, so it goes out once, with
+ * the `accepted` event.
+ */
+export function budgetEvent(record: RunRecord): LifecycleEvent | undefined {
+  if (!record.budget) return undefined;
+  return envelope(`${record.runId}:budget-warning`, 'gantry.run.budget-warning', record.createdAt, {
+    ...base(record),
+    phase: 'Accepted',
+    seq: 0,
+    budget: record.budget,
+  });
+}
+
 const AFTER_PUBLISHING: readonly RunPhase[] = ['Succeeded', 'Failed', 'Cancelled'];
 
 /**
@@ -211,7 +230,11 @@ export function watermarkOf(record: RunRecord | undefined): EventWatermark {
  */
 export function newEvents(after: RunRecord, seen: EventWatermark = { phases: 0 }): LifecycleEvent[] {
   const phases: LifecycleEvent[] = [];
-  for (let n = seen.phases; n < after.transitions.length; n++) phases.push(phaseEvent(after, n));
+  for (let n = seen.phases; n < after.transitions.length; n++) {
+    phases.push(phaseEvent(after, n));
+    const budget = n === 0 ? budgetEvent(after) : undefined;
+    if (budget) phases.push(budget);
+  }
   // A stall happens while Running: its events go before a phase change that ended it in the same step.
   const stalled = new Set(seen.stalls ?? []);
   const stalls = stallEvents(after).filter((e) => !stalled.has(e.id));

@@ -1,5 +1,6 @@
 import { RunRequestSchema } from '../run/schema.ts';
 import { SweepRequestSchema } from '../sweep/schema.ts';
+import { usageQuerySchema } from '../usage/usage.ts';
 import * as z from '../zod.ts';
 import { runLogsQuerySchema } from './logs.ts';
 import {
@@ -20,6 +21,7 @@ import {
   ErrorBodySchema,
   ForbiddenBodySchema,
   MetricHistorySchema,
+  QueuePositionSchema,
   RunEventsSchema,
   RunFinishedBodySchema,
   RunListSchema,
@@ -31,6 +33,7 @@ import {
   SweepFinishedBodySchema,
   SweepListSchema,
   SweepViewSchema,
+  UsageViewSchema,
   ValidateResponseSchema,
   ValidationErrorBodySchema,
 } from './view-schemas.ts';
@@ -144,7 +147,14 @@ const OPERATIONS: Record<string, () => Json> = {
     parameters: [idempotencyHeader],
     requestBody: runRequestBody,
     responses: {
-      202: json(ref('SubmitResponse'), 'Accepted: the run is recorded and queued', runLocation),
+      202: json(ref('SubmitResponse'), 'Accepted: the run is recorded and queued', {
+        ...runLocation,
+        'Gantry-Budget-Warning': {
+          description:
+            'Present when the team is past the soft threshold of its monthly GPU-hour budget: how much it used and when it resets',
+          schema: { type: 'string' },
+        },
+      }),
       200: json(ref('SubmitResponse'), 'Replay: this key and body were submitted before', runLocation),
       400: ERRORS[400],
       403: ERRORS[403],
@@ -324,6 +334,30 @@ const OPERATIONS: Record<string, () => Json> = {
       503: ERRORS[503],
     },
   }),
+  getRunQueue: () => ({
+    parameters: [runIdParameter],
+    responses: {
+      200: json(
+        ref('QueuePosition'),
+        "The run's place in its LocalQueue, or why it has none (queued: false)",
+      ),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      404: ERRORS[404],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
+  getUsage: () => ({
+    parameters: queryParameters(usageQuerySchema().shape),
+    responses: {
+      200: json(ref('UsageView'), "The team's (or model's) GPU-hours of the period and the team's budget"),
+      400: ERRORS[400],
+      403: ERRORS[403],
+      500: ERRORS[500],
+      503: ERRORS[503],
+    },
+  }),
   listRuntimes: () => ({
     responses: {
       200: json(ref('RuntimeList'), 'The runtimes'),
@@ -475,6 +509,8 @@ export function buildOpenApiDocument(opts: { version?: string; serverUrl?: strin
         RunEvents: jsonSchema(RunEventsSchema, 'output'),
         CancelResponse: jsonSchema(CancelResponseSchema, 'output'),
         RuntimeList: jsonSchema(RuntimeListSchema, 'output'),
+        UsageView: jsonSchema(UsageViewSchema, 'output'),
+        QueuePosition: jsonSchema(QueuePositionSchema, 'output'),
         ValidateResponse: jsonSchema(ValidateResponseSchema, 'output'),
         ValidationErrorBody: jsonSchema(ValidationErrorBodySchema, 'output'),
         ForbiddenBody: jsonSchema(ForbiddenBodySchema, 'output'),

@@ -144,6 +144,20 @@ export const ROUTES = [
   },
   {
     method: 'GET',
+    path: '/v1/runs/{id}/queue',
+    handler: 'get-run-queue',
+    operationId: 'getRunQueue',
+    summary: "A pending run's place in its Kueue LocalQueue (Kueue's visibility API, or Gantry's view)",
+  },
+  {
+    method: 'GET',
+    path: '/v1/usage',
+    handler: 'get-usage',
+    operationId: 'getUsage',
+    summary: "A team's (or model's) used and lost GPU-hours of a month or day, and its GPU-hour budget",
+  },
+  {
+    method: 'GET',
     path: '/v1/openapi.json',
     handler: 'openapi',
     operationId: 'getOpenApi',

@@ -14,6 +14,8 @@ import type { RunSpec } from '../run/spec.ts';
 import { parseWith } from '../run/validate.ts';
 import { CounterLimitError } from '../state/table.ts';
 import { checkKueueKind } from '../trainjob/kueue-kinds.ts';
+import { budgetExhausted, budgetOf, budgetResetAt, budgetWarning } from '../usage/budget.ts';
+import { monthOf } from '../usage/ledger.ts';
 import * as z from '../zod.ts';
 import { TeamLimitError } from './errors.ts';
 import { capsOf, checkTeamCaps, type InFlightOf, RETRY_AFTER_SECONDS } from './in-flight.ts';
@@ -171,6 +173,11 @@ export interface SubmitRunDeps {
   newId?: () => string;
   /** The team's runs and GPUs in flight (lib/intake/in-flight.ts: one item), read to name a cap refused. */
   inFlight: InFlightOf;
+  /**
+   * Micro-GPU-hours the team used in a month (its usage ledger item, lib/usage/ledger.ts): read
+   * only for a team with a `gpuHourBudget`, to warn past `soft` and to name `hard` when refused.
+   */
+  usedInMonth?: (team: string, month: string, opts?: CallOptions) => Promise<number>;
 }
 
 /**
@@ -183,12 +190,15 @@ export function makeSubmitRun(deps: SubmitRunDeps) {
   return async function submitRun(
     input: SubmitRunInput,
     opts?: CallOptions,
-  ): Promise<{ record: RunRecord; created: boolean }> {
+  ): Promise<{ record: RunRecord; created: boolean; budgetWarning?: string }> {
     const { request, key, spec } = await acceptRequest(input, deps);
     await checkModelOwner(deps.owners, request, opts);
     const fingerprint = fingerprintOf(request);
     const team = deps.config.teams.find((t) => t.name === request.team);
-    const fresh = newRecord(spec, fingerprint, deps.clock.now());
+    const now = deps.clock.now();
+    const fresh = newRecord(spec, fingerprint, now);
+    const budget = await budgetNow(team, now, opts);
+    if (budget?.state === 'warning') fresh.budget = budget;
     const { record, created } = await createWithinCaps(
       input.rerunOf !== undefined ? { ...fresh, rerunOf: input.rerunOf } : fresh,
       team,
@@ -202,8 +212,15 @@ export function makeSubmitRun(deps: SubmitRunDeps) {
     if (created || record.phase === 'Accepted') {
       await deps.queue.enqueue(runMessage(record.spec), runMessageAttributes(record.spec), opts);
     }
-    return { record, created };
+    const warning = budgetWarning(record.spec.request.team, record.budget);
+    return { record, created, ...(warning ? { budgetWarning: warning } : {}) };
   };
+
+  /** The team's monthly budget as its ledger stands (one read), for a team that has one. */
+  async function budgetNow(team: TeamConfig | undefined, now: Date, opts?: CallOptions) {
+    if (!team?.gpuHourBudget || !deps.usedInMonth) return undefined;
+    return budgetOf(team, await deps.usedInMonth(team.name, monthOf(now), opts), now);
+  }
 
   /**
    * Create the record, counted in its team's runs in flight and conditioned on the team's caps in
@@ -216,11 +233,26 @@ export function makeSubmitRun(deps: SubmitRunDeps) {
     team: TeamConfig | undefined,
     opts?: CallOptions,
   ): Promise<{ record: RunRecord; created: boolean }> {
+    const hard = team?.gpuHourBudget?.hard;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await deps.records.create(record, opts, team ? capsOf(team) : undefined);
+        return await deps.records.create(
+          record,
+          opts,
+          team ? { ...capsOf(team), ...(hard !== undefined ? { monthlyGpuHours: hard } : {}) } : undefined,
+        );
       } catch (err) {
         if (!(err instanceof CounterLimitError) || !team) throw err;
+        if (hard !== undefined && err.key?.startsWith('usage#')) {
+          const now = deps.clock.now();
+          const used = (await budgetNow(team, now, opts))?.used ?? hard;
+          throw budgetExhausted(
+            team.name,
+            { hard, used, state: 'exhausted', resetsAt: budgetResetAt(now).toISOString() },
+            now,
+            err,
+          );
+        }
         checkTeamCaps(team, await deps.inFlight(team.name, opts), record.spec.request);
         if (attempt >= CAP_ATTEMPTS) {
           throw new TeamLimitError(

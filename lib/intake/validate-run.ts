@@ -1,11 +1,13 @@
 import type { ModelOwners } from '../artifacts/ownership.ts';
-import type { GantryConfig } from '../config.ts';
+import type { GantryConfig, TeamConfig } from '../config.ts';
 import { UnsupportedApiError } from '../errors.ts';
-import type { CallOptions, ClusterGateway } from '../ports.ts';
+import type { CallOptions, Clock, ClusterGateway } from '../ports.ts';
 import type { RunRequest } from '../run/schema.ts';
 import { chooseShape, type ShapeChoice } from '../trainjob/capabilities.ts';
 import { describeDelivery, initializerJobs } from '../trainjob/initializers.ts';
 import { runtimeShapeProblem } from '../trainjob/runtime-jobs.ts';
+import { budgetOf, expectedGpuHours } from '../usage/budget.ts';
+import { monthOf } from '../usage/ledger.ts';
 import { clusterRuntimes } from './runtimes.ts';
 import { acceptRequest, checkModelOwner, type SubmitRunInput } from './submit-run.ts';
 import { requestedTotals } from './tenancy.ts';
@@ -36,12 +38,16 @@ export interface ValidateRunDeps {
     where: { cluster: string; namespace: string; queue: string },
     opts?: CallOptions,
   ) => Promise<QueueQuota | undefined>;
+  /** Micro-GPU-hours the team used in a month (lib/usage/usage.ts); absent → the budget check is skipped. */
+  usedInMonth?: (team: string, month: string, opts?: CallOptions) => Promise<number>;
+  clock?: Clock;
 }
 
 export interface ValidateResult {
   valid: boolean;
   runId?: string;
   checks: Check[];
+  expectedGpuHours?: number;
 }
 
 /**
@@ -65,12 +71,45 @@ export function makeValidateRun(deps: ValidateRunDeps) {
       await runtimeCheck(request, placement.cluster, opts),
       await quotaCheck(request, placement, opts),
     ];
+    const expected = expectedGpuHours(request, request.runDeadlineSeconds);
+    const budget = await budgetCheck(placement.team, expected, opts);
+    if (budget) checks.push(budget);
     return {
       valid: checks.every((c) => c.status !== 'failed'),
       ...(accepted.key !== undefined ? { runId: accepted.runId } : {}),
       checks,
+      ...(expected > 0 ? { expectedGpuHours: expected } : {}),
     };
   };
+
+  /** The team's monthly GPU-hour budget against what it used: a used-up hard budget fails, as submit would. */
+  async function budgetCheck(
+    team: TeamConfig,
+    expected: number,
+    opts?: CallOptions,
+  ): Promise<Check | undefined> {
+    if (!team.gpuHourBudget) return undefined;
+    if (!deps.usedInMonth) {
+      return { name: 'budget', status: 'skipped', message: 'the usage ledger is not readable here' };
+    }
+    const now = (deps.clock ?? { now: () => new Date() }).now();
+    const view = budgetOf(team, await deps.usedInMonth(team.name, monthOf(now), opts), now);
+    if (!view) return undefined;
+    const of = `${view.used} of ${[view.soft !== undefined ? `soft ${view.soft}` : '', view.hard !== undefined ? `hard ${view.hard}` : ''].filter(Boolean).join(', ')} GPU-hours used this month (resets ${view.resetsAt})`;
+    if (view.state === 'exhausted') {
+      return {
+        name: 'budget',
+        status: 'failed',
+        message: `gpuHourBudget.hard is used up: ${of}; a submit would be refused`,
+      };
+    }
+    const past = view.remaining !== undefined && expected > view.remaining;
+    return {
+      name: 'budget',
+      status: 'passed',
+      message: `${of}; this run may use up to ${expected}${past ? `, more than the ${view.remaining} left (it would not be stopped)` : ''}${view.state === 'warning' ? '; past the soft threshold: the submit will carry a warning' : ''}`,
+    };
+  }
 
   async function runtimeCheck(request: RunRequest, cluster: string, opts?: CallOptions): Promise<Check> {
     const name = request.runtime.name;

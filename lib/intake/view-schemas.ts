@@ -286,7 +286,7 @@ export const RuntimeListSchema = z.strictObject({
 });
 
 export const CheckSchema = z.strictObject({
-  name: z.enum(['schema', 'tenancy', 'runtime', 'quota']),
+  name: z.enum(['schema', 'tenancy', 'runtime', 'quota', 'budget']),
   status: z.enum(['passed', 'failed', 'skipped']),
   message: z.string(),
 });
@@ -296,6 +296,43 @@ export const ValidateResponseSchema = z.strictObject({
   valid: z.described(z.boolean(), 'true when no check failed (skipped checks are listed with the reason)'),
   runId: z.described(z.optional(z.string()), 'The run id a submit with this idempotency key would get'),
   checks: z.array(CheckSchema),
+  expectedGpuHours: z.described(
+    z.optional(z.number()),
+    'The most GPU-hours an attempt of the run may use: its GPUs × its runDeadlineSeconds (absent when it asks for no GPUs)',
+  ),
+});
+
+export const BudgetSchema = z.strictObject({
+  soft: z.described(z.optional(z.number()), 'GPU-hours a month past which submits carry a warning'),
+  hard: z.described(
+    z.optional(z.number()),
+    'GPU-hours a month; once used up, submits are refused until the reset',
+  ),
+  used: z.described(z.number(), "GPU-hours the team's ended attempts used this month"),
+  remaining: z.described(z.optional(z.number()), 'GPU-hours left before hard'),
+  state: z.enum(['ok', 'warning', 'exhausted']),
+  resetsAt: z.described(z.string(), 'When the monthly usage starts again from 0 (00:00 UTC on the 1st)'),
+});
+
+export const UsageViewSchema = z.strictObject({
+  team: z.string(),
+  model: z.described(z.optional(z.string()), 'Only this model, when asked'),
+  period: z.described(z.string(), 'The UTC month (YYYY-MM) or day (YYYY-MM-DD)'),
+  granularity: z.enum(['month', 'day']),
+  used: z.described(z.number(), 'GPU-hours of the attempts that ended, by the UTC day they ran'),
+  lost: z.described(z.number(), 'The part of them lost to infrastructure failures'),
+  days: z.described(
+    z.array(z.strictObject({ date: z.string(), used: z.number(), lost: z.number() })),
+    'Each day of the period with usage, oldest first',
+  ),
+  inFlight: z.described(
+    z.strictObject({ runs: z.number(), gpus: z.number() }),
+    "The team's runs and GPUs in flight now: their GPU-hours count when their attempts end",
+  ),
+  budget: z.described(
+    z.optional(BudgetSchema),
+    "The team's monthly GPU-hour budget (current month, when configured)",
+  ),
 });
 
 /** Error bodies, one per outcome (see functions/api/_http.ts for the status of each). */
@@ -521,3 +558,26 @@ export type RunSummary = z.infer<typeof RunSummarySchema>;
 export type RunView = z.infer<typeof RunViewSchema>;
 export type SweepView = z.infer<typeof SweepViewSchema>;
 export type SweepSummary = z.infer<typeof SweepSummarySchema>;
+export type UsageView = z.infer<typeof UsageViewSchema>;
+
+export const QueuePositionSchema = z.strictObject({
+  runId: z.string(),
+  phase: PhaseSchema,
+  queued: z.described(z.boolean(), 'Whether the run waits in a Kueue LocalQueue now (Pending, with a queue)'),
+  queue: z.described(z.optional(z.string()), 'The LocalQueue'),
+  namespace: z.optional(z.string()),
+  source: z.described(
+    z.optional(z.enum(['kueue', 'gantry'])),
+    "kueue: Kueue's visibility API (every workload of the LocalQueue); gantry: the team's Gantry runs only",
+  ),
+  position: z.described(z.optional(z.int().check(z.gte(1))), '1 = next in line in the LocalQueue'),
+  ahead: z.described(z.optional(z.int().check(z.gte(0))), 'Workloads ahead of it in the LocalQueue'),
+  positionInClusterQueue: z.described(
+    z.optional(z.int().check(z.gte(1))),
+    "Its place in the ClusterQueue behind the LocalQueue (Kueue's view only)",
+  ),
+  aheadRuns: z.described(z.optional(z.array(z.string())), "Gantry's view: the runs ahead of it (at most 20)"),
+  message: z.described(z.string(), 'One line for people'),
+  note: z.described(z.optional(z.string()), "Why the answer is Gantry's view, and what it cannot see"),
+  asOf: z.string(),
+});

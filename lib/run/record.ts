@@ -1,3 +1,4 @@
+import type { BudgetView } from '../usage/budget-view.ts';
 import type { AttemptRecord } from './attempts.ts';
 import { canTransition, type FailureReason, isRequeueReason, isTerminal, type RunPhase } from './phases.ts';
 import type { RunSpec } from './spec.ts';
@@ -60,6 +61,11 @@ export interface RunRecord {
   attempts?: AttemptRecord[];
   /** The run this one was started again from (`POST /v1/runs/{id}/rerun`): its request, with overrides. */
   rerunOf?: string;
+  /**
+   * The team's monthly GPU-hour budget when the run was submitted past its soft threshold
+   * (lib/usage/budget.ts): the `gantry.run.budget-warning` event and the submit's warning header.
+   */
+  budget?: BudgetView;
   /** Each phase change, oldest first: the API's short history (the execution history is the audit trail). */
   transitions: Array<{ phase: RunPhase; at: string; reason?: string }>;
 }

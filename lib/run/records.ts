@@ -1,7 +1,14 @@
 import { ConcurrentUpdateError, NotFoundError } from '../errors.ts';
 import type { CallOptions, Clock } from '../ports.ts';
-import { byCreation, type IndexEntries, type StateTable, type StoredItem } from '../state/table.ts';
+import {
+  byCreation,
+  type CounterAdd,
+  type IndexEntries,
+  type StateTable,
+  type StoredItem,
+} from '../state/table.ts';
 import { jitter, updateWithRetry } from '../state/update.ts';
+import { monthOf, toMicro, usageAdds, usageKey } from '../usage/ledger.ts';
 import { type InFlight, inFlightDelta, isInFlight, teamCountersKey } from './in-flight.ts';
 import { applyChange, type RecordChange, type RunRecord } from './record.ts';
 
@@ -24,38 +31,57 @@ export function runIndexes(record: RunRecord): IndexEntries {
 /** Lost write races an update survives (the last one is thrown: ConcurrentUpdateError). */
 export const MAX_ATTEMPTS = 8;
 
+/** A new run's ceilings: the team's caps in flight, and its hard monthly GPU-hour budget. */
+export type RecordCaps = Partial<InFlight> & {
+  /** The team's month may have used less than this many GPU-hours (lib/usage/ledger.ts). */
+  monthlyGpuHours?: number;
+};
+
 /**
  * Write a run record over `before` (undefined: create only if absent). A write that enters or
  * leaves flight (lib/run/in-flight.ts) also adds to the team's counters in the same transaction,
- * so the counters move exactly when the records do; `caps` are the counters' ceilings (a new run
- * past them is refused with CounterLimitError, nothing written). This is the one writer of `run#`
- * items (test/unit/run/record-writers.test.ts).
+ * so the counters move exactly when the records do; a write that ends an attempt adds its
+ * GPU-hours to the team's usage ledger (lib/usage/ledger.ts) in the same way. `caps` are a new
+ * run's ceilings (past them it is refused with CounterLimitError, nothing written). This is the
+ * one writer of `run#` items (test/unit/run/record-writers.test.ts).
  */
 export function writeRunRecord(
   table: StateTable,
   next: RunRecord,
   before: StoredItem<RunRecord> | undefined,
   opts?: CallOptions,
-  caps?: Partial<InFlight>,
+  caps?: RecordCaps,
 ): Promise<{ version: string }> {
   const key = runItemKey(next.runId);
   const cond = before ? { ifVersion: before.version } : { ifAbsent: true };
   const delta = inFlightDelta(before?.value, next);
-  if (!delta) return table.put(key, next, runIndexes(next), cond, opts);
-  const atMost: Record<string, number> = {};
-  // Only what this write adds is held to a ceiling: a release is never refused, nor a run without GPUs by the GPU cap.
-  if (caps?.runs !== undefined && delta.runs > 0) atMost.runs = caps.runs;
-  if (caps?.gpus !== undefined && delta.gpus > 0) atMost.gpus = caps.gpus;
+  const adds: CounterAdd[] = usageAdds(before?.value, next);
+  if (caps?.monthlyGpuHours !== undefined && !before) {
+    // Held to the month's budget in the same transaction as the attempts that spend it.
+    const budgetKey = usageKey(next.spec.request.team, monthOf(next.createdAt));
+    const ceiling = { used: toMicro(caps.monthlyGpuHours) - 1 };
+    const same = adds.find((a) => a.key === budgetKey);
+    if (same) same.atMost = ceiling;
+    else adds.push({ key: budgetKey, deltas: { used: 0 }, atMost: ceiling });
+  }
+  if (delta) {
+    const atMost: Record<string, number> = {};
+    // Only what this write adds is held to a ceiling: a release is never refused, nor a run without GPUs by the GPU cap.
+    if (caps?.runs !== undefined && delta.runs > 0) atMost.runs = caps.runs;
+    if (caps?.gpus !== undefined && delta.gpus > 0) atMost.gpus = caps.gpus;
+    adds.unshift({
+      key: teamCountersKey(next.spec.request.team),
+      deltas: { runs: delta.runs, gpus: delta.gpus },
+      ...(Object.keys(atMost).length ? { atMost } : {}),
+    });
+  }
+  if (adds.length === 0) return table.put(key, next, runIndexes(next), cond, opts);
   return table.putCounted(
     key,
     next,
     runIndexes(next),
     cond,
-    {
-      key: teamCountersKey(next.spec.request.team),
-      deltas: { runs: delta.runs, gpus: delta.gpus },
-      ...(Object.keys(atMost).length ? { atMost } : {}),
-    },
+    adds.length === 1 ? (adds[0] as CounterAdd) : adds,
     opts,
   );
 }
@@ -81,7 +107,7 @@ export function makeRunRecords(deps: { table: StateTable; clock: Clock }) {
   async function create(
     record: RunRecord,
     opts?: CallOptions,
-    caps?: Partial<InFlight>,
+    caps?: RecordCaps,
   ): Promise<{ record: RunRecord; created: boolean }> {
     // A lost transaction conflict on the team's counters (concurrent submits) is tried again.
     return updateWithRetry(
@@ -165,7 +191,8 @@ export function makeRunRecords(deps: { table: StateTable; clock: Clock }) {
   return { get, getMany, create, update, apply, updateFrom };
 }
 
-/** A change that may end the run (and so write its team's counters too). */
-const ending = (change: RecordChange) => change.phase !== undefined && !isInFlight(change.phase);
+/** A change that may end the run or an attempt (and so write its team's counters or ledger too). */
+const ending = (change: RecordChange) =>
+  (change.phase !== undefined && !isInFlight(change.phase)) || change.attempt?.endedAt !== undefined;
 
 export type RunRecords = ReturnType<typeof makeRunRecords>;

@@ -88,13 +88,29 @@ export interface CounterAdd {
  */
 export class CounterLimitError extends Error {
   override readonly name = 'CounterLimitError' as const;
+  /** The counters' item whose ceiling refused the write, when the adapter can tell. */
+  readonly key: string | undefined;
+  constructor(message: string, options?: ErrorOptions & { key?: string }) {
+    super(message, options);
+    this.key = options?.key;
+  }
 }
 
+/** One counted add or several (distinct items), as `putCounted` takes them. */
+export const counterAdds = (count: CounterAdd | readonly CounterAdd[]): readonly CounterAdd[] =>
+  Array.isArray(count) ? count : [count as CounterAdd];
+
 /** Check a counted write's names and deltas (both adapters and the fake): a bug, not a client error. */
-export function checkCounterAdd(count: CounterAdd): void {
-  for (const [name, delta] of Object.entries({ ...count.deltas, ...count.atMost })) {
-    if (!COUNTER_NAME.test(name) || !Number.isInteger(delta)) {
-      throw new TypeError(`counter ${name}: a name of letters and digits and a whole number`);
+export function checkCounterAdd(count: CounterAdd | readonly CounterAdd[]): void {
+  const adds = counterAdds(count);
+  if (adds.length === 0 || new Set(adds.map((a) => a.key)).size !== adds.length) {
+    throw new TypeError('counted write: at least one counters item, each named once');
+  }
+  for (const add of adds) {
+    for (const [name, delta] of Object.entries({ ...add.deltas, ...add.atMost })) {
+      if (!COUNTER_NAME.test(name) || !Number.isInteger(delta)) {
+        throw new TypeError(`counter ${name}: a name of letters and digits and a whole number`);
+      }
     }
   }
 }
@@ -127,17 +143,19 @@ export interface StateTable {
    */
   increment(key: string, deltas: Record<string, number>, opts?: CallOptions): Promise<Record<string, number>>;
   /**
-   * `put`, and in the same transaction (DynamoDB TransactWriteItems: both or neither) add to the
-   * counters of another item, created without a document when absent. ConcurrentUpdateError when
+   * `put`, and in the same transaction (DynamoDB TransactWriteItems: all or nothing) add to the
+   * counters of another item (or of several: the team's in-flight counters and its usage ledger,
+   * lib/usage/ledger.ts), created without a document when absent. ConcurrentUpdateError when
    * `cond` does not hold (or the transaction lost a conflict: read again and retry);
-   * CounterLimitError when a counter would pass its ceiling (`count.atMost`) — nothing is written.
+   * CounterLimitError (with the item's `key`) when a counter would pass its ceiling
+   * (`atMost`) — nothing is written.
    */
   putCounted(
     key: string,
     value: unknown,
     indexes: IndexEntries,
     cond: { ifAbsent?: boolean; ifVersion?: string },
-    count: CounterAdd,
+    count: CounterAdd | readonly CounterAdd[],
     opts?: CallOptions,
   ): Promise<{ version: string }>;
   /** One page of an index partition. */

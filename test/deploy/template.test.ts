@@ -252,7 +252,9 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
     ...RUN_LOGS_ARCHIVE,
   ],
   listRuntimes: [...LOGS, ...EKS],
-  validateRun: [...LOGS, 's3:GetObject', 's3:ListBucket', ...EKS],
+  validateRun: [...LOGS, 's3:GetObject', 's3:ListBucket', ...EKS, ...STATE_R],
+  getUsage: [...LOGS, ...STATE_R],
+  getRunQueue: [...LOGS, ...STATE_R, ...STATE_Q, ...EKS],
   openapi: [...LOGS],
   dashboard: [...LOGS],
   runsConsumer: [
@@ -941,12 +943,14 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
         .sort();
     expect(kinds('getRun')).toEqual(['run#*']);
     expect(kinds('getSweep')).toEqual(['sweep#*']);
-    expect(kinds('dataIntake')).toEqual(['count#*', 'doc#*', 'run#*']);
-    expect(kinds('reconciler')).toEqual(['count#*', 'run#*', 'sweep#*', 'trial#*']);
-    expect(kinds('recordOutcome')).toEqual(['count#*', 'run#*', 'sweep#*', 'trial#*']);
-    // A function that writes run records writes its team's counters too (docs/team-counters.md).
-    expect(kinds('submitRun')).toEqual(['count#*', 'run#*']);
-    expect(kinds('rerunRun')).toEqual(['count#*', 'run#*']);
+    expect(kinds('dataIntake')).toEqual(['count#*', 'doc#*', 'run#*', 'usage#*']);
+    expect(kinds('reconciler')).toEqual(['count#*', 'run#*', 'sweep#*', 'trial#*', 'usage#*']);
+    expect(kinds('recordOutcome')).toEqual(['count#*', 'run#*', 'sweep#*', 'trial#*', 'usage#*']);
+    // A function that writes run records writes its team's counters and usage ledger too
+    // (docs/team-counters.md, docs/usage-and-budgets.md).
+    expect(kinds('submitRun')).toEqual(['count#*', 'run#*', 'usage#*']);
+    expect(kinds('getUsage')).toEqual(['count#*', 'usage#*']);
+    expect(kinds('rerunRun')).toEqual(['count#*', 'run#*', 'usage#*']);
   });
 
   it('keeps the bucket private, versioned and encrypted, with data/ events going to the data-events queue', () => {

@@ -392,6 +392,22 @@ describe('every response validates against the served OpenAPI document', () => {
     await call('GET /v1/openapi.json', '/v1/openapi.json', 200);
   });
 
+  it('getRunQueue 200, 400 and 404', async () => {
+    const submitted = await call('POST /v1/runs', '/v1/runs', 202, { body: run({ modelName: 'queued' }) });
+    const q = await call('GET /v1/runs/{id}/queue', `/v1/runs/${submitted.body.runId}/queue`, 200);
+    expect(q.body.runId).toBe(submitted.body.runId);
+    await call('GET /v1/runs/{id}/queue', '/v1/runs/not-a-run/queue', 400);
+    await call('GET /v1/runs/{id}/queue', '/v1/runs/run-aaaaaaaaaaaaaaaaaaaa/queue', 404);
+    await call('POST /v1/runs/{id}/cancel', `/v1/runs/${submitted.body.runId}/cancel`, 202);
+  });
+
+  it('getUsage 200, 400 and 403', async () => {
+    const usage = await call('GET /v1/usage', '/v1/usage', 200);
+    expect(usage.body.team).toBe('demo');
+    await call('GET /v1/usage', '/v1/usage?period=2026-13', 400);
+    await call('GET /v1/usage', '/v1/usage', 403, { principal: STRANGER });
+  });
+
   it('covered every route, each with its success status and at least one error', () => {
     const routes = Object.entries(doc.paths).flatMap(([path, ops]) =>
       Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),

@@ -7,6 +7,7 @@ import {
   COUNTER_NAME,
   CounterLimitError,
   checkCounterAdd,
+  counterAdds,
   type IndexEntries,
   type IndexName,
   type QueryPage,
@@ -212,15 +213,18 @@ export function memoryTable(): StateTable & { items: Map<string, StoredRow> } {
       if (cond.ifVersion !== undefined && String(current?.version) !== cond.ifVersion) {
         throw new ConcurrentUpdateError(`${key} changed`);
       }
-      const counted = items.get(count.key);
-      const counters = { ...(counted?.counters ?? {}) };
-      for (const [name, delta] of Object.entries(count.deltas)) {
-        const ceiling = count.atMost?.[name];
-        const after = (counters[name] ?? 0) + delta;
-        if (ceiling !== undefined && after > ceiling)
-          throw new CounterLimitError(`${name} ${after} > ${ceiling}`);
-        counters[name] = after;
-      }
+      const writes = counterAdds(count).map((add) => {
+        const counted = items.get(add.key);
+        const counters = { ...(counted?.counters ?? {}) };
+        for (const [name, delta] of Object.entries(add.deltas)) {
+          const ceiling = add.atMost?.[name];
+          const after = (counters[name] ?? 0) + delta;
+          if (ceiling !== undefined && after > ceiling)
+            throw new CounterLimitError(`${name} ${after} > ${ceiling}`, { key: add.key });
+          counters[name] = after;
+        }
+        return { add, counted, counters };
+      });
       const version = cond.ifVersion === undefined ? 1 : Number(cond.ifVersion) + 1;
       items.set(key, {
         body: JSON.stringify(value),
@@ -228,10 +232,12 @@ export function memoryTable(): StateTable & { items: Map<string, StoredRow> } {
         indexes,
         ...(current?.counters ? { counters: current.counters } : {}),
       });
-      items.set(
-        count.key,
-        counted ? { ...counted, counters } : { body: '{}', version: 0, indexes: {}, counters },
-      );
+      for (const { add, counted, counters } of writes) {
+        items.set(
+          add.key,
+          counted ? { ...counted, counters } : { body: '{}', version: 0, indexes: {}, counters },
+        );
+      }
       return { version: String(version) };
     },
     async increment(key, deltas) {

@@ -229,3 +229,20 @@ def test_progress_without_tqdm_says_what_to_install(client: gantry.Client, monke
     monkeypatch.setitem(__import__("sys").modules, "tqdm.auto", None)
     with pytest.raises(gantry.MissingDependencyError, match="tqdm"):
         client.run("run-aaaaaaaaaaaaaaaaaaaa").wait(progress=True)
+
+
+def test_usage_and_queue_position(client: gantry.Client, succeeded: Dict[str, Any]) -> None:
+    """``usage()``: the team's GPU-hours from its ledger (the run that succeeded is in it); a bad
+    period is a ValidationError naming the field. ``queue_position()`` of a run that ended: not queued."""
+    run = succeeded["run"]
+    used = succeeded["final"]["gpuHours"]["used"]
+    usage = client.usage()
+    assert usage["team"] == "demo" and usage["granularity"] == "month"
+    assert usage["used"] >= used > 0
+    assert sum(d["used"] for d in usage["days"]) == pytest.approx(usage["used"], abs=1e-5)
+    assert client.usage(model="py-happy")["used"] >= used
+    with pytest.raises(gantry.ValidationError) as bad:
+        client.usage(period="2026-13")
+    assert bad.value.field == "period"
+    position = run.queue_position()
+    assert position["queued"] is False and position["phase"] == "Succeeded"

@@ -14,8 +14,10 @@ import { AwsUnavailableError, ConcurrentUpdateError, NotFoundError, ValidationEr
 import type { CallOptions } from '../../ports.ts';
 import {
   COUNTER_NAME,
+  type CounterAdd,
   CounterLimitError,
   checkCounterAdd,
+  counterAdds,
   INDEXES,
   type IndexEntries,
   type IndexName,
@@ -107,39 +109,13 @@ export function makeDynamoStateTable(deps: {
 
     async putCounted(key, value, indexes, cond, count, opts) {
       checkCounterAdd(count);
+      const adds = counterAdds(count);
       const { update, version } = putUpdate(TableName, key, value, indexes, cond);
-      const names: Record<string, string> = { '#body': 'body', '#ver': 'ver' };
-      const values: Record<string, unknown> = { ':emptyBody': '{}', ':zero': 0 };
-      const adds: string[] = [];
-      const limits: string[] = [];
-      Object.entries(count.deltas).forEach(([name, delta], i) => {
-        names[`#c${i}`] = `c_${name}`;
-        values[`:d${i}`] = delta;
-        adds.push(`#c${i} :d${i}`);
-        const ceiling = count.atMost?.[name];
-        if (ceiling === undefined) return;
-        // A delta above the ceiling cannot fit even on an absent (zero) counter.
-        if (delta > ceiling)
-          throw new CounterLimitError(`counter ${name}: ${delta} exceeds its ceiling ${ceiling}`);
-        values[`:max${i}`] = ceiling - delta;
-        limits.push(`(attribute_not_exists(#c${i}) OR #c${i} <= :max${i})`);
-      });
+      const counted = adds.map((add) => counterUpdate(TableName, add));
       try {
         await client.send(
           new TransactWriteCommand({
-            TransactItems: [
-              { Update: update },
-              {
-                Update: {
-                  TableName,
-                  Key: { pk: count.key },
-                  UpdateExpression: `SET #body = if_not_exists(#body, :emptyBody), #ver = if_not_exists(#ver, :zero) ADD ${adds.join(', ')}`,
-                  ExpressionAttributeNames: names,
-                  ExpressionAttributeValues: values,
-                  ...(limits.length ? { ConditionExpression: limits.join(' AND ') } : {}),
-                },
-              },
-            ],
+            TransactItems: [{ Update: update }, ...counted.map((Update) => ({ Update }))],
           }),
           sendOpts(opts),
         );
@@ -160,13 +136,18 @@ export function makeDynamoStateTable(deps: {
               },
             );
           }
-          if (reasons[1]?.Code === 'ConditionalCheckFailed') {
-            throw new CounterLimitError(`counters of ${count.key} in ${TableName} would pass a ceiling`, {
+          const refused = adds.find((_, i) => reasons[i + 1]?.Code === 'ConditionalCheckFailed');
+          if (refused) {
+            throw new CounterLimitError(`counters of ${refused.key} in ${TableName} would pass a ceiling`, {
               cause: err,
+              key: refused.key,
             });
           }
         }
-        throw translateAwsError(err, `put ${key} with counters of ${count.key} in ${TableName}`);
+        throw translateAwsError(
+          err,
+          `put ${key} with counters of ${adds.map((a) => a.key).join(', ')} in ${TableName}`,
+        );
       }
     },
 
@@ -348,4 +329,34 @@ function decodeCursor(cursor: string): Record<string, string> {
 
 function sendOpts(opts?: CallOptions) {
   return opts?.signal ? { abortSignal: opts.signal } : undefined;
+}
+
+/** The `ADD` on one counters' item of a counted write, with its ceilings as the condition. */
+function counterUpdate(TableName: string, count: CounterAdd) {
+  const names: Record<string, string> = { '#body': 'body', '#ver': 'ver' };
+  const values: Record<string, unknown> = { ':emptyBody': '{}', ':zero': 0 };
+  const adds: string[] = [];
+  const limits: string[] = [];
+  Object.entries(count.deltas).forEach(([name, delta], i) => {
+    names[`#c${i}`] = `c_${name}`;
+    values[`:d${i}`] = delta;
+    adds.push(`#c${i} :d${i}`);
+    const ceiling = count.atMost?.[name];
+    if (ceiling === undefined) return;
+    // A delta above the ceiling cannot fit even on an absent (zero) counter.
+    if (delta > ceiling)
+      throw new CounterLimitError(`counter ${name}: ${delta} exceeds its ceiling ${ceiling}`, {
+        key: count.key,
+      });
+    values[`:max${i}`] = ceiling - delta;
+    limits.push(`(attribute_not_exists(#c${i}) OR #c${i} <= :max${i})`);
+  });
+  return {
+    TableName,
+    Key: { pk: count.key },
+    UpdateExpression: `SET #body = if_not_exists(#body, :emptyBody), #ver = if_not_exists(#ver, :zero) ADD ${adds.join(', ')}`,
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
+    ...(limits.length ? { ConditionExpression: limits.join(' AND ') } : {}),
+  };
 }

@@ -145,6 +145,12 @@ export function makeCustomObjectsApi(server: string, http: KubeHttp & { lines?: 
 
     getClusterCustomObject: (p: Named, opts?: KubeCallOptions) => call('GET', objectPath(p), {}, opts),
 
+    /** GET a namespaced object's subresource, e.g. a LocalQueue's `pendingworkloads` (visibility API). */
+    getNamespacedSubresource: (
+      p: Named & { namespace: string; subresource: string; query?: Query },
+      opts?: KubeCallOptions,
+    ) => call('GET', `${objectPath(p)}/${seg(p.subresource)}`, p.query ?? {}, opts),
+
     getNamespacedCustomObject: (p: Named & { namespace: string }, opts?: KubeCallOptions) =>
       call('GET', objectPath(p), {}, opts),
 

@@ -1,6 +1,12 @@
 import { mapLimit } from '../../concurrency.ts';
-import { ClusterUnavailableError, JobNameConflictError, NotFoundError } from '../../errors.ts';
+import {
+  ClusterAccessDeniedError,
+  ClusterUnavailableError,
+  JobNameConflictError,
+  NotFoundError,
+} from '../../errors.ts';
 import type { CallOptions, ClusterGateway, JobApi } from '../../ports.ts';
+import type { PendingWorkloadItem } from '../../queue/pending.ts';
 import { jobKindInfo } from '../../trainjob/kinds.ts';
 import { LABEL, MANAGED_SELECTOR } from '../../trainjob/labels.ts';
 import { type K8sObject, LEGACY_GROUP, TRAINER_GROUP, TRAINER_VERSION } from '../../trainjob/types.ts';
@@ -310,6 +316,50 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
       return lists.flat();
     },
 
+    async pendingWorkloads(namespace, localQueue, opts) {
+      const c = await api(opts);
+      const why: string[] = [];
+      // The newest version first: Kueue serves v1beta2 from 0.15, v1beta1 since 0.9 (both while supported).
+      for (const version of VISIBILITY_VERSIONS) {
+        try {
+          const summary = (await kubeCall(`pending workloads of ${at(namespace, localQueue)}`, () =>
+            c.getNamespacedSubresource(
+              {
+                group: VISIBILITY_GROUP,
+                version,
+                namespace,
+                plural: 'localqueues',
+                name: localQueue,
+                subresource: 'pendingworkloads',
+                query: { limit: PENDING_LIMIT },
+              },
+              callOptions(opts),
+            ),
+          )) as { items?: unknown[] } | undefined;
+          return {
+            served: true as const,
+            apiVersion: `${VISIBILITY_GROUP}/${version}`,
+            items: (summary?.items ?? []).map(pendingItem),
+          };
+        } catch (err) {
+          // Not served (no APIService: 404; its server down: 503) or not allowed: Gantry's own view answers.
+          if (err instanceof NotFoundError) why.push(`${version}: not served`);
+          else if (err instanceof ClusterAccessDeniedError)
+            return {
+              served: false as const,
+              reason: `not allowed to read ${VISIBILITY_GROUP}/${version} localqueues/pendingworkloads in ${namespace}`,
+            };
+          else if (err instanceof ClusterUnavailableError)
+            why.push(`${version}: unavailable (${err.message})`);
+          else throw err;
+        }
+      }
+      return {
+        served: false as const,
+        reason: `the cluster does not serve Kueue's visibility API (${why.join('; ')})`,
+      };
+    },
+
     async listPods(labelSelector, opts) {
       const c = await api(opts);
       // Each page trimmed as it arrives (trim.ts): a pod's whole spec and managed fields would
@@ -388,5 +438,31 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
         c.createNamespacedEvent({ namespace, body: event }, callOptions(opts)),
       );
     },
+  };
+}
+
+/** Kueue's visibility API (VisibilityOnDemand): the versions Gantry reads, newest first. */
+const VISIBILITY_GROUP = 'visibility.kueue.x-k8s.io';
+const VISIBILITY_VERSIONS = ['v1beta2', 'v1beta1'] as const;
+/** Pending workloads read from one LocalQueue (Kueue's default page is 1,000). */
+const PENDING_LIMIT = 1000;
+
+function pendingItem(raw: unknown): PendingWorkloadItem {
+  const o = (raw ?? {}) as {
+    metadata?: { name?: string; namespace?: string; ownerReferences?: Array<{ name?: string }> };
+    priority?: number;
+    localQueueName?: string;
+    positionInClusterQueue?: number;
+    positionInLocalQueue?: number;
+  };
+  const owner = o.metadata?.ownerReferences?.[0]?.name;
+  return {
+    name: o.metadata?.name ?? '',
+    namespace: o.metadata?.namespace ?? '',
+    ...(owner ? { ownerName: owner } : {}),
+    priority: o.priority ?? 0,
+    localQueueName: o.localQueueName ?? '',
+    positionInClusterQueue: o.positionInClusterQueue ?? 0,
+    positionInLocalQueue: o.positionInLocalQueue ?? 0,
   };
 }

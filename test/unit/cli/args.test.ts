@@ -93,7 +93,7 @@ describe('parseCommandLine', () => {
   it.each<[string[], RegExp]>([
     [
       ['deploy'],
-      /^unknown command "deploy"; one of submit, watch, logs, events, ls, show, cancel, rerun, sweep, sweeps, metrics, validate, models, model, promote, rollback$/,
+      /^unknown command "deploy"; one of submit, watch, logs, events, ls, show, cancel, rerun, sweep, sweeps, metrics, validate, models, model, promote, rollback, usage$/,
     ],
     [['submit'], /^gantry submit takes FILE \(got 0 arguments\)$/],
     [['submit', 'a.yaml', 'b.yaml'], /takes FILE \(got 2 arguments\)/],

@@ -157,10 +157,12 @@ class Client:
         """``POST /v1/runs``. Without a key one is made (``gantry-py-<uuid>``), so the call is safe to retry."""
         body = load_request(request)
         key = idempotency_key or body.get("idempotencyKey") or f"gantry-py-{uuid.uuid4()}"
-        status, view, _ = self._t.call("POST", "/v1/runs", body, {"Idempotency-Key": str(key)})
+        status, view, resp_headers = self._t.call("POST", "/v1/runs", body, {"Idempotency-Key": str(key)})
         run = Run(self, view["runId"], view)
         run.idempotency_key = str(key)
         run.replayed = status == 200
+        # Past the soft threshold of the team's monthly GPU-hour budget: the warning, else None.
+        run.budget_warning = resp_headers.get("gantry-budget-warning")
         return run
 
     def validate_run(self, request: RequestLike, idempotency_key: Optional[str] = None) -> View:
@@ -292,6 +294,17 @@ class Client:
         """``GET /v1/runtimes``: the training runtimes the caller's teams may use."""
         return list(self.request("GET", "/v1/runtimes").get("runtimes", []))
 
+    # -- usage ---------------------------------------------------------------------------------
+
+    def usage(
+        self, *, team: Optional[str] = None, model: Optional[str] = None, period: Optional[str] = None
+    ) -> View:
+        """``GET /v1/usage``: the team's (or one model's) used and lost GPU-hours of a UTC month
+        (``period="2026-12"``, the default being the current month; ``days`` day by day) or day
+        (``"2026-12-05"``), what it has in flight, and its monthly GPU-hour ``budget`` when it has one.
+        A bad value raises ``ValidationError`` naming the field."""
+        return self.request("GET", "/v1/usage" + query_string({"team": team, "model": model, "period": period}))
+
     def _pages(
         self, path: str, key: str, params: Mapping[str, Any], page_size: Optional[int]
     ) -> Iterator[View]:
@@ -361,6 +374,8 @@ class Run:
 
     idempotency_key: Optional[str] = None
     replayed: bool = False
+    #: The ``Gantry-Budget-Warning`` header of the submit that returned this run, if any.
+    budget_warning: Optional[str] = None
 
     def __init__(self, client: Client, run_id: str, view: Optional[View] = None) -> None:
         self.client = client
@@ -425,6 +440,12 @@ class Run:
         if self.phase == "Cancelled":
             raise RunCancelledError(self.view)
         return self.view
+
+    def queue_position(self) -> View:
+        """``GET /v1/runs/{id}/queue``: where the run waits in its Kueue LocalQueue while ``Pending``
+        (``position``, ``ahead``, ``source``: ``"kueue"`` from Kueue's visibility API or ``"gantry"``
+        from Gantry's view of the team's runs, ``message``), or ``queued: False``."""
+        return self.client.request("GET", f"/v1/runs/{_seg(self.id)}/queue")
 
     def metrics(self) -> View:
         """``GET /v1/runs/{id}/metrics``: ``{runId, series: {name: [{t, v, s?}]}, progress?, lines, dropped}``

@@ -1,0 +1,296 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeKubernetesGateway } from '../../../lib/adapters/kubernetes/gateway.ts';
+import type { PendingWorkloads } from '../../../lib/queue/pending.ts';
+import { gantryOrder, positionFromGantry, positionFromKueue } from '../../../lib/queue/position.ts';
+import { makeGetQueuePosition } from '../../../lib/queue/queue-position.ts';
+import { newRecord, type RunRecord } from '../../../lib/run/record.ts';
+import { makeRunRecords } from '../../../lib/run/records.ts';
+import { aRunSpec } from '../../helpers/builders.ts';
+import { iam, intakeConfig, memoryTable, VISION_ARN } from '../../helpers/intake-fakes.ts';
+
+/**
+ * A pending run's queue position: Kueue's visibility API when served (the adapter against a local
+ * HTTP server answering as Kueue's visibility server does), else Gantry's view of the team's runs.
+ */
+
+const T0 = Date.parse('2026-12-05T10:00:00Z');
+const at = (s: number) => new Date(T0 + s * 1000).toISOString();
+
+function pending(
+  id: string,
+  pendingAt: number,
+  over: { queue?: string; namespace?: string } = {},
+): RunRecord {
+  const spec = aRunSpec({
+    runId: id,
+    ...(over.namespace ? { namespace: over.namespace } : {}),
+    request: { team: 'vision', queue: over.queue ?? 'vision-queue' },
+  });
+  return {
+    ...newRecord(spec, 'fp', new Date(at(0))),
+    phase: 'Pending',
+    job: {
+      cluster: 'local',
+      apiVersion: 'v',
+      kind: 'TrainJob',
+      namespace: spec.namespace,
+      name: `${id}-job`,
+    },
+    transitions: [
+      { phase: 'Accepted', at: at(0) },
+      { phase: 'Submitting', at: at(0) },
+      { phase: 'Pending', at: at(pendingAt) },
+    ],
+  };
+}
+
+describe('Gantry’s view', () => {
+  it('orders by when the job started waiting, then run id; only the same queue and namespace count', () => {
+    const runs = [
+      pending('run-c', 30),
+      pending('run-a', 10),
+      pending('run-b', 10),
+      pending('run-other-queue', 1, { queue: 'other' }),
+      pending('run-other-ns', 1, { namespace: 'elsewhere' }),
+      { ...pending('run-admitted', 0), admission: { state: 'Admitted' } },
+    ];
+    expect(gantryOrder(runs.slice(0, 3)).map((r) => r.runId)).toEqual(['run-a', 'run-b', 'run-c']);
+    const view = positionFromGantry(runs[0] as RunRecord, runs, new Date(at(60)), 'why');
+    expect(view).toMatchObject({
+      source: 'gantry',
+      position: 3,
+      ahead: 2,
+      aheadRuns: ['run-a', 'run-b'],
+      message: "#3 in line in queue vision-queue (2 ahead), from Gantry's view of the team's pending runs",
+      note: 'why',
+    });
+  });
+
+  it('a known higher priority goes first (Kueue orders by priority, then creation)', () => {
+    const runs = [pending('run-a', 10), pending('run-b', 20)];
+    const order = gantryOrder(runs, (r) => (r.runId === 'run-b' ? 100 : undefined));
+    expect(order.map((r) => r.runId)).toEqual(['run-b', 'run-a']);
+  });
+});
+
+describe("Kueue's view", () => {
+  it('finds the Workload its job owns and counts from 1', () => {
+    const r = pending('run-x', 5);
+    const items = [
+      {
+        name: 'w0',
+        namespace: 'ns',
+        ownerName: 'someone-else',
+        priority: 0,
+        localQueueName: 'q',
+        positionInClusterQueue: 4,
+        positionInLocalQueue: 0,
+      },
+      {
+        name: 'w1',
+        namespace: 'ns',
+        ownerName: 'run-x-job',
+        priority: 0,
+        localQueueName: 'q',
+        positionInClusterQueue: 6,
+        positionInLocalQueue: 1,
+      },
+    ];
+    expect(positionFromKueue(r, items, new Date(at(9)))).toMatchObject({
+      source: 'kueue',
+      position: 2,
+      ahead: 1,
+      positionInClusterQueue: 7,
+      message:
+        "#2 in line in queue vision-queue (1 ahead), from Kueue's visibility API; #7 in its ClusterQueue",
+    });
+    expect(positionFromKueue(r, items.slice(0, 1), new Date())).toBeUndefined();
+  });
+});
+
+describe('the gateway reads the visibility API', () => {
+  let server: Server;
+  let base: string;
+  let answer: (req: IncomingMessage, res: ServerResponse) => void;
+  const seen: string[] = [];
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      seen.push(req.url ?? '');
+      answer(req, res);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+  const gateway = () =>
+    makeKubernetesGateway({
+      kubeConfig: { getCurrentCluster: () => ({ server: base }), applyToHTTPSOptions: async () => {} },
+    });
+  const status = (code: number) => (_: IncomingMessage, res: ServerResponse) =>
+    res.writeHead(code, { 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        kind: 'Status',
+        apiVersion: 'v1',
+        status: 'Failure',
+        code,
+        reason: 'R',
+        message: 'm',
+      }),
+    );
+
+  it('v1beta1 when v1beta2 is not served: the summary Kueue answers, trimmed', async () => {
+    seen.length = 0;
+    answer = (req, res) => {
+      if (req.url?.includes('/v1beta2/')) return status(404)(req, res);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          kind: 'PendingWorkloadsSummary',
+          apiVersion: 'visibility.kueue.x-k8s.io/v1beta1',
+          metadata: { creationTimestamp: null },
+          items: [
+            {
+              metadata: {
+                name: 'trainjob-run-x-1a2b3',
+                namespace: 'team-vision',
+                creationTimestamp: '2026-12-05T10:00:00Z',
+                ownerReferences: [
+                  { apiVersion: 'trainer.kubeflow.org/v1alpha1', kind: 'TrainJob', name: 'run-x', uid: 'u' },
+                ],
+              },
+              priority: 100,
+              localQueueName: 'vision-queue',
+              positionInClusterQueue: 3,
+              positionInLocalQueue: 1,
+            },
+          ],
+        }),
+      );
+    };
+    const got = await gateway().pendingWorkloads?.('team-vision', 'vision-queue');
+    expect(got).toEqual({
+      served: true,
+      apiVersion: 'visibility.kueue.x-k8s.io/v1beta1',
+      items: [
+        {
+          name: 'trainjob-run-x-1a2b3',
+          namespace: 'team-vision',
+          ownerName: 'run-x',
+          priority: 100,
+          localQueueName: 'vision-queue',
+          positionInClusterQueue: 3,
+          positionInLocalQueue: 1,
+        },
+      ],
+    });
+    expect(seen).toEqual([
+      '/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/team-vision/localqueues/vision-queue/pendingworkloads?limit=1000',
+      '/apis/visibility.kueue.x-k8s.io/v1beta1/namespaces/team-vision/localqueues/vision-queue/pendingworkloads?limit=1000',
+    ]);
+  });
+
+  it.each([
+    [404, /does not serve Kueue's visibility API \(v1beta2: not served; v1beta1: not served\)/],
+    [403, /not allowed to read visibility\.kueue\.x-k8s\.io\/v1beta2 localqueues\/pendingworkloads in ns/],
+    [503, /does not serve Kueue's visibility API \(v1beta2: unavailable/],
+  ])('HTTP %i: not served, with the reason', async (code, reason) => {
+    answer = status(code);
+    const got = (await gateway().pendingWorkloads?.('ns', 'q')) as PendingWorkloads;
+    expect(got.served).toBe(false);
+    expect(got.served ? '' : got.reason).toMatch(reason);
+  });
+});
+
+describe('GET /v1/runs/{id}/queue', () => {
+  const clock = { now: () => new Date(at(100)) };
+  async function setup(kueue: PendingWorkloads | 'throws' | 'absent') {
+    const table = memoryTable();
+    const records = makeRunRecords({ table, clock });
+    const config = intakeConfig();
+    for (const [id, t] of [
+      ['run-aaaaaaaaaaaaaaaaaaaa', 20],
+      ['run-bbbbbbbbbbbbbbbbbbbb', 10],
+      ['run-cccccccccccccccccccc', 30],
+    ] as const) {
+      const r = pending(id, t);
+      await records.create({ ...r, phase: 'Accepted', transitions: r.transitions.slice(0, 1) });
+      await records.update(id, { phase: 'Submitting' });
+      const time = new Date(at(t));
+      await makeRunRecords({ table, clock: { now: () => time } }).update(id, {
+        phase: 'Pending',
+        job: r.job as NonNullable<RunRecord['job']>,
+      });
+    }
+    const gateway = async () =>
+      kueue === 'absent'
+        ? {}
+        : {
+            pendingWorkloads: async () => {
+              if (kueue === 'throws') throw new Error('connection refused');
+              return kueue;
+            },
+          };
+    return Object.assign(makeGetQueuePosition({ records, config, table, gateway, clock }), { records });
+  }
+  const caller = iam(VISION_ARN);
+
+  it("Kueue's position when the cluster serves it", async () => {
+    const get = await setup({
+      served: true,
+      apiVersion: 'visibility.kueue.x-k8s.io/v1beta2',
+      items: [
+        {
+          name: 'w',
+          namespace: 'team-vision',
+          ownerName: 'run-aaaaaaaaaaaaaaaaaaaa-job',
+          priority: 0,
+          localQueueName: 'vision-queue',
+          positionInClusterQueue: 9,
+          positionInLocalQueue: 4,
+        },
+      ],
+    });
+    expect(await get({ caller, runId: 'run-aaaaaaaaaaaaaaaaaaaa' })).toMatchObject({
+      source: 'kueue',
+      position: 5,
+      positionInClusterQueue: 10,
+    });
+  });
+
+  it.each([
+    [
+      'not served',
+      { served: false as const, reason: 'the cluster does not serve it' },
+      /^the cluster does not serve it; this counts only/,
+    ],
+    ['unreachable', 'throws' as const, /^the cluster did not answer \(connection refused\)/],
+    ['no such gateway method', 'absent' as const, /^this cluster gateway cannot read it/],
+    [
+      'served, the job not listed',
+      { served: true as const, apiVersion: 'v', items: [] },
+      /^Kueue \(v\) does not list the run's job as pending/,
+    ],
+  ])("Gantry's view when %s", async (_, kueue, note) => {
+    const get = await setup(kueue);
+    const view = await get({ caller, runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
+    expect(view).toMatchObject({ source: 'gantry', position: 2, aheadRuns: ['run-bbbbbbbbbbbbbbbbbbbb'] });
+    expect(view.note).toMatch(note);
+  });
+
+  it('not queued when not Pending; another team’s run is a 404; a bad id a 400', async () => {
+    const get = await setup('absent');
+    await expect(
+      get({ caller: iam('arn:aws:iam::111122223333:role/nlp-ci'), runId: 'run-aaaaaaaaaaaaaaaaaaaa' }),
+    ).rejects.toMatchObject({ name: 'NotFoundError' });
+    await expect(get({ caller, runId: 'nope' })).rejects.toMatchObject({ name: 'ValidationError' });
+    await get.records.update('run-aaaaaaaaaaaaaaaaaaaa', { phase: 'Running' });
+    expect(await get({ caller, runId: 'run-aaaaaaaaaaaaaaaaaaaa' })).toMatchObject({
+      queued: false,
+      message: 'the run is Running: it is not waiting in a queue',
+    });
+  });
+});
