@@ -33,6 +33,7 @@ export async function observeRuns(
     runs.set(t.runId, {
       phase: run.phase,
       ...(run.reason !== undefined ? { reason: run.reason } : {}),
+      ...(run.message !== undefined && isRunTerminal(run.phase) ? { message: run.message } : {}),
       ...(run.metrics ? { metrics: run.metrics } : {}),
       ...(run.progress?.percent !== undefined ? { percent: run.progress.percent } : {}),
       ...(run.phase === 'Pending' && run.admission ? { waitingForQuota: true } : {}),

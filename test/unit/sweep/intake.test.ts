@@ -13,6 +13,7 @@ import { toSweepSummary, toSweepView } from '../../../lib/intake/views.ts';
 import { trialRunId } from '../../../lib/run/ids.ts';
 import { newRecord } from '../../../lib/run/record.ts';
 import { makeRunRecords } from '../../../lib/run/records.ts';
+import type { SweepRecord } from '../../../lib/sweep/record.ts';
 import { makeRunStopper } from '../../../lib/sweep/stop.ts';
 import { makeSweeps } from '../../../lib/sweep/sweeps.ts';
 import {
@@ -139,7 +140,8 @@ describe('submitting a sweep', () => {
 
   /**
    * parallelTrials 3 (queueAhead 2): trials 0 and 1 recorded waiting for quota by the reconciler's
-   * advance, trial 2 ended while they waited, so its successor 5 is held back.
+   * advance, trial 2 ended while they waited and the reconciler's advance recorded it (it leaves
+   * the release to the trial's own advance), so its successor 5 is held.
    */
   async function heldByQuota() {
     const env = setup();
@@ -154,7 +156,7 @@ describe('submitting a sweep', () => {
     await records.update(t2, { phase: 'Running' });
     await sweeps.advance(record.sweepId, { queue });
     await records.update(t2, { phase: 'Succeeded', metrics: { accuracy: 0.7 } });
-    await sweeps.advance(record.sweepId, { queue }, undefined, { onlyRuns: [t2] });
+    await sweeps.advance(record.sweepId, { queue });
     const released = () => queue.sent.map((m) => RunMessageSchema.parse(m.message).run.trial?.trialIndex);
     expect(released()).toEqual([0, 1, 2]);
     const ends = async (runId: string, accuracy: number) => {
@@ -178,6 +180,26 @@ describe('submitting a sweep', () => {
     expect(released()).toEqual([0, 1, 2, 3, 5]);
     expect(await trialOf(1)).toMatchObject({ phase: 'Running' });
     expect((await trialOf(1))?.waitingForQuota).toBeUndefined();
+  });
+
+  it("refills an ended trial's slot over quota in the trial's own advance", async () => {
+    const { submit, records, sweeps, queue } = setup();
+    const { record } = await submit({ caller: iam(VISION_ARN), body: valid(), idempotencyKey: 'refill' });
+    const [t0, t1, t2] = record.trials.map((t) => sweeps.specOf(record, t).runId) as [string, string, string];
+    for (const t of record.trials)
+      await records.create(newRecord(sweeps.specOf(record, t), 'f', clock.now()));
+    const waits = { phase: 'Pending', admission: { state: 'QuotaReserved', reason: 'Pending' } } as const;
+    await records.update(t0, waits);
+    await records.update(t1, waits);
+    await records.update(t2, { phase: 'Running' });
+    await sweeps.advance(record.sweepId, { queue });
+    await records.update(t2, { phase: 'Succeeded', metrics: { accuracy: 0.7 } });
+    await sweeps.advance(record.sweepId, { queue }, undefined, { onlyRuns: [t2] });
+    const released = queue.sent.map((m) => RunMessageSchema.parse(m.message).run.trial?.trialIndex);
+    // Trial 2's GPU goes to trial 0 or 1; its successor 5 takes the place in the queue at once.
+    expect(released).toEqual([0, 1, 2, 5]);
+    const view = toSweepView((await sweeps.get(record.sweepId)) as SweepRecord);
+    expect(view.quota).toEqual({ waiting: 2, heldSlots: 0, queueAhead: 2 });
   });
 
   it("leaves the end of another trial to that trial's own advance", async () => {
