@@ -275,6 +275,28 @@ describe('submitting a sweep', () => {
     expect(view.counts).toEqual({ Running: 1, Failed: 1, Queued: 1 });
   });
 
+  it('never prunes a run that reached its end by the time it is stopped; the sweep end still stops it', async () => {
+    const { submit, records, sweeps } = setup();
+    const workflow = recordingWorkflow();
+    const stop = makeRunStopper({ workflow, records, clock, deleteJob: async () => {} });
+    const { record } = await submit({ caller: iam(VISION_ARN), body: valid(), idempotencyKey: 'late-prune' });
+    const [s0, s1] = record.trials.map((t) => sweeps.specOf(record, t)) as [never, never];
+    for (const [spec, change] of [
+      [s0, { phase: 'Running', progress: { percent: 100 } }],
+      [s1, { phase: 'Publishing' }],
+    ] as const) {
+      await records.create(newRecord(spec, 'f', clock.now()));
+      await records.update((spec as { runId: string }).runId, { phase: 'Running' });
+      await records.update((spec as { runId: string }).runId, change);
+      await stop(spec, 'EarlyStopped', undefined, 'pruned by ASHA …');
+    }
+    expect(workflow.stops).toEqual([]);
+    expect((await records.get((s0 as { runId: string }).runId))?.phase).toBe('Running');
+    expect((await records.get((s1 as { runId: string }).runId))?.phase).toBe('Publishing');
+    await stop(s0, 'SweepEnded');
+    expect((await records.get((s0 as { runId: string }).runId))?.phase).toBe('Cancelled');
+  });
+
   it("leaves the end of another trial to that trial's own advance", async () => {
     const { t0, t1, released, ends, ownAdvance, trialOf } = await heldByQuota();
     // Trial 1 ran and ended; its own advance has not come yet when trial 0's does.
