@@ -1,6 +1,6 @@
 import { trialRunId } from '../run/ids.ts';
 import { isInfrastructureFailure, isTerminal as isRunTerminal, type RunPhase } from '../run/phases.ts';
-import { type Curve, type EarlyStoppingRule, shouldStopEarly } from './early-stopping.ts';
+import { type Curve, pruneMessage, shouldStopEarly } from './early-stopping.ts';
 import {
   type BestTrial,
   type ChainedRun,
@@ -102,7 +102,8 @@ function objectiveValue(request: SweepRequest, metrics: RunObservation['metrics'
   return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 }
 
-function observeTrial(request: SweepRequest, trial: Trial, run: RunObservation, now: string): Trial {
+/** A trial as its run's record says it is now (what `step` records; views show the same). */
+export function observeTrial(request: SweepRequest, trial: Trial, run: RunObservation, now: string): Trial {
   const next: Trial = { ...trial };
   delete next.waitingForQuota;
   const value = objectiveValue(request, run.metrics);
@@ -166,38 +167,6 @@ const clip = (m: string) => (m.length > MAX_TRIAL_MESSAGE ? `${m.slice(0, MAX_TR
  */
 export function prunable(run: RunObservation | undefined): boolean {
   return run?.phase === 'Running' && (run.percent === undefined || run.percent < 100);
-}
-
-/** What a run stopped early says: the pruner that stopped it, where and why (each rule its own). */
-export function pruneMessage(rule: EarlyStoppingRule, metric: string, percent: number): string {
-  const at = `at ${Math.round(percent * 10) / 10} % progress`;
-  switch (rule.rule) {
-    case 'asha':
-      return `pruned by ASHA (asynchronous successive halving) ${at}: its ${metric} at the rung it crossed was not in the top 1/${rule.reductionFactor} of the trials that reached that rung`;
-    case 'hyperband':
-      return `pruned by Hyperband ${at}: its ${metric} at the rung it crossed was not in the top 1/${rule.reductionFactor} of the trials of its bracket that reached that rung`;
-    default:
-      return `stopped early by the median stopping rule ${at}: its best ${metric} was worse than the median of completed trials at the same progress`;
-  }
-}
-
-/**
- * The sweep with each open trial's phase as its run record says now (the same mapping `step`
- * records): what a view shows, so a trial reads the same phase in the sweep as its run in the run
- * list, whatever advance last wrote the trial item. Nothing is decided or released here.
- */
-export function observedTrials(
-  record: SweepRecord,
-  runs: ReadonlyMap<string, RunObservation | undefined>,
-  now: Date,
-): SweepRecord {
-  const at = now.toISOString();
-  const trials = record.trials.map((t) => {
-    if (isTrialTerminal(t.phase)) return t;
-    const run = runs.get(t.runId);
-    return run ? observeTrial(record.request, t, run, at) : t;
-  });
-  return { ...record, trials };
 }
 
 export interface SweepUsage {

@@ -58,7 +58,11 @@ export function makeRunStopper(deps: {
   };
 }
 
-/** The run has its result, or is about to: Publishing or ended, or its last report said 100 %. */
+/**
+ * The run has its result, or is about to: Publishing, Succeeded or Failed, or in flight with its
+ * last report at 100 %. A Cancelled run is not: a repeated stop finishes its job's deletion.
+ */
 export function reachedItsEnd(run: RunRecord): boolean {
+  if (run.phase === 'Cancelled') return false;
   return run.phase === 'Publishing' || isTerminal(run.phase) || (run.progress?.percent ?? 0) >= 100;
 }

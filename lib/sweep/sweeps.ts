@@ -10,7 +10,7 @@ import type { StateTable } from '../state/table.ts';
 import { fitToCaps, inFlightOrOwn } from './advance-plan.ts';
 import { makeChaining } from './chaining.ts';
 import { sweepItemKey, sweepItemOf, trialIndexes, trialItemKey } from './items.ts';
-import { observeRuns } from './observe.ts';
+import { observedTrials, observeRuns } from './observe.ts';
 import {
   algorithmOf,
   finish,
@@ -18,7 +18,6 @@ import {
   isTrialTerminal,
   needsPublish,
   notYetRunning,
-  observedTrials,
   type PublishedModel,
   type RunObservation,
   readyToFinish,

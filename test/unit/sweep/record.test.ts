@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { pruneMessage } from '../../../lib/sweep/early-stopping.ts';
 import {
   isTrialTerminal,
   OWN_RELEASE_MS,
-  pruneMessage,
   queueAhead,
   quotaPressure,
   type RunObservation,
@@ -148,7 +148,10 @@ describe('releasing trials', () => {
 
   it('shows held slots only under quota pressure: while a trial waits for quota', () => {
     // Three ends recorded by an advance that leaves their release to the next: no trial waits.
-    const ended = sweep({}, [0, 1, 2].map((i) => trial(i, 'Succeeded', { objective: 0.5 })));
+    const ended = sweep(
+      {},
+      [0, 1, 2].map((i) => trial(i, 'Succeeded', { objective: 0.5 })),
+    );
     expect(quotaPressure(ended)).toBeUndefined();
     const waiting = sweep({ parallelTrials: 4 }, [
       ...[0, 1, 2].map((i) => trial(i, 'Succeeded', { objective: 0.5 })),
