@@ -129,7 +129,13 @@ describe('watch', () => {
     });
     let wall = 0;
     const t = terminal();
-    const io = { ...t.io, now: () => wall, sleep: async (ms: number) => void (wall += ms) };
+    const io = {
+      ...t.io,
+      now: () => wall,
+      sleep: async (ms: number) => {
+        wall += ms;
+      },
+    };
     await commands.watch(client, io, RUN, 1);
     // 180 s of ETA in 1 s of wall: the training reports in a clock 180× the wall's.
     expect(t.out()).toContain('ETA 24m00s simulated (~8s of wall at 180×)');
