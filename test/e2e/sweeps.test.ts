@@ -263,7 +263,9 @@ describe('sweeps on the embedded default', () => {
       parameters: [{ name: 'lr', type: 'continuous', min: 1e-7, max: 1, scale: 'log' }],
       objective: { metric: 'accuracy', direction: 'maximize' },
       algorithm: { name: 'random', seed: 11 },
-      maxTrials: 16,
+      // A prune needs a bad trial seen mid-training once 3 have completed: enough waves for that
+      // on a loaded machine, where the reconciler's passes see a 5 s trial only a few times.
+      maxTrials: 24,
       parallelTrials: 4,
       earlyStopping: { rule: 'median', minTrialsCompleted: 3, startAtPercent: 20 },
     });
