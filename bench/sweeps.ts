@@ -187,7 +187,11 @@ function dist(values: number[]): Dist {
  *   task token, RecordOutcome, the sweep's advance writes the trial's end);
  * - overhead = launch + record (= trial lifetime − queue − train);
  * - refill = trial i+parallel released − trial i recorded ended (slot succession: how long a
- *   freed slot stays empty before its next trial is released; not in overhead).
+ *   freed slot stays empty before its next trial is released; not in overhead);
+ * - successor = trial i+parallel's job created − trial i's job finished (trial ended → successor's
+ *   job created: the slot's whole gap as the cluster sees it, record + refill + launch). Paired by
+ *   slot: a slot held earlier and refilled by another trial's end is counted against its own
+ *   predecessor, so over quota a held slot's wait shows here too.
  * With more trials in flight than the quota holds, a trial is often launched while every GPU is
  * busy: its launch then delays nothing (had it been faster, it would have waited in Kueue longer).
  * So, beside overhead:
@@ -206,6 +210,10 @@ interface PerTrial {
   queue: Dist;
   train: Dist;
   refill: Dist;
+  /** Trial i's job finished → trial i + parallel's job created (see above). */
+  successor: Dist;
+  /** Every measured successor gap, seconds (to pool the runs). */
+  successors: number[];
   /**
    * launch and record split at the trial's run record (its `transitions`): accept = run Accepted −
    * trial released; submit = job created − run Accepted; reconcile = the run's terminal transition −
@@ -288,6 +296,7 @@ function perTrialTimings(
   const train: number[] = [];
   const overhead: number[] = [];
   const refill: number[] = [];
+  const successor: number[] = [];
   const freeLaunch: number[] = [];
   const quotaAware: number[] = [];
   const fullDuring = quotaFull(jobs, quota);
@@ -298,6 +307,9 @@ function perTrialTimings(
     const ended = t.endedAt ? Date.parse(t.endedAt) : undefined;
     const prev = byIndex.get(t.index - parallel);
     if (released !== undefined && prev?.endedAt) refill.push((released - Date.parse(prev.endedAt)) / 1000);
+    const nextJob = jobs.get(byIndex.get(t.index + parallel)?.runId ?? '');
+    if (j?.finished !== undefined && nextJob?.created !== undefined)
+      successor.push((nextJob.created - j.finished) / 1000);
     if (!j || released === undefined || ended === undefined) continue;
     if (j.created === undefined || j.admitted === undefined || j.finished === undefined) continue;
     const l = (j.created - released) / 1000;
@@ -333,6 +345,8 @@ function perTrialTimings(
     queue: dist(queue),
     train: dist(train),
     refill: dist(refill),
+    successor: dist(successor),
+    successors: successor.map((x) => Math.round(x * 1000) / 1000),
     accept: dist(accept),
     submit: dist(submit),
     reconcile: dist(reconcile),
@@ -928,7 +942,8 @@ function perTrialLine(p: PerTrial): string {
     `Per-trial orchestration overhead (launch + record; median / p90 / max over ${p.measured} of ${p.trials} trials): **${fmtDist(p.overhead)}**; ` +
     `launch (released → job created) ${fmtDist(p.launch)}, record (job finished → trial recorded ended) ${fmtDist(p.record)}; ` +
     `not overhead: waiting for quota (job created → admitted) ${fmtDist(p.queue)}, training (admitted → finished) ${fmtDist(p.train)}; ` +
-    `slot refill (trial i ended → trial i + parallel released) ${fmtDist(p.refill)}.` +
+    `slot refill (trial i ended → trial i + parallel released) ${fmtDist(p.refill)}; ` +
+    `trial ended → successor's job created (trial i's job finished → trial i + parallel's job created) ${p.successor ? fmtDist(p.successor) : 'n/a'}.` +
     (p.accept && p.reconcile && p.submit && p.handoff
       ? ` Split at the run record: released → run Accepted ${fmtDist(p.accept)}, Accepted → job created ${fmtDist(p.submit)}; job finished → run terminal ${fmtDist(p.reconcile)}, run terminal → trial ended ${fmtDist(p.handoff)}.`
       : '') +
@@ -956,7 +971,7 @@ function repeatReport(runs: Array<{ name: string; run: number; r: CaseResult }>,
       `${p?.quotaAware ? `${f(p.quotaAware.median)} / ${f(p.quotaAware.p90)} / ${f(p.quotaAware.max)} s` : 'n/a'} | ` +
       `${p ? `${f(p.launch.median)} / ${f(p.record.median)} s` : 'n/a'} | ` +
       `${p?.accept && p.submit && p.reconcile && p.handoff ? `${f(p.accept.median)} / ${f(p.submit.median)} / ${f(p.reconcile.median)} / ${f(p.handoff.median)} s` : 'n/a'} | ${p ? `${f(p.queue.median)} / ${f(p.queue.max)} s` : 'n/a'} | ` +
-      `${p ? f(p.refill.median) : 'n/a'} s | ${f(r.loadBefore, 1)} → ${f(r.loadAfter, 1)} |`
+      `${p ? f(p.refill.median) : 'n/a'} s | ${p?.successor ? `${f(p.successor.median)} / ${f(p.successor.p90)} s` : 'n/a'} | ${f(r.loadBefore, 1)} → ${f(r.loadAfter, 1)} |`
     );
   });
   const names = [...new Set(runs.map((x) => x.name))];
@@ -967,6 +982,8 @@ function repeatReport(runs: Array<{ name: string; run: number; r: CaseResult }>,
     const medians = mine.map((x) => x.r.perTrial?.overhead.median ?? Number.NaN);
     const aware = dist(mine.flatMap((x) => x.r.perTrial?.quotaAwares ?? []));
     const awareMedians = mine.map((x) => x.r.perTrial?.quotaAware?.median ?? Number.NaN);
+    const succ = dist(mine.flatMap((x) => x.r.perTrial?.successors ?? []));
+    const refillMedians = mine.map((x) => x.r.perTrial?.refill.median ?? Number.NaN);
     const stalls = mine.filter((x) => x.r.timedOut).length;
     const exceeded = mine.filter((x) => x.r.peakUnfinished > x.r.parallel).length;
     return (
@@ -974,7 +991,9 @@ function repeatReport(runs: Array<{ name: string; run: number; r: CaseResult }>,
       `per-trial overhead pooled over ${d.n} trials: median **${f(d.median)} s**, p90 ${f(d.p90)} s, max ${f(d.max)} s, mean ${f(d.mean)} s; ` +
       `medians of the runs ${medians.map((m) => f(m)).join(', ')} s → ≤ 1 s at the median: **${medians.every((m) => m <= 1) ? 'met in every run' : `not met (${medians.filter((m) => m > 1).length} of ${medians.length} runs above 1 s)`}**. ` +
       `Quota-aware (launch while a GPU was free + record) pooled: median **${f(aware.median)} s**, p90 ${f(aware.p90)} s; ` +
-      `medians of the runs ${awareMedians.map((m) => f(m)).join(', ')} s → ≤ 1 s: **${awareMedians.every((m) => m <= 1) ? 'met in every run' : `not met (${awareMedians.filter((m) => !(m <= 1)).length} of ${awareMedians.length} runs)`}**.`
+      `medians of the runs ${awareMedians.map((m) => f(m)).join(', ')} s → ≤ 1 s: **${awareMedians.every((m) => m <= 1) ? 'met in every run' : `not met (${awareMedians.filter((m) => !(m <= 1)).length} of ${awareMedians.length} runs)`}**. ` +
+      `Trial ended → successor's job created, pooled over ${succ.n} slots: median **${f(succ.median)} s**, p90 ${f(succ.p90)} s. ` +
+      `Slot refill medians of the runs ${refillMedians.map((m) => f(m)).join(', ')} s → ≤ 2 s: **${refillMedians.every((m) => m <= 2) ? 'met in every run' : `not met (${refillMedians.filter((m) => !(m <= 2)).length} of ${refillMedians.length} runs)`}**.`
     );
   });
   return `## Per-trial overhead, repeated runs (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC)
@@ -983,8 +1002,8 @@ Node ${process.version}, ${cpus().length} CPUs shared with other engineers' work
 ${TRIALS} trials of ${DURATION} simulated seconds (${f(DURATION / SPEED)} s of wall at ${SPEED}×), 1 GPU each, quota ${QUOTA} GPUs;
 the cases ran one after the other, each in a process of its own.
 
-| case | run | trials done | stalled | peak unfinished jobs ≤ parallelTrials | peak running | wall | overhead per trial (average from wall) | per-trial overhead median / p90 / max | quota-aware overhead median / p90 / max | launch / record median | accept / submit / reconcile / handoff median | quota wait median / max | slot refill median | load before → after |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| case | run | trials done | stalled | peak unfinished jobs ≤ parallelTrials | peak running | wall | overhead per trial (average from wall) | per-trial overhead median / p90 / max | quota-aware overhead median / p90 / max | launch / record median | accept / submit / reconcile / handoff median | quota wait median / max | slot refill median | trial ended → successor's job created median / p90 | load before → after |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 ${rows.join('\n')}
 
 ${pooled.join('\n')}

@@ -7,7 +7,16 @@ import { ApiError, type Client, UnreachableError } from './client.ts';
 import { EXIT, exitCodeForPhase, isTerminalPhase } from './exit-codes.ts';
 import { loadRequest } from './files.ts';
 import { nextLines, type TailState } from './logs.ts';
-import { eventLine, fitWidth, formatApiError, runLine, sweepLine, sweepTable } from './render.ts';
+import {
+  etaClock,
+  eventLine,
+  fitWidth,
+  formatApiError,
+  runLine,
+  sweepLine,
+  sweepTable,
+  watchKey,
+} from './render.ts';
 import { runsListTable } from './render-lists.ts';
 
 export { usageReport } from './usage.ts';
@@ -73,25 +82,41 @@ async function poll<T>(io: Io, intervalMs: number, get: () => Promise<T>): Promi
   }
 }
 
+/**
+ * Follow a run or a sweep. On a terminal, one line rewritten in place at every poll; piped, a line
+ * only when its phase or progress changes (render.ts watchKey), not at every poll. A run's ETA is
+ * said to be simulated when it falls faster than the wall clock while watched (render.ts etaClock).
+ */
 export async function watch(client: Client, io: Io, id: string, intervalSeconds: number): Promise<number> {
   const kind = idKind(id);
   const path = pathOf(id);
   const tty = io.stdout.isTTY === true;
-  let last = '';
+  const now = io.now ?? Date.now;
+  let last: string | undefined;
+  let firstEta: { etaSeconds: number; wallMs: number } | undefined;
   for (;;) {
     const view = (await poll(io, intervalSeconds * 1000, () => client.call('GET', path))).body as
       | RunView
       | SweepView;
-    let line = kind === 'run' ? runLine(view as RunView) : sweepLine(view as SweepView);
+    let line: string;
+    if (kind === 'run') {
+      const eta = (view as RunView).progress?.etaSeconds;
+      const seen = eta === undefined ? undefined : { etaSeconds: eta, wallMs: now() };
+      if (seen && !firstEta) firstEta = seen;
+      line = runLine(view as RunView, firstEta && seen ? etaClock(firstEta, seen) : undefined);
+    } else {
+      line = sweepLine(view as SweepView);
+    }
     if (kind === 'run' && view.phase === 'Pending') line += await queueSuffix(client, id);
     const done = isTerminalPhase(view.phase);
+    const key = watchKey(view);
     if (tty) {
       // One line rewritten in place; cut to the width so it never wraps.
       io.stdout.write(`\r\x1b[2K${fitWidth(line, io.stdout.columns)}${done ? '\n' : ''}`);
-    } else if (line !== last) {
+    } else if (key !== last || done) {
       io.stdout.write(`${line}\n`);
     }
-    last = line;
+    last = key;
     if (done) return exitCodeForPhase(view.phase);
     await io.sleep(intervalSeconds * 1000);
   }
@@ -264,7 +289,18 @@ export async function cancel(
   output: OutputFormat = 'table',
 ): Promise<number> {
   const res = await client.call('POST', `${pathOf(id)}/cancel`);
-  io.stdout.write(output === 'json' ? jsonText(res.body) : `cancelled ${id} (phase ${res.body.phase})\n`);
+  if (output === 'json') {
+    io.stdout.write(jsonText(res.body));
+    return EXIT.ok;
+  }
+  if (res.body.phase === 'Cancelling') {
+    // 202 before the job is gone: the reconciler retries its deletion, then the run is Cancelled.
+    io.stdout.write(
+      `cancelling ${id}: its job still exists (the deletion is retried); \`gantry watch ${id}\` shows when it is Cancelled\n`,
+    );
+    return EXIT.ok;
+  }
+  io.stdout.write(`cancelled ${id} (phase ${res.body.phase})\n`);
   return EXIT.ok;
 }
 

@@ -24,8 +24,39 @@ export function formatValue(v: number | string): string {
   return Number(v.toPrecision(4)).toString();
 }
 
+/**
+ * How the CLI labels a run's ETA: the training code reports it in its own clock, which is the
+ * simulator's (faster than the wall) on the embedded default. `scale` is how much faster the ETA
+ * fell than the wall clock while watched (etaClock); above SIMULATED_SCALE it is said to be simulated.
+ */
+export interface EtaClock {
+  scale: number;
+}
+export const SIMULATED_SCALE = 5;
+
+/**
+ * How fast a run's reported ETA falls against the wall: (ETA first seen − ETA now) / wall seconds
+ * between, from the first and the latest poll of a watch. Undefined until the ETA fell at all.
+ */
+export function etaClock(
+  first: { etaSeconds: number; wallMs: number },
+  now: { etaSeconds: number; wallMs: number },
+): EtaClock | undefined {
+  const wall = (now.wallMs - first.wallMs) / 1000;
+  const fell = first.etaSeconds - now.etaSeconds;
+  if (!(wall > 0) || !(fell > 0)) return undefined;
+  return { scale: fell / wall };
+}
+
+/** The ETA as shown: said to be simulated (with its wall-clock equivalent) when it runs faster than the wall. */
+export function etaText(etaSeconds: number, clock?: EtaClock): string {
+  if (!clock || clock.scale < SIMULATED_SCALE) return `ETA ${formatDuration(etaSeconds)}`;
+  const x = Math.round(clock.scale);
+  return `ETA ${formatDuration(etaSeconds)} simulated (~${formatDuration(etaSeconds / clock.scale)} of wall at ${x}×)`;
+}
+
 /** One line for a run: phase, why it waits, is stalled or ended, progress %, ETA, latest loss. */
-export function runLine(run: RunView): string {
+export function runLine(run: RunView, eta?: EtaClock): string {
   const parts = [run.runId, run.phase];
   if (run.stalled) {
     parts.push(`[STALLED: no progress or metric for ${formatDuration(run.stalled.seconds)}]`);
@@ -38,7 +69,7 @@ export function runLine(run: RunView): string {
   const p = run.progress;
   if (p?.percent !== undefined) parts.push(`${formatValue(p.percent)}%`);
   if (p?.etaSeconds !== undefined && !['Succeeded', 'Failed', 'Cancelled'].includes(run.phase)) {
-    parts.push(`ETA ${formatDuration(p.etaSeconds)}`);
+    parts.push(etaText(p.etaSeconds, eta));
   }
   const loss = run.metrics?.loss;
   if (loss !== undefined) parts.push(`loss ${formatValue(loss)}`);
@@ -83,6 +114,40 @@ export function sweepLine(sweep: SweepView): string {
     );
   }
   return parts.join('  ');
+}
+
+/**
+ * What a piped watch prints a line for: a change of phase (or its reason, or why it waits) or of
+ * progress (whole percent; a sweep's trials ended, its best), never of counters that move at every
+ * poll (ETA, loss, GPU-hours, trials in flight or waiting).
+ */
+export function watchKey(view: RunView | SweepView): string {
+  if (!('runId' in view)) {
+    const sweep = view as SweepView;
+    const counts = sweep.counts as Record<string, number | undefined>;
+    const ended = ['Succeeded', 'Failed', 'EarlyStopped', 'Cancelled'].reduce(
+      (n, p) => n + (counts[p] ?? 0),
+      0,
+    );
+    const percent = Math.floor((100 * ended) / Math.max(1, sweep.plannedTrials));
+    return JSON.stringify([
+      sweep.phase,
+      sweep.reason,
+      percent,
+      sweep.best?.trialIndex,
+      sweep.quota !== undefined,
+    ]);
+  }
+  const run = view as RunView;
+  const percent = run.progress?.percent;
+  return JSON.stringify([
+    run.phase,
+    run.reason,
+    run.phase === 'Pending' ? [run.admission?.reason, run.admission?.message] : undefined,
+    run.stalled !== undefined,
+    percent === undefined ? undefined : Math.floor(percent),
+    run.attempts?.length,
+  ]);
 }
 
 /** Cut a line to the terminal's width (a wrapped line cannot be rewritten in place). */
@@ -139,7 +204,12 @@ export function sweepTable(sweep: SweepView): string {
     t.index === best ? '*' : '',
     String(t.index),
     t.runId,
-    [t.phase, t.attempt !== undefined ? `(retry ${t.attempt})` : '', t.waitingForQuota ? '(quota)' : '']
+    [
+      t.phase,
+      t.reason && t.reason !== t.phase ? `(${t.reason})` : '',
+      t.attempt !== undefined ? `(retry ${t.attempt})` : '',
+      t.waitingForQuota ? '(quota)' : '',
+    ]
       .filter(Boolean)
       .join(' '),
     t.objective !== undefined ? formatValue(t.objective) : '',
@@ -164,7 +234,33 @@ export function sweepTable(sweep: SweepView): string {
       : undefined,
   ].filter((n): n is string => n !== undefined);
   const head = [heading, ...notes].join('\n');
-  return `${head}\n\n${table(['', 'TRIAL', 'RUN', 'PHASE', sweep.objective.metric.toUpperCase(), 'PARAMETERS'], rows)}`;
+  const trials = table(
+    ['', 'TRIAL', 'RUN', 'PHASE', sweep.objective.metric.toUpperCase(), 'PARAMETERS'],
+    rows,
+  );
+  const why = reasonLines(sweep.trials);
+  return `${head}\n\n${trials}${why.length > 0 ? `\n\n${why.join('\n')}` : ''}`;
+}
+
+/** Trials' reasons shown under the table: the newest MAX_REASON_LINES. */
+export const MAX_REASON_LINES = 10;
+
+/** Why each pruned, failed or stopped trial ended (its run's message), newest first. */
+export function reasonLines(trials: readonly Trial[]): string[] {
+  const told = trials
+    .filter((t) => t.message !== undefined && t.phase !== 'Succeeded')
+    .sort((a, b) => (b.endedAt ?? '').localeCompare(a.endedAt ?? '') || b.index - a.index);
+  const lines = told
+    .slice(0, MAX_REASON_LINES)
+    .map(
+      (t) =>
+        `trial ${t.index} ${t.phase}${t.reason && t.reason !== t.phase ? ` (${t.reason})` : ''}: ${t.message}`,
+    );
+  if (told.length > MAX_REASON_LINES)
+    lines.push(
+      `… and ${told.length - MAX_REASON_LINES} more (each trial's message is in GET /v1/sweeps/{id})`,
+    );
+  return lines;
 }
 
 /** An API error body as lines: its message, then each issue as `field: rule` (400), the rule (403). */

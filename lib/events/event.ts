@@ -20,6 +20,7 @@ export const EVENT_TYPES = [
   'gantry.run.evicted',
   'gantry.run.publishing',
   'gantry.run.published',
+  'gantry.run.cancelling',
   'gantry.run.succeeded',
   'gantry.run.failed',
   'gantry.run.cancelled',

@@ -240,7 +240,10 @@ const OPERATIONS: Record<string, () => Json> = {
   cancelRun: () => ({
     parameters: [runIdParameter],
     responses: {
-      202: json(ref('CancelResponse'), 'Cancelled (also for a run that was already cancelled)'),
+      202: json(
+        ref('CancelResponse'),
+        'Cancelled (also for a run that was already cancelled), or Cancelling while its job still exists: the deletion failed and the reconciler retries it with back-off, then records Cancelled',
+      ),
       400: ERRORS[400],
       403: ERRORS[403],
       404: ERRORS[404],

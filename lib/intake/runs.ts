@@ -154,16 +154,32 @@ export interface CancelRunDeps {
   onEnded?: (record: RunRecord) => void | Promise<void>;
   /** Archives the job's pod logs before it is deleted (lib/logs/archive.ts); never throws. */
   archiveLogs?: ArchiveJobLogs;
+  /** Where a failed deletion is told (it is retried by the reconciler; the caller sees Cancelling). */
+  log?: (line: Record<string, unknown>) => void;
 }
 
 /**
- * Cancel a run: stop its execution, mark the record Cancelled, delete its job when it has one.
- * Stopping first means a failure after it is repaired by a retry; cancelling a Cancelled run
- * repeats the stop and the delete (idempotent), so a retry also finishes a half-done cancel.
- * A job created after this (CreateJob was in flight) is removed by the reconciler, which deletes
+ * Cancel a run: stop its execution, then end it. A run without a job is Cancelled at once. A run
+ * with a job is `Cancelling` while the job exists (it still holds its quota): Cancelled once the
+ * deletion went through. When the deletion fails (the cluster unreachable, throttled) the call
+ * still answers, with the run Cancelling: the reconciler deletes the job of the stopped execution
+ * (retrying with back-off, lib/orchestration/orphans.ts) and then records Cancelled. Stopping
+ * first means a failure after it is repaired by a retry; cancelling a Cancelling or Cancelled run
+ * repeats the stop and the delete (idempotent), so a retry also finishes a half-done cancel. A
+ * job created after this (CreateJob was in flight) is removed by the reconciler, which deletes
  * the jobs of aborted executions. A Succeeded or Failed run is a RunFinishedError (409).
  */
 export function makeCancelRun(deps: CancelRunDeps) {
+  const ended = async (runId: string, opts?: CallOptions) => {
+    const { record, changed } = await deps.records.apply(
+      runId,
+      { phase: 'Cancelled', reason: 'Cancelled' },
+      opts,
+    );
+    if (record.phase !== 'Cancelled') throw new RunFinishedError(runId, record.phase);
+    if (changed) await deps.onEnded?.(record);
+    return record;
+  };
   return async function cancelRun(
     input: { caller: Caller; runId: unknown },
     opts?: CallOptions,
@@ -173,24 +189,31 @@ export function makeCancelRun(deps: CancelRunDeps) {
       throw new RunFinishedError(record.runId, record.phase);
     }
     await deps.workflow.stop(record.runId, 'cancelled through the API', opts);
-    const { record: after, changed } = await deps.records.apply(
+    if (!record.job) return ended(record.runId, opts);
+    const { record: after } = await deps.records.apply(
       record.runId,
-      { phase: 'Cancelled', reason: 'Cancelled' },
+      { phase: 'Cancelling', reason: 'Cancelled' },
       opts,
     );
-    if (after.phase !== 'Cancelled') throw new RunFinishedError(record.runId, after.phase);
-    if (changed) await deps.onEnded?.(after);
-    if (after.job) {
-      await deps.archiveLogs?.(
-        {
-          ...after.job,
-          runId: after.runId,
-          attempt: attemptOfJob(after.spec.jobName, after.job.name),
-        },
-        opts,
-      );
-      await deps.deleteJob(after.job, opts);
+    if (after.phase === 'Succeeded' || after.phase === 'Failed')
+      throw new RunFinishedError(record.runId, after.phase);
+    const job = after.job ?? record.job;
+    await deps.archiveLogs?.(
+      { ...job, runId: after.runId, attempt: attemptOfJob(after.spec.jobName, job.name) },
+      opts,
+    );
+    try {
+      await deps.deleteJob(job, opts);
+    } catch (err) {
+      // The job is still there: the run says so (Cancelling) and the reconciler finishes the delete.
+      deps.log?.({
+        level: 'WARN',
+        msg: 'job not deleted: the run stays Cancelling until the reconciler deletes it',
+        runId: after.runId,
+        error: String(err),
+      });
+      return after;
     }
-    return after;
+    return ended(record.runId, opts);
   };
 }

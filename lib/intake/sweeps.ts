@@ -45,9 +45,10 @@ async function ownSweep(deps: SweepIntakeDeps, caller: Caller, sweepId: unknown,
   return record;
 }
 
+/** The sweep, its open trials' phases as their run records say now (the phase `ls` shows them in). */
 export function makeGetSweep(deps: SweepIntakeDeps) {
-  return (input: { caller: Caller; sweepId: unknown }, opts?: CallOptions) =>
-    ownSweep(deps, input.caller, input.sweepId, opts);
+  return async (input: { caller: Caller; sweepId: unknown }, opts?: CallOptions) =>
+    deps.sweeps.observe(await ownSweep(deps, input.caller, input.sweepId, opts), opts);
 }
 
 /**

@@ -269,7 +269,10 @@ export const RunListSchema = z.strictObject({
 
 export const CancelResponseSchema = z.strictObject({
   runId: z.string(),
-  phase: PhaseSchema,
+  phase: z.described(
+    PhaseSchema,
+    'Cancelled once the run has no job (none was created, or its deletion went through); Cancelling while its job still exists (the deletion failed and the reconciler retries it): ask again or GET the run',
+  ),
   rerunOf: RerunOfSchema,
   links: LinksSchema,
 });
@@ -486,9 +489,19 @@ export const SweepViewSchema = z.strictObject({
       index: z.number(),
       runId: z.string(),
       parameters: z.record(z.string(), Value),
-      phase: z.enum(TRIAL_PHASES),
+      phase: z.described(
+        z.enum(TRIAL_PHASES),
+        'From its run record as the view was read (Queued: Accepted or Submitting; Running: Running or Publishing; EarlyStopped: Cancelled with reason EarlyStopped), the same run `GET /v1/runs?sweepId=` lists',
+      ),
       objective: z.optional(z.number()),
-      reason: z.optional(z.string()),
+      reason: z.described(
+        z.optional(z.string()),
+        'Why it ended otherwise than Succeeded: its run’s failure reason, EarlyStopped, Cancelled, SweepEnded, ObjectiveMissing',
+      ),
+      message: z.described(
+        z.optional(z.string()),
+        'What its run said when it ended (the pruner and why, the failure), at most 240 characters',
+      ),
       releasedAt: z.string(),
       endedAt: z.optional(z.string()),
       gpuHours: z.described(z.optional(z.number()), 'GPU-hours its run spent Running, once it ended'),
@@ -521,7 +534,7 @@ export const SweepViewSchema = z.strictObject({
         ),
       }),
     ),
-    'While the sweep is over its quota (a trial waits, or slots are held back); absent otherwise',
+    'While the sweep is over its quota (a trial waits for quota); absent otherwise, held slots included',
   ),
   usage: z.described(
     z.optional(

@@ -145,6 +145,7 @@ function sweepView(record: SweepRecord, counts: Record<string, number>): SweepVi
       phase: t.phase,
       ...(t.objective !== undefined ? { objective: t.objective } : {}),
       ...(t.reason !== undefined ? { reason: t.reason } : {}),
+      ...(t.message !== undefined ? { message: t.message } : {}),
       releasedAt: t.releasedAt,
       ...(t.endedAt !== undefined ? { endedAt: t.endedAt } : {}),
       ...(t.gpuHours !== undefined ? { gpuHours: t.gpuHours } : {}),

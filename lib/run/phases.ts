@@ -1,10 +1,16 @@
-/** The phases of a run, as the API reports them, in the order a run moves through them. */
+/**
+ * The phases of a run, as the API reports them, in the order a run moves through them.
+ * `Cancelling`: the run was cancelled (its execution stopped) and its job still exists, holding
+ * its quota, until its deletion goes through (the cancel call's, or the reconciler's retries);
+ * then `Cancelled`.
+ */
 export const PHASES = [
   'Accepted',
   'Submitting',
   'Pending',
   'Running',
   'Publishing',
+  'Cancelling',
   'Succeeded',
   'Failed',
   'Cancelled',
@@ -73,6 +79,8 @@ export function canTransition(from: RunPhase, to: RunPhase, reason?: string): bo
   if (isTerminal(from)) return false;
   if (isTerminal(to)) return true;
   if (from === 'Running' && to === 'Pending') return reason !== undefined && isRequeueReason(reason);
+  // A cancelled run's job is being deleted: nothing but its end is recorded from there.
+  if (from === 'Cancelling') return false;
   return PHASES.indexOf(to) >= PHASES.indexOf(from);
 }
 

@@ -21,7 +21,7 @@ export interface ChainingDeps {
 
 export interface ChainingCapabilities {
   queue?: RunQueue;
-  stopRun?: (spec: RunSpec, reason: StopReason, opts?: CallOptions) => Promise<void>;
+  stopRun?: (spec: RunSpec, reason: StopReason, opts?: CallOptions, message?: string) => Promise<void>;
 }
 
 /** The sweep's chained full run (`then`): submit it once every trial ended, then follow it. */

@@ -199,3 +199,16 @@ export function crc32(text: string): number {
   for (const byte of new TextEncoder().encode(text)) c = CRC_TABLE[(c ^ byte) & 0xff]! ^ (c >>> 8);
   return (c ^ 0xffffffff) >>> 0;
 }
+
+/** What a run stopped early says: the pruner that stopped it, where and why (each rule its own). */
+export function pruneMessage(rule: EarlyStoppingRule, metric: string, percent: number): string {
+  const at = `at ${Math.round(percent * 10) / 10} % progress`;
+  switch (rule.rule) {
+    case 'asha':
+      return `pruned by ASHA (asynchronous successive halving) ${at}: its ${metric} at the rung it crossed was not in the top 1/${rule.reductionFactor} of the trials that reached that rung`;
+    case 'hyperband':
+      return `pruned by Hyperband ${at}: its ${metric} at the rung it crossed was not in the top 1/${rule.reductionFactor} of the trials of its bracket that reached that rung`;
+    default:
+      return `stopped early by the median stopping rule ${at}: its best ${metric} was worse than the median of completed trials at the same progress`;
+  }
+}

@@ -3,7 +3,7 @@ import { gpuHoursOf } from '../observability/metrics.ts';
 import type { CallOptions } from '../ports.ts';
 import { isTerminal as isRunTerminal } from '../run/phases.ts';
 import type { RunRecords } from '../run/records.ts';
-import { isTrialTerminal, type RunObservation, type SweepRecord } from './record.ts';
+import { isTrialTerminal, observeTrial, type RunObservation, type SweepRecord } from './record.ts';
 import { READ_CONCURRENCY } from './store.ts';
 
 /**
@@ -33,6 +33,7 @@ export async function observeRuns(
     runs.set(t.runId, {
       phase: run.phase,
       ...(run.reason !== undefined ? { reason: run.reason } : {}),
+      ...(run.message !== undefined && isRunTerminal(run.phase) ? { message: run.message } : {}),
       ...(run.metrics ? { metrics: run.metrics } : {}),
       ...(run.progress?.percent !== undefined ? { percent: run.progress.percent } : {}),
       ...(run.phase === 'Pending' && run.admission ? { waitingForQuota: true } : {}),
@@ -42,4 +43,23 @@ export async function observeRuns(
     });
   });
   return { runs };
+}
+
+/**
+ * The sweep with each open trial's phase as its run record says now (the same mapping `step`
+ * records): what a view shows, so a trial reads the same phase in the sweep as its run in the run
+ * list, whatever advance last wrote the trial item. Nothing is decided or released here.
+ */
+export function observedTrials(
+  record: SweepRecord,
+  runs: ReadonlyMap<string, RunObservation | undefined>,
+  now: Date,
+): SweepRecord {
+  const at = now.toISOString();
+  const trials = record.trials.map((t) => {
+    if (isTrialTerminal(t.phase)) return t;
+    const run = runs.get(t.runId);
+    return run ? observeTrial(record.request, t, run, at) : t;
+  });
+  return { ...record, trials };
 }

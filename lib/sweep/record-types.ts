@@ -43,6 +43,8 @@ export interface Trial {
   /** The objective metric's final value (Succeeded trials). */
   objective?: number;
   reason?: string;
+  /** What its run said when it ended Failed or Cancelled (the pruner's message, the failure's cause). */
+  message?: string;
   /** Why it is being stopped (phase Stopping). */
   stopReason?: StopReason;
   /** Objective samples over progress, [percent, value] (kept only when early stopping is on). */
@@ -158,5 +160,5 @@ export interface StepResult {
   /** New trials to enqueue. */
   release: Trial[];
   /** Trials whose runs must be stopped. */
-  stop: Array<{ trial: Trial; reason: StopReason }>;
+  stop: Array<{ trial: Trial; reason: StopReason; message?: string }>;
 }

@@ -1,6 +1,6 @@
 import { trialRunId } from '../run/ids.ts';
 import { isInfrastructureFailure, isTerminal as isRunTerminal, type RunPhase } from '../run/phases.ts';
-import { type Curve, shouldStopEarly } from './early-stopping.ts';
+import { type Curve, pruneMessage, shouldStopEarly } from './early-stopping.ts';
 import {
   type BestTrial,
   type ChainedRun,
@@ -102,7 +102,8 @@ function objectiveValue(request: SweepRequest, metrics: RunObservation['metrics'
   return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 }
 
-function observeTrial(request: SweepRequest, trial: Trial, run: RunObservation, now: string): Trial {
+/** A trial as its run's record says it is now (what `step` records; views show the same). */
+export function observeTrial(request: SweepRequest, trial: Trial, run: RunObservation, now: string): Trial {
   const next: Trial = { ...trial };
   delete next.waitingForQuota;
   const value = objectiveValue(request, run.metrics);
@@ -130,6 +131,7 @@ function observeTrial(request: SweepRequest, trial: Trial, run: RunObservation, 
       if (value === undefined) {
         next.phase = 'Failed';
         next.reason = 'ObjectiveMissing';
+        next.message = `the run succeeded without reporting the objective metric ${request.objective.metric}`;
       } else {
         next.phase = 'Succeeded';
         next.objective = value;
@@ -143,14 +145,28 @@ function observeTrial(request: SweepRequest, trial: Trial, run: RunObservation, 
       next.phase = 'Failed';
       next.endedAt = now;
       if (run.reason !== undefined) next.reason = run.reason;
+      if (run.message !== undefined) next.message = clip(run.message);
       break;
     case 'Cancelled':
       next.phase = run.reason === 'EarlyStopped' ? 'EarlyStopped' : 'Cancelled';
       next.endedAt = now;
       next.reason = run.reason ?? 'Cancelled';
+      if (run.message !== undefined) next.message = clip(run.message);
       break;
   }
   return next;
+}
+
+/** A trial's message as the sweep keeps it (trial items stay small). */
+const MAX_TRIAL_MESSAGE = 240;
+const clip = (m: string) => (m.length > MAX_TRIAL_MESSAGE ? `${m.slice(0, MAX_TRIAL_MESSAGE - 1)}…` : m);
+
+/**
+ * Whether a trial's run may be stopped early now: it runs and has not reached its end. A run at
+ * 100 % (its last report) or Publishing has its result; stopping it would discard that result.
+ */
+export function prunable(run: RunObservation | undefined): boolean {
+  return run?.phase === 'Running' && (run.percent === undefined || run.percent < 100);
 }
 
 export interface SweepUsage {
@@ -276,10 +292,19 @@ export function step(
           .map((t) => ({ index: t.index, curve: lossCurve(request, t.curve ?? []) }));
         next.trials = next.trials.map((t) => {
           if (t.phase !== 'Running' || !t.curve?.length) return t;
+          // Decided on what the run says now, never once it reached its end: a run at 100 % or
+          // Publishing has its result, and stopping it would discard it.
+          const run = runs.get(t.runId);
+          if (!prunable(run)) return t;
           const context = { trialIndex: t.index, peers };
           if (!shouldStopEarly(lossCurve(request, t.curve), completed, rule, context)) return t;
-          const stopping: Trial = { ...t, phase: 'Stopping', stopReason: 'EarlyStopped' };
-          stop.push({ trial: stopping, reason: 'EarlyStopped' });
+          const message = pruneMessage(
+            rule,
+            request.objective.metric,
+            run?.percent ?? t.curve.at(-1)?.[0] ?? 0,
+          );
+          const stopping: Trial = { ...t, phase: 'Stopping', stopReason: 'EarlyStopped', message };
+          stop.push({ trial: stopping, reason: 'EarlyStopped', message });
           return stopping;
         });
       }
@@ -305,7 +330,15 @@ export function step(
       // queueAhead − waiting trials are released, so a sweep keeps a short queue of trials ready
       // for the GPUs that free up rather than piling its held slots onto the queue at once.
       const pressure = waiting > 0 || heldSlots(next.trials, recorded, request.parallelTrials, budget) > 0;
-      const room = pressure ? Math.max(0, queueAhead(request.parallelTrials) - waiting) : budget;
+      // A trial that ended in this step while holding quota (not waiting) frees its GPUs for a
+      // trial Kueue holds: that one leaves the queue, so one more may join it now. Without this the
+      // ended trial's slot stayed empty until an advance saw the waiting trial admitted.
+      const before = new Map(record.trials.map((t) => [t.index, t]));
+      const freed = next.trials.filter((t) => {
+        const was = before.get(t.index);
+        return was && !isTrialTerminal(was.phase) && !was.waitingForQuota && isTrialTerminal(t.phase);
+      }).length;
+      const room = pressure ? Math.max(0, queueAhead(request.parallelTrials) - waiting + freed) : budget;
       if (room > 0) {
         // A trial's own advance (`only`: its run) releases its successor the moment it ends, and
         // slots held back earlier (trials recorded ended whose successor was not released); any
@@ -324,7 +357,12 @@ export function step(
           : next.trials.filter(
               (t) => isTrialTerminal(t.phase) && (recordedIndexes.has(t.index) || overdue(t)),
             );
-        const indexes = releasable(next.trials, request.parallelTrials, budget, ended, !only);
+        // A trial's own advance refills its own slot first (its successor), then slots held before.
+        const own = (i: number) =>
+          only?.has(next.trials.find((t) => t.index === i - request.parallelTrials)?.runId ?? '') ? 0 : 1;
+        const indexes = releasable(next.trials, request.parallelTrials, budget, ended, !only).sort(
+          (a, b) => own(a) - own(b) || a - b,
+        );
         for (const index of indexes.slice(0, room)) {
           // Trials still running: samplers keep new suggestions away from them (constant liar).
           const pending = inFlight()
@@ -349,7 +387,11 @@ export function step(
   } else if (canStop) {
     for (const t of next.trials) {
       if (t.phase === 'Stopping' && !stop.some((s) => s.trial.runId === t.runId)) {
-        stop.push({ trial: t, reason: t.stopReason ?? 'EarlyStopped' });
+        stop.push({
+          trial: t,
+          reason: t.stopReason ?? 'EarlyStopped',
+          ...(t.message !== undefined ? { message: t.message } : {}),
+        });
       }
     }
   }
@@ -385,12 +427,21 @@ export interface QuotaPressure {
   queueAhead: number;
 }
 
-/** The sweep's quota pressure, or undefined when no trial waits and no slot is held back. */
-export function quotaPressure(record: SweepRecord): QuotaPressure | undefined {
+function heldAndWaiting(record: SweepRecord) {
   const recorded = record.trials.filter((t) => isTrialTerminal(t.phase));
   const waiting = record.trials.filter((t) => t.waitingForQuota).length;
   const held = heldSlots(record.trials, recorded, record.request.parallelTrials, trialBudget(record.request));
-  if (waiting === 0 && held === 0) return undefined;
+  return { waiting, held };
+}
+
+/**
+ * The sweep's quota pressure as its view shows it: only while a trial waits for quota. Without a
+ * waiting trial a slot not yet refilled is no slot held for quota (its trial's end was recorded by
+ * an advance that leaves the release to the trial's own, or to the next one), so none is shown.
+ */
+export function quotaPressure(record: SweepRecord): QuotaPressure | undefined {
+  const { waiting, held } = heldAndWaiting(record);
+  if (waiting === 0) return undefined;
   return { waiting, heldSlots: held, queueAhead: queueAhead(record.request.parallelTrials) };
 }
 
@@ -400,7 +451,8 @@ export function quotaPressure(record: SweepRecord): QuotaPressure | undefined {
  * the flags on the trial items are only as fresh as the last full advance.
  */
 export function underQuotaPressure(record: SweepRecord): boolean {
-  return quotaPressure(record) !== undefined;
+  const { waiting, held } = heldAndWaiting(record);
+  return waiting > 0 || held > 0;
 }
 
 /** Trials that may be waiting for quota: released and not yet seen running. */

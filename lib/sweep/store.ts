@@ -38,7 +38,12 @@ export interface SweepStoreOptions {
  * write it at a version, and read-modify-write it (`settle`). Decisions are the caller's.
  */
 export function makeSweepStore({ table, log }: SweepStoreOptions) {
-  /** Every trial item of a sweep, in index order (pages of the `bySweep` index). */
+  /**
+   * Every trial item of a sweep, in index order. Read newest first (pages of the `bySweep` index,
+   * descending): a successor is created only after its predecessor's end is written (sweeps.ts),
+   * so a successor read before its predecessor means the predecessor reads ended too, and a read
+   * spread over pages while trials move never shows more than parallelTrials in flight.
+   */
   async function loadTrials(sweepId: string, opts?: CallOptions) {
     const trials: Trial[] = [];
     const versions = new Map<number, string>();
@@ -47,7 +52,7 @@ export function makeSweepStore({ table, log }: SweepStoreOptions) {
       const page = await table.query<Trial>(
         'bySweep',
         `trial#${sweepId}`,
-        { limit: TRIAL_PAGE, descending: false, ...(cursor ? { cursor } : {}) },
+        { limit: TRIAL_PAGE, descending: true, ...(cursor ? { cursor } : {}) },
         opts,
       );
       page.items.forEach((t, i) => {
@@ -56,6 +61,7 @@ export function makeSweepStore({ table, log }: SweepStoreOptions) {
       });
       cursor = page.cursor;
     } while (cursor);
+    trials.sort((a, b) => a.index - b.index);
     return { trials, versions };
   }
 

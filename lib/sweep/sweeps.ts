@@ -10,7 +10,7 @@ import type { StateTable } from '../state/table.ts';
 import { fitToCaps, inFlightOrOwn } from './advance-plan.ts';
 import { makeChaining } from './chaining.ts';
 import { sweepItemKey, sweepItemOf, trialIndexes, trialItemKey } from './items.ts';
-import { observeRuns } from './observe.ts';
+import { observedTrials, observeRuns } from './observe.ts';
 import {
   algorithmOf,
   finish,
@@ -39,7 +39,7 @@ export interface SweepCapabilities {
   /** Release trials (send their run messages). */
   queue?: RunQueue;
   /** Stop a trial's run: early stopping, the end of a sweep, a cancel. */
-  stopRun?: (spec: RunSpec, reason: StopReason, opts?: CallOptions) => Promise<void>;
+  stopRun?: (spec: RunSpec, reason: StopReason, opts?: CallOptions, message?: string) => Promise<void>;
   /** Publish the best trial's output as a model version (and tell serving). */
   publishBest?: (run: RunRecord, opts?: CallOptions) => Promise<PublishedModel>;
 }
@@ -153,8 +153,13 @@ export function makeSweeps(deps: SweepStoreDeps) {
       const count = (phase: string, d: number) => {
         deltas[phase] = (deltas[phase] ?? 0) + d;
       };
-      const release = await createTrials(sweepId, plan.release, report, count, opts);
+      // Ended trials first, then their successors: a trial item is created only once its slot's
+      // predecessor reads ended, so no reader ever sees more than parallelTrials in flight. A
+      // successor whose predecessor's end was not written (a lost race) waits for the next advance.
       const lost = await writeTrials(sweepId, record, next, trialVersions, report, count, opts);
+      const parallel = next.request.parallelTrials;
+      const written = plan.release.filter((t) => !lost.has(t.index - parallel));
+      const release = await createTrials(sweepId, written, report, count, opts);
       const requeue = [...plan.requeue, ...plan.retried].filter((t) => !lost.has(t.index));
       await mapLimit([...release, ...requeue], 16, async (trial) => {
         const spec = specOf(next, trial);
@@ -279,10 +284,10 @@ export function makeSweeps(deps: SweepStoreDeps) {
   }
 
   /**
-   * 2. New trials, before the trials that ended are written: whoever reads a trial as ended
-   * finds its successor there already (see `releasable`). Each index is created only if
-   * absent, so two advancers releasing at once never make the same trial twice; the one that
-   * finds the index taken skips it. Returns the trials created.
+   * 3. New trials, after the trials that ended are written (a successor never shows beside its
+   * predecessor still in flight). Each index is created only if absent, so two advancers
+   * releasing at once never make the same trial twice; the one that finds the index taken skips
+   * it. Returns the trials created.
    */
   async function createTrials(
     sweepId: string,
@@ -312,7 +317,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
   }
 
   /**
-   * 3. Each changed trial's own item, at the version read. The item is read again just
+   * 2. Each changed trial's own item, at the version read. The item is read again just
    * before: when another advancer wrote the trial since this one listed the trials (most
    * often a trial's own advance recording its end), this one writes only if it ends the
    * trial and the other did not; otherwise it leaves that trial, and acting on it, to the next
@@ -371,8 +376,8 @@ export function makeSweeps(deps: SweepStoreDeps) {
     opts?: CallOptions,
   ) {
     if (!caps.stopRun) return;
-    await mapLimit(stop, 8, async ({ trial, reason }) => {
-      await caps.stopRun?.(specOf(next, trial), reason, opts);
+    await mapLimit(stop, 8, async ({ trial, reason, message }) => {
+      await caps.stopRun?.(specOf(next, trial), reason, opts, message);
     });
     report.stopped += stop.length;
     if (stop.length > 0) {
@@ -484,7 +489,17 @@ export function makeSweeps(deps: SweepStoreDeps) {
     return { sweeps: ids.length, errors, deferred };
   }
 
-  return { get, create, advance, cancel, advanceActive, specOf };
+  /**
+   * The sweep as a view shows it: its open trials' phases read from their run records (the one
+   * source of a trial's phase: `gantry ls` shows the same runs), never written from here.
+   */
+  async function observe(record: SweepRecord, opts?: CallOptions): Promise<SweepRecord> {
+    if (isSweepFinal(record.phase)) return record;
+    const { runs } = await observeRuns(records, record, new Map(), undefined, opts);
+    return observedTrials(record, runs, clock.now());
+  }
+
+  return { get, observe, create, advance, cancel, advanceActive, specOf };
 }
 
 export type Sweeps = ReturnType<typeof makeSweeps>;

@@ -364,7 +364,8 @@ describe.runIf(available)('serverless deploy into moto (osls, the packaged stack
       return v;
     };
     const fns = Object.entries(t.Resources).filter(([, r]) => r.Type === 'AWS::Lambda::Function');
-    expect(fns).toHaveLength(29);
+    // As many functions deployed as the template has (each checked below).
+    expect((await functionNames()).filter((n) => n?.startsWith('gantry-dev-'))).toHaveLength(fns.length);
     for (const [id, fn] of fns) {
       const name = ids.get(id);
       expect(name, id).toBe(fn.Properties.FunctionName);

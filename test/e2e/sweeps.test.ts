@@ -46,8 +46,10 @@ describe('sweeps on the embedded default', () => {
     env = await startEmbedded({
       simSpeed: 1200,
       sfnSpeed: 60,
-      // 3000 simulated seconds: 2.5 s a trial, progress (and metrics) every 10 %.
-      simulator: { defaultDurationSeconds: 3000 },
+      // 6000 simulated seconds: 5 s a trial, progress (and metrics) every 10 %. Pruning is decided
+      // on a run seen mid-training by the reconciler's advance, never once it reported 100 %: a
+      // trial of 2.5 s was often seen only at its end on a loaded machine, and then kept.
+      simulator: { defaultDurationSeconds: 6000 },
       stack: { orphanGraceSeconds: 1 },
     });
   }, 60_000);
@@ -261,7 +263,9 @@ describe('sweeps on the embedded default', () => {
       parameters: [{ name: 'lr', type: 'continuous', min: 1e-7, max: 1, scale: 'log' }],
       objective: { metric: 'accuracy', direction: 'maximize' },
       algorithm: { name: 'random', seed: 11 },
-      maxTrials: 16,
+      // A prune needs a bad trial seen mid-training once 3 have completed: enough waves for that
+      // on a loaded machine, where the reconciler's passes see a 5 s trial only a few times.
+      maxTrials: 24,
       parallelTrials: 4,
       earlyStopping: { rule: 'median', minTrialsCompleted: 3, startAtPercent: 20 },
     });

@@ -79,6 +79,69 @@ describe('watch', () => {
     expect(t.slept()).toBe(4000);
   });
 
+  it('piped, prints a line when the phase or progress changes, not when only the ETA or counters move', async () => {
+    const running = (percent: number, etaSeconds: number, loss: number) =>
+      view('Running', { progress: { percent, etaSeconds }, metrics: { loss } });
+    const s = (counts: Record<string, number>, quota?: { waiting: number; heldSlots: number }) => ({
+      sweepId: SWEEP,
+      phase: 'Running',
+      plannedTrials: 10,
+      counts,
+      objective: { metric: 'accuracy', direction: 'maximize' },
+      ...(quota ? { quota: { ...quota, queueAhead: 2 } } : {}),
+    });
+    const { client } = scripted({
+      [`GET /v1/runs/${RUN}`]: [
+        running(50, 60, 0.5),
+        running(50.4, 58, 0.49),
+        running(50.9, 57, 0.48),
+        running(51, 55, 0.47),
+        view('Succeeded'),
+      ],
+      [`GET /v1/sweeps/${SWEEP}`]: [
+        s({ Running: 3 }, { waiting: 1, heldSlots: 0 }),
+        s({ Running: 2, Pending: 1 }, { waiting: 2, heldSlots: 1 }),
+        s({ Running: 3, Succeeded: 1 }, { waiting: 1, heldSlots: 0 }),
+        { ...s({ Succeeded: 10 }), phase: 'Succeeded' },
+      ],
+    });
+    const t = terminal();
+    await commands.watch(client, t.io, RUN, 1);
+    expect(t.out().split('\n')).toEqual([
+      `${RUN}  Running  50%  ETA 1m00s  loss 0.5`,
+      `${RUN}  Running  51%  ETA 55s  loss 0.47`,
+      `${RUN}  Succeeded`,
+      '',
+    ]);
+    const u = terminal();
+    await commands.watch(client, u.io, SWEEP, 1);
+    expect(u.out().split('\n')).toHaveLength(4);
+    expect(u.out()).not.toContain('2 waiting');
+  });
+
+  it("says a run's ETA is simulated when it falls faster than the wall clock", async () => {
+    const { client } = scripted({
+      [`GET /v1/runs/${RUN}`]: [
+        view('Running', { progress: { percent: 10, etaSeconds: 1620 } }),
+        view('Running', { progress: { percent: 20, etaSeconds: 1440 } }),
+        view('Succeeded'),
+      ],
+    });
+    let wall = 0;
+    const t = terminal();
+    const io = {
+      ...t.io,
+      now: () => wall,
+      sleep: async (ms: number) => {
+        wall += ms;
+      },
+    };
+    await commands.watch(client, io, RUN, 1);
+    // 180 s of ETA in 1 s of wall: the training reports in a clock 180× the wall's.
+    expect(t.out()).toContain('ETA 24m00s simulated (~8s of wall at 180×)');
+    expect(t.out()).toContain('ETA 27m00s\n');
+  });
+
   it('rewrites one line in place on a TTY, cut to its width, and ends it with a newline', async () => {
     const { client } = scripted({
       [`GET /v1/runs/${RUN}`]: [

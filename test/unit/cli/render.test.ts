@@ -347,3 +347,37 @@ describe('eventLine: stalls', () => {
     expect(eventLine(event)).toBe(line);
   });
 });
+
+describe('truthful sweep output', () => {
+  it("shows each pruned or failed trial's reason, in the table and with its message below", () => {
+    const trials: Trial[] = [
+      { ...trial(0, 'Succeeded', 0.9), endedAt: '2026-01-01T00:01:00Z' },
+      {
+        ...trial(1, 'EarlyStopped'),
+        reason: 'EarlyStopped',
+        message: 'pruned by ASHA (asynchronous successive halving) at 11 % progress: …',
+        endedAt: '2026-01-01T00:02:00Z',
+      },
+      {
+        ...trial(2, 'Failed'),
+        reason: 'TrainingFailed',
+        message: 'exit code 1: CUDA out of memory',
+        endedAt: '2026-01-01T00:03:00Z',
+      },
+    ];
+    const out = sweepTable(
+      sweep({ trials, counts: { Succeeded: 1, EarlyStopped: 1, Failed: 1 }, plannedTrials: 3 }),
+    );
+    expect(out).toContain('Failed (TrainingFailed)');
+    expect(out).toContain('trial 2 Failed (TrainingFailed): exit code 1: CUDA out of memory');
+    expect(out).toContain('trial 1 EarlyStopped: pruned by ASHA (asynchronous successive halving)');
+    expect(out).not.toContain('median');
+  });
+
+  it('shows held slots only with the quota pressure the view reports', () => {
+    expect(sweepLine(sweep({ counts: { Running: 2, Succeeded: 3 } }))).not.toMatch(/held|quota/);
+    expect(
+      sweepLine(sweep({ counts: { Pending: 2 }, quota: { waiting: 2, heldSlots: 3, queueAhead: 2 } })),
+    ).toContain('2 waiting for quota, 3 slots held');
+  });
+});

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { ForbiddenError, NotFoundError, ValidationError } from '../../../lib/errors.ts';
+import {
+  ClusterUnavailableError,
+  ForbiddenError,
+  NotFoundError,
+  ValidationError,
+} from '../../../lib/errors.ts';
 import { RunFinishedError } from '../../../lib/intake/errors.ts';
 import { MAX_PAGES_READ } from '../../../lib/intake/list-page.ts';
 import { makeCancelRun, makeGetRun, makeListRuns } from '../../../lib/intake/runs.ts';
@@ -205,6 +210,46 @@ describe('cancelRun', () => {
     expect(after).toMatchObject({ phase: 'Cancelled', reason: 'Cancelled' });
     expect(workflow.stops).toEqual([idOf(1)]);
     expect(deleted).toEqual([`local/team-vision/${idOf(1)}`]);
+  });
+
+  it('answers Cancelling while the job could not be deleted, then Cancelled once a retry deletes it', async () => {
+    const { records } = await seed([spec(1)]);
+    const job = {
+      cluster: 'local',
+      apiVersion: 'trainer.kubeflow.org/v1alpha1',
+      kind: 'TrainJob',
+      namespace: 'team-vision',
+      name: idOf(1),
+    };
+    await records.update(idOf(1), { phase: 'Running', job });
+    const workflow = recordingWorkflow();
+    const ended: string[] = [];
+    let refuse = true;
+    const cancel = makeCancelRun({
+      records,
+      workflow,
+      config,
+      onEnded: (record) => {
+        ended.push(record.phase);
+      },
+      deleteJob: async () => {
+        if (refuse) throw new ClusterUnavailableError('the cluster answered 503');
+      },
+    });
+    // The delete fails: the call still answers, and the run says its job still exists.
+    const first = await cancel({ caller: vision, runId: idOf(1) });
+    expect(first).toMatchObject({ phase: 'Cancelling', reason: 'Cancelled' });
+    expect((await records.get(idOf(1)))?.phase).toBe('Cancelling');
+    expect(workflow.stops).toEqual([idOf(1)]);
+    expect(ended).toEqual([]);
+    refuse = false;
+    const again = await cancel({ caller: vision, runId: idOf(1) });
+    expect(again.phase).toBe('Cancelled');
+    expect(ended).toEqual(['Cancelled']);
+    expect((await records.get(idOf(1)))?.transitions.map((t) => t.phase).slice(-2)).toEqual([
+      'Cancelling',
+      'Cancelled',
+    ]);
   });
 
   it('does not touch the cluster when the run has no job yet, and repeats idempotently', async () => {

@@ -30,15 +30,19 @@ const job: K8sObject = {
   },
 };
 
-function setup(update: RunRecords['update']) {
+function setup(update: RunRecords['update'], deleteJob: () => Promise<void> = async () => {}) {
   const calls: string[] = [];
+  let deleted = false;
   const unused = () => Promise.reject(new Error('not expected'));
   const gateway = {
     listAdmissionGates: async () => [],
     listPods: async () => [],
-    listManagedJobs: async () => [job],
+    // The job is listed until a delete goes through.
+    listManagedJobs: async () => (deleted ? [] : [job]),
     deleteJob: async () => {
       calls.push('deleteJob');
+      await deleteJob();
+      deleted = true;
     },
   } as unknown as ClusterGateway;
   const workflow = {
@@ -56,24 +60,53 @@ function setup(update: RunRecords['update']) {
       return update(...args);
     },
   } as unknown as RunRecords;
+  const clock = { at: Date.parse('2026-01-02T00:00:00Z') };
   const reconciler = makeReconciler({
     clusters: () => [{ name: 'c', gateway, jobApis: async () => [API] }],
     workflow,
     records,
-    clock: { now: () => new Date('2026-01-02T00:00:00Z') },
+    clock: { now: () => new Date(clock.at) },
   });
-  return { reconciler, calls };
+  return { reconciler, calls, clock };
 }
 
+const CANCELLING = 'update {"phase":"Cancelling","reason":"Cancelled"}';
+const CANCELLED = 'update {"phase":"Cancelled","reason":"Cancelled"}';
+
 describe('reconciler: a job whose execution was stopped', () => {
-  it('marks the run Cancelled before it deletes the job', async () => {
+  it('marks the run Cancelling before it deletes the job, and Cancelled once the job is deleted', async () => {
     // Prepare
     const { reconciler, calls } = setup(async () => ({}) as never);
     // Act
     const report = await reconciler.tick();
     // Assess
-    expect(calls).toEqual(['update {"phase":"Cancelled","reason":"Cancelled"}', 'deleteJob']);
+    expect(calls).toEqual([CANCELLING, 'deleteJob', CANCELLED]);
     expect(report).toMatchObject({ cancelled: 1, orphansDeleted: 1, errors: 0 });
+  });
+
+  it('retries a failed delete with back-off, the run Cancelling meanwhile, not at every pass', async () => {
+    // Prepare: the cluster refuses the first three deletes.
+    let refusals = 3;
+    const { reconciler, calls, clock } = setup(
+      async () => ({}) as never,
+      async () => {
+        if (refusals-- > 0) throw new Error('503 Service Unavailable');
+      },
+    );
+    const deletes = () => calls.filter((c) => c === 'deleteJob').length;
+    // Act: passes every 200 ms for 10 s.
+    const at: number[] = [];
+    for (let ms = 0; ms <= 10_000; ms += 200) {
+      const before = deletes();
+      await reconciler.tick();
+      if (deletes() > before) at.push(ms);
+      clock.at += 200;
+    }
+    // Assess: 1 s, 2 s, 4 s apart (DELETE_BACKOFF), not 50 tries; Cancelled only after the delete.
+    expect(at).toEqual([0, 1000, 3000, 7000]);
+    expect(calls.filter((c) => c === CANCELLED)).toHaveLength(1);
+    expect(calls.at(-1)).toBe(CANCELLED);
+    expect(calls.at(-2)).toBe('deleteJob');
   });
 
   it('keeps the job when the record cannot be written, so the next tick tries again', async () => {
@@ -84,7 +117,7 @@ describe('reconciler: a job whose execution was stopped', () => {
     // Act
     const report = await reconciler.tick();
     // Assess
-    expect(calls).toEqual(['update {"phase":"Cancelled","reason":"Cancelled"}']);
+    expect(calls).toEqual([CANCELLING]);
     expect(report).toMatchObject({ cancelled: 0, orphansDeleted: 0, errors: 1 });
   });
 
@@ -96,7 +129,7 @@ describe('reconciler: a job whose execution was stopped', () => {
     // Act
     const report = await reconciler.tick();
     // Assess
-    expect(calls).toEqual(['update {"phase":"Cancelled","reason":"Cancelled"}', 'deleteJob']);
+    expect(calls).toEqual([CANCELLING, 'deleteJob', CANCELLED]);
     expect(report).toMatchObject({ orphansDeleted: 1, errors: 0 });
   });
 });

@@ -13,6 +13,7 @@ import { toSweepSummary, toSweepView } from '../../../lib/intake/views.ts';
 import { trialRunId } from '../../../lib/run/ids.ts';
 import { newRecord } from '../../../lib/run/record.ts';
 import { makeRunRecords } from '../../../lib/run/records.ts';
+import { isTrialTerminal, type SweepRecord } from '../../../lib/sweep/record.ts';
 import { makeRunStopper } from '../../../lib/sweep/stop.ts';
 import { makeSweeps } from '../../../lib/sweep/sweeps.ts';
 import {
@@ -139,7 +140,8 @@ describe('submitting a sweep', () => {
 
   /**
    * parallelTrials 3 (queueAhead 2): trials 0 and 1 recorded waiting for quota by the reconciler's
-   * advance, trial 2 ended while they waited, so its successor 5 is held back.
+   * advance, trial 2 ended while they waited and the reconciler's advance recorded it (it leaves
+   * the release to the trial's own advance), so its successor 5 is held.
    */
   async function heldByQuota() {
     const env = setup();
@@ -154,7 +156,7 @@ describe('submitting a sweep', () => {
     await records.update(t2, { phase: 'Running' });
     await sweeps.advance(record.sweepId, { queue });
     await records.update(t2, { phase: 'Succeeded', metrics: { accuracy: 0.7 } });
-    await sweeps.advance(record.sweepId, { queue }, undefined, { onlyRuns: [t2] });
+    await sweeps.advance(record.sweepId, { queue });
     const released = () => queue.sent.map((m) => RunMessageSchema.parse(m.message).run.trial?.trialIndex);
     expect(released()).toEqual([0, 1, 2]);
     const ends = async (runId: string, accuracy: number) => {
@@ -178,6 +180,121 @@ describe('submitting a sweep', () => {
     expect(released()).toEqual([0, 1, 2, 3, 5]);
     expect(await trialOf(1)).toMatchObject({ phase: 'Running' });
     expect((await trialOf(1))?.waitingForQuota).toBeUndefined();
+  });
+
+  it("refills an ended trial's slot over quota in the trial's own advance", async () => {
+    const { submit, records, sweeps, queue } = setup();
+    const { record } = await submit({ caller: iam(VISION_ARN), body: valid(), idempotencyKey: 'refill' });
+    const [t0, t1, t2] = record.trials.map((t) => sweeps.specOf(record, t).runId) as [string, string, string];
+    for (const t of record.trials)
+      await records.create(newRecord(sweeps.specOf(record, t), 'f', clock.now()));
+    const waits = { phase: 'Pending', admission: { state: 'QuotaReserved', reason: 'Pending' } } as const;
+    await records.update(t0, waits);
+    await records.update(t1, waits);
+    await records.update(t2, { phase: 'Running' });
+    await sweeps.advance(record.sweepId, { queue });
+    await records.update(t2, { phase: 'Succeeded', metrics: { accuracy: 0.7 } });
+    await sweeps.advance(record.sweepId, { queue }, undefined, { onlyRuns: [t2] });
+    const released = queue.sent.map((m) => RunMessageSchema.parse(m.message).run.trial?.trialIndex);
+    // Trial 2's GPU goes to trial 0 or 1; its successor 5 takes the place in the queue at once.
+    expect(released).toEqual([0, 1, 2, 5]);
+    const view = toSweepView((await sweeps.get(record.sweepId)) as SweepRecord);
+    expect(view.quota).toEqual({ waiting: 2, heldSlots: 0, queueAhead: 2 });
+  });
+
+  it('never shows a reader more trials in flight than parallelTrials while an advance writes', async () => {
+    // A reader looks at the sweep's items after every write the advances make (as a view or a
+    // list polling meanwhile would); parallelTrials 2.
+    const store = memoryStore();
+    const queue = recordingQueue();
+    const table = memoryTable();
+    const records = makeRunRecords({ table, clock });
+    const sweeps = makeSweeps({ table, records, clock, bucket: BUCKET });
+    const submit = makeSubmitSweep({
+      sweeps,
+      owners: makeModelOwners({ store, clock }),
+      config: intakeConfig(),
+      bucket: BUCKET,
+      clock,
+      caps: { queue },
+      newSeed: () => 42,
+    });
+    const { record } = await submit({
+      caller: iam(VISION_ARN),
+      body: valid({ parallelTrials: 2, maxTrials: 6 }),
+      idempotencyKey: 'in-flight',
+    });
+    const seen: number[] = [];
+    const put = table.put.bind(table);
+    table.put = async (...args) => {
+      const out = await put(...args);
+      if (args[0].startsWith('trial#')) {
+        const now = await sweeps.get(record.sweepId);
+        seen.push(now?.trials.filter((t) => !isTrialTerminal(t.phase)).length ?? 0);
+      }
+      return out;
+    };
+    for (let round = 0; round < 2; round++) {
+      const current = (await sweeps.get(record.sweepId)) as SweepRecord;
+      for (const t of current.trials.filter((x) => !isTrialTerminal(x.phase))) {
+        const spec = sweeps.specOf(current, t);
+        await records.create(newRecord(spec, 'f', clock.now()));
+        await records.update(spec.runId, { phase: 'Running' });
+        await records.update(spec.runId, { phase: 'Succeeded', metrics: { accuracy: 0.5 } });
+        await sweeps.advance(record.sweepId, { queue }, undefined, { onlyRuns: [spec.runId] });
+      }
+    }
+    expect(seen.length).toBeGreaterThanOrEqual(8);
+    expect(Math.max(...seen)).toBe(2);
+  });
+
+  it('shows each open trial in the phase its run says now, the phase the run list shows', async () => {
+    const { submit, records, sweeps, get } = setup();
+    const { record } = await submit({ caller: iam(VISION_ARN), body: valid(), idempotencyKey: 'phase' });
+    const [s0, s1] = record.trials.map((t) => sweeps.specOf(record, t));
+    await records.create(newRecord(s0 as never, 'f', clock.now()));
+    await records.update((s0 as { runId: string }).runId, { phase: 'Running' });
+    await records.create(newRecord(s1 as never, 'f', clock.now()));
+    await records.update((s1 as { runId: string }).runId, {
+      phase: 'Failed',
+      reason: 'TrainingFailed',
+      message: 'exit code 1: CUDA out of memory',
+    });
+    // No advance ran since: the trial items still say Queued.
+    expect((await sweeps.get(record.sweepId))?.trials.map((t) => t.phase)).toEqual([
+      'Queued',
+      'Queued',
+      'Queued',
+    ]);
+    const view = toSweepView(await get({ caller: iam(VISION_ARN), sweepId: record.sweepId }));
+    expect(view.trials.map((t) => [t.phase, t.reason, t.message])).toEqual([
+      ['Running', undefined, undefined],
+      ['Failed', 'TrainingFailed', 'exit code 1: CUDA out of memory'],
+      ['Queued', undefined, undefined],
+    ]);
+    expect(view.counts).toEqual({ Running: 1, Failed: 1, Queued: 1 });
+  });
+
+  it('never prunes a run that reached its end by the time it is stopped; the sweep end still stops it', async () => {
+    const { submit, records, sweeps } = setup();
+    const workflow = recordingWorkflow();
+    const stop = makeRunStopper({ workflow, records, clock, deleteJob: async () => {} });
+    const { record } = await submit({ caller: iam(VISION_ARN), body: valid(), idempotencyKey: 'late-prune' });
+    const [s0, s1] = record.trials.map((t) => sweeps.specOf(record, t)) as [never, never];
+    for (const [spec, change] of [
+      [s0, { phase: 'Running', progress: { percent: 100 } }],
+      [s1, { phase: 'Publishing' }],
+    ] as const) {
+      await records.create(newRecord(spec, 'f', clock.now()));
+      await records.update((spec as { runId: string }).runId, { phase: 'Running' });
+      await records.update((spec as { runId: string }).runId, change);
+      await stop(spec, 'EarlyStopped', undefined, 'pruned by ASHA …');
+    }
+    expect(workflow.stops).toEqual([]);
+    expect((await records.get((s0 as { runId: string }).runId))?.phase).toBe('Running');
+    expect((await records.get((s1 as { runId: string }).runId))?.phase).toBe('Publishing');
+    await stop(s0, 'SweepEnded');
+    expect((await records.get((s0 as { runId: string }).runId))?.phase).toBe('Cancelled');
   });
 
   it("leaves the end of another trial to that trial's own advance", async () => {

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { pruneMessage } from '../../../lib/sweep/early-stopping.ts';
 import {
   isTrialTerminal,
   OWN_RELEASE_MS,
   queueAhead,
+  quotaPressure,
   type RunObservation,
   readyToFinish,
   releasable,
@@ -144,6 +146,20 @@ describe('releasing trials', () => {
     expect(underQuotaPressure(rest.record)).toBe(false);
   });
 
+  it('shows held slots only under quota pressure: while a trial waits for quota', () => {
+    // Three ends recorded by an advance that leaves their release to the next: no trial waits.
+    const ended = sweep(
+      {},
+      [0, 1, 2].map((i) => trial(i, 'Succeeded', { objective: 0.5 })),
+    );
+    expect(quotaPressure(ended)).toBeUndefined();
+    const waiting = sweep({ parallelTrials: 4 }, [
+      ...[0, 1, 2].map((i) => trial(i, 'Succeeded', { objective: 0.5 })),
+      trial(3, 'Pending', { waitingForQuota: true }),
+    ]);
+    expect(quotaPressure(waiting)).toEqual({ waiting: 1, heldSlots: 3, queueAhead: 2 });
+  });
+
   it("lets a trial's own advance release slots held back earlier besides its successor", () => {
     // parallel 3: trial 1 ended while others waited (successor 4 held); trial 0 ends now.
     const record = sweep({}, [
@@ -154,14 +170,54 @@ describe('releasing trials', () => {
     const own = new Set(['run-0']);
     const end0 = runs([['run-0', { phase: 'Succeeded', metrics: { accuracy: 0.9 } }]]);
     expect(step(record, end0, NOW, newTrial, false, own).release.map((t) => t.index)).toEqual([3, 4]);
-    // With one trial waiting, only one: the lowest of the two.
+    // One trial waits, and trial 0's end frees its GPUs for it: one more may join the queue
+    // besides it, so both still go.
     const waitingRecord = sweep({}, [
       trial(0, 'Running'),
       trial(1, 'Succeeded', { objective: 0.5 }),
       trial(2, 'Pending', { waitingForQuota: true }),
     ]);
-    const lowest = step(waitingRecord, end0, NOW, newTrial, false, own);
-    expect(lowest.release.map((t) => t.index)).toEqual([3]);
+    expect(step(waitingRecord, end0, NOW, newTrial, false, own).release.map((t) => t.index)).toEqual([3, 4]);
+  });
+
+  it("refills the ended trial's own slot in its own advance over quota, before slots held earlier", () => {
+    // parallel 4 (queueAhead 2): trial 0 ended earlier (successor 4 held), trials 2 and 3 wait,
+    // trial 1 ran and ends now. Its GPU goes to a waiting trial, so its successor 5 takes that
+    // trial's place in the queue at once (before: nothing until an advance saw one admitted).
+    const waits = { phase: 'Pending', waitingForQuota: true } as const;
+    const record = sweep({ parallelTrials: 4 }, [
+      trial(0, 'Succeeded', { objective: 0.5 }),
+      trial(1, 'Running'),
+      trial(2, 'Pending', { waitingForQuota: true }),
+      trial(3, 'Pending', { waitingForQuota: true }),
+    ]);
+    const out = step(
+      record,
+      runs([
+        ['run-1', { phase: 'Succeeded', metrics: { accuracy: 0.9 } }],
+        ['run-2', waits],
+        ['run-3', waits],
+      ]),
+      NOW,
+      newTrial,
+      false,
+      new Set(['run-1']),
+    );
+    expect(out.release.map((t) => t.index)).toEqual([5]);
+    // A trial that ended while it waited held no GPU: it frees no place beyond its own in the queue.
+    const waitedAndFailed = step(
+      record,
+      runs([
+        ['run-1', { phase: 'Running' }],
+        ['run-2', { phase: 'Failed', reason: 'TrainingFailed' }],
+        ['run-3', waits],
+      ]),
+      NOW,
+      newTrial,
+      false,
+      new Set(['run-2']),
+    );
+    expect(waitedAndFailed.release.map((t) => t.index)).toEqual([6]);
   });
 
   // Slots by succession: trial i + parallel follows trial i once it ended (parallel 3, budget 10).
@@ -362,8 +418,61 @@ describe('early stopping (median rule)', () => {
       completed(0, 0.9),
       trial(1, 'Running', { curve: [[30, 0.1]] }),
     ]);
-    expect(step(record, runs([]), NOW, newTrial, false).stop).toEqual([]);
-    expect(step(record, runs([]), NOW, newTrial, true).stop).toHaveLength(1);
+    const running = runs([['run-1', { phase: 'Running', percent: 30 }]]);
+    expect(step(record, running, NOW, newTrial, false).stop).toEqual([]);
+    expect(step(record, running, NOW, newTrial, true).stop).toHaveLength(1);
+  });
+
+  it('decides on the run as it is now: never once it reached 100 % or Publishing, nor unseen', () => {
+    const record = sweep({ earlyStopping: { rule: 'median', minTrialsCompleted: 1, startAtPercent: 0 } }, [
+      completed(0, 0.9),
+      trial(1, 'Running', { curve: [[95, 0.1]] }),
+    ]);
+    // The stored curve says 95 %, the run says it reached its end: its result is kept.
+    const at100 = runs([['run-1', { phase: 'Running', percent: 100, metrics: { accuracy: 0.1 } }]]);
+    expect(step(record, at100, NOW, newTrial, true).stop).toEqual([]);
+    const publishing = runs([['run-1', { phase: 'Publishing', percent: 100, metrics: { accuracy: 0.1 } }]]);
+    expect(step(record, publishing, NOW, newTrial, true).stop).toEqual([]);
+    // Not read in this advance (another trial's own advance): its stored curve decides nothing.
+    expect(step(record, runs([]), NOW, newTrial, true).stop).toEqual([]);
+    const at96 = runs([['run-1', { phase: 'Running', percent: 96, metrics: { accuracy: 0.1 } }]]);
+    expect(step(record, at96, NOW, newTrial, true).stop).toHaveLength(1);
+  });
+
+  it('says which rule stopped the trial, each pruner in its own words', () => {
+    const trials = [completed(0, 0.9), trial(1, 'Running', { curve: [[30, 0.1]] })];
+    const running = runs([['run-1', { phase: 'Running', percent: 30, metrics: { accuracy: 0.1 } }]]);
+    const median = step(
+      sweep({ earlyStopping: { rule: 'median', minTrialsCompleted: 1, startAtPercent: 0 } }, trials),
+      running,
+      NOW,
+      newTrial,
+      true,
+    );
+    expect(median.stop[0]?.message).toMatch(/^stopped early by the median stopping rule at 30 % progress/);
+    expect(median.record.trials[1]?.message).toBe(median.stop[0]?.message);
+    expect(
+      pruneMessage(
+        { rule: 'asha', minResourcePercent: 10, reductionFactor: 3, minTrialsAtRung: 2 },
+        'accuracy',
+        11,
+      ),
+    ).toMatch(/^pruned by ASHA \(asynchronous successive halving\) at 11 % progress: .*top 1\/3/);
+    expect(
+      pruneMessage(
+        { rule: 'hyperband', minResourcePercent: 10, reductionFactor: 3, minTrialsAtRung: 2 },
+        'accuracy',
+        33,
+      ),
+    ).toMatch(/^pruned by Hyperband at 33 % progress/);
+    for (const rule of ['asha', 'hyperband'] as const)
+      expect(
+        pruneMessage(
+          { rule, minResourcePercent: 10, reductionFactor: 3, minTrialsAtRung: 2 },
+          'accuracy',
+          11,
+        ),
+      ).not.toMatch(/median/);
   });
 });
 describe('early stopping (asha), wired', () => {
@@ -378,7 +487,11 @@ describe('early stopping (asha), wired', () => {
     ]);
     const out = step(
       record,
-      runs([['run-3', { phase: 'Running', percent: 11, metrics: { accuracy: 0.2 } }]]),
+      runs([
+        ['run-0', { phase: 'Running', percent: 12, metrics: { accuracy: 0.9 } }],
+        ['run-2', { phase: 'Running', percent: 15, metrics: { accuracy: 0.7 } }],
+        ['run-3', { phase: 'Running', percent: 11, metrics: { accuracy: 0.2 } }],
+      ]),
       NOW,
       newTrial,
       true,
@@ -387,6 +500,7 @@ describe('early stopping (asha), wired', () => {
       [2, 'EarlyStopped'],
       [3, 'EarlyStopped'],
     ]);
+    expect(out.stop.every((s) => s.message?.startsWith('pruned by ASHA'))).toBe(true);
   });
 });
 

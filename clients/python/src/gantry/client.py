@@ -461,7 +461,12 @@ class Run:
         return self.client.rerun(self.id, overrides, idempotency_key)
 
     def cancel(self) -> View:
-        """``POST /v1/runs/{id}/cancel``; ``RunFinishedError`` (409) when it already ended."""
+        """``POST /v1/runs/{id}/cancel`` (202); ``RunFinishedError`` (409) when it already ended.
+
+        The answer's ``phase`` is ``Cancelled`` once the run has no job, or ``Cancelling`` while its
+        job still exists (its deletion failed and the reconciler retries it, then records
+        ``Cancelled``). ``Cancelling`` is not an end: ``wait()`` keeps polling through it and raises
+        ``RunCancelledError`` once the run is ``Cancelled``."""
         view = self.client.cancel_run(self.id)
         self.view.update({"phase": view.get("phase", self.phase)})
         return view
