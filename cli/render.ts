@@ -220,7 +220,12 @@ export function sweepTable(sweep: SweepView): string {
   const heading = `${sweepLine(sweep)}\nobjective: ${sweep.objective.direction} ${sweep.objective.metric}${
     sweep.best ? `; best: trial ${sweep.best.trialIndex} (${sweep.best.runId})` : '; no best trial yet'
   }`;
+  // Test fixtures and older views may lack it; a sweep view from the API always has it.
+  const algorithm = sweep.algorithm?.name
+    ? `algorithm: ${String(sweep.algorithm.name)}${sweep.algorithmChoice ? ` (auto: ${sweep.algorithmChoice.reason})` : ''}`
+    : undefined;
   const notes = [
+    algorithm,
     sweep.usage
       ? `GPU-hours: ${formatValue(sweep.usage.gpuHours)}; pruned ${sweep.usage.trialsPruned} trials (~${formatValue(sweep.usage.gpuHoursSavedByPruning)} GPU-hours saved)`
       : undefined,

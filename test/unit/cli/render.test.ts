@@ -233,6 +233,21 @@ describe('the trials table', () => {
     expect(lines.filter((l) => l.startsWith('*'))).toHaveLength(1);
   });
 
+  it('says the algorithm, and what auto chose and why', () => {
+    const chosen = sweepTable(
+      sweep({
+        trials,
+        algorithm: { name: 'gp', seed: 7 },
+        algorithmChoice: { algorithm: 'gp', reason: '3 continuous parameters, no categorical, 40 trials' },
+      }),
+    );
+    expect(chosen.split('\n')).toContain(
+      'algorithm: gp (auto: 3 continuous parameters, no categorical, 40 trials)',
+    );
+    const named = sweepTable(sweep({ trials, algorithm: { name: 'tpe', seed: 7 } }));
+    expect(named.split('\n')).toContain('algorithm: tpe');
+  });
+
   it('shows usage, warm start, the chained run and retries when the sweep has them', () => {
     const lines = sweepTable(
       sweep({
