@@ -111,7 +111,16 @@ export async function modelPage(name, deps, notice) {
   /** Where each alias points as this page shows it: what a move expects (null: nowhere). */
   const current = new Map(m.aliases.map((a) => [a.alias, a.version ?? null]));
   const versions = m.versions.map((v) => v.version);
-  const metricNames = [...new Set(m.versions.flatMap((v) => Object.keys(v.metrics)))].sort();
+  // A column per numeric metric; text values (job.name, job.uid, …) would only widen the table.
+  const metricNames = [
+    ...new Set(
+      m.versions.flatMap((v) =>
+        Object.entries(v.metrics)
+          .filter(([, x]) => typeof x === 'number')
+          .map(([k]) => k),
+      ),
+    ),
+  ].sort();
 
   const status = h('p', { className: 'action-status', id: 'move-status', role: 'status' });
   const panel = h('div', { className: 'confirm', id: 'move-confirm', hidden: true });
@@ -338,6 +347,20 @@ export async function modelPage(name, deps, notice) {
         { className: 'aliases' },
         v.aliases.map((a) => h('span', { className: 'alias-chip', 'data-alias': a }, a)),
       ),
+      // The action first: a wide table scrolls, and the button must stay in sight.
+      h(
+        'td',
+        {},
+        h(
+          'button',
+          {
+            type: 'button',
+            className: 'promote',
+            onclick: () => confirmMove({ title: 'Promote', version: v.version }),
+          },
+          'Promote…',
+        ),
+      ),
       metricNames.map((k) =>
         h(
           'td',
@@ -352,19 +375,6 @@ export async function modelPage(name, deps, notice) {
       ),
       lineageCells(v),
       h('td', {}, fmtTime(v.publishedAt)),
-      h(
-        'td',
-        {},
-        h(
-          'button',
-          {
-            type: 'button',
-            className: 'promote',
-            onclick: () => confirmMove({ title: 'Promote', version: v.version }),
-          },
-          'Promote…',
-        ),
-      ),
     ),
   );
 
@@ -400,8 +410,9 @@ export async function modelPage(name, deps, notice) {
                 {},
                 h('th', {}, 'Version'),
                 h('th', {}, 'Aliases'),
+                h('th', {}, ''),
                 metricNames.map((k) => h('th', { className: 'metric', 'data-metric': k }, k)),
-                ['Run', 'Dataset', 'Trial', 'Published', ''].map((t) => h('th', {}, t)),
+                ['Run', 'Dataset', 'Trial', 'Published'].map((t) => h('th', {}, t)),
               ),
             ),
             h('tbody', {}, rows),
