@@ -6,6 +6,7 @@
 import { runActions } from './actions.js';
 import { lineChart } from './charts.js';
 import { addCompareColumn, comparePage } from './compare.js';
+import { modelPage, modelsPage } from './models.js';
 import { sweepPlots } from './sweep-plots.js';
 import { queueLine, usagePage } from './usage.js';
 
@@ -870,6 +871,9 @@ async function route() {
       await comparePage(params, { api, h, badge, runLink, fmtNum, poll, view });
     else if (parts[0] === 'usage')
       await usagePage({ api, h, navigate: (hash) => (location.hash = hash) }, view(), params);
+    else if (parts[0] === 'models' && parts[1])
+      await modelPage(parts[1], { api, h, view, fmtNum, fmtTime, runLink, sweepLink, headers: authHeaders });
+    else if (parts[0] === 'models') await modelsPage({ api, h, view, fmtTime });
     else if (!parts[0] || parts[0] === 'runs') await runsPage(params);
     else view().replaceChildren(errorBox(`No page ${location.hash}`));
   } catch (err) {

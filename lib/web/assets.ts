@@ -14,6 +14,7 @@ export const DASHBOARD_ASSETS: Readonly<Record<string, DashboardAsset>> = {
   '/ui/app.js': { file: 'web/app.js', type: 'text/javascript; charset=utf-8' },
   '/ui/charts.js': { file: 'web/charts.js', type: 'text/javascript; charset=utf-8' },
   '/ui/actions.js': { file: 'web/actions.js', type: 'text/javascript; charset=utf-8' },
+  '/ui/models.js': { file: 'web/models.js', type: 'text/javascript; charset=utf-8' },
   '/ui/compare.js': { file: 'web/compare.js', type: 'text/javascript; charset=utf-8' },
   '/ui/sweep-plots.js': { file: 'web/sweep-plots.js', type: 'text/javascript; charset=utf-8' },
   '/ui/svg-plot.js': { file: 'web/svg-plot.js', type: 'text/javascript; charset=utf-8' },
