@@ -369,9 +369,21 @@ export interface PackagedStack {
 export interface PackagedStackOptions {
   /** Simulated seconds per real second in the cluster simulator (default 600). */
   simSpeed?: number;
-  /** Extra environment for every function, e.g. role credentials (default: `test` keys). */
+  /**
+   * A function's credentials (AWS_ACCESS_KEY_ID, …), asked for when its process starts: e.g. a
+   * session of its own role. Default: `test` keys.
+   */
   credentialsFor?: (key: string) => Record<string, string>;
+  /** S3 and SQS elsewhere (moto's server), with credentials that may create the bucket and queues. */
+  storage?: {
+    s3Endpoint: string;
+    sqsEndpoint: string;
+    credentials: { accessKeyId: string; secretAccessKey: string };
+  };
 }
+
+/** The name a role of the template gets (CloudFormation would add a random suffix). */
+export const roleName = (logicalId: string) => `gantry-${STAGE}-${logicalId}`.slice(0, 64);
 
 export async function startPackagedStack(opts: PackagedStackOptions = {}): Promise<PackagedStack> {
   const dir = mkdtempSync(join(tmpdir(), 'gantry-packaged-'));
@@ -385,14 +397,23 @@ export async function startPackagedStack(opts: PackagedStackOptions = {}): Promi
     const template = packageStack(pkg);
     const r = template.Resources;
 
-    // Stand-ins: fauxqs (S3, SQS), the S3 proxy (conditional writes), the state table.
-    const fauxqs = await onLoopback(() => startFauxqs({ port: 0, logger: false, host: '127.0.0.1' }));
-    closers.push(() => fauxqs.stop());
-    const proxy = await startConditionalS3Proxy({ upstream: `http://127.0.0.1:${fauxqs.port}` });
-    closers.push(() => proxy.close());
-    const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
-    const s3 = new S3Client({ endpoint: proxy.url, forcePathStyle: true, region: REGION, credentials });
-    const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
+    // Stand-ins: fauxqs (S3, SQS) and the S3 proxy (conditional writes), or the given S3 and SQS
+    // (moto's server, enforcing IAM); the state table.
+    const credentials = opts.storage?.credentials ?? { accessKeyId: 'test', secretAccessKey: 'test' };
+    let s3Endpoint: string;
+    let sqsEndpoint: string;
+    if (opts.storage) {
+      s3Endpoint = opts.storage.s3Endpoint;
+      sqsEndpoint = opts.storage.sqsEndpoint;
+    } else {
+      const fauxqs = await onLoopback(() => startFauxqs({ port: 0, logger: false, host: '127.0.0.1' }));
+      closers.push(() => fauxqs.stop());
+      const proxy = await startConditionalS3Proxy({ upstream: `http://127.0.0.1:${fauxqs.port}` });
+      closers.push(() => proxy.close());
+      s3Endpoint = proxy.url;
+      sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
+    }
+    const s3 = new S3Client({ endpoint: s3Endpoint, forcePathStyle: true, region: REGION, credentials });
     const sqs = new SQSClient({ endpoint: sqsEndpoint, region: REGION, credentials });
     closers.push(async () => {
       s3.destroy();
@@ -466,7 +487,7 @@ export async function startPackagedStack(opts: PackagedStackOptions = {}): Promi
         if (id === 'StateTable') return tableName;
         if (id === 'TrainingRunStateMachine') return stateMachineArn;
         const res = r[id];
-        if (res?.Type === 'AWS::IAM::Role') return id;
+        if (res?.Type === 'AWS::IAM::Role') return roleName(id);
         if (res?.Type === 'AWS::Lambda::Function') return fnName(functionKey(id));
         throw new Error(`no local stand-in for Ref ${id}`);
       },
@@ -480,7 +501,8 @@ export async function startPackagedStack(opts: PackagedStackOptions = {}): Promi
         if (id === 'StateTable' && att === 'StreamArn')
           return `arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/${tableName}/stream/1970-01-01T00:00:00.000`;
         if (r[id]?.Type === 'AWS::Lambda::Function' && att === 'Arn') return lambdaArn(functionKey(id));
-        if (r[id]?.Type === 'AWS::IAM::Role' && att === 'Arn') return `arn:aws:iam::${ACCOUNT}:role/${id}`;
+        if (r[id]?.Type === 'AWS::IAM::Role' && att === 'Arn')
+          return `arn:aws:iam::${ACCOUNT}:role/${roleName(id)}`;
         throw new Error(`no local stand-in for GetAtt ${id}.${att}`);
       },
     };
@@ -556,9 +578,10 @@ export async function startPackagedStack(opts: PackagedStackOptions = {}): Promi
           LAMBDA_TASK_ROOT: taskRoot,
           TZ: ':UTC',
           PATH: process.env.PATH ?? '/usr/bin:/bin',
-          ...(opts.credentialsFor?.(key) ?? { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' }),
+          AWS_ACCESS_KEY_ID: 'test',
+          AWS_SECRET_ACCESS_KEY: 'test',
           // The local stand-ins (on AWS: the SDK's default endpoints).
-          GANTRY_S3_ENDPOINT: proxy.url,
+          GANTRY_S3_ENDPOINT: s3Endpoint,
           GANTRY_SQS_ENDPOINT: sqsEndpoint,
           GANTRY_SFN_ENDPOINT: sfnServer.url,
           GANTRY_DYNAMODB_ENDPOINT: table.endpoint,
@@ -577,7 +600,8 @@ export async function startPackagedStack(opts: PackagedStackOptions = {}): Promi
       const proc = fork(runtimeFile, [fn.handlerFile, fn.handlerExport, fn.name, String(fn.memory)], {
         execPath: NODE24,
         cwd: fn.taskRoot,
-        env: fn.env,
+        // Credentials are asked for when the environment starts (the roles may be made after the stack).
+        env: { ...fn.env, ...opts.credentialsFor?.(key) },
         stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       });
       const fp: FunctionProcess = {
@@ -762,4 +786,106 @@ export function sqsEvent(
       awsRegion: REGION,
     })),
   };
+}
+
+/** The role (logical id) the template gives a function. */
+export function roleOf(stack: Pick<PackagedStack, 'template' | 'functions'>, key: string): string {
+  const fn = stack.functions.get(key);
+  const role =
+    fn && (stack.template.Resources[fn.logicalId]?.Properties.Role as { 'Fn::GetAtt': [string, string] });
+  if (!role) throw new Error(`no role for ${key}`);
+  return role['Fn::GetAtt'][0];
+}
+
+/**
+ * A run through the packaged bundles as AWS would drive it: submitRun (HTTP API event) → the runs
+ * queue → runsConsumer (the SQS batch, deleted when none failed) → the state machine on the
+ * packaged steps, with the reconciler invoked as its schedule does. Resolves with the run id, the
+ * execution's final status and the reconciler's invocation (still running: it passes until its
+ * timeout).
+ */
+export async function runThroughPackagedBundles(
+  stack: PackagedStack,
+  authorizer: Json,
+  body: unknown,
+  key: string,
+): Promise<{
+  runId: string;
+  status: string;
+  submit: Invocation;
+  consumed: Invocation;
+  reconciling: Promise<Invocation>;
+  failures: string[];
+}> {
+  const { DeleteMessageCommand, ReceiveMessageCommand } = await import('@aws-sdk/client-sqs');
+  const submit = await stack.invoke(
+    'submitRun',
+    httpApiEvent({
+      method: 'POST',
+      path: '/v1/runs',
+      routeKey: 'POST /v1/runs',
+      body,
+      headers: { 'idempotency-key': key },
+      authorizer,
+    }),
+  );
+  if (!submit.ok) throw new Error(`submitRun failed: ${submit.errorType} ${submit.errorMessage}`);
+  const res = submit.result as { statusCode: number; body: string };
+  if (res.statusCode !== 202) throw new Error(`submitRun answered ${res.statusCode}: ${res.body}`);
+  const runId = (JSON.parse(res.body) as { runId: string }).runId;
+  const q = stack.queues.get('RunsQueue') as { url: string; arn: string };
+  const got = await stack.sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: q.url,
+      MaxNumberOfMessages: 10,
+      WaitTimeSeconds: 2,
+      MessageAttributeNames: ['All'],
+    }),
+  );
+  const messages = got.Messages ?? [];
+  const consumed = await stack.invoke(
+    'runsConsumer',
+    sqsEvent(
+      q.arn,
+      messages.map((m) => ({
+        messageId: m.MessageId as string,
+        receiptHandle: m.ReceiptHandle as string,
+        body: m.Body as string,
+        messageAttributes: Object.fromEntries(
+          Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [
+            k,
+            { stringValue: v.StringValue, stringListValues: [], binaryListValues: [], dataType: v.DataType },
+          ]),
+        ),
+      })),
+    ),
+  );
+  const failed = consumed.ok
+    ? ((consumed.result as { batchItemFailures?: unknown[] }).batchItemFailures ?? [])
+    : [];
+  if (consumed.ok && failed.length === 0)
+    for (const m of messages)
+      await stack.sqs.send(new DeleteMessageCommand({ QueueUrl: q.url, ReceiptHandle: m.ReceiptHandle }));
+  const rule = Object.values(stack.template.Resources).find((x) => x.Type === 'AWS::Events::Rule');
+  const input = JSON.parse(
+    String(((rule?.Properties.Targets ?? []) as Array<{ Input?: string }>)[0]?.Input ?? '{}'),
+  );
+  const reconciling = stack.invoke('reconciler', input);
+  const executionArn = `${stack.stateMachineArn.replace(':stateMachine:', ':execution:')}:${runId}`;
+  let status = 'RUNNING';
+  for (let i = 0; i < 120 && status === 'RUNNING'; i++) {
+    await new Promise((r) => setTimeout(r, 500));
+    status = await stack.sfn.describeExecution({ executionArn }).then(
+      (d) => d.status,
+      () => 'RUNNING',
+    );
+  }
+  // Why it failed, when it did: the task failures of its history.
+  const failures =
+    status === 'SUCCEEDED'
+      ? []
+      : (await stack.sfn.getExecutionHistory({ executionArn }).catch(() => ({ events: [] }))).events
+          .filter((e) => e.type === 'LambdaFunctionFailed' || e.type === 'ExecutionFailed')
+          .map((e) => JSON.stringify(e));
+  return { runId, status, submit, consumed, reconciling, failures };
 }
