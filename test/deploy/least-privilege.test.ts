@@ -50,6 +50,9 @@ const ALICE = iamAuthorizer(`arn:aws:iam::${ACCOUNT}:user/alice`, 'AIDAEXAMPLEAL
 
 type Json = Record<string, unknown>;
 
+/** The packaged stack of the moto block; the iam-simulate block reads its template and resolution. */
+let packaged: PackagedStack | undefined;
+
 describe.runIf(available)(
   'least privilege: each packaged function on its own role (moto enforcing IAM)',
   () => {
@@ -114,6 +117,7 @@ describe.runIf(available)(
           };
         },
       });
+      packaged = stack;
       await iam.createRoles(stack.template, stack.resolver);
       for (const key of stack.functions.keys()) {
         const roleId = roleOf(stack, key);

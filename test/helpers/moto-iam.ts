@@ -37,18 +37,35 @@ interface PolicyDocument {
 }
 
 /**
- * Shim: moto 5.2.6 authorizes ListObjectsV2 / ListObjects as `s3:ListObjectsV2` / `s3:ListObjects`
- * (AWS authorizes both as s3:ListBucket), so in moto's copy a statement that grants s3:ListBucket
- * also names moto's two actions, on the same resources. s3:prefix conditions are not evaluated by
- * moto: iam-simulate covers them (test/deploy/least-privilege.test.ts).
+ * S3 operations AWS authorizes under an IAM action, by the operation name moto 5.2.6 asks for
+ * instead (it authorizes an S3 request by its operation: HeadObject, CopyObject, ListObjectsV2, …;
+ * seen as 403s on calls the role allows).
  */
-export function motoListBucketShim(doc: PolicyDocument): PolicyDocument {
+const MOTO_S3_OPERATIONS: Record<string, string[]> = {
+  's3:GetObject': ['s3:HeadObject'],
+  's3:PutObject': [
+    's3:CopyObject',
+    's3:CreateMultipartUpload',
+    's3:UploadPart',
+    's3:UploadPartCopy',
+    's3:CompleteMultipartUpload',
+  ],
+  's3:ListBucket': ['s3:ListObjectsV2', 's3:ListObjects', 's3:HeadBucket'],
+};
+
+/**
+ * Shim: in moto's copy of a policy, a statement granting an S3 IAM action also names the
+ * operations AWS authorizes under it (MOTO_S3_OPERATIONS), on the same resources. What this leaves
+ * unchecked — CopyObject's read of its source, s3:prefix conditions — iam-simulate covers
+ * (test/deploy/least-privilege.test.ts).
+ */
+export function motoS3OperationShim(doc: PolicyDocument): PolicyDocument {
   return {
     ...doc,
     Statement: doc.Statement.map((st) => {
       const actions = Array.isArray(st.Action) ? st.Action : [st.Action];
-      if (!actions.includes('s3:ListBucket')) return st;
-      return { ...st, Action: [...actions, 's3:ListObjectsV2', 's3:ListObjects'] };
+      const extra = actions.flatMap((a) => MOTO_S3_OPERATIONS[a] ?? []);
+      return extra.length === 0 ? st : { ...st, Action: [...actions, ...extra] };
     }),
   };
 }
@@ -199,7 +216,7 @@ export async function startMotoIam(binary: string): Promise<MotoIam> {
                 RoleName: name,
                 PolicyName: p.PolicyName,
                 PolicyDocument: JSON.stringify(
-                  motoListBucketShim(resolveValue(p.PolicyDocument, resolver) as PolicyDocument),
+                  motoS3OperationShim(resolveValue(p.PolicyDocument, resolver) as PolicyDocument),
                 ),
               }),
             );
