@@ -249,6 +249,7 @@ describe.runIf(available)(
   'least privilege: conditions and resources moto cannot evaluate (iam-simulate)',
   () => {
     let stack: PackagedStack;
+    let own: PackagedStack | undefined;
     const policyOf = (roleId: string) => {
       const role = stack.template.Resources[roleId];
       const policies = (role?.Properties.Policies ?? []) as Array<{
@@ -295,11 +296,13 @@ describe.runIf(available)(
     }
 
     beforeAll(async () => {
-      // Only the template and its resolution: the stand-ins are started but not used.
-      stack = await startPackagedStack();
+      // Only the template and its resolution (names and ARNs stay valid once a stack is closed):
+      // the moto block's, or a package of its own when that block did not run.
+      own = packaged ? undefined : await startPackagedStack();
+      stack = (packaged ?? own) as PackagedStack;
     }, 180_000);
     afterAll(async () => {
-      await stack?.close();
+      await own?.close();
     });
 
     const keys = (...k: string[]) => ({ 'dynamodb:LeadingKeys': k });
@@ -353,19 +356,25 @@ describe.runIf(available)(
       // Step Functions: the state machine's executions and tokens, only where the function needs them.
       ['RunsConsumerRole', 'states:StartExecution', 'machine', 'Allowed'],
       ['CreateJobRole', 'states:StartExecution', 'machine', 'ImplicitlyDenied'],
-      ['AwaitJobRole', 'states:SendTaskSuccess', 'machine', 'Allowed'],
-      ['ReconcilerRole', 'states:SendTaskFailure', 'machine', 'Allowed'],
-      ['GetRunRole', 'states:SendTaskSuccess', 'machine', 'ImplicitlyDenied'],
+      // Task tokens: no resource type, so only a grant on * matches (one naming the machine matched nothing).
+      ['AwaitJobRole', 'states:SendTaskSuccess', 'any', 'Allowed'],
+      ['AwaitJobRole', 'states:SendTaskHeartbeat', 'any', 'Allowed'],
+      ['ReconcilerRole', 'states:SendTaskFailure', 'any', 'Allowed'],
+      ['GetRunRole', 'states:SendTaskSuccess', 'any', 'ImplicitlyDenied'],
+      ['CreateJobRole', 'states:SendTaskSuccess', 'any', 'ImplicitlyDenied'],
+      ['ReconcilerRole', 'states:DescribeExecution', 'execution', 'Allowed'],
       ['CancelRunRole', 'states:StopExecution', 'execution', 'Allowed'],
       ['CancelRunRole', 'states:StopExecution', 'other-execution', 'ImplicitlyDenied'],
       ['SubmitRunRole', 'states:StopExecution', 'execution', 'ImplicitlyDenied'],
     ])('%s %s on the %s → %s', async (roleId, action, on, expected) => {
       const resource =
-        on === 'machine'
-          ? stack.stateMachineArn
-          : on === 'execution'
-            ? EXEC()
-            : `arn:aws:states:${REGION}:${ACCOUNT}:execution:another-machine:run-1`;
+        on === 'any'
+          ? '*'
+          : on === 'machine'
+            ? stack.stateMachineArn
+            : on === 'execution'
+              ? EXEC()
+              : `arn:aws:states:${REGION}:${ACCOUNT}:execution:another-machine:run-1`;
       expect(await decide(roleId, action, resource)).toBe(expected);
     });
 
