@@ -362,6 +362,9 @@ describe.runIf(available)(
       ['ReconcilerRole', 'states:SendTaskFailure', 'any', 'Allowed'],
       ['GetRunRole', 'states:SendTaskSuccess', 'any', 'ImplicitlyDenied'],
       ['CreateJobRole', 'states:SendTaskSuccess', 'any', 'ImplicitlyDenied'],
+      // The stream event source's ListStreams: no resource type either.
+      ['EventsOutboxRole', 'dynamodb:ListStreams', 'any', 'Allowed'],
+      ['EventsDeliveryRole', 'dynamodb:ListStreams', 'any', 'ImplicitlyDenied'],
       ['ReconcilerRole', 'states:DescribeExecution', 'execution', 'Allowed'],
       ['CancelRunRole', 'states:StopExecution', 'execution', 'Allowed'],
       ['CancelRunRole', 'states:StopExecution', 'other-execution', 'ImplicitlyDenied'],
