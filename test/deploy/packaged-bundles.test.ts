@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageCommand, type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JWT_CLAIMS_HEADER, PRINCIPAL_HEADER } from '../../local/http-api.ts';
@@ -228,6 +229,48 @@ describe.runIf(available)('the packaged bundles, run as AWS runs them', () => {
     expect(body).toMatchObject({ runId, phase: 'Succeeded' });
     expect(stack.eks.callers.length).toBeGreaterThan(0);
     expect(stack.eks.refused).toEqual([]);
+    // DynamoDB Streams: the run's record change (NEW_AND_OLD_IMAGES) → the packaged outbox,
+    // answered with batchItemFailures.
+    const raw = new DynamoDBClient({
+      endpoint: stack.table.endpoint,
+      region: REGION,
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    });
+    const item = (
+      await raw.send(
+        new GetItemCommand({
+          TableName: stack.resolver.ref('StateTable'),
+          Key: { pk: { S: `run#${runId}` } },
+        }),
+      )
+    ).Item as Record<string, { S?: string }>;
+    raw.destroy();
+    const before = { ...JSON.parse(item.body?.S ?? '{}'), phase: 'Publishing' };
+    const streamed = await stack.invoke('eventsOutbox', {
+      Records: [
+        {
+          eventID: '1f0f2c4b9a1e4c0d8e2b',
+          eventName: 'MODIFY',
+          eventVersion: '1.1',
+          eventSource: 'aws:dynamodb',
+          awsRegion: REGION,
+          dynamodb: {
+            ApproximateCreationDateTime: Math.floor(Date.now() / 1000),
+            Keys: { pk: { S: `run#${runId}` } },
+            NewImage: item,
+            OldImage: { ...item, body: { S: JSON.stringify(before) } },
+            SequenceNumber: '4900000000000000000000001',
+            SizeBytes: 2048,
+            StreamViewType: 'NEW_AND_OLD_IMAGES',
+          },
+          eventSourceARN: stack.resolver.getAtt('StateTable', 'StreamArn'),
+        },
+      ],
+    });
+    expect(streamed, stack.output('eventsOutbox')).toMatchObject({
+      ok: true,
+      result: { batchItemFailures: [] },
+    });
     const reconciled = await reconciling;
     expect(reconciled.ok, stack.output('reconciler')).toBe(true);
   }, 150_000);
