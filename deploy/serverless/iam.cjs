@@ -12,7 +12,12 @@
  *   Functions logging requires them on `*` (they manage log deliveries, not a log group);
  * - with VPC params set, ec2:CreateNetworkInterface / DescribeNetworkInterfaces / DescribeSubnets
  *   for the functions that run in the VPC (Lambda's documented requirement; the managed
- *   AWSLambdaVPCAccessExecutionRole does the same).
+ *   AWSLambdaVPCAccessExecutionRole does the same);
+ * - states:SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat (awaitJob, the reconciler): the
+ *   Service Authorization Reference lists no resource type for them, so a statement naming the state
+ *   machine never matches them (the task token itself is the capability);
+ * - dynamodb:ListStreams (eventsOutbox's stream event source): no resource type either.
+ * test/deploy/least-privilege.test.ts evaluates every role against the calls its function makes.
  * EKS bearer tokens need no permission: they are presigned sts:GetCallerIdentity URLs.
  */
 const { clusterArn, load } = require('./gantry-config.cjs');
@@ -193,12 +198,15 @@ const statements = {
     Action: ['states:DescribeExecution'],
     Resource: [executionsArn(ctx.stateMachineName)],
   }),
-  /** Answer the callback tasks' tokens: only await-job and the reconciler. */
+  /**
+   * Answer the callback tasks' tokens: only await-job and the reconciler. These actions take no
+   * resource (a statement scoped to the state machine grants nothing): `*`, as AWS requires.
+   */
   answerTasks: () => ({
-    Sid: 'AnswerTaskTokens',
+    Sid: 'AnswerTaskTokensRequiresWildcard',
     Effect: 'Allow',
     Action: ['states:SendTaskSuccess', 'states:SendTaskFailure', 'states:SendTaskHeartbeat'],
-    Resource: [stateMachineArn(ctx.stateMachineName)],
+    Resource: '*',
   }),
   enqueueRuns: () => ({
     Sid: 'EnqueueRuns',
@@ -260,13 +268,15 @@ const statements = {
   readStateStream: () => ({
     Sid: 'ReadStateStream',
     Effect: 'Allow',
-    Action: [
-      'dynamodb:DescribeStream',
-      'dynamodb:GetRecords',
-      'dynamodb:GetShardIterator',
-      'dynamodb:ListStreams',
-    ],
+    Action: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'],
     Resource: [TABLE_STREAM_ARN],
+  }),
+  /** ListStreams takes no resource (it lists stream ARNs, no data): `*`, as AWS requires. */
+  listStateStreams: () => ({
+    Sid: 'ListStreamsRequiresWildcard',
+    Effect: 'Allow',
+    Action: ['dynamodb:ListStreams'],
+    Resource: '*',
   }),
   enqueueEvents: () => ({
     Sid: 'EnqueueLifecycleEvents',
@@ -429,11 +439,24 @@ const FUNCTIONS = {
   },
   // the metric channel's consumer: reads metric objects, writes runs/<id>/metric-history.json and the
   // run record (a history that does not exist yet needs the existence checks to read as missing).
+  // A trial run's metrics keep its sweep objective's series: it reads the sweep item (objectiveOf).
   metricsIntake: {
-    statements: () => [statements.consumeMetrics(), writeState('run'), readWriteRuns, existenceChecks],
+    statements: () => [
+      statements.consumeMetrics(),
+      writeState('run'),
+      readState('sweep'),
+      readWriteRuns,
+      existenceChecks,
+    ],
   },
   // lifecycle events: the table's stream → the events queue; the queue → EventBridge and webhooks
-  eventsOutbox: { statements: () => [statements.readStateStream(), statements.enqueueEvents()] },
+  eventsOutbox: {
+    statements: () => [
+      statements.readStateStream(),
+      statements.listStateStreams(),
+      statements.enqueueEvents(),
+    ],
+  },
   eventsDelivery: {
     statements: () => [statements.consumeEvents(), statements.putEvents(), statements.readWebhookSecrets()],
   },
