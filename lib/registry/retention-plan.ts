@@ -53,7 +53,8 @@ export interface RetentionPlan {
 export function planRetention(input: PlanInput): RetentionPlan {
   const { last, protectedVersions, maxRetire } = input;
   const keep = Math.max(1, Math.floor(input.keepLastVersions));
-  const examined = Math.min(input.state?.examinedThrough ?? 0, last);
+  // Never past the last `keep` (a state from a smaller N): looking at a version again is harmless.
+  const examined = Math.min(input.state?.examinedThrough ?? 0, Math.max(0, last - keep));
   const oldKept = [...new Set(input.state?.kept ?? [])].filter((v) => v <= examined).sort((a, b) => a - b);
   // Versions older than the last `keep`: the candidates not looked at yet.
   const through = Math.max(examined, last - keep);
