@@ -40,6 +40,7 @@ import type {
 } from '../lib/ports.ts';
 import { makeAliases } from '../lib/registry/aliases.ts';
 import { makePromoter } from '../lib/registry/promote.ts';
+import { makeRetention } from '../lib/registry/retention.ts';
 import type { JobLocation } from '../lib/run/record.ts';
 import { makeRunRecords, type RunRecords } from '../lib/run/records.ts';
 import type { StateTable } from '../lib/state/table.ts';
@@ -114,6 +115,15 @@ export const promoter = /* @__PURE__ */ lazily(() =>
     store: store(),
     aliases: aliases(),
     policies: (team) => config().teams.find((t) => t.name === team)?.promotion ?? [],
+  }),
+);
+/** The teams' retention (lib/registry/retention.ts), swept by NotifyServing after a publish. */
+export const retention = /* @__PURE__ */ lazily(() =>
+  makeRetention({
+    store: store(),
+    aliases: aliases(),
+    clock,
+    settings: (team) => config().teams.find((t) => t.name === team)?.retention,
   }),
 );
 export const artifactStore = /* @__PURE__ */ lazily(

@@ -135,6 +135,32 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
       ),
     );
 
+  const keepLastVersions = z
+    .number()
+    .check(z.int('must be an integer'), z.gte(1, 'must be 1 or more: the newest version is always kept'));
+  /**
+   * Retention (lib/registry/retention.ts): how many of a model's newest versions keep their files;
+   * older ones no alias (nor `latest`) points at are retired — files deleted, manifest kept.
+   */
+  const RetentionSchema = z
+    .strictObject({
+      /** Every model of the team; absent → keep every version of models not named in `models`. */
+      keepLastVersions: z.optional(keepLastVersions),
+      /** Per model (`modelName` → its own count), winning over the team's. */
+      models: z.optional(
+        z.record(
+          z.string().check(z.regex(RFC1035_LABEL, 'must be a model name (an RFC 1035 label)')),
+          z.strictObject({ keepLastVersions }),
+        ),
+      ),
+    })
+    .check(
+      z.refine(
+        (r) => r.keepLastVersions !== undefined || Object.keys(r.models ?? {}).length > 0,
+        'retention needs keepLastVersions or at least one entry in models',
+      ),
+    );
+
   const TeamConfigSchema = z.strictObject({
     name,
     /**
@@ -244,6 +270,11 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
         ),
       ),
     ),
+    /**
+     * Retention of published versions (docs/model-registry.md#retention). Default: none (every
+     * version keeps its files).
+     */
+    retention: z.optional(RetentionSchema),
   });
 
   /** A JWT claim name: `sub`, `email`, `cognito:groups`, `https://example.com/roles`… */

@@ -123,6 +123,16 @@ const registryWrite = {
 };
 
 /**
+ * Retention (lib/registry/retention.ts), swept by NotifyServing after a publish: an old version's
+ * manifest is rewritten with `retired` (and back, when an alias moved to it meanwhile), its other
+ * objects deleted, and the sweep's mark `models/<model>/retention.json` written.
+ */
+const retentionWrite = {
+  ...objects(['s3:PutObject', 's3:DeleteObject'], 'models/*'),
+  Sid: 'RetentionRetireVersions',
+};
+
+/**
  * Without s3:ListBucket, S3 answers GetObject on a missing key with 403 AccessDenied instead of
  * 404 NoSuchKey; the record store reads "no such run" from NoSuchKey (an unknown run id is a 404
  * in the API, a redelivered message or an orphan job is a normal case). The existence check is
@@ -478,12 +488,13 @@ const FUNCTIONS = {
     ],
   },
   // Reads the published manifest (models/<model>/<version>/manifest.json) to send it, then applies
-  // the team's promotion policies to the model's aliases (lib/registry).
+  // the team's promotion policies to the model's aliases and its retention (lib/registry).
   notifyServing: {
     statements: () => [
       writeState('run'),
       registryRead,
       registryWrite,
+      retentionWrite,
       existenceChecks,
       statements.notifyServing(),
     ],

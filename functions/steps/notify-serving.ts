@@ -1,6 +1,7 @@
 import middy from '@middy/core';
 import { makeNotifyServing } from '../../lib/orchestration/steps.ts';
-import { artifactStore, clock, env, promoter, records, store } from '../_deps.ts';
+import { artifactStore, clock, env, promoter, records, retention, store } from '../_deps.ts';
+import { logLine } from '../_log.ts';
 import { lazyStep, type StepInput, servingOf, stepHandler, stepOptions } from './_steps.ts';
 
 /** Only what `notifyServing` calls (see _steps.ts). */
@@ -11,6 +12,8 @@ const notifyServing = lazyStep(makeNotifyServing, () => ({
   artifacts: artifactStore(),
   modelsBucket: env().GANTRY_BUCKET,
   promoter: promoter(),
+  retention: retention(),
+  log: (line) => logLine({ service: 'gantry-steps', ...line }),
   ...servingOf(),
 }));
 

@@ -56,6 +56,11 @@ export interface ModelManifest {
   files: ManifestFile[];
   totals: { files: number; bytes: number };
   timestamps: { runCreatedAt?: string; publishStartedAt: string; publishedAt: string };
+  /**
+   * Set by retention (lib/registry/retention.ts) when the version's files were deleted: the manifest
+   * stays, with its file list, as the version's lineage. No alias may point at a retired version.
+   */
+  retired?: { at: string; reason: string };
 }
 
 export interface ManifestInput {

@@ -68,6 +68,8 @@ export interface Notification {
   reason?: string;
   /** What the version did to the model's aliases (lib/registry): one entry per promotion policy. */
   promotions?: PromotionNote[];
+  /** What retention did after the publish (lib/registry/retention.ts): versions retired, or why it could not. */
+  retention?: { retired: number[]; kept: number[] } | { error: string };
 }
 
 export interface ModelPublisherDeps {

@@ -32,6 +32,11 @@ const AliasViewSchema = z.extend(z.partial(AliasPointerSchema), {
   pending: z.described(z.optional(PendingSchema), 'A version waiting for approval (policy manual)'),
 });
 
+const RetiredSchema = z.described(
+  z.optional(z.strictObject({ at: z.string(), reason: z.string() })),
+  "Retention deleted the version's files (docs/model-registry.md#retention); its manifest is kept",
+);
+
 const VersionSummarySchema = z.strictObject({
   version: z.number(),
   runId: z.string(),
@@ -44,6 +49,7 @@ const VersionSummarySchema = z.strictObject({
   ),
   totals: z.strictObject({ files: z.number(), bytes: z.number() }),
   aliases: z.array(z.string()),
+  retired: RetiredSchema,
 });
 
 export const ModelListSchema = z.strictObject({
@@ -74,6 +80,7 @@ export const ModelVersionSchema = z.looseObject({
   manifestUri: z.string(),
   metrics: z.record(z.string(), Value),
   aliases: z.array(z.string()),
+  retired: RetiredSchema,
 });
 
 export const AliasMovedSchema = z.strictObject({ alias: AliasPointerSchema });

@@ -83,6 +83,8 @@ export function versionSummary(m: ModelManifest, aliases: readonly AliasPointer[
     lineage: m.lineage,
     totals: m.totals,
     aliases: aliases.filter((a) => a.version === m.version).map((a) => a.alias),
+    // Retention deleted the version's files; the manifest stays as its lineage.
+    ...(m.retired ? { retired: m.retired } : {}),
   };
 }
 

@@ -2,6 +2,7 @@ import type { ArtifactStore, ServingEvents } from '../artifacts/ports.ts';
 import type { ArchiveJobLogs } from '../logs/archive.ts';
 import type { CallOptions, Clock, ClusterGateway, ObjectStore, WorkflowEngine } from '../ports.ts';
 import type { Promoter } from '../registry/promote.ts';
+import type { Retention } from '../registry/retention.ts';
 import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { RunSpec, TrialRef } from '../run/spec.ts';
@@ -24,6 +25,11 @@ export interface StepDeps {
   serving?: ServingEvents;
   /** The team's promotion policies applied to a published version (lib/registry); absent → none. */
   promoter?: Promoter;
+  /**
+   * The team's retention (lib/registry/retention.ts), swept after a version's promotions; absent →
+   * every version keeps its files. Its failure is logged, never the run's.
+   */
+  retention?: Retention;
   /**
    * Called when a sweep trial's run ends, so the sweep releases its next trials at once. Its
    * failure is logged, never the run's: the reconciler advances every active sweep each tick.
@@ -88,7 +94,7 @@ export type PublishArtifactsDeps = Pick<
 >;
 export type NotifyServingDeps = Pick<
   StepDeps,
-  'records' | 'store' | 'artifacts' | 'modelsBucket' | 'clock' | 'serving' | 'promoter'
+  'records' | 'store' | 'artifacts' | 'modelsBucket' | 'clock' | 'serving' | 'promoter' | 'retention' | 'log'
 >;
 export type CleanupDeps = Pick<StepDeps, 'gateway' | 'archiveLogs'>;
 export type NextAttemptDeps = Pick<StepDeps, 'gateway' | 'records' | 'clock' | 'log' | 'archiveLogs'>;

@@ -1,6 +1,6 @@
 import { manifestKey } from '../artifacts/layout.ts';
 import type { ModelManifest } from '../artifacts/manifest.ts';
-import { ConcurrentUpdateError, NotFoundError, TerminalError } from '../errors.ts';
+import { ConcurrentUpdateError, NotFoundError, TerminalError, ValidationError } from '../errors.ts';
 import type { CallOptions, Clock, ObjectStore } from '../ports.ts';
 import {
   aliasesPrefix,
@@ -89,6 +89,15 @@ export function makeAliases(deps: { store: ObjectStore; clock: Clock }) {
     const { model, alias, version } = input;
     const manifest = await store.getJson<ModelManifest>(manifestKey(model, version), opts);
     if (!manifest) throw new NotFoundError(`model ${model} has no published version ${version}`);
+    if (manifest.value.retired) {
+      // Retention deleted its files (lib/registry/retention.ts): serving could not load it.
+      throw new ValidationError([
+        {
+          field: 'version',
+          rule: `version ${version} of ${model} was retired (${manifest.value.retired.at}): its files were deleted, so no alias can point at it`,
+        },
+      ]);
+    }
     const current = await get(model, alias, opts);
     const now = current?.value.version ?? null;
     if (input.expectedVersion !== undefined && input.expectedVersion !== now) {

@@ -227,6 +227,8 @@ const RUN_LOGS_ARCHIVE = ['s3:GetObject', 's3:PutObject', 's3:ListBucket'];
 /** The model registry (lib/registry): aliases, their history, pending approvals, the teams' model index. */
 const REGISTRY_R = ['s3:GetObject', 's3:ListBucket'];
 const REGISTRY_RW = [...REGISTRY_R, 's3:PutObject', 's3:DeleteObject'];
+/** Retention (lib/registry/retention.ts): retired manifests rewritten, the versions' other objects deleted. */
+const RETENTION = ['s3:PutObject', 's3:DeleteObject'];
 const EXPECTED_ACTIONS: Record<string, string[]> = {
   submitRun: [...LOGS, ...STATE_RW, 's3:GetObject', 's3:ListBucket', 'sqs:SendMessage'],
   getRun: [...LOGS, ...STATE_R],
@@ -314,7 +316,7 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
   awaitJob: [...LOGS, ...EKS, ...ANSWER],
   checkJob: [...LOGS, ...EKS],
   publishArtifacts: [...LOGS, ...STATE_RW, ...RUNS_RW, 's3:AbortMultipartUpload', 's3:ListBucket'],
-  notifyServing: [...LOGS, ...STATE_RW, ...REGISTRY_RW, 'sqs:SendMessage'],
+  notifyServing: [...LOGS, ...STATE_RW, ...REGISTRY_RW, ...RETENTION, 'sqs:SendMessage'],
   listModels: [...LOGS, ...REGISTRY_R],
   getModel: [...LOGS, ...REGISTRY_R],
   getModelVersion: [...LOGS, ...REGISTRY_R],
@@ -613,6 +615,17 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
       expect(logs.flatMap((s) => list(s.Resource)).map(render), key).toEqual([
         `arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws/lambda/${fn.Properties.FunctionName}:*`,
       ]);
+    }
+  });
+
+  it("lets only NotifyServing (retention) delete a version's objects: everyone else deletes at most alias files", () => {
+    for (const [id, fn] of fns) {
+      const deletes = roleOf(t, fn)
+        .statements.filter((s) => list(s.Action).includes('s3:DeleteObject'))
+        .flatMap((s) => list(s.Resource).map(render));
+      const key = functionKey(id);
+      if (key === 'notifyServing') expect(deletes, key).toContain('<GantryBucket.Arn>/models/*');
+      else expect(deletes, key).not.toContain('<GantryBucket.Arn>/models/*');
     }
   });
 

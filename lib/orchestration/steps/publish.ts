@@ -90,19 +90,42 @@ export function makeNotifyServing(deps: NotifyServingDeps) {
     }
     await records.update(run.runId, { artifacts: recordArtifacts(artifacts) }, opts);
     const notification = await publisher.notify({ run, artifacts }, deps.serving, opts);
-    if (!deps.promoter || !artifacts.published || artifacts.version === undefined) return notification;
-    // After the version's own event: serving hears of a version before an alias points at it.
-    const decisions = await deps.promoter.promoteVersion(
-      artifacts.model,
-      artifacts.version,
-      deps.serving,
-      opts,
-    );
-    if (decisions.length === 0) return notification;
-    const promotions = decisions.map(({ alias, outcome, reason }) => ({ alias, outcome, reason }));
-    await records.update(run.runId, { artifacts: { ...recordArtifacts(artifacts), promotions } }, opts);
-    return { ...notification, promotions };
+    if (!artifacts.published || artifacts.version === undefined) return notification;
+    let out = notification;
+    if (deps.promoter) {
+      // After the version's own event: serving hears of a version before an alias points at it.
+      const decisions = await deps.promoter.promoteVersion(
+        artifacts.model,
+        artifacts.version,
+        deps.serving,
+        opts,
+      );
+      if (decisions.length > 0) {
+        const promotions = decisions.map(({ alias, outcome, reason }) => ({ alias, outcome, reason }));
+        await records.update(run.runId, { artifacts: { ...recordArtifacts(artifacts), promotions } }, opts);
+        out = { ...out, promotions };
+      }
+    }
+    // After the promotions: a version an alias just left can go, one it just reached stays.
+    const retention = deps.retention ? await sweepRetention(deps, run, artifacts.model, opts) : undefined;
+    return retention ? { ...out, retention } : out;
   }
 
   return notifyServing;
+}
+
+/** The model's retention sweep; its failure is the sweep's (logged, retried by the next publish), never the run's. */
+async function sweepRetention(
+  deps: NotifyServingDeps,
+  run: RunInput['run'],
+  model: string,
+  opts?: CallOptions,
+): Promise<Notification['retention']> {
+  try {
+    const result = await deps.retention?.sweep(model, run.request.team, opts);
+    return result ? { retired: result.retired, kept: result.kept } : undefined;
+  } catch (err) {
+    deps.log?.({ level: 'WARN', msg: 'retention sweep failed', runId: run.runId, model, error: String(err) });
+    return { error: String(err) };
+  }
 }
