@@ -127,10 +127,14 @@ const registryWrite = {
  * manifest is rewritten with `retired` (and back, when an alias moved to it meanwhile), its other
  * objects deleted, and the sweep's mark `models/<model>/retention.json` written.
  */
-const retentionWrite = {
-  ...objects(['s3:PutObject', 's3:DeleteObject'], 'models/*'),
-  Sid: 'RetentionRetireVersions',
-};
+const retentionWrite = [
+  // Writes only manifests and the mark: a version's files are never written here, only deleted.
+  {
+    ...objects(['s3:PutObject'], 'models/*/manifest.json', 'models/*/retention.json'),
+    Sid: 'RetentionMarks',
+  },
+  { ...objects(['s3:DeleteObject'], 'models/*'), Sid: 'RetentionRetireVersions' },
+];
 
 /**
  * Without s3:ListBucket, S3 answers GetObject on a missing key with 403 AccessDenied instead of
@@ -494,7 +498,7 @@ const FUNCTIONS = {
       writeState('run'),
       registryRead,
       registryWrite,
-      retentionWrite,
+      ...retentionWrite,
       existenceChecks,
       statements.notifyServing(),
     ],

@@ -197,7 +197,8 @@ describe.runIf(available)(
       ['PublishArtifactsRole', 'put data/vision/y.parquet', 'AccessDenied'],
       ['PublishArtifactsRole', 'send ServingQueue', 'AccessDenied'],
       ['NotifyServingRole', 'send ServingQueue', 'ok'],
-      ['NotifyServingRole', 'put models/resnet-lp/9/manifest.json', 'AccessDenied'],
+      // Retention rewrites manifests (retired) and deletes a version's files; it never writes them.
+      ['NotifyServingRole', 'put models/resnet-lp/9/model.bin', 'AccessDenied'],
       ['NotifyServingRole', 'send RunsQueue', 'AccessDenied'],
       ['ReconcilerRole', 'send RunsQueue', 'ok'],
       ['ReconcilerRole', 'put runs/other/metric-history.json', 'ok'],

@@ -4,7 +4,13 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { DeleteMessageCommand, type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
+  type Message,
+  ReceiveMessageCommand,
+} from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JWT_CLAIMS_HEADER, PRINCIPAL_HEADER } from '../../local/http-api.ts';
 import { printedApiUrl } from '../helpers/dev-process.ts';
@@ -156,6 +162,93 @@ describe.runIf(available)('the packaged bundles, run as AWS runs them', () => {
       expect(JSON.parse(res.body)).toMatchObject({ phase: 'Accepted', runId: expect.any(String) });
     },
   );
+
+  it("S3 notifications through the data-events queue: S3's test event is acknowledged; a partition's marker starts a retraining run", async () => {
+    // What S3 sends the queue when the notification is configured, then an ObjectCreated record
+    // (event notification structure 2.1) for the marker of a partition whose data is there.
+    await stack.s3.send(
+      new PutObjectCommand({
+        Bucket: stack.bucket,
+        Key: 'data/vision/daily/dt=2026-12-05/part-0.parquet',
+        Body: 'rows',
+      }),
+    );
+    const marker = await stack.s3.send(
+      new PutObjectCommand({
+        Bucket: stack.bucket,
+        Key: 'data/vision/daily/dt=2026-12-05/_SUCCESS',
+        Body: '',
+      }),
+    );
+    const testEvent = {
+      Service: 'Amazon S3',
+      Event: 's3:TestEvent',
+      Time: new Date().toISOString(),
+      Bucket: stack.bucket,
+      RequestId: '5582815E1AEA5ADF',
+      HostId: 'example-host-id',
+    };
+    const created = {
+      Records: [
+        {
+          eventVersion: '2.1',
+          eventSource: 'aws:s3',
+          awsRegion: REGION,
+          eventTime: new Date().toISOString(),
+          eventName: 'ObjectCreated:Put',
+          userIdentity: { principalId: 'AWS:AIDAEXAMPLE' },
+          requestParameters: { sourceIPAddress: '10.0.0.1' },
+          responseElements: { 'x-amz-request-id': 'C3D13FE58DE4C810', 'x-amz-id-2': 'example' },
+          s3: {
+            s3SchemaVersion: '1.0',
+            configurationId: 'data-events',
+            bucket: {
+              name: stack.bucket,
+              ownerIdentity: { principalId: 'A3NL1KOZZKExample' },
+              arn: `arn:aws:s3:::${stack.bucket}`,
+            },
+            object: {
+              key: 'data/vision/daily/dt%3D2026-12-05/_SUCCESS',
+              size: 0,
+              eTag: (marker.ETag ?? '').replace(/"/g, ''),
+              sequencer: '0055AED6DCD90281E5',
+            },
+          },
+        },
+      ],
+    };
+    const queue = stack.queues.get('DataEventsQueue') as { arn: string; url: string };
+    const batch = sqsEvent(queue.arn, [
+      { messageId: 'test-event', receiptHandle: 'r1', body: JSON.stringify(testEvent) },
+      { messageId: 'marker', receiptHandle: 'r2', body: JSON.stringify(created) },
+    ]);
+    const answered = await stack.invoke('dataIntake', batch);
+    expect(answered.ok, stack.output('dataIntake')).toBe(true);
+    expect((answered as { result: unknown }).result).toEqual({ batchItemFailures: [] });
+    // The rule's run, on the runs queue: team vision, its model, trained on that partition.
+    const messages = await receiveAll(stack, 'RunsQueue', 1);
+    const bodies = messages.map((m) => JSON.parse(m.Body as string));
+    const run = bodies.find((b) => JSON.stringify(b).includes('resnet-daily'));
+    expect(run, JSON.stringify(bodies).slice(0, 2000)).toBeDefined();
+    expect(JSON.stringify(run)).toContain('data/vision/daily/dt=2026-12-05/');
+    // Take this run off the queue; put back the caller tests' runs, which the next test consumes.
+    const runsQueue = stack.queues.get('RunsQueue') as { url: string };
+    for (const m of messages) {
+      const mine = JSON.stringify(JSON.parse(m.Body as string)).includes('resnet-daily');
+      if (mine)
+        await stack.sqs.send(
+          new DeleteMessageCommand({ QueueUrl: runsQueue.url, ReceiptHandle: m.ReceiptHandle }),
+        );
+      else
+        await stack.sqs.send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: runsQueue.url,
+            ReceiptHandle: m.ReceiptHandle,
+            VisibilityTimeout: 0,
+          }),
+        );
+    }
+  });
 
   it('a caller in no team gets 403 naming the rule; a bad body 400 naming the field', async () => {
     const stranger = await stack.invoke('submitRun', submit(STRANGER, 'stranger'));

@@ -671,7 +671,7 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
               // owns a model name (read at submit); models/*/aliases/*, registry/teams/*: the registry's
               // aliases and the teams' model index.
               expect(r, id).toMatch(
-                /^<GantryBucket\.Arn>\/((runs|models)\/\*|runs\/\*\/logs\/\*|models\/\*\/(owner|latest|manifest)\.json|models\/\*\/aliases\/\*|registry\/teams\/\*)$/,
+                /^<GantryBucket\.Arn>\/((runs|models)\/\*|runs\/\*\/logs\/\*|models\/\*\/(owner|latest|manifest|retention)\.json|models\/\*\/aliases\/\*|registry\/teams\/\*)$/,
               );
             if (r.includes(':states:')) expect(r, id).toContain(':gantry-dev-training-run');
             if (r !== '*' && list(s.Action).some((a) => a.startsWith('dynamodb:')))

@@ -125,9 +125,14 @@ export const lambdaLogicalId = (key: string) => `${key[0]?.toUpperCase()}${key.s
 export interface Resolver {
   ref(logicalId: string): string;
   getAtt(logicalId: string, attribute: string): string;
+  /** A template condition's value; absent → false (every param at its default, none pinned). */
+  condition?(name: string): boolean;
 }
 
-/** An intrinsic-function value of the template, resolved (Ref, Fn::GetAtt, Fn::Join, Fn::Sub without variables). */
+/** The stack id the stand-ins give the stack (the bucket's name ends with its first 8 hex digits). */
+export const STACK_ID = `arn:aws:cloudformation:${REGION}:${ACCOUNT}:stack/gantry-${STAGE}/5f0e8a2c-1b3d-4e5f-8a9b-0c1d2e3f4a5b`;
+
+/** An intrinsic-function value of the template, resolved (Ref, Fn::GetAtt, Fn::Join, Fn::Sub, Fn::If, Fn::Select, Fn::Split). */
 export function resolveValue(v: unknown, r: Resolver): unknown {
   if (typeof v !== 'object' || v === null) return v;
   if (Array.isArray(v)) return v.map((x) => resolveValue(x, r));
@@ -138,6 +143,7 @@ export function resolveValue(v: unknown, r: Resolver): unknown {
       'AWS::Region': REGION,
       'AWS::AccountId': ACCOUNT,
       'AWS::URLSuffix': 'amazonaws.com',
+      'AWS::StackId': STACK_ID,
     };
     return pseudo[o.Ref] ?? r.ref(o.Ref);
   }
@@ -148,6 +154,18 @@ export function resolveValue(v: unknown, r: Resolver): unknown {
   if (o['Fn::Join']) {
     const [sep, parts] = o['Fn::Join'] as [string, unknown[]];
     return parts.map((p) => String(resolveValue(p, r))).join(sep);
+  }
+  if (o['Fn::If']) {
+    const [name, yes, no] = o['Fn::If'] as [string, unknown, unknown];
+    return resolveValue(r.condition?.(name) ? yes : no, r);
+  }
+  if (o['Fn::Split']) {
+    const [sep, text] = o['Fn::Split'] as [string, unknown];
+    return String(resolveValue(text, r)).split(sep);
+  }
+  if (o['Fn::Select']) {
+    const [i, list] = o['Fn::Select'] as [number | string, unknown];
+    return (resolveValue(list, r) as unknown[])[Number(i)];
   }
   if (o['Fn::Sub']) {
     const [text, vars] = (Array.isArray(o['Fn::Sub']) ? o['Fn::Sub'] : [o['Fn::Sub'], {}]) as [string, Json];
