@@ -338,7 +338,13 @@ describe.runIf(available)('the packaged bundles, run as AWS runs them', () => {
       )
     ).Item as Record<string, { S?: string }>;
     raw.destroy();
-    const before = { ...JSON.parse(item.body?.S ?? '{}'), phase: 'Publishing' };
+    // The change that ended the run: the image before it has every transition but the last.
+    const after = JSON.parse(item.body?.S ?? '{}') as { transitions: Array<{ phase: string }> };
+    const before = {
+      ...after,
+      phase: after.transitions.at(-2)?.phase,
+      transitions: after.transitions.slice(0, -1),
+    };
     const streamed = await stack.invoke('eventsOutbox', {
       Records: [
         {
@@ -364,6 +370,11 @@ describe.runIf(available)('the packaged bundles, run as AWS runs them', () => {
       ok: true,
       result: { batchItemFailures: [] },
     });
+    // The outbox queued the run's new event (its Succeeded) for delivery.
+    const queued = await receiveAll(stack, 'EventsQueue', 1);
+    expect(queued.map((m) => m.Body).join('\n'), stack.output('eventsOutbox')).toContain(
+      'gantry.run.succeeded',
+    );
     const reconciled = await reconciling;
     expect(reconciled.ok, stack.output('reconciler')).toBe(true);
   }, 150_000);
