@@ -176,3 +176,11 @@ export function shortDuration(seconds: number): string {
   const h = Math.floor(m / 60);
   return `${h}h${String(m % 60).padStart(2, '0')}m`;
 }
+
+/** "likely to start in ~12m (8m–20m)": the estimate in one phrase (the CLI's watch line). */
+export function startPhrase(
+  e: Pick<StartEstimate, 'earliestSeconds' | 'likelySeconds' | 'latestSeconds'>,
+): string {
+  if (e.latestSeconds <= 0) return 'likely to start now';
+  return `likely to start in ~${shortDuration(e.likelySeconds)} (${shortDuration(e.earliestSeconds)}–${shortDuration(e.latestSeconds)})`;
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { estimateStart, shortDuration } from '../../../lib/queue/estimate.ts';
+import { estimateStart, shortDuration, startPhrase } from '../../../lib/queue/estimate.ts';
 
 /** The start estimate's forward simulation, on cases computed by hand. */
 describe('estimateStart', () => {
@@ -106,5 +106,16 @@ describe('estimateStart', () => {
 describe('shortDuration', () => {
   it('says minutes and hours', () => {
     expect([0, 30, 720, 7500].map(shortDuration)).toEqual(['now', '<1m', '12m', '2h05m']);
+  });
+});
+
+describe('startPhrase', () => {
+  it('says the likely start and the range', () => {
+    expect(startPhrase({ earliestSeconds: 480, likelySeconds: 720, latestSeconds: 1200 })).toBe(
+      'likely to start in ~12m (8m–20m)',
+    );
+    expect(startPhrase({ earliestSeconds: 0, likelySeconds: 0, latestSeconds: 0 })).toBe(
+      'likely to start now',
+    );
   });
 });
