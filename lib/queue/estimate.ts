@@ -131,7 +131,7 @@ export function estimateStart(input: EstimateInput): StartEstimate | undefined {
   if (quota === undefined) {
     quota = Math.max(held, input.gpus);
     said.add(
-      `quota not known: taken as the ${quota} GPUs the running runs hold (the queue is full while runs wait)`,
+      `quota not known: taken as ${quota} GPUs, what the running runs hold or at least this run's (the queue is full while runs wait)`,
     );
   }
   if (input.gpus > quota) return undefined;

@@ -66,9 +66,7 @@ export interface QueuePositionDeps {
   records: RunRecords;
   config: GantryConfig;
   table: Pick<StateTable, 'query'>;
-  gateway: (cluster: string) => Promise<Pick<ClusterGateway, 'pendingWorkloads'>>;
-  /** The LocalQueue's GPU quota when it can be read (undefined: the estimate assumes one and says so). */
-  queueGpuQuota?: (record: RunRecord, queue: string, opts?: CallOptions) => Promise<number | undefined>;
+  gateway: (cluster: string) => Promise<Pick<ClusterGateway, 'pendingWorkloads' | 'queueGpuQuota'>>;
   clock: Clock;
 }
 
@@ -125,7 +123,8 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
     ];
     let quotaGpus: number | undefined;
     try {
-      quotaGpus = await deps.queueGpuQuota?.(record, queue, opts);
+      const gateway = await deps.gateway(record.spec.cluster);
+      quotaGpus = await gateway.queueGpuQuota?.(record.spec.namespace, queue, opts);
     } catch {
       // Not readable (not allowed, the cluster down): the estimate assumes one and says so.
       quotaGpus = undefined;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { gpuNominalQuota } from '../../../lib/adapters/kubernetes/gateway.ts';
 import { estimateStart, shortDuration, startPhrase } from '../../../lib/queue/estimate.ts';
 
 /** The start estimate's forward simulation, on cases computed by hand. */
@@ -86,7 +87,7 @@ describe('estimateStart', () => {
     const e = estimateStart({ running: [{ gpus: 6, etaSeconds: 100 }], ahead: [{}], gpus: 2 });
     // Quota 6: the workload ahead (unknown: 2 GPUs assumed, 1 h assumed) and this run fit at 100.
     expect(e?.likelySeconds).toBe(100);
-    expect(e?.basis).toContain('quota not known: taken as the 6 GPUs');
+    expect(e?.basis).toContain('quota not known: taken as 6 GPUs, what the running runs hold');
     expect(e?.basis).toContain('unknown size');
   });
 
@@ -117,5 +118,36 @@ describe('startPhrase', () => {
     expect(startPhrase({ earliestSeconds: 0, likelySeconds: 0, latestSeconds: 0 })).toBe(
       'likely to start now',
     );
+  });
+});
+
+describe('gpuNominalQuota', () => {
+  it("sums a ClusterQueue's nvidia.com/gpu nominal quota over its flavors (numbers or quantity strings)", () => {
+    const cq = {
+      spec: {
+        resourceGroups: [
+          {
+            coveredResources: ['cpu', 'nvidia.com/gpu'],
+            flavors: [
+              {
+                name: 'a100',
+                resources: [
+                  { name: 'cpu', nominalQuota: 64 },
+                  { name: 'nvidia.com/gpu', nominalQuota: 8 },
+                ],
+              },
+              { name: 'h100', resources: [{ name: 'nvidia.com/gpu', nominalQuota: '4' }] },
+            ],
+          },
+        ],
+      },
+    };
+    expect(gpuNominalQuota(cq)).toBe(12);
+    expect(
+      gpuNominalQuota({
+        spec: { resourceGroups: [{ flavors: [{ resources: [{ name: 'cpu', nominalQuota: 8 }] }] }] },
+      }),
+    ).toBeUndefined();
+    expect(gpuNominalQuota(undefined)).toBeUndefined();
   });
 });
