@@ -48,9 +48,8 @@ export function runningJob(record: RunRecord, now: Date): RunningJob {
   };
   // An ETA reported a while ago: what is left is less by the time since (never below 0).
   if (record.progress?.etaSeconds !== undefined) {
-    const age = record.progress.updatedAt
-      ? Math.max(0, (now.getTime() - Date.parse(record.progress.updatedAt)) / 1000)
-      : 0;
+    const reported = record.progress.updatedAt ? Date.parse(record.progress.updatedAt) : Number.NaN;
+    const age = Number.isFinite(reported) ? Math.max(0, (now.getTime() - reported) / 1000) : 0;
     job.etaSeconds = Math.max(0, record.progress.etaSeconds - age);
   }
   if (record.progress?.percent !== undefined) job.percent = record.progress.percent;
