@@ -326,6 +326,53 @@ describe('GET /v1/runs/{id}/queue', () => {
     });
   });
 
+  it("a start estimate in Kueue's order: the team's run ahead by its job, another workload of unknown size", async () => {
+    const item = (ownerName: string | undefined, positionInLocalQueue: number) => ({
+      name: `w-${positionInLocalQueue}`,
+      namespace: 'team-vision',
+      ...(ownerName ? { ownerName } : {}),
+      priority: 0,
+      localQueueName: 'vision-queue',
+      positionInClusterQueue: positionInLocalQueue,
+      positionInLocalQueue,
+    });
+    const get = await setup(
+      {
+        served: true,
+        apiVersion: 'visibility.kueue.x-k8s.io/v1beta2',
+        items: [
+          item('run-bbbbbbbbbbbbbbbbbbbb-job', 0),
+          item(undefined, 1),
+          item('run-aaaaaaaaaaaaaaaaaaaa-job', 2),
+        ],
+      },
+      { gpu: 4, queueGpuQuota: async () => 8 },
+    );
+    const running = pending('run-dddddddddddddddddddd', 5, { gpu: 4, numNodes: 2 });
+    await get.records.create({ ...running, phase: 'Accepted', transitions: running.transitions.slice(0, 1) });
+    await get.records.update(running.runId, { phase: 'Submitting' });
+    await get.records.update(running.runId, {
+      phase: 'Pending',
+      job: running.job as NonNullable<RunRecord['job']>,
+    });
+    await get.records.update(running.runId, {
+      phase: 'Running',
+      progress: { etaSeconds: 600, updatedAt: at(100) },
+    });
+    const view = await get({ caller, runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
+    // At 600 (450–750) bbb and the unknown workload (4 GPUs assumed) take the 8 GPUs; aaa starts when
+    // the first of them ends: the unknown one, assumed 0 s / 1 h / 2 h (bbb: 6 h / 12 h / 24 h).
+    expect(view).toMatchObject({
+      source: 'kueue',
+      position: 3,
+      estimate: { earliestSeconds: 450, likelySeconds: 600 + 3600, latestSeconds: 750 + 7200 },
+    });
+    expect(view.estimate?.basis).toContain('2 ahead, quota 8 GPUs');
+    expect(view.estimate?.basis).toContain(
+      'a workload ahead of unknown size: assumed to ask for as many GPUs as this run',
+    );
+  });
+
   it('a start estimate without a readable quota: it assumes one and says so', async () => {
     const get = await setup('absent', { gpu: 4 });
     const view = await get({ caller, runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
