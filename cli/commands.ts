@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LifecycleEvent } from '../lib/events/event.ts';
 import type { RunSummary, RunView, SweepView } from '../lib/intake/view-schemas.ts';
+import { type StartEstimate, startPhrase } from '../lib/queue/estimate.ts';
 import { RUN_ID, SWEEP_ID } from '../lib/run/ids.ts';
 import { type OutputFormat, type ParsedCommand, UsageError } from './args.ts';
 import { ApiError, type Client, UnreachableError } from './client.ts';
@@ -122,14 +123,19 @@ export async function watch(client: Client, io: Io, id: string, intervalSeconds:
   }
 }
 
-/** ` · #3 in line in queue q (2 ahead), from …` for a pending run; nothing when it has no position. */
+/**
+ * ` · #3 in line in queue q (2 ahead), from …; likely to start in ~12m (8m–20m)` for a pending run;
+ * nothing when it has no position.
+ */
 async function queueSuffix(client: Client, id: string): Promise<string> {
   try {
     const q = (await client.call('GET', `/v1/runs/${id}/queue`)).body as {
       queued?: boolean;
       message?: string;
+      estimate?: StartEstimate;
     };
-    return q.queued && q.message ? ` · ${q.message}` : '';
+    if (!q.queued || !q.message) return '';
+    return ` · ${q.message}${q.estimate ? `; ${startPhrase(q.estimate)}` : ''}`;
   } catch {
     // A courtesy: watching goes on without it.
     return '';

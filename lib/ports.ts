@@ -87,6 +87,12 @@ export interface ClusterGateway {
    */
   pendingWorkloads?(namespace: string, localQueue: string, opts?: CallOptions): Promise<PendingWorkloads>;
   /**
+   * The GPUs (`nvidia.com/gpu`) of the nominal quota of the ClusterQueue behind a Kueue LocalQueue,
+   * summed over its flavors (the start estimate's quota); undefined when the cluster has no Kueue, no
+   * such queue or no GPU quota. Optional: a gateway without it leaves the estimate to assume one.
+   */
+  queueGpuQuota?(namespace: string, localQueue: string, opts?: CallOptions): Promise<number | undefined>;
+  /**
    * The last `tailLines` lines of a container's log (the `pods/log` subresource, text). NotFoundError
    * when the pod is gone; ClusterRejectedError (HTTP 400) when the container has not started or is
    * not in the pod. An unscheduled pod has an empty log.

@@ -592,5 +592,19 @@ export const QueuePositionSchema = z.strictObject({
   aheadRuns: z.described(z.optional(z.array(z.string())), "Gantry's view: the runs ahead of it (at most 20)"),
   message: z.described(z.string(), 'One line for people'),
   note: z.described(z.optional(z.string()), "Why the answer is Gantry's view, and what it cannot see"),
+  estimate: z.described(
+    z.optional(
+      z.strictObject({
+        earliestSeconds: z.described(
+          z.number().check(z.gte(0)),
+          'Seconds from asOf: the soonest it may start',
+        ),
+        likelySeconds: z.described(z.number().check(z.gte(0)), 'Seconds from asOf: when it likely starts'),
+        latestSeconds: z.described(z.number().check(z.gte(0)), 'Seconds from asOf: the latest of the range'),
+        basis: z.described(z.string(), 'How it was computed: running, ahead, quota, assumptions'),
+      }),
+    ),
+    'When the run may start, from a simulation of its queue: a range, not a promise (absent when its GPUs exceed the quota)',
+  ),
   asOf: z.string(),
 });

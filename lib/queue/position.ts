@@ -1,4 +1,5 @@
 import type { RunRecord } from '../run/record.ts';
+import type { StartEstimate } from './estimate.ts';
 import type { PendingWorkloadItem } from './pending.ts';
 
 /**
@@ -30,6 +31,8 @@ export interface QueuePositionView {
   message: string;
   /** Why the answer is Gantry's view, or what it cannot see. */
   note?: string;
+  /** When the run may start (lib/queue/estimate.ts): a range, not a promise, with how it was computed. */
+  estimate?: StartEstimate;
   asOf: string;
 }
 
@@ -98,6 +101,36 @@ export function gantryOrder(
   });
 }
 
+/** Whether `r` runs in (or waits for) the same LocalQueue of the same cluster and namespace as `record`. */
+export function sameQueue(record: RunRecord, r: RunRecord): boolean {
+  return (
+    r.spec.cluster === record.spec.cluster &&
+    r.spec.namespace === record.spec.namespace &&
+    currentQueue(r) === currentQueue(record)
+  );
+}
+
+/**
+ * The line `record` waits in, in Gantry's order: the Pending runs among `pending` in its LocalQueue
+ * (not admitted), the run among them.
+ */
+export function gantryLine(
+  record: RunRecord,
+  pending: readonly RunRecord[],
+  priorityOf?: (r: RunRecord) => number | undefined,
+): RunRecord[] {
+  const same = pending.filter(
+    (r) =>
+      r.phase === 'Pending' &&
+      // Admitted (quota reserved, its pods starting): out of the queue, whatever the record's phase.
+      r.admission?.state !== 'Admitted' &&
+      sameQueue(record, r),
+  );
+  if (!same.some((r) => r.runId === record.runId)) same.push(record);
+  // (The run itself is kept: the use case answers an admitted run before asking for a position.)
+  return gantryOrder(same, priorityOf);
+}
+
 /**
  * The run's position among `pending` (the team's Pending runs, the run among them) that wait in the
  * same LocalQueue of the same cluster and namespace, in Gantry's order.
@@ -110,18 +143,7 @@ export function positionFromGantry(
   priorityOf?: (r: RunRecord) => number | undefined,
 ): QueuePositionView {
   const queue = currentQueue(record) as string;
-  const same = pending.filter(
-    (r) =>
-      r.phase === 'Pending' &&
-      // Admitted (quota reserved, its pods starting): out of the queue, whatever the record's phase.
-      r.admission?.state !== 'Admitted' &&
-      r.spec.cluster === record.spec.cluster &&
-      r.spec.namespace === record.spec.namespace &&
-      currentQueue(r) === queue,
-  );
-  if (!same.some((r) => r.runId === record.runId)) same.push(record);
-  // (The run itself is kept: the use case answers an admitted run before asking for a position.)
-  const order = gantryOrder(same, priorityOf);
+  const order = gantryLine(record, pending, priorityOf);
   const index = order.findIndex((r) => r.runId === record.runId);
   const position = index + 1;
   return {

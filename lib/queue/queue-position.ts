@@ -2,20 +2,70 @@ import type { GantryConfig } from '../config.ts';
 import { makeGetRun } from '../intake/runs.ts';
 import type { Caller } from '../intake/tenancy.ts';
 import type { CallOptions, Clock, ClusterGateway } from '../ports.ts';
+import { jobGpus } from '../run/attempts.ts';
 import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { StateTable } from '../state/table.ts';
+import { type AheadRun, estimateStart, type RunningJob, type StartEstimate } from './estimate.ts';
 import type { PendingWorkloads } from './pending.ts';
-import { currentQueue, positionFromGantry, positionFromKueue, type QueuePositionView } from './position.ts';
+import {
+  currentJobName,
+  currentQueue,
+  gantryLine,
+  positionFromGantry,
+  positionFromKueue,
+  type QueuePositionView,
+  sameQueue,
+} from './position.ts';
 
 /** Pending runs of a team read for Gantry's view (one query page of its Pending index partition). */
 export const PENDING_READ = 500;
+/** Running runs of a team read for the start estimate (one query page of its Running index partition). */
+export const RUNNING_READ = 500;
+
+/** The GPUs of the run's current attempt (an elastic fallback may have asked for fewer nodes). */
+export function attemptGpus(record: RunRecord): number {
+  const numNodes = record.attempts?.at(-1)?.numNodes ?? record.spec.request.numNodes;
+  return jobGpus({ numNodes, resourcesPerNode: record.spec.request.resourcesPerNode });
+}
+
+/** When the run last went Running (its current job's start), else undefined. */
+function runningSince(record: RunRecord): string | undefined {
+  for (let i = record.transitions.length - 1; i >= 0; i--) {
+    if (record.transitions[i]?.phase === 'Running') return record.transitions[i]?.at;
+  }
+  return undefined;
+}
+
+/** A running (or admitted) run as the estimate sees it: its GPUs and what its progress says. */
+export function runningJob(record: RunRecord, now: Date): RunningJob {
+  const since = record.phase === 'Running' ? runningSince(record) : undefined;
+  const runningSeconds = since === undefined ? 0 : Math.max(0, (now.getTime() - Date.parse(since)) / 1000);
+  const job: RunningJob = {
+    gpus: attemptGpus(record),
+    runningSeconds,
+    deadlineLeftSeconds: Math.max(0, record.spec.request.runDeadlineSeconds - runningSeconds),
+  };
+  // An ETA reported a while ago: what is left is less by the time since (never below 0).
+  if (record.progress?.etaSeconds !== undefined) {
+    const reported = record.progress.updatedAt ? Date.parse(record.progress.updatedAt) : Number.NaN;
+    const age = Number.isFinite(reported) ? Math.max(0, (now.getTime() - reported) / 1000) : 0;
+    job.etaSeconds = Math.max(0, record.progress.etaSeconds - age);
+  }
+  if (record.progress?.percent !== undefined) job.percent = record.progress.percent;
+  return job;
+}
+
+/** A run waiting ahead: its GPUs and its deadline (Gantry knows no expected duration before it runs). */
+export function aheadRun(record: RunRecord): AheadRun {
+  return { gpus: attemptGpus(record), deadlineSeconds: record.spec.request.runDeadlineSeconds };
+}
 
 export interface QueuePositionDeps {
   records: RunRecords;
   config: GantryConfig;
   table: Pick<StateTable, 'query'>;
-  gateway: (cluster: string) => Promise<Pick<ClusterGateway, 'pendingWorkloads'>>;
+  gateway: (cluster: string) => Promise<Pick<ClusterGateway, 'pendingWorkloads' | 'queueGpuQuota'>>;
   clock: Clock;
 }
 
@@ -38,14 +88,54 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
     }
   }
 
-  async function teamPending(team: string, opts?: CallOptions): Promise<RunRecord[]> {
+  async function teamIn(
+    team: string,
+    phase: 'Pending' | 'Running',
+    opts?: CallOptions,
+  ): Promise<RunRecord[]> {
     const page = await deps.table.query<RunRecord>(
       'byPhase',
-      `${team}#run#Pending`,
-      { limit: PENDING_READ, descending: false },
+      `${team}#run#${phase}`,
+      { limit: phase === 'Pending' ? PENDING_READ : RUNNING_READ, descending: false },
       opts,
     );
     return page.items;
+  }
+  const teamPending = (team: string, opts?: CallOptions) => teamIn(team, 'Pending', opts);
+
+  /**
+   * The start estimate: the team's runs holding the LocalQueue's GPUs (Running, or Pending and
+   * admitted), and the runs ahead (`ahead`, in line order).
+   */
+  async function estimate(
+    record: RunRecord,
+    queue: string,
+    pending: readonly RunRecord[],
+    ahead: readonly AheadRun[],
+    now: Date,
+    opts?: CallOptions,
+  ): Promise<StartEstimate | undefined> {
+    const running = await teamIn(record.spec.request.team, 'Running', opts);
+    const holding = [
+      ...running.filter((r) => sameQueue(record, r)),
+      ...pending.filter((r) => r.admission?.state === 'Admitted' && sameQueue(record, r)),
+    ];
+    let quotaGpus: number | undefined;
+    try {
+      const gateway = await deps.gateway(record.spec.cluster);
+      quotaGpus = await gateway.queueGpuQuota?.(record.spec.namespace, queue, opts);
+    } catch {
+      // Not readable (not allowed, the cluster down): the estimate assumes one and says so.
+      quotaGpus = undefined;
+    }
+    const found = estimateStart({
+      ...(quotaGpus !== undefined ? { quotaGpus } : {}),
+      running: holding.map((r) => runningJob(r, now)),
+      ahead,
+      gpus: attemptGpus(record),
+    });
+    if (!found) return undefined;
+    return { ...found, basis: `${found.basis}; only the team's Gantry runs in ${queue} are seen running` };
   }
 
   return async (
@@ -70,19 +160,40 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
       };
     }
     const kueue = await fromKueue(record, queue, opts);
+    const pending = await teamPending(record.spec.request.team, opts);
+    const withEstimate = async (view: QueuePositionView, ahead: AheadRun[]): Promise<QueuePositionView> => {
+      const e = await estimate(record, queue, pending, ahead, now, opts);
+      return e ? { ...view, estimate: e } : view;
+    };
     if (kueue.served) {
       const found = positionFromKueue(record, kueue.items, now);
-      if (found) return found;
+      if (found) {
+        // The workloads ahead in Kueue's order: the team's runs by their job, the others of unknown size.
+        const byJob = new Map(pending.map((r) => [currentJobName(r), r]));
+        const mine = (found.position ?? 1) - 1;
+        const ahead = kueue.items
+          .filter((i) => i.positionInLocalQueue < mine)
+          .sort((a, b) => a.positionInLocalQueue - b.positionInLocalQueue)
+          .map((i) => {
+            const r = i.ownerName === undefined ? undefined : byJob.get(i.ownerName);
+            return r ? aheadRun(r) : {};
+          });
+        return withEstimate(found, ahead);
+      }
     }
     const why = kueue.served
       ? `Kueue (${kueue.apiVersion}) does not list the run's job as pending in ${queue} yet (its Workload is being created or admitted)`
       : kueue.reason;
-    const pending = await teamPending(record.spec.request.team, opts);
-    return positionFromGantry(
-      record,
-      pending,
-      now,
-      `${why}; this counts only the team's Gantry runs in ${queue}, by when their job was created — other workloads in the LocalQueue and its ClusterQueue are not seen`,
+    const line = gantryLine(record, pending);
+    const index = line.findIndex((r) => r.runId === record.runId);
+    return withEstimate(
+      positionFromGantry(
+        record,
+        pending,
+        now,
+        `${why}; this counts only the team's Gantry runs in ${queue}, by when their job was created — other workloads in the LocalQueue and its ClusterQueue are not seen`,
+      ),
+      line.slice(0, index).map(aheadRun),
     );
   };
 }

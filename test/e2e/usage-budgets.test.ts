@@ -130,6 +130,12 @@ describe('usage and budgets through the HTTP API and the CLI', () => {
     );
     expect(last.note).toMatch(/^this cluster gateway cannot read it|does not serve/);
     expect(last.aheadRuns).toEqual(pendingViews.slice(0, -1).map((v) => v.runId));
+    // The start estimate: the demo queue's 8-GPU quota read from its ClusterQueue, the runs ahead counted.
+    expect(last.estimate.basis).toContain(`${pendingViews.length - 1} ahead, quota 8 GPUs, this run 8 GPUs`);
+    expect(last.estimate.earliestSeconds).toBeLessThanOrEqual(last.estimate.likelySeconds);
+    expect(last.estimate.likelySeconds).toBeLessThanOrEqual(last.estimate.latestSeconds);
+    // Each run ahead holds the 8 GPUs for a while: the last in line waits longer than the first.
+    expect(last.estimate.likelySeconds).toBeGreaterThan(pendingViews[0]?.estimate.likelySeconds);
     for (const id of ids) await demo('POST', `/v1/runs/${id}/cancel`);
   }, 120_000);
 

@@ -360,6 +360,28 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
       };
     },
 
+    async queueGpuQuota(namespace, localQueue, opts) {
+      // Kueue's version as discovery found it (the Workloads' one): LocalQueue and ClusterQueue share it.
+      const version = (await discovery(opts)).workloads?.version;
+      if (!version) return undefined;
+      const c = await api(opts);
+      const lq = (await getOrUndefined(`get localqueue ${at(namespace, localQueue)}`, () =>
+        c.getNamespacedCustomObject(
+          { group: KUEUE_GROUP, version, plural: 'localqueues', namespace, name: localQueue },
+          callOptions(opts),
+        ),
+      )) as { spec?: { clusterQueue?: string } } | undefined;
+      const cqName = lq?.spec?.clusterQueue;
+      if (!cqName) return undefined;
+      const cq = await getOrUndefined(`get clusterqueue ${cqName}`, () =>
+        c.getClusterCustomObject(
+          { group: KUEUE_GROUP, version, plural: 'clusterqueues', name: cqName },
+          callOptions(opts),
+        ),
+      );
+      return gpuNominalQuota(cq);
+    },
+
     async listPods(labelSelector, opts) {
       const c = await api(opts);
       // Each page trimmed as it arrives (trim.ts): a pod's whole spec and managed fields would
@@ -439,6 +461,28 @@ export function makeKubernetesGateway(deps: KubernetesGatewayDeps): ClusterGatew
       );
     },
   };
+}
+
+const KUEUE_GROUP = 'kueue.x-k8s.io';
+
+/**
+ * The `nvidia.com/gpu` nominal quota of a ClusterQueue (`spec.resourceGroups[].flavors[].resources[]`,
+ * the same in v1beta1 and v1beta2), summed over its flavors; undefined when it names none.
+ */
+export function gpuNominalQuota(cq: unknown): number | undefined {
+  const groups = (cq as { spec?: { resourceGroups?: unknown } } | undefined)?.spec?.resourceGroups;
+  let total: number | undefined;
+  for (const g of Array.isArray(groups) ? groups : []) {
+    for (const f of (g as { flavors?: Array<{ resources?: unknown }> }).flavors ?? []) {
+      for (const r of Array.isArray(f.resources) ? f.resources : []) {
+        const { name, nominalQuota } = r as { name?: string; nominalQuota?: number | string };
+        // GPUs are whole: a quantity string of GPUs is a plain integer ("8").
+        const n = Number(nominalQuota);
+        if (name === 'nvidia.com/gpu' && Number.isFinite(n)) total = (total ?? 0) + n;
+      }
+    }
+  }
+  return total;
 }
 
 /** Kueue's visibility API (VisibilityOnDemand): the versions Gantry reads, newest first. */

@@ -53,6 +53,24 @@ function cmd(argv: string[]): ParsedCommand {
 const view = (phase: string, over: Record<string, unknown> = {}) => ({ runId: RUN, phase, ...over });
 
 describe('watch', () => {
+  it("a pending run's line says its place in line and when it likely starts", async () => {
+    const { client } = scripted({
+      [`GET /v1/runs/${RUN}`]: [view('Pending'), view('Cancelled')],
+      [`GET /v1/runs/${RUN}/queue`]: [
+        {
+          queued: true,
+          message: '#3 in line in queue q (2 ahead)',
+          estimate: { earliestSeconds: 480, likelySeconds: 720, latestSeconds: 1200, basis: 'b' },
+        },
+      ],
+    });
+    const t = terminal();
+    await commands.watch(client, t.io, RUN, 1);
+    expect(t.out().split('\n')[0]).toBe(
+      `${RUN}  Pending · #3 in line in queue q (2 ahead); likely to start in ~12m (8m–20m)`,
+    );
+  });
+
   it.each([
     ['Succeeded', EXIT.ok],
     ['Failed', EXIT.failed],

@@ -21,12 +21,16 @@ const at = (s: number) => new Date(T0 + s * 1000).toISOString();
 function pending(
   id: string,
   pendingAt: number,
-  over: { queue?: string; namespace?: string } = {},
+  over: { queue?: string; namespace?: string; gpu?: number; numNodes?: number } = {},
 ): RunRecord {
   const spec = aRunSpec({
     runId: id,
     ...(over.namespace ? { namespace: over.namespace } : {}),
-    request: { team: 'vision', queue: over.queue ?? 'vision-queue' },
+    request: {
+      team: 'vision',
+      queue: over.queue ?? 'vision-queue',
+      ...(over.gpu ? { resourcesPerNode: { gpu: over.gpu }, numNodes: over.numNodes ?? 1 } : {}),
+    },
   });
   return {
     ...newRecord(spec, 'fp', new Date(at(0))),
@@ -207,7 +211,10 @@ describe('the gateway reads the visibility API', () => {
 
 describe('GET /v1/runs/{id}/queue', () => {
   const clock = { now: () => new Date(at(100)) };
-  async function setup(kueue: PendingWorkloads | 'throws' | 'absent') {
+  async function setup(
+    kueue: PendingWorkloads | 'throws' | 'absent',
+    quota?: { gpu: number; queueGpuQuota?: (ns: string, q: string) => Promise<number | undefined> },
+  ) {
     const table = memoryTable();
     const records = makeRunRecords({ table, clock });
     const config = intakeConfig();
@@ -216,7 +223,7 @@ describe('GET /v1/runs/{id}/queue', () => {
       ['run-bbbbbbbbbbbbbbbbbbbb', 10],
       ['run-cccccccccccccccccccc', 30],
     ] as const) {
-      const r = pending(id, t);
+      const r = pending(id, t, quota ? { gpu: quota.gpu } : {});
       await records.create({ ...r, phase: 'Accepted', transitions: r.transitions.slice(0, 1) });
       await records.update(id, { phase: 'Submitting' });
       const time = new Date(at(t));
@@ -225,15 +232,17 @@ describe('GET /v1/runs/{id}/queue', () => {
         job: r.job as NonNullable<RunRecord['job']>,
       });
     }
-    const gateway = async () =>
-      kueue === 'absent'
+    const gateway = async () => ({
+      ...(kueue === 'absent'
         ? {}
         : {
             pendingWorkloads: async () => {
               if (kueue === 'throws') throw new Error('connection refused');
               return kueue;
             },
-          };
+          }),
+      ...(quota?.queueGpuQuota ? { queueGpuQuota: quota.queueGpuQuota } : {}),
+    });
     return Object.assign(makeGetQueuePosition({ records, config, table, gateway, clock }), { records });
   }
   const caller = iam(VISION_ARN);
@@ -279,6 +288,99 @@ describe('GET /v1/runs/{id}/queue', () => {
     const view = await get({ caller, runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
     expect(view).toMatchObject({ source: 'gantry', position: 2, aheadRuns: ['run-bbbbbbbbbbbbbbbbbbbb'] });
     expect(view.note).toMatch(note);
+  });
+
+  it('a start estimate: the running job frees its GPUs at its ETA, the run ahead and this one fit then', async () => {
+    const get = await setup('absent', {
+      gpu: 4,
+      queueGpuQuota: async (ns, q) => (ns === 'team-vision' && q === 'vision-queue' ? 8 : undefined),
+    });
+    // Running in the same queue: 2 nodes × 4 GPUs, an ETA of 660 s reported 60 s ago (at 40; now 100).
+    const running = pending('run-dddddddddddddddddddd', 5, { gpu: 4, numNodes: 2 });
+    await get.records.create({ ...running, phase: 'Accepted', transitions: running.transitions.slice(0, 1) });
+    await get.records.update(running.runId, { phase: 'Submitting' });
+    await get.records.update(running.runId, {
+      phase: 'Pending',
+      job: running.job as NonNullable<RunRecord['job']>,
+    });
+    await get.records.update(running.runId, {
+      phase: 'Running',
+      progress: { percent: 10, etaSeconds: 660, updatedAt: at(40) },
+    });
+    // aaa is #2: bbb (4 GPUs) ahead. The job's 8 GPUs free at 600 s (450–750): both fit then.
+    const view = await get({ caller, runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
+    expect(view).toMatchObject({
+      position: 2,
+      estimate: { earliestSeconds: 450, likelySeconds: 600, latestSeconds: 750 },
+    });
+    expect(view.estimate?.basis).toMatch(
+      /^1 running \(8 GPUs\), 1 ahead, quota 8 GPUs, this run 4 GPUs; reported ETAs/,
+    );
+    // ccc is #3: aaa and bbb take the 8 GPUs at 600 and hold them for their deadline (default 24 h):
+    // a quarter, half, all of it — 600 + 43200 likely.
+    const third = await get({ caller, runId: 'run-cccccccccccccccccccc' });
+    expect(third.estimate).toMatchObject({
+      earliestSeconds: 450 + 21_600,
+      likelySeconds: 600 + 43_200,
+      latestSeconds: 750 + 86_400,
+    });
+  });
+
+  it("a start estimate in Kueue's order: the team's run ahead by its job, another workload of unknown size", async () => {
+    const item = (ownerName: string | undefined, positionInLocalQueue: number) => ({
+      name: `w-${positionInLocalQueue}`,
+      namespace: 'team-vision',
+      ...(ownerName ? { ownerName } : {}),
+      priority: 0,
+      localQueueName: 'vision-queue',
+      positionInClusterQueue: positionInLocalQueue,
+      positionInLocalQueue,
+    });
+    const get = await setup(
+      {
+        served: true,
+        apiVersion: 'visibility.kueue.x-k8s.io/v1beta2',
+        items: [
+          item('run-bbbbbbbbbbbbbbbbbbbb-job', 0),
+          item(undefined, 1),
+          item('run-aaaaaaaaaaaaaaaaaaaa-job', 2),
+        ],
+      },
+      { gpu: 4, queueGpuQuota: async () => 8 },
+    );
+    const running = pending('run-dddddddddddddddddddd', 5, { gpu: 4, numNodes: 2 });
+    await get.records.create({ ...running, phase: 'Accepted', transitions: running.transitions.slice(0, 1) });
+    await get.records.update(running.runId, { phase: 'Submitting' });
+    await get.records.update(running.runId, {
+      phase: 'Pending',
+      job: running.job as NonNullable<RunRecord['job']>,
+    });
+    await get.records.update(running.runId, {
+      phase: 'Running',
+      progress: { etaSeconds: 600, updatedAt: at(100) },
+    });
+    const view = await get({ caller, runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
+    // At 600 (450–750) bbb and the unknown workload (4 GPUs assumed) take the 8 GPUs; aaa starts when
+    // the first of them ends: the unknown one, assumed 0 s / 1 h / 2 h (bbb: 6 h / 12 h / 24 h).
+    expect(view).toMatchObject({
+      source: 'kueue',
+      position: 3,
+      estimate: { earliestSeconds: 450, likelySeconds: 600 + 3600, latestSeconds: 750 + 7200 },
+    });
+    expect(view.estimate?.basis).toContain('2 ahead, quota 8 GPUs');
+    expect(view.estimate?.basis).toContain(
+      'a workload ahead of unknown size: assumed to ask for as many GPUs as this run',
+    );
+  });
+
+  it('a start estimate without a readable quota: it assumes one and says so', async () => {
+    const get = await setup('absent', { gpu: 4 });
+    const view = await get({ caller, runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
+    // Nothing runs: the quota is taken as this run's 4 GPUs; bbb ahead holds them its deadline.
+    expect(view.estimate?.basis).toContain(
+      "quota not known: taken as 4 GPUs, what the running runs hold or at least this run's",
+    );
+    expect(view.estimate?.likelySeconds).toBe(43_200);
   });
 
   it('not queued when not Pending; another team’s run is a 404; a bad id a 400', async () => {

@@ -1,0 +1,186 @@
+/**
+ * When a pending run may start: a forward simulation of its queue's GPUs. The running jobs free
+ * their GPUs when they finish (their ETA from the metric channel, else their progress rate, else a
+ * stated assumption); the runs ahead start in line order as their GPUs fit; the run starts when all
+ * ahead have started and its own GPUs fit. Three passes — every duration short, as reported, long —
+ * give a range, not a promise, and `basis` says how it was computed. Pure: the use case
+ * (queue-position.ts) reads the records.
+ */
+
+/** A job running in the queue now. */
+export interface RunningJob {
+  gpus: number;
+  /** Seconds left as the training reported (`progress.etaSeconds`). */
+  etaSeconds?: number;
+  /** `progress.percent` (0–100). */
+  percent?: number;
+  /** Seconds it has been running (for the progress rate). */
+  runningSeconds?: number;
+  /** Its run deadline's seconds left: the longest it can still run. */
+  deadlineLeftSeconds?: number;
+}
+
+/** A run waiting ahead in line. */
+export interface AheadRun {
+  /** Undefined: not known (a workload Gantry does not own); the run's own GPUs are assumed. */
+  gpus?: number;
+  /** How long it is expected to run, when known. */
+  expectedSeconds?: number;
+  /** Its run deadline: the longest it can run. */
+  deadlineSeconds?: number;
+}
+
+export interface EstimateInput {
+  /** The queue's GPU quota; undefined: not known, taken as what the running jobs hold (the queue is full while runs wait). */
+  quotaGpus?: number;
+  running: readonly RunningJob[];
+  /** In line order, first in line first. */
+  ahead: readonly AheadRun[];
+  /** The run's own GPUs. */
+  gpus: number;
+}
+
+export interface StartEstimate {
+  earliestSeconds: number;
+  likelySeconds: number;
+  latestSeconds: number;
+  basis: string;
+}
+
+/** A reported ETA is an estimate: the range spans ±25% around it. */
+export const ETA_SPREAD = 0.25;
+/** A duration nothing tells: one hour likely, from 0 (about to end) to two hours. */
+export const UNKNOWN_SECONDS = 3600;
+
+type Range = [lo: number, mid: number, hi: number];
+
+const spread = (s: number): Range => [s * (1 - ETA_SPREAD), s, s * (1 + ETA_SPREAD)];
+
+function runningRange(job: RunningJob, said: Set<string>): Range {
+  if (job.etaSeconds !== undefined && job.etaSeconds >= 0) {
+    said.add(`reported ETAs ±${ETA_SPREAD * 100}%`);
+    return spread(job.etaSeconds);
+  }
+  const p = job.percent;
+  if (p !== undefined && p > 0 && p < 100 && job.runningSeconds !== undefined && job.runningSeconds > 0) {
+    said.add(
+      `no ETA: the time left from its progress rate (percent over time running) ±${ETA_SPREAD * 100}%`,
+    );
+    return spread((job.runningSeconds * (100 - p)) / p);
+  }
+  if (job.deadlineLeftSeconds !== undefined && job.deadlineLeftSeconds >= 0) {
+    said.add('no ETA nor progress: assumed to end between now and its deadline, likely halfway');
+    return [0, job.deadlineLeftSeconds / 2, job.deadlineLeftSeconds];
+  }
+  said.add(
+    `no ETA, progress nor deadline: assumed ${UNKNOWN_SECONDS / 60}m left (0–${(2 * UNKNOWN_SECONDS) / 60}m)`,
+  );
+  return [0, UNKNOWN_SECONDS, 2 * UNKNOWN_SECONDS];
+}
+
+function aheadRange(run: AheadRun, said: Set<string>): Range {
+  if (run.expectedSeconds !== undefined && run.expectedSeconds >= 0) return spread(run.expectedSeconds);
+  if (run.deadlineSeconds !== undefined && run.deadlineSeconds >= 0) {
+    said.add(
+      'a run ahead without an expected duration: assumed to run a quarter to all of its deadline, likely half',
+    );
+    return [run.deadlineSeconds / 4, run.deadlineSeconds / 2, run.deadlineSeconds];
+  }
+  said.add(
+    `a run ahead without a duration: assumed ${UNKNOWN_SECONDS / 60}m (0–${(2 * UNKNOWN_SECONDS) / 60}m)`,
+  );
+  return [0, UNKNOWN_SECONDS, 2 * UNKNOWN_SECONDS];
+}
+
+/**
+ * One pass: the seconds until a run of `gpus` starts, the running jobs ending at `ends` and the runs
+ * ahead (GPUs, duration) starting strictly in line (a run ahead whose GPUs do not fit yet holds the
+ * line, as Kueue's StrictFIFO does; BestEffortFIFO may let smaller ones past, which only makes it sooner).
+ */
+function simulate(
+  quota: number,
+  running: readonly { gpus: number; end: number }[],
+  ahead: readonly { gpus: number; duration: number }[],
+  gpus: number,
+): number {
+  // Jobs holding GPUs, by when they end.
+  const holding = running.map((r) => ({ ...r }));
+  let used = holding.reduce((s, r) => s + r.gpus, 0);
+  let now = 0;
+  const waiting = [...ahead, { gpus, duration: 0 }];
+  for (const next of waiting) {
+    // Free the GPUs of the jobs that end first until this one fits (a quota over-used by borrowing frees too).
+    while (used + next.gpus > quota) {
+      holding.sort((a, b) => a.end - b.end);
+      const done = holding.shift();
+      if (!done) break; // nothing left to free: it fits only if it fits the quota (callers skip those that cannot)
+      now = Math.max(now, done.end);
+      used -= done.gpus;
+    }
+    holding.push({ gpus: next.gpus, end: now + next.duration });
+    used += next.gpus;
+  }
+  return now;
+}
+
+/** The range of seconds until the run starts, and how it was computed; undefined when the run's GPUs exceed the quota. */
+export function estimateStart(input: EstimateInput): StartEstimate | undefined {
+  const said = new Set<string>();
+  const held = input.running.reduce((s, r) => s + r.gpus, 0);
+  let quota = input.quotaGpus;
+  if (quota === undefined) {
+    quota = Math.max(held, input.gpus);
+    said.add(
+      `quota not known: taken as ${quota} GPUs, what the running runs hold or at least this run's (the queue is full while runs wait)`,
+    );
+  }
+  if (input.gpus > quota) return undefined;
+  const ranges = input.running.map((r) => ({ gpus: r.gpus, range: runningRange(r, said) }));
+  const ahead: { gpus: number; range: Range }[] = [];
+  let skipped = 0;
+  for (const a of input.ahead) {
+    if (a.gpus === undefined)
+      said.add('a workload ahead of unknown size: assumed to ask for as many GPUs as this run');
+    const gpus = a.gpus ?? input.gpus;
+    // More than the whole quota: Kueue can never admit it, and it does not hold the others back.
+    if (gpus > quota) {
+      skipped++;
+      continue;
+    }
+    ahead.push({ gpus, range: aheadRange(a, said) });
+  }
+  if (skipped > 0) said.add(`${skipped} ahead asking for more than the quota left out (never admitted)`);
+  const pass = (i: 0 | 1 | 2) =>
+    Math.round(
+      simulate(
+        quota,
+        ranges.map((r) => ({ gpus: r.gpus, end: r.range[i] })),
+        ahead.map((a) => ({ gpus: a.gpus, duration: a.range[i] })),
+        input.gpus,
+      ),
+    );
+  const head = `${input.running.length} running (${held} GPUs), ${input.ahead.length} ahead, quota ${quota} GPUs, this run ${input.gpus} GPUs`;
+  return {
+    earliestSeconds: pass(0),
+    likelySeconds: pass(1),
+    latestSeconds: pass(2),
+    basis: [head, ...said].join('; '),
+  };
+}
+
+/** "~12m" / "~2h05m" / "now": a duration for people. */
+export function shortDuration(seconds: number): string {
+  if (seconds < 60) return seconds <= 0 ? 'now' : '<1m';
+  const m = Math.round(seconds / 60);
+  if (m < 60) return `${m}m`;
+  const h = Math.floor(m / 60);
+  return `${h}h${String(m % 60).padStart(2, '0')}m`;
+}
+
+/** "likely to start in ~12m (8m–20m)": the estimate in one phrase (the CLI's watch line). */
+export function startPhrase(
+  e: Pick<StartEstimate, 'earliestSeconds' | 'likelySeconds' | 'latestSeconds'>,
+): string {
+  if (e.latestSeconds <= 0) return 'likely to start now';
+  return `likely to start in ~${shortDuration(e.likelySeconds)} (${shortDuration(e.earliestSeconds)}–${shortDuration(e.latestSeconds)})`;
+}

@@ -1,0 +1,153 @@
+import { describe, expect, it } from 'vitest';
+import { gpuNominalQuota } from '../../../lib/adapters/kubernetes/gateway.ts';
+import { estimateStart, shortDuration, startPhrase } from '../../../lib/queue/estimate.ts';
+
+/** The start estimate's forward simulation, on cases computed by hand. */
+describe('estimateStart', () => {
+  it('the quota frees one job’s GPUs at its ETA: the run starts then (±25% around the ETA)', () => {
+    // Quota 8: a 4-GPU job ends in 600 s, a 4-GPU job in 1200 s; this run asks for 4, nothing ahead.
+    const e = estimateStart({
+      quotaGpus: 8,
+      running: [
+        { gpus: 4, etaSeconds: 1200 },
+        { gpus: 4, etaSeconds: 600 },
+      ],
+      ahead: [],
+      gpus: 4,
+    });
+    expect(e).toMatchObject({ earliestSeconds: 450, likelySeconds: 600, latestSeconds: 750 });
+    expect(e?.basis).toContain('2 running (8 GPUs), 0 ahead, quota 8 GPUs, this run 4 GPUs');
+    expect(e?.basis).toContain('reported ETAs ±25%');
+  });
+
+  it('a run that fits the free GPUs starts now', () => {
+    const e = estimateStart({ quotaGpus: 8, running: [{ gpus: 4, etaSeconds: 600 }], ahead: [], gpus: 2 });
+    expect(e).toMatchObject({ earliestSeconds: 0, likelySeconds: 0, latestSeconds: 0 });
+  });
+
+  it('a run ahead too big to fit waits for both jobs, holding the line; this run starts with it', () => {
+    // Quota 8; jobs of 4 GPUs end at 600 and 1200; the run ahead asks for 8 (fits only when both
+    // ended: 1200) and runs 1800 s; this run (2 GPUs) starts when the run ahead ends: 1200 + 1800.
+    const e = estimateStart({
+      quotaGpus: 8,
+      running: [
+        { gpus: 4, etaSeconds: 600 },
+        { gpus: 4, etaSeconds: 1200 },
+      ],
+      ahead: [{ gpus: 8, expectedSeconds: 1800 }],
+      gpus: 2,
+    });
+    // earliest: 900 + 1350 = 2250; likely: 1200 + 1800 = 3000; latest: 1500 + 2250 = 3750.
+    expect(e).toMatchObject({ earliestSeconds: 2250, likelySeconds: 3000, latestSeconds: 3750 });
+  });
+
+  it('a run ahead that fits beside this one: both start as the first job ends', () => {
+    // Quota 8; 6 GPUs in use (ends 600) + 2 (ends 3000). Ahead asks 4, this run 2: at 600, 2 held,
+    // the run ahead takes 4 (6 used), this run 2 (8 used).
+    const e = estimateStart({
+      quotaGpus: 8,
+      running: [
+        { gpus: 6, etaSeconds: 600 },
+        { gpus: 2, etaSeconds: 3000 },
+      ],
+      ahead: [{ gpus: 4, expectedSeconds: 10_000 }],
+      gpus: 2,
+    });
+    expect(e?.likelySeconds).toBe(600);
+  });
+
+  it('no ETA: the progress rate gives the time left, and the basis says so', () => {
+    // 25% in 900 s: 2700 s left.
+    const e = estimateStart({
+      quotaGpus: 4,
+      running: [{ gpus: 4, percent: 25, runningSeconds: 900 }],
+      ahead: [],
+      gpus: 4,
+    });
+    expect(e).toMatchObject({ earliestSeconds: 2025, likelySeconds: 2700, latestSeconds: 3375 });
+    expect(e?.basis).toContain('progress rate');
+  });
+
+  it('no ETA nor progress: the assumption is used and said (deadline, else one hour)', () => {
+    const byDeadline = estimateStart({
+      quotaGpus: 4,
+      running: [{ gpus: 4, deadlineLeftSeconds: 7200 }],
+      ahead: [],
+      gpus: 4,
+    });
+    expect(byDeadline).toMatchObject({ earliestSeconds: 0, likelySeconds: 3600, latestSeconds: 7200 });
+    expect(byDeadline?.basis).toContain('assumed to end between now and its deadline, likely halfway');
+
+    const nothing = estimateStart({ quotaGpus: 4, running: [{ gpus: 4 }], ahead: [], gpus: 4 });
+    expect(nothing).toMatchObject({ earliestSeconds: 0, likelySeconds: 3600, latestSeconds: 7200 });
+    expect(nothing?.basis).toContain('no ETA, progress nor deadline: assumed 60m left (0–120m)');
+  });
+
+  it('an unknown quota is taken as what the running jobs hold, and said', () => {
+    const e = estimateStart({ running: [{ gpus: 6, etaSeconds: 100 }], ahead: [{}], gpus: 2 });
+    // Quota 6: the workload ahead (unknown: 2 GPUs assumed, 1 h assumed) and this run fit at 100.
+    expect(e?.likelySeconds).toBe(100);
+    expect(e?.basis).toContain('quota not known: taken as 6 GPUs, what the running runs hold');
+    expect(e?.basis).toContain('unknown size');
+  });
+
+  it('a run ahead bigger than the quota is left out; a run bigger than the quota has no estimate', () => {
+    const e = estimateStart({
+      quotaGpus: 4,
+      running: [{ gpus: 4, etaSeconds: 100 }],
+      ahead: [{ gpus: 16 }],
+      gpus: 4,
+    });
+    expect(e?.likelySeconds).toBe(100);
+    expect(e?.basis).toContain('1 ahead asking for more than the quota left out');
+    expect(estimateStart({ quotaGpus: 4, running: [], ahead: [], gpus: 8 })).toBeUndefined();
+  });
+});
+
+describe('shortDuration', () => {
+  it('says minutes and hours', () => {
+    expect([0, 30, 720, 7500].map(shortDuration)).toEqual(['now', '<1m', '12m', '2h05m']);
+  });
+});
+
+describe('startPhrase', () => {
+  it('says the likely start and the range', () => {
+    expect(startPhrase({ earliestSeconds: 480, likelySeconds: 720, latestSeconds: 1200 })).toBe(
+      'likely to start in ~12m (8m–20m)',
+    );
+    expect(startPhrase({ earliestSeconds: 0, likelySeconds: 0, latestSeconds: 0 })).toBe(
+      'likely to start now',
+    );
+  });
+});
+
+describe('gpuNominalQuota', () => {
+  it("sums a ClusterQueue's nvidia.com/gpu nominal quota over its flavors (numbers or quantity strings)", () => {
+    const cq = {
+      spec: {
+        resourceGroups: [
+          {
+            coveredResources: ['cpu', 'nvidia.com/gpu'],
+            flavors: [
+              {
+                name: 'a100',
+                resources: [
+                  { name: 'cpu', nominalQuota: 64 },
+                  { name: 'nvidia.com/gpu', nominalQuota: 8 },
+                ],
+              },
+              { name: 'h100', resources: [{ name: 'nvidia.com/gpu', nominalQuota: '4' }] },
+            ],
+          },
+        ],
+      },
+    };
+    expect(gpuNominalQuota(cq)).toBe(12);
+    expect(
+      gpuNominalQuota({
+        spec: { resourceGroups: [{ flavors: [{ resources: [{ name: 'cpu', nominalQuota: 8 }] }] }] },
+      }),
+    ).toBeUndefined();
+    expect(gpuNominalQuota(undefined)).toBeUndefined();
+  });
+});
