@@ -1,13 +1,14 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import { PRINCIPAL_HEADER } from '../../local/http-api.ts';
 import { DEMO_TEAM } from '../../local/stack.ts';
 import { apiClient, type Body } from '../helpers/api-client.ts';
-import { ROOT, tierAvailable } from '../helpers/tiers.ts';
+import { CHROMIUM, openBrowser, SCREENSHOTS } from '../helpers/browser.ts';
+import { tierAvailable } from '../helpers/tiers.ts';
 
 /**
  * The run page's cancel and rerun buttons (web/actions.js) in a real headless browser: Debian's
@@ -16,8 +17,6 @@ import { ROOT, tierAvailable } from '../helpers/tiers.ts';
  * what the API then holds is checked through the API. Screenshots go to test-results/screenshots/.
  */
 
-const CHROMIUM = process.env.GANTRY_CHROMIUM ?? '/usr/bin/chromium';
-const SCREENSHOTS = process.env.GANTRY_SCREENSHOT_DIR ?? join(ROOT, 'test-results', 'screenshots');
 const PRINCIPAL = DEMO_TEAM.principals[0] as string;
 const PAGE = { timeout: 15_000 };
 const available = tierAvailable(
@@ -70,21 +69,7 @@ describe.runIf(available)('the run page’s cancel and rerun in headless Chromiu
     const run = await call('POST', '/v1/runs', template, { 'Idempotency-Key': 'dash-actions-run' });
     expect(run.status, JSON.stringify(run.body)).toBe(202);
     runId = run.body.runId;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.on('pageerror', (err) => pageErrors.push(err.message));
+    ({ browser, page } = await openBrowser(pageErrors));
   }, 120_000);
 
   afterAll(async () => {

@@ -1,13 +1,14 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import { PRINCIPAL_HEADER } from '../../local/http-api.ts';
 import { DEMO_TEAM } from '../../local/stack.ts';
 import { apiClient, type Body } from '../helpers/api-client.ts';
-import { ROOT, tierAvailable } from '../helpers/tiers.ts';
+import { CHROMIUM, openBrowser, SCREENSHOTS } from '../helpers/browser.ts';
+import { tierAvailable } from '../helpers/tiers.ts';
 
 /**
  * The dashboard's model registry pages (web/models.js) in a real headless browser: Debian's
@@ -20,8 +21,6 @@ import { ROOT, tierAvailable } from '../helpers/tiers.ts';
  * is refused with the API's 409 shown. A file of its own: one embedded stack per test process.
  */
 
-const CHROMIUM = process.env.GANTRY_CHROMIUM ?? '/usr/bin/chromium';
-const SCREENSHOTS = process.env.GANTRY_SCREENSHOT_DIR ?? join(ROOT, 'test-results', 'screenshots');
 const PRINCIPAL = DEMO_TEAM.principals[0] as string;
 const PAGE = { timeout: 15_000 };
 const DATASET = 's3://gantry-local/data/churn/2026-12-05/';
@@ -97,21 +96,7 @@ describe.runIf(available)('the dashboard’s model registry pages in headless Ch
       expect(run.phase, JSON.stringify(run)).toBe('Succeeded');
       expect(run.artifacts.version).toBe(String(i + 1));
     }
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.on('pageerror', (err) => pageErrors.push(err.message));
+    ({ browser, page } = await openBrowser(pageErrors));
   }, 240_000);
 
   afterAll(async () => {

@@ -1,12 +1,13 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import { DEMO_TEAM } from '../../local/stack.ts';
 import { apiClient, type Body } from '../helpers/api-client.ts';
-import { ROOT, tierAvailable } from '../helpers/tiers.ts';
+import { CHROMIUM, openBrowser, SCREENSHOTS } from '../helpers/browser.ts';
+import { tierAvailable } from '../helpers/tiers.ts';
 
 /*
  * A file of its own rather than a describe block of dashboard.test.ts: the embedded default's
@@ -15,8 +16,6 @@ import { ROOT, tierAvailable } from '../helpers/tiers.ts';
  * Debian's Chromium driven by playwright-core; screenshots in test-results/screenshots/.
  */
 
-const CHROMIUM = process.env.GANTRY_CHROMIUM ?? '/usr/bin/chromium';
-const SCREENSHOTS = process.env.GANTRY_SCREENSHOT_DIR ?? join(ROOT, 'test-results', 'screenshots');
 const PRINCIPAL = DEMO_TEAM.principals[0] as string;
 /** How long a check waits for the page to show something (it polls the API every 2 s). */
 const PAGE = { timeout: 10_000 };
@@ -107,21 +106,7 @@ describe.runIf(available)('the dashboard’s compare view and sweep plots in hea
     );
     expect(sweep.status, JSON.stringify(sweep.body)).toBe(202);
     sweepId = sweep.body.sweepId;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.on('pageerror', (err) => pageErrors.push(err.message));
+    ({ browser, page } = await openBrowser(pageErrors));
   }, 120_000);
 
   afterAll(async () => {
