@@ -1,4 +1,4 @@
-import type { UsageView } from '../lib/intake/view-schemas.ts';
+import type { UsageView } from '../lib/intake/usage-schemas.ts';
 import type { ParsedCommand } from './args.ts';
 import type { Client } from './client.ts';
 import type { Io } from './commands.ts';

@@ -205,6 +205,10 @@ export function makeGetRunLogs(deps: {
       if (job) {
         const read = await live(record, job, attempt, node, tailLines, opts);
         if (typeof read !== 'string') return read;
+        // Between attempts the job may be gone before the record names the next attempt
+        // (NextAttempt archives the pods' logs, deletes the job, then records): the archive has them.
+        const kept = await archived(record, attempt, node, tailLines, opts);
+        if (typeof kept !== 'string') return kept;
         throw unavailable(record, `${read} yet`);
       }
       if (attempt === current) throw unavailable(record, 'its job is not created yet');

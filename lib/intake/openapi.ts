@@ -16,12 +16,12 @@ import { ROUTES, type Route } from './routes.ts';
 import { listRunsQuerySchema } from './runs.ts';
 import { IDEMPOTENCY_HEADER } from './submit-run.ts';
 import { listSweepsQuerySchema } from './sweeps.ts';
+import { QueuePositionSchema, UsageViewSchema } from './usage-schemas.ts';
 import {
   CancelResponseSchema,
   ErrorBodySchema,
   ForbiddenBodySchema,
   MetricHistorySchema,
-  QueuePositionSchema,
   RunEventsSchema,
   RunFinishedBodySchema,
   RunListSchema,
@@ -33,7 +33,6 @@ import {
   SweepFinishedBodySchema,
   SweepListSchema,
   SweepViewSchema,
-  UsageViewSchema,
   ValidateResponseSchema,
   ValidationErrorBodySchema,
 } from './view-schemas.ts';
