@@ -114,7 +114,7 @@ export function makeGetRunLogs(deps: {
     node: number,
     tailLines: number,
     opts?: CallOptions,
-  ): Promise<RunLogs | string> {
+  ): Promise<RunLogs | { logs: RunLogs; terminating: true } | string> {
     const gateway = await deps.gateway(job.cluster);
     const pods = (await gateway.listPods(`${LABEL.runId}=${record.runId}`, opts)).filter(
       (p) => p.metadata.namespace === job.namespace,
@@ -136,7 +136,7 @@ export function makeGetRunLogs(deps: {
       }
       throw err;
     }
-    return {
+    const logs: RunLogs = {
       runId: record.runId,
       pod: chosen.pod,
       container: chosen.container,
@@ -144,6 +144,12 @@ export function makeGetRunLogs(deps: {
       attempt,
       source: 'live',
     };
+    // A pod being deleted with its job: the archive written just before is the whole log.
+    const pod = pods.find((p) => p.metadata.name === chosen.pod);
+    const terminating = Boolean(
+      (pod?.metadata as { deletionTimestamp?: string } | undefined)?.deletionTimestamp,
+    );
+    return terminating ? { logs, terminating } : logs;
   }
 
   /** The node's log as archived when the attempt's job was deleted; a string says why there is none. */
@@ -204,11 +210,13 @@ export function makeGetRunLogs(deps: {
     if (!isTerminal(record.phase)) {
       if (job) {
         const read = await live(record, job, attempt, node, tailLines, opts);
-        if (typeof read !== 'string') return read;
-        // Between attempts the job may be gone before the record names the next attempt
-        // (NextAttempt archives the pods' logs, deletes the job, then records): the archive has them.
+        if (typeof read !== 'string' && !('terminating' in read)) return read;
+        // Between attempts the job may be gone (or its pods terminating) before the record names
+        // the next attempt (NextAttempt archives the pods' logs, deletes the job, then records):
+        // the archive has the whole log.
         const kept = await archived(record, attempt, node, tailLines, opts);
         if (typeof kept !== 'string') return kept;
+        if (typeof read !== 'string') return read.logs;
         throw unavailable(record, `${read} yet`);
       }
       if (attempt === current) throw unavailable(record, 'its job is not created yet');
@@ -230,7 +238,7 @@ export function makeGetRunLogs(deps: {
       if (err instanceof RunLogsUnavailableError) return err.message;
       throw err;
     });
-    if (typeof read !== 'string') return read;
+    if (typeof read !== 'string') return 'terminating' in read ? read.logs : read;
     throw unavailable(record, `${kept}, and its job's pods are gone`);
   };
 }
