@@ -149,7 +149,7 @@ export function makeRegistry(deps: RegistryDeps) {
         return { ...p, history, ...(pending ? { pending } : {}) };
       }),
     );
-    const pendingOnly = await pendingWithoutPointer(name, pointers, opts);
+    const pendingOnly = await pendingWithoutPointer(name, owner.team, pointers, opts);
     return {
       name,
       team: owner.team,
@@ -160,9 +160,13 @@ export function makeRegistry(deps: RegistryDeps) {
   }
 
   /** `manual` aliases that never pointed anywhere yet but have a candidate waiting. */
-  async function pendingWithoutPointer(name: string, pointers: readonly AliasPointer[], opts?: CallOptions) {
-    const owner = await owners.ownerOf(name, opts);
-    const policies = config.teams.find((t) => t.name === owner?.team)?.promotion ?? [];
+  async function pendingWithoutPointer(
+    name: string,
+    team: string,
+    pointers: readonly AliasPointer[],
+    opts?: CallOptions,
+  ) {
+    const policies = config.teams.find((t) => t.name === team)?.promotion ?? [];
     const names = [
       ...new Set(policies.filter((p) => p.model === name || p.model === '*').map((p) => p.alias)),
     ];
