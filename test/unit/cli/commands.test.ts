@@ -123,8 +123,18 @@ describe('watch', () => {
         { ...s({ Succeeded: 10 }), phase: 'Succeeded' },
       ],
     });
+    // A wall clock that moves only with the watch's sleeps: the ETA falls 5 s in 3 s of wall, so it is
+    // not said to be simulated (with the real clock, a busy machine's 1 ms between polls read as 5000×).
+    let wall = 0;
     const t = terminal();
-    await commands.watch(client, t.io, RUN, 1);
+    const io = {
+      ...t.io,
+      now: () => wall,
+      sleep: async (ms: number) => {
+        wall += ms;
+      },
+    };
+    await commands.watch(client, io, RUN, 1);
     expect(t.out().split('\n')).toEqual([
       `${RUN}  Running  50%  ETA 1m00s  loss 0.5`,
       `${RUN}  Running  51%  ETA 55s  loss 0.47`,
