@@ -31,6 +31,8 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { S3Client } from '@aws-sdk/client-s3';
+import { SFNClient } from '@aws-sdk/client-sfn';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { LABEL } from '../lib/trainjob/labels.ts';
 import { DEMO_QUEUE, type Embedded, startEmbedded } from '../local/embedded.ts';
@@ -215,6 +217,16 @@ interface PerTrial {
   /** Every measured successor gap, seconds (to pool the runs). */
   successors: number[];
   /**
+   * The successor gaps of the slots whose trial ended while the quota was full (every GPU of the
+   * quota held by an admitted, unfinished job just before it ended), and of the others.
+   */
+  successorsFull?: number[];
+  successorsFree?: number[];
+  /** The successor gap split by stage (see `successorGaps`): each stage's distribution, seconds. */
+  successorStages?: Record<string, Dist>;
+  /** Per slot, each stage's seconds in STAGES order (to pool the runs). */
+  successorStageRows?: number[][];
+  /**
    * launch and record split at the trial's run record (its `transitions`): accept = run Accepted −
    * trial released; submit = job created − run Accepted; reconcile = the run's terminal transition −
    * job finished; handoff = trial recorded ended − the run's terminal transition.
@@ -277,13 +289,103 @@ function quotaFull(jobs: Map<string, JobTimes>, quota: number): (from: number, t
     full.reduce((sum, [a, b]) => sum + Math.max(0, Math.min(b, to) - Math.max(a, from)), 0);
 }
 
+/**
+ * The stages of "trial ended → successor's job created", per slot (trial i ended, trial i + parallel
+ * its successor), from the simulator's events, the run records' transitions, the trial items and the
+ * start-path stamps:
+ * - seen: trial i's job finished → its execution leaves AwaitCompletion (the reconciler sees the end
+ *   and answers the completion token);
+ * - publish: → PublishArtifacts done (the metric drain, the run's Publishing write);
+ * - notify: → RecordSuccess entered (NotifyServing);
+ * - terminal: → the run's terminal transition (RecordOutcome's run write);
+ * - handoff: run terminal → trial i recorded ended (RecordOutcome's sweep advance starts, its reads);
+ * - refill: trial i recorded ended → successor released (both stamped by the advances that decided);
+ * - enqueue: released → the successor's run message sent (the advance's writes, then SendMessage);
+ * - deliver: message sent → the runs-queue consumer received it;
+ * - accept: received → the successor's run record written (Accepted);
+ * - start: Accepted → StartExecution returned;
+ * - create: execution started → job created (CreateJob: the Lambda, the TrainJob create).
+ */
+const STAGES = [
+  'seen',
+  'publish',
+  'notify',
+  'terminal',
+  'handoff',
+  'refill',
+  'enqueue',
+  'deliver',
+  'accept',
+  'start',
+  'create',
+] as const;
+
+function successorGaps(
+  trials: Array<{ index: number; runId: string; releasedAt?: string; endedAt?: string }>,
+  jobs: Map<string, JobTimes>,
+  parallel: number,
+  quota: number,
+  runs: Map<string, { accepted?: number; publishing?: number; ended?: number }>,
+  starts: Map<string, StartStamps>,
+): Pick<PerTrial, 'successorsFull' | 'successorsFree' | 'successorStages' | 'successorStageRows'> {
+  const byIndex = new Map(trials.map((t) => [t.index, t]));
+  const admittedSpans = [...jobs.values()].filter((j) => j.admitted !== undefined);
+  /** GPUs held just before `at` (1 per job: admitted before it, not finished before it). */
+  const heldBefore = (at: number) =>
+    admittedSpans.filter((j) => (j.admitted as number) < at && (j.finished ?? Infinity) >= at).length;
+  const full: number[] = [];
+  const free: number[] = [];
+  const rows: number[][] = [];
+  for (const t of trials) {
+    const next = byIndex.get(t.index + parallel);
+    const j = jobs.get(t.runId);
+    const nj = jobs.get(next?.runId ?? '');
+    if (!next || j?.finished === undefined || nj?.created === undefined) continue;
+    const gap = (nj.created - j.finished) / 1000;
+    (heldBefore(j.finished) >= quota ? full : free).push(gap);
+    const run = runs.get(t.runId);
+    const nrun = runs.get(next.runId);
+    const st = starts.get(next.runId);
+    const own = starts.get(t.runId);
+    const points = [
+      j.finished,
+      own?.exited?.AwaitCompletion,
+      own?.exited?.PublishArtifacts,
+      own?.entered?.RecordSuccess,
+      run?.ended,
+      t.endedAt ? Date.parse(t.endedAt) : undefined,
+      next.releasedAt ? Date.parse(next.releasedAt) : undefined,
+      st?.queued,
+      st?.received,
+      nrun?.accepted,
+      st?.started,
+      nj.created,
+    ];
+    if (points.some((x) => x === undefined)) continue;
+    const p = points as number[];
+    rows.push(STAGES.map((_, i) => ((p[i + 1] as number) - (p[i] as number)) / 1000));
+  }
+  if (rows.length === 0) return { successorsFull: full, successorsFree: free };
+  const successorStages = Object.fromEntries(
+    STAGES.map((name, i) => [name, dist(rows.map((r) => r[i] as number))]),
+  );
+  return {
+    successorsFull: full.map((x) => Math.round(x * 1000) / 1000),
+    successorsFree: free.map((x) => Math.round(x * 1000) / 1000),
+    successorStages,
+    successorStageRows: rows.map((r) => r.map((x) => Math.round(x * 1000) / 1000)),
+  };
+}
+
 function perTrialTimings(
   trials: Array<{ index: number; runId: string; releasedAt?: string; endedAt?: string }>,
   jobs: Map<string, JobTimes>,
   parallel: number,
   quota: number,
   runs: Map<string, { accepted?: number; publishing?: number; ended?: number }> = new Map(),
+  starts: Map<string, StartStamps> = new Map(),
 ): PerTrial {
+  const gap = successorGaps(trials, jobs, parallel, quota, runs, starts);
   const answered: number[] = [];
   const closing: number[] = [];
   const accept: number[] = [];
@@ -354,6 +456,7 @@ function perTrialTimings(
     ...(answered.length > 0 ? { answered: dist(answered), closing: dist(closing) } : {}),
     quotaAware: dist(quotaAware),
     freeLaunch: dist(freeLaunch),
+    ...gap,
     overheads: overhead.map((x) => Math.round(x * 1000) / 1000),
     quotaAwares: quotaAware.map((x) => Math.round(x * 1000) / 1000),
     launches: launch.map((x) => Math.round(x * 1000) / 1000),
@@ -448,6 +551,110 @@ function countS3() {
   return counts;
 }
 
+/** Wall-clock stamps of one run's start path (by run id), taken at the SDK calls in this process. */
+interface StartStamps {
+  /** The run message sent to the runs queue (SendMessage returned). */
+  queued?: number;
+  /** The message received by the runs-queue consumer (ReceiveMessage returned it). */
+  received?: number;
+  /** StartExecution returned (the execution exists; its first state is CreateJob). */
+  started?: number;
+  /** From the execution's history: each state's first entry and exit (wall clock). */
+  entered?: Record<string, number>;
+  exited?: Record<string, number>;
+}
+
+/**
+ * Stamps each run's message on the runs queue (sent, received) and its execution's start, by
+ * wrapping `send` of the SQS and Step Functions clients in this process (the stack's own clients
+ * are the only ones that send these commands).
+ */
+function stampStartPath(): Map<string, StartStamps> {
+  const stamps = new Map<string, StartStamps>();
+  const at = (runId: string | undefined, key: 'queued' | 'received' | 'started') => {
+    if (!runId) return;
+    const s = stamps.get(runId) ?? {};
+    stamps.set(runId, s);
+    if (s[key] === undefined) s[key] = Date.now();
+  };
+  const runIdOf = (body: unknown) => {
+    try {
+      return (JSON.parse(String(body)) as { run?: { runId?: string } }).run?.runId;
+    } catch {
+      return undefined;
+    }
+  };
+  const runsQueue = (url: unknown) => typeof url === 'string' && /\/gantry-runs$/.test(url);
+  type Send = (cmd: unknown, ...rest: unknown[]) => Promise<unknown>;
+  const sqsProto = SQSClient.prototype as unknown as { send: Send };
+  const sqsSend = sqsProto.send;
+  sqsProto.send = async function (this: unknown, cmd: unknown, ...rest: unknown[]) {
+    const c = cmd as {
+      constructor: { name: string };
+      input?: { QueueUrl?: string; MessageBody?: string; Entries?: Array<{ MessageBody?: string }> };
+    };
+    const out = (await sqsSend.call(this, cmd, ...rest)) as { Messages?: Array<{ Body?: string }> };
+    if (!runsQueue(c.input?.QueueUrl)) return out;
+    const name = c.constructor.name;
+    if (name === 'SendMessageCommand') at(runIdOf(c.input?.MessageBody), 'queued');
+    if (name === 'SendMessageBatchCommand')
+      for (const e of c.input?.Entries ?? []) at(runIdOf(e.MessageBody), 'queued');
+    if (name === 'ReceiveMessageCommand')
+      for (const m of out?.Messages ?? []) at(runIdOf(m.Body), 'received');
+    return out;
+  };
+  const sfnProto = SFNClient.prototype as unknown as { send: Send };
+  const sfnSend = sfnProto.send;
+  sfnProto.send = async function (this: unknown, cmd: unknown, ...rest: unknown[]) {
+    const out = await sfnSend.call(this, cmd, ...rest);
+    const c = cmd as { constructor: { name: string }; input?: { name?: string } };
+    if (c.constructor.name === 'StartExecutionCommand') at(c.input?.name, 'started');
+    return out;
+  };
+  return stamps;
+}
+
+/** Each run's state entries and exits, from its execution's history (the local engine's wall clock). */
+async function readStates(env: Embedded, stamps: Map<string, StartStamps>, runIds: Set<string>) {
+  let nextToken: string | undefined;
+  const arns: Array<[string, string]> = [];
+  do {
+    const page = await env.stack.sfn.listExecutions({
+      stateMachineArn: env.stack.stateMachineArn,
+      maxResults: 1000,
+      ...(nextToken !== undefined ? { nextToken } : {}),
+    });
+    for (const e of page.executions) if (runIds.has(e.name)) arns.push([e.name, e.executionArn]);
+    nextToken = page.nextToken;
+  } while (nextToken);
+  for (const [runId, executionArn] of arns) {
+    const s = stamps.get(runId) ?? {};
+    stamps.set(runId, s);
+    const entered: Record<string, number> = {};
+    const exited: Record<string, number> = {};
+    let token: string | undefined;
+    do {
+      const page = await env.stack.sfn.getExecutionHistory({
+        executionArn,
+        maxResults: 1000,
+        includeExecutionData: false,
+        ...(token !== undefined ? { nextToken: token } : {}),
+      });
+      for (const ev of page.events) {
+        const name = (ev.stateEnteredEventDetails ?? ev.stateExitedEventDetails) as
+          | { name?: string }
+          | undefined;
+        if (!name?.name) continue;
+        const into = ev.type.endsWith('StateEntered') ? entered : exited;
+        into[name.name] ??= ev.timestamp.getTime();
+      }
+      token = page.nextToken;
+    } while (token);
+    s.entered = entered;
+    s.exited = exited;
+  }
+}
+
 /** Every log line the handlers print goes to a file; WARN and ERROR lines are counted by message. */
 function captureLogs(file: string) {
   const counts: Record<string, number> = {};
@@ -478,6 +685,7 @@ function captureLogs(file: string) {
 async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<CaseResult> {
   const loadBefore = loadavg()[0] as number;
   const s3 = countS3();
+  const startStamps = stampStartPath();
   const logs = captureLogs(LOG);
   const env: Embedded = await startEmbedded({
     simSpeed: SPEED,
@@ -699,7 +907,8 @@ async function runCase(kind: 'baseline' | 'sweep', parallel: number): Promise<Ca
               }),
             );
           }
-          perTrial = perTrialTimings(record.trials, jobs, parallel, QUOTA, runs);
+          await readStates(env, startStamps, new Set(ids));
+          perTrial = perTrialTimings(record.trials, jobs, parallel, QUOTA, runs, startStamps);
           sweepOut = {
             phase: record.phase,
             ...(record.reason ? { reason: record.reason } : {}),
@@ -993,6 +1202,7 @@ function repeatReport(runs: Array<{ name: string; run: number; r: CaseResult }>,
       `Quota-aware (launch while a GPU was free + record) pooled: median **${f(aware.median)} s**, p90 ${f(aware.p90)} s; ` +
       `medians of the runs ${awareMedians.map((m) => f(m)).join(', ')} s → ≤ 1 s: **${awareMedians.every((m) => m <= 1) ? 'met in every run' : `not met (${awareMedians.filter((m) => !(m <= 1)).length} of ${awareMedians.length} runs)`}**. ` +
       `Trial ended → successor's job created, pooled over ${succ.n} slots: median **${f(succ.median)} s**, p90 ${f(succ.p90)} s. ` +
+      successorLine(mine.map((x) => x.r)) +
       `Slot refill medians of the runs ${refillMedians.map((m) => f(m)).join(', ')} s → ≤ 2 s: **${refillMedians.every((m) => m <= 2) ? 'met in every run' : `not met (${refillMedians.filter((m) => !(m <= 2)).length} of ${refillMedians.length} runs)`}**.`
     );
   });
@@ -1007,7 +1217,50 @@ the cases ran one after the other, each in a process of its own.
 ${rows.join('\n')}
 
 ${pooled.join('\n')}
+
+${stageTable(names.map((name) => [name, runs.filter((x) => x.name === name).map((x) => x.r)]))}
 `;
+}
+
+/** The successor gap's ≤ 2 s check: pooled and per run, while the quota was full and while it was not. */
+function successorLine(rs: CaseResult[]): string {
+  const f = (v: number) => (Number.isNaN(v) ? 'n/a' : v.toFixed(2));
+  const fullMedians = rs.map((r) => dist(r.perTrial?.successorsFull ?? []).median);
+  const full = dist(rs.flatMap((r) => r.perTrial?.successorsFull ?? []));
+  const free = dist(rs.flatMap((r) => r.perTrial?.successorsFree ?? []));
+  const all = rs.map((r) => r.perTrial?.successor.median ?? Number.NaN);
+  return (
+    `Trial ended → successor's job created, medians of the runs ${all.map(f).join(', ')} s → ≤ 2 s: **${all.every((m) => m <= 2) ? 'met in every run' : `not met (${all.filter((m) => !(m <= 2)).length} of ${all.length} runs)`}**; ` +
+    `slots whose trial ended while the quota was full (${full.n}): median **${f(full.median)} s**, p90 ${f(full.p90)} s (medians of the runs ${fullMedians.map(f).join(', ')} s); ` +
+    `while a GPU was free (${free.n}): median ${f(free.median)} s, p90 ${f(free.p90)} s. `
+  );
+}
+
+/** "Trial ended → successor's job created" split by stage, pooled per case: median / p90 of each. */
+function stageTable(cases: Array<[string, CaseResult[]]>): string {
+  const body = cases.flatMap(([name, rs]) => {
+    const rows = rs.flatMap((r) => r.perTrial?.successorStageRows ?? []);
+    if (rows.length === 0) return [];
+    const cells = STAGES.map((_, i) => {
+      const d = dist(rows.map((row) => row[i] as number));
+      return `${d.median.toFixed(2)} / ${d.p90.toFixed(2)}`;
+    });
+    const total = dist(rows.map((row) => row.reduce((a, b) => a + b, 0)));
+    return [
+      `| ${name} | ${rows.length} | ${cells.join(' | ')} | ${total.median.toFixed(2)} / ${total.p90.toFixed(2)} |`,
+    ];
+  });
+  if (body.length === 0) return '';
+  return `Trial ended → successor's job created by stage, pooled over the runs (median / p90, s; slots with every stamp):
+seen = trial's job finished → AwaitCompletion answered (the reconciler's watch); publish = → PublishArtifacts done
+(metric drain, Publishing write); notify = → RecordSuccess entered (NotifyServing); terminal = → the run's terminal
+write; handoff = run terminal → trial recorded ended (RecordOutcome's advance); refill = trial ended → successor
+released; enqueue = released → run message sent; deliver = sent → received by the runs-queue consumer; accept = received →
+the successor's run record written; start = record → StartExecution returned; create = execution started → job created.
+
+| case | slots | ${STAGES.join(' | ')} | total |
+| --- | --- | ${STAGES.map(() => '---').join(' | ')} | --- |
+${body.join('\n')}`;
 }
 
 const START = '<!-- results:start -->';

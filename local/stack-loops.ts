@@ -31,7 +31,8 @@ export function makeConsumers(sqs: SQSClient, q: StackQueues, eventsOn: boolean)
       queueUrl: q.queueUrl,
       queueArn: q.queueArn,
       handler: consumerHandler,
-      concurrency: 2,
+      // serverless.yml's consumerMaxConcurrency (the runs queue's event source mapping).
+      concurrency: 5,
     });
     dataPoller ??= startSqsPoller({
       sqs,

@@ -38,8 +38,12 @@ export function lazyStep<D, F>(make: (deps: D) => F, wire: () => NoInfer<D>): ()
 export const sweepHooks = (): Required<Pick<StepDeps, 'onTrialEnded' | 'log'>> => ({
   // Look only at this trial's run, and give up after a few lost races: the reconciler advances
   // every active sweep each tick, so a contended record costs a tick, never the run.
-  onTrialEnded: async (trial, runId, opts) => {
-    await sweeps().advance(trial.sweepId, { queue: runQueue() }, opts, { onlyRuns: [runId], maxAttempts: 4 });
+  onTrialEnded: async (trial, runId, opts, ended) => {
+    await sweeps().advance(trial.sweepId, { queue: runQueue() }, opts, {
+      onlyRuns: [runId],
+      maxAttempts: 4,
+      ...(ended ? { runs: [ended] } : {}),
+    });
   },
   log: (line) => logLine({ service: 'gantry-steps', ...line }),
 });

@@ -135,7 +135,11 @@ export function makeMetricIngester(deps: {
     const record = await records.get(runId, opts);
     const token = record ? runToken(record) : undefined;
     if (!record || token === undefined) return 0;
-    // Only the run's own prefix: objects other writers left beside it are never listed.
+    // Only the run's own prefix: objects other writers left beside it are never listed. The
+    // history is read beside the LIST (one round trip, not two: PublishArtifacts drains a trial
+    // on the way from its end to its successor's release).
+    const history = store.getJson<MetricHistory>(historyKey(runId), opts);
+    history.catch(() => undefined);
     const listed = (await store.list(metricsPrefix(runId, token ?? undefined), opts))
       .filter(
         (o) =>
@@ -144,8 +148,8 @@ export function makeMetricIngester(deps: {
       .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
       .slice(-DRAIN_OBJECTS);
     if (listed.length === 0) return 0;
-    // The common case, everything already folded in: one LIST and one GET, no object read.
-    const seen = (await store.getJson<MetricHistory>(historyKey(runId), opts))?.value.sources ?? [];
+    // The common case, everything already folded in: one LIST and one GET (at once), no object read.
+    const seen = (await history)?.value.sources ?? [];
     const fresh = listed.filter((o) => !seen.some((s) => s.key === o.key && s.etag === o.etag));
     return fresh.length === 0
       ? 0

@@ -33,8 +33,9 @@ export interface StepDeps {
   /**
    * Called when a sweep trial's run ends, so the sweep releases its next trials at once. Its
    * failure is logged, never the run's: the reconciler advances every active sweep each tick.
+   * `ended` is the run's record as RecordOutcome just wrote it (the sweep need not read it again).
    */
-  onTrialEnded?: (trial: TrialRef, runId: string, opts?: CallOptions) => Promise<void>;
+  onTrialEnded?: (trial: TrialRef, runId: string, opts?: CallOptions, ended?: RunRecord) => Promise<void>;
   /**
    * The metric channel (lib/metrics/ingest.ts): PublishArtifacts folds in the run's newest metric
    * objects first, so a report whose notification is still queued counts for the manifest and a

@@ -2,6 +2,7 @@ import { mapLimit } from '../concurrency.ts';
 import { gpuHoursOf } from '../observability/metrics.ts';
 import type { CallOptions } from '../ports.ts';
 import { isTerminal as isRunTerminal } from '../run/phases.ts';
+import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import { isTrialTerminal, observeTrial, type RunObservation, type SweepRecord } from './record.ts';
 import { READ_CONCURRENCY } from './store.ts';
@@ -26,23 +27,24 @@ export async function observeRuns(
   const runs = seen;
   await mapLimit(open, READ_CONCURRENCY, async (t) => {
     const run = await records.get(t.runId, opts);
-    if (!run) {
-      runs.set(t.runId, undefined);
-      return;
-    }
-    runs.set(t.runId, {
-      phase: run.phase,
-      ...(run.reason !== undefined ? { reason: run.reason } : {}),
-      ...(run.message !== undefined && isRunTerminal(run.phase) ? { message: run.message } : {}),
-      ...(run.metrics ? { metrics: run.metrics } : {}),
-      ...(run.progress?.percent !== undefined ? { percent: run.progress.percent } : {}),
-      ...(run.phase === 'Pending' && run.admission ? { waitingForQuota: true } : {}),
-      ...(isRunTerminal(run.phase)
-        ? { endedAt: run.transitions.at(-1)?.at ?? run.updatedAt, gpuHours: gpuHoursOf(run) }
-        : {}),
-    });
+    runs.set(t.runId, run ? observationOf(run) : undefined);
   });
   return { runs };
+}
+
+/** What a sweep takes from a trial's run record. */
+export function observationOf(run: RunRecord): RunObservation {
+  return {
+    phase: run.phase,
+    ...(run.reason !== undefined ? { reason: run.reason } : {}),
+    ...(run.message !== undefined && isRunTerminal(run.phase) ? { message: run.message } : {}),
+    ...(run.metrics ? { metrics: run.metrics } : {}),
+    ...(run.progress?.percent !== undefined ? { percent: run.progress.percent } : {}),
+    ...(run.phase === 'Pending' && run.admission ? { waitingForQuota: true } : {}),
+    ...(isRunTerminal(run.phase)
+      ? { endedAt: run.transitions.at(-1)?.at ?? run.updatedAt, gpuHours: gpuHoursOf(run) }
+      : {}),
+  };
 }
 
 /**

@@ -98,6 +98,11 @@ export function makeSweepStore({ table, log }: SweepStoreOptions) {
    */
   async function load(sweepId: string, opts?: CallOptions, readOnly = false) {
     for (;;) {
+      // The sweep item and its trial items at once (one round trip, not two: a trial's own
+      // advance reads them on the way from its end to its successor's release). Trials read
+      // for an item of the previous layout are dropped.
+      const trialsRead = loadTrials(sweepId, opts);
+      trialsRead.catch(() => undefined);
       const current = await table.get<SweepItem>(sweepItemKey(sweepId), opts);
       if (!current) return undefined;
       if (current.value.trials && current.value.trials.length > 0) {
@@ -112,7 +117,7 @@ export function makeSweepStore({ table, log }: SweepStoreOptions) {
         await adopt(sweepId, current, opts);
         continue;
       }
-      const { trials, versions } = await loadTrials(sweepId, opts);
+      const { trials, versions } = await trialsRead;
       const { trials: _none, ...item } = current.value;
       return {
         record: { ...item, trials } as SweepRecord,

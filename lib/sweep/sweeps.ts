@@ -10,7 +10,7 @@ import type { StateTable } from '../state/table.ts';
 import { fitToCaps, inFlightOrOwn } from './advance-plan.ts';
 import { makeChaining } from './chaining.ts';
 import { sweepItemKey, sweepItemOf, trialIndexes, trialItemKey } from './items.ts';
-import { observedTrials, observeRuns } from './observe.ts';
+import { observationOf, observedTrials, observeRuns } from './observe.ts';
 import {
   algorithmOf,
   finish,
@@ -56,6 +56,11 @@ export interface SweepStoreDeps extends SweepCapabilities {
 export interface AdvanceOptions {
   /** Read only these trials' run records (default: every open trial's). */
   onlyRuns?: readonly string[];
+  /**
+   * Run records the caller holds as they are now (RecordOutcome's, just written): taken as read,
+   * not read again. Only those of `onlyRuns` count.
+   */
+  runs?: readonly RunRecord[];
   /** Lost write races before giving up with ConcurrentUpdateError (default 24). */
   maxAttempts?: number;
 }
@@ -115,6 +120,7 @@ export function makeSweeps(deps: SweepStoreDeps) {
     const maxAttempts = how.maxAttempts ?? MAX_ATTEMPTS;
     const only = how.onlyRuns ? new Set(how.onlyRuns) : undefined;
     const reads: AdvanceReads = { seen: new Map(), restopped: false };
+    for (const run of how.runs ?? []) if (only?.has(run.runId)) reads.seen.set(run.runId, observationOf(run));
     const report: AdvanceReport = {
       sweepId,
       phase: 'Running',
@@ -317,11 +323,13 @@ export function makeSweeps(deps: SweepStoreDeps) {
   }
 
   /**
-   * 2. Each changed trial's own item, at the version read. The item is read again just
-   * before: when another advancer wrote the trial since this one listed the trials (most
-   * often a trial's own advance recording its end), this one writes only if it ends the
-   * trial and the other did not; otherwise it leaves that trial, and acting on it, to the next
-   * advance. A write that still loses is treated the same way. Returns the indexes left.
+   * 2. Each changed trial's own item, at the version read. When another advancer wrote the
+   * trial since this one listed the trials (most often a trial's own advance recording its end:
+   * the write at the version read loses), the item is read again and this one writes only if it
+   * ends the trial and the other did not; otherwise it leaves that trial, and acting on it, to
+   * the next advance. A write that still loses is treated the same way. Returns the indexes left.
+   * The uncontended write costs one request (no read before it): it is on the path from a trial's
+   * end to its successor's release.
    */
   async function writeTrials(
     sweepId: string,
@@ -340,28 +348,28 @@ export function makeSweeps(deps: SweepStoreDeps) {
     });
     await mapLimit(changedTrials, READ_CONCURRENCY, async (t) => {
       const key = trialItemKey(sweepId, t.index);
-      let base = before.get(t.index) as Trial;
-      let version = trialVersions.get(t.index) as string;
-      const fresh = await table.get<Trial>(key, opts);
-      if (fresh && fresh.version !== version) {
-        if (isTrialTerminal(fresh.value.phase) || !isTrialTerminal(t.phase)) {
-          lost.add(t.index);
-          return;
+      const put = async (base: Trial, version: string) => {
+        try {
+          await table.put(key, t, trialIndexes(sweepId, t), { ifVersion: version }, opts);
+        } catch (err) {
+          if (!(err instanceof ConcurrentUpdateError)) throw err;
+          return false;
         }
-        base = fresh.value;
-        version = fresh.version;
-      }
-      try {
-        await table.put(key, t, trialIndexes(sweepId, t), { ifVersion: version }, opts);
         report.writes++;
         if (base.phase !== t.phase) {
           count(base.phase, -1);
           count(t.phase, 1);
         }
-      } catch (err) {
-        if (!(err instanceof ConcurrentUpdateError)) throw err;
-        lost.add(t.index);
-      }
+        return true;
+      };
+      if (await put(before.get(t.index) as Trial, trialVersions.get(t.index) as string)) return;
+      const fresh = await table.get<Trial>(key, opts);
+      const retry =
+        fresh !== undefined &&
+        fresh.version !== trialVersions.get(t.index) &&
+        !isTrialTerminal(fresh.value.phase) &&
+        isTrialTerminal(t.phase);
+      if (!(retry && (await put(fresh.value, fresh.version)))) lost.add(t.index);
     });
     return lost;
   }

@@ -1,4 +1,5 @@
 import type { CallOptions } from '../../ports.ts';
+import type { RunRecord } from '../../run/record.ts';
 import type { RunSpec } from '../../run/spec.ts';
 import type { JobRef } from '../job-ref.ts';
 import type { RecordOutcomeDeps } from '../step-deps.ts';
@@ -25,7 +26,7 @@ export function makeRecordOutcome(deps: RecordOutcomeDeps) {
       );
       // The outcome's metrics once: a retried RecordOutcome finds the record ended and emits nothing.
       if (changed) await deps.runs?.ended(record);
-      await trialEnded(input.run, opts);
+      await trialEnded(input.run, record, opts);
       return { phase: record.phase };
     }
     const { reason, message } = failureOf(input.state);
@@ -35,7 +36,7 @@ export function makeRecordOutcome(deps: RecordOutcomeDeps) {
       opts,
     );
     if (changed) await deps.runs?.ended(record);
-    await trialEnded(input.state.run, opts);
+    await trialEnded(input.state.run, record, opts);
     return { phase: record.phase, reason: record.reason };
   }
 
@@ -44,13 +45,13 @@ export function makeRecordOutcome(deps: RecordOutcomeDeps) {
    * happens to it the run's outcome stands (the step must not time out or fail because a sweep
    * record is contended; the reconciler advances the sweep on its next tick).
    */
-  async function trialEnded(run: RunSpec, opts?: CallOptions) {
+  async function trialEnded(run: RunSpec, ended: RunRecord, opts?: CallOptions) {
     if (!run.trial || !deps.onTrialEnded) return;
     const budget = AbortSignal.timeout(TRIAL_HOOK_BUDGET_MS);
     const signal = opts?.signal ? AbortSignal.any([opts.signal, budget]) : budget;
     try {
       await Promise.race([
-        deps.onTrialEnded(run.trial, run.runId, { signal }),
+        deps.onTrialEnded(run.trial, run.runId, { signal }, ended),
         new Promise((_resolve, reject) => {
           signal.addEventListener('abort', () => reject(signal.reason), { once: true });
         }),
