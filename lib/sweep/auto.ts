@@ -83,7 +83,7 @@ export function chooseAlgorithm(request: AlgorithmRequest): AlgorithmChoice {
     return {
       algorithm: { name: 'nsga2', seed, popSize },
       request: { name: 'nsga2', seed, popSize },
-      reason: `${request.objectives?.length} objectives: NSGA-II, ${popSize} trials per generation (≤ 50, about 4 generations in maxTrials ${maxTrials})`,
+      reason: `${request.objectives?.length} objectives: NSGA-II, ${popSize} trials per generation (about 10 generations in maxTrials ${maxTrials}, at most 50)`,
     };
   }
   if (
@@ -116,7 +116,11 @@ export function chooseAlgorithm(request: AlgorithmRequest): AlgorithmChoice {
   };
 }
 
-/** NSGA-II's generation under auto: Optuna's 50, fewer when the budget holds under 4 of them (at least 8). */
+/**
+ * NSGA-II's generation under auto: about 10 generations in the budget (maxTrials / 10), at least 8
+ * and at most Optuna's 50 (bench/results/multi-objective.md: at 200–300 trials a generation of 20–30
+ * beats 50).
+ */
 export function autoNsga2PopSize(maxTrials: number): number {
-  return Math.max(8, Math.min(50, Math.floor(maxTrials / 4)));
+  return Math.max(8, Math.min(50, Math.floor(maxTrials / 10)));
 }
