@@ -24,11 +24,11 @@ import {
  * child outside the space is drawn again. Otherwise one random parent is copied. Then each
  * parameter is mutated — drawn at random — with probability `mutationProb` (default 1/d).
  *
- * Stateless and deterministic in the history: generations are counted in completed trials, so
- * the parent population changes once every `popSize` completed trials (the elite of all completed
- * trials at the last multiple of popSize, which for the elitist NSGA-II equals Optuna's elite of
- * the previous generation and its parents); trial `trialIndex` draws with its own generator, so
- * trials running side by side are distinct children of the same parents.
+ * Stateless and deterministic in the history: generations are counted in completed trials
+ * (generation g: completed trials g·popSize … (g+1)·popSize − 1), so the parent population changes
+ * once every `popSize` completed trials and is, as Optuna's, the elite of the previous generation
+ * and its parents; trial `trialIndex` draws with its own generator, so trials running side by side
+ * are distinct children of the same parents.
  */
 
 export type Nsga2 = Extract<Algorithm, { name: 'nsga2' }>;
@@ -162,13 +162,17 @@ export function sampleNsga2(
   const random = () => Object.fromEntries(params.map((p) => [p.name, draw(p, rng)])) as Assignment;
   const popSize = algorithm.popSize ?? NSGA2_DEFAULTS.popSize;
   const complete = history.filter((o) => o.losses.length > 0 && o.losses.every(Number.isFinite));
-  const boundary = Math.floor(complete.length / popSize) * popSize;
-  if (boundary === 0) return random();
-  const pool = complete.slice(0, boundary);
-  const parents = eliteIndices(
-    pool.map((o) => o.losses),
-    popSize,
-  ).map((i) => pool[i] as MultiObservation);
+  if (complete.length < popSize) return random();
+  // Optuna's recursion: the parents of generation g are the elite of generation g − 1 and its
+  // parents (each step sorts at most 2 × popSize trials, however long the sweep).
+  let parents: MultiObservation[] = [];
+  for (let g = 0; (g + 1) * popSize <= complete.length; g++) {
+    const pool = [...complete.slice(g * popSize, (g + 1) * popSize), ...parents];
+    parents = eliteIndices(
+      pool.map((o) => o.losses),
+      popSize,
+    ).map((i) => pool[i] as MultiObservation);
+  }
   const space = params.filter(searched);
   const child =
     uniformFloat64(rng) < (algorithm.crossoverProb ?? NSGA2_DEFAULTS.crossoverProb)
