@@ -12,7 +12,9 @@ import {
   selectTrial,
 } from '../../../lib/sweep/pareto.ts';
 import { type RunObservation, type SweepRecord, step, type Trial } from '../../../lib/sweep/record.ts';
+import { type Observation, suggest } from '../../../lib/sweep/samplers.ts';
 import { type SweepRequestInput, SweepRequestSchema } from '../../../lib/sweep/schema.ts';
+import type { ParameterSpec } from '../../../lib/sweep/space.ts';
 
 /** Multi-objective sweeps: the Pareto tools, NSGA-II on ZDT, the request's rules, the record. */
 
@@ -113,6 +115,41 @@ describe('NSGA-II on ZDT (2 objectives, 5 parameters, 300 trials)', () => {
     expect(hv('zdt2', { name: 'nsga2', seed: 0, popSize: 30 }, 4)).toBeGreaterThan(4.4);
     expect(hv('zdt2', { name: 'nsga2', seed: 0, popSize: 30, crossover: 'sbx' })).toBeGreaterThan(4.4);
   });
+});
+
+describe('NSGA-II on a mixed space', () => {
+  const space: ParameterSpec[] = [
+    { name: 'lr', type: 'continuous', min: 1e-5, max: 1, scale: 'log' },
+    { name: 'layers', type: 'integer', min: 2, max: 12, step: 2 },
+    { name: 'dropout', type: 'discrete', values: [0, 0.1, 0.3] },
+    { name: 'optimizer', type: 'categorical', values: ['sgd', 'adam', 'lion'] },
+  ];
+  const inSpace = (a: Record<string, number | string>) =>
+    (a.lr as number) >= 1e-5 &&
+    (a.lr as number) <= 1 &&
+    [2, 4, 6, 8, 10, 12].includes(a.layers as number) &&
+    [0, 0.1, 0.3].includes(a.dropout as number) &&
+    ['sgd', 'adam', 'lion'].includes(a.optimizer as string);
+
+  it.each(['uniform', 'sbx'] as const)(
+    'keeps every child (%s crossover) in the space, and draws the same children for the same history',
+    (crossover) => {
+      const algorithm: Algorithm = { name: 'nsga2', seed: 3, popSize: 8, crossover };
+      const history: Observation[] = [];
+      for (let i = 0; i < 60; i++) {
+        const a = suggest(algorithm, space, i, history);
+        expect(inSpace(a), JSON.stringify(a)).toBe(true);
+        expect(suggest(algorithm, space, i, history)).toEqual(a);
+        const f = [Math.log10(a.lr as number) ** 2, (a.layers as number) + (a.optimizer === 'adam' ? 0 : 3)];
+        history.push({ assignment: a, loss: f[0] as number, losses: f });
+      }
+      // After the first generation the children come from the parents: some values repeat theirs.
+      const later = history
+        .slice(8)
+        .filter((o) => history.slice(0, 8).some((p) => p.assignment.lr === o.assignment.lr));
+      if (crossover === 'uniform') expect(later.length).toBeGreaterThan(0);
+    },
+  );
 });
 
 describe('the request', () => {
