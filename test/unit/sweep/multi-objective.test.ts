@@ -11,7 +11,14 @@ import {
   nonDominatedFronts,
   selectTrial,
 } from '../../../lib/sweep/pareto.ts';
-import { type RunObservation, type SweepRecord, step, type Trial } from '../../../lib/sweep/record.ts';
+import {
+  needsChain,
+  needsPublish,
+  type RunObservation,
+  type SweepRecord,
+  step,
+  type Trial,
+} from '../../../lib/sweep/record.ts';
 import { type Observation, suggest } from '../../../lib/sweep/samplers.ts';
 import { type SweepRequestInput, SweepRequestSchema } from '../../../lib/sweep/schema.ts';
 import type { ParameterSpec } from '../../../lib/sweep/space.ts';
@@ -302,6 +309,22 @@ describe('the sweep record', () => {
     const none = finished({ select: { constraint: { metric: 'latency_ms', max: 1 }, optimize: 'accuracy' } });
     expect(none.best).toBeUndefined();
     expect(none.outcome).toMatchObject({ phase: 'Failed', reason: 'NoTrialMeetsConstraint' });
+  });
+
+  it('publishes and chains the trial select picks', () => {
+    const published = finished({
+      select: { constraint: { metric: 'latency_ms', max: 25 }, optimize: 'accuracy' },
+    });
+    expect(needsPublish(published)).toBe(true);
+    expect(published.best).toMatchObject({ trialIndex: 1, runId: 'run-1', parameters: { lr: 0.02 } });
+    const chained = finished({
+      select: { weights: { latency_ms: 1 } },
+      then: { hyperparameters: { epochs: 90 } },
+    });
+    expect(needsPublish(chained)).toBe(false);
+    expect(needsChain(chained)).toBe(true);
+    // The full run takes the picked trial's parameters (lib/sweep/chaining.ts reads best.parameters).
+    expect(chained.best).toMatchObject({ trialIndex: 3, parameters: { lr: 0.04 } });
   });
 
   it('selectTrial breaks a tie on the optimized objective by dominance', () => {
