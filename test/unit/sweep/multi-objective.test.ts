@@ -319,6 +319,7 @@ describe('the sweep record', () => {
     expect(published.best).toMatchObject({ trialIndex: 1, runId: 'run-1', parameters: { lr: 0.02 } });
     const chained = finished({
       select: { weights: { latency_ms: 1 } },
+      // biome-ignore lint/suspicious/noThenProperty: the API's name for the chained run (a plain object)
       then: { hyperparameters: { epochs: 90 } },
     });
     expect(needsPublish(chained)).toBe(false);
