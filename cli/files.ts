@@ -11,7 +11,14 @@ import { UsageError } from './args.ts';
 export type RequestKind = 'run' | 'sweep';
 
 /** Fields only a sweep request has (lib/sweep/schema.ts). */
-export const SWEEP_FIELDS = ['template', 'parameters', 'objective', 'algorithm', 'maxTrials'] as const;
+export const SWEEP_FIELDS = [
+  'template',
+  'parameters',
+  'objective',
+  'objectives',
+  'algorithm',
+  'maxTrials',
+] as const;
 
 export interface LoadedRequest {
   kind: RequestKind;

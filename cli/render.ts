@@ -1,5 +1,6 @@
 import type { LifecycleEvent } from '../lib/events/event.ts';
 import type { RunSummary, RunView, SweepView } from '../lib/intake/view-schemas.ts';
+import { objectivesLine, paretoSection } from './render-pareto.ts';
 
 /**
  * What the CLI prints, as pure functions of the API's views (lib/intake/view-schemas.ts): the
@@ -212,12 +213,14 @@ export function sweepTable(sweep: SweepView): string {
     ]
       .filter(Boolean)
       .join(' '),
-    t.objective !== undefined ? formatValue(t.objective) : '',
+    ...(sweep.objectives
+      ? sweep.objectives.map((_, k) => (t.objectives?.[k] !== undefined ? formatValue(t.objectives[k]) : ''))
+      : [t.objective !== undefined ? formatValue(t.objective) : '']),
     Object.entries(t.parameters)
       .map(([k, v]) => `${k}=${formatValue(v as number | string)}`)
       .join(' '),
   ]);
-  const heading = `${sweepLine(sweep)}\nobjective: ${sweep.objective.direction} ${sweep.objective.metric}${
+  const heading = `${sweepLine(sweep)}\n${objectivesLine(sweep) ?? `objective: ${sweep.objective.direction} ${sweep.objective.metric}`}${
     sweep.best ? `; best: trial ${sweep.best.trialIndex} (${sweep.best.runId})` : '; no best trial yet'
   }`;
   // Test fixtures and older views may lack it; a sweep view from the API always has it.
@@ -240,11 +243,19 @@ export function sweepTable(sweep: SweepView): string {
   ].filter((n): n is string => n !== undefined);
   const head = [heading, ...notes].join('\n');
   const trials = table(
-    ['', 'TRIAL', 'RUN', 'PHASE', sweep.objective.metric.toUpperCase(), 'PARAMETERS'],
+    [
+      '',
+      'TRIAL',
+      'RUN',
+      'PHASE',
+      ...(sweep.objectives ?? [sweep.objective]).map((o) => o.metric.toUpperCase()),
+      'PARAMETERS',
+    ],
     rows,
   );
   const why = reasonLines(sweep.trials);
-  return `${head}\n\n${trials}${why.length > 0 ? `\n\n${why.join('\n')}` : ''}`;
+  const front = paretoSection(sweep);
+  return `${head}\n\n${trials}${front ? `\n\n${front}` : ''}${why.length > 0 ? `\n\n${why.join('\n')}` : ''}`;
 }
 
 /** Trials' reasons shown under the table: the newest MAX_REASON_LINES. */

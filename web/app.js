@@ -719,7 +719,9 @@ async function sweepPage(id) {
           ['Model', s.modelName],
           [
             'Objective',
-            `${s.objective.direction} ${s.objective.metric}${s.objective.goal !== undefined ? ` (goal ${s.objective.goal})` : ''}`,
+            s.objectives
+              ? s.objectives.map((o) => `${o.direction} ${o.metric}`).join(', ')
+              : `${s.objective.direction} ${s.objective.metric}${s.objective.goal !== undefined ? ` (goal ${s.objective.goal})` : ''}`,
           ],
           [
             'Algorithm',

@@ -18,7 +18,7 @@ export const PALETTE = [
   '#9333ea',
   '#ea580c',
 ];
-const M = { left: 58, right: 16, top: 14, bottom: 38 };
+export const M = { left: 58, right: 16, top: 14, bottom: 38 };
 
 window.gantryCharts = window.gantryCharts ?? {};
 
@@ -58,7 +58,7 @@ export function scale(lo, hi, a, b, log = false) {
   return at;
 }
 
-function empty(el, text) {
+export function empty(el, text) {
   el.replaceChildren(Object.assign(document.createElement('p'), { className: 'muted', textContent: text }));
 }
 
@@ -106,7 +106,7 @@ export function linePlot(el, name, lines, opts = {}) {
   el.replaceChildren(root, legend(lines));
 }
 
-function axes(x, y, W, H, opts) {
+export function axes(x, y, W, H, opts) {
   const g = svg('g', { class: 'axes' });
   g.append(svg('line', { x1: M.left, y1: H - M.bottom, x2: W - M.right, y2: H - M.bottom, stroke: '#999' }));
   g.append(svg('line', { x1: M.left, y1: M.top, x2: M.left, y2: H - M.bottom, stroke: '#999' }));

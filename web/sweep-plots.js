@@ -4,6 +4,7 @@
  * intermediate values (each trial's objective metric against the training step, from its metric
  * history; trials stopped early drawn dashed and grey, so pruning shows where it cut).
  */
+import { paretoPlot } from './pareto-plot.js';
 import { linePlot, parallelPlot, ramp } from './svg-plot.js';
 
 /** Metric histories of ended trials do not change: fetched once per page. */
@@ -18,7 +19,24 @@ const ENDED = new Set(['Succeeded', 'Failed', 'EarlyStopped', 'Cancelled']);
 export async function sweepPlots(section, s, { api, h }) {
   const parallel = h('figure', { className: 'chart', id: 'chart-parallel' });
   const intermediate = h('figure', { className: 'chart', id: 'chart-intermediate' });
+  // A multi-objective sweep: its trials over the first two objectives, the Pareto front in red.
+  const pareto = s.objectives ? h('figure', { className: 'chart', id: 'chart-pareto' }) : undefined;
   section.replaceChildren(
+    ...(pareto
+      ? [
+          h(
+            'div',
+            { className: 'chart-wrap' },
+            h('h3', {}, `Pareto front: ${s.objectives[0].metric} vs ${s.objectives[1].metric}`),
+            pareto,
+            h(
+              'p',
+              { className: 'muted' },
+              'Red: the Pareto front (no other succeeded trial is as good in every objective); ringed: the trial select picks. Hover a point for its trial.',
+            ),
+          ),
+        ]
+      : []),
     h(
       'div',
       { className: 'chart-wrap' },
@@ -38,6 +56,7 @@ export async function sweepPlots(section, s, { api, h }) {
       h('p', { className: 'muted' }, 'Dashed grey: trials stopped early (pruned).'),
     ),
   );
+  if (pareto) paretoPlot(pareto, s);
   drawParallel(parallel, s);
   await drawIntermediate(intermediate, s, api);
 }

@@ -3,6 +3,7 @@ import { FAILURE_REASONS, PHASES } from '../run/phases.ts';
 import { RunRequestSchema } from '../run/schema.ts';
 import { SWEEP_PHASES, TRIAL_PHASES } from '../sweep/record.ts';
 import { ObjectiveSchema } from '../sweep/schema.ts';
+import { SelectSchema } from '../sweep/schema-multi.ts';
 import * as z from '../zod.ts';
 
 /**
@@ -380,12 +381,26 @@ export const SweepViewSchema = z.strictObject({
   ),
   reason: z.described(
     z.optional(z.string()),
-    'GoalReached, TrialsExhausted, TooManyFailedTrials, NoSuccessfulTrial, Cancelled, ChainedRunFailed (the full run of then failed), ModelOwned',
+    'GoalReached, TrialsExhausted, TooManyFailedTrials, NoSuccessfulTrial, NoTrialMeetsConstraint (objectives: no trial met the constraint of select), Cancelled, ChainedRunFailed (the full run of then failed), ModelOwned',
   ),
   message: z.optional(z.string()),
   outcome: z.optional(z.strictObject({ phase: z.string(), reason: z.string(), message: z.string() })),
   modelName: z.string(),
-  objective: ObjectiveSchema,
+  objective: z.described(ObjectiveSchema, 'The objective (a multi-objective sweep: its first objective)'),
+  objectives: z.described(z.optional(z.array(ObjectiveSchema)), 'A multi-objective sweep: its objectives'),
+  select: z.described(z.optional(SelectSchema), 'A multi-objective sweep: how the published trial is picked'),
+  paretoFront: z.described(
+    z.optional(
+      z.array(
+        z.strictObject({
+          trialIndex: z.number(),
+          runId: z.string(),
+          values: z.record(z.string(), z.number()),
+        }),
+      ),
+    ),
+    'A multi-objective sweep: the succeeded trials no other succeeded trial dominates, by index, with their objective values',
+  ),
   algorithm: z.described(
     z.record(z.string(), Value),
     'The algorithm, its seed filled in (resubmit it to reproduce)',
@@ -409,6 +424,10 @@ export const SweepViewSchema = z.strictObject({
       trialIndex: z.number(),
       runId: z.string(),
       objective: z.number(),
+      objectives: z.described(
+        z.optional(z.array(z.number())),
+        'A multi-objective sweep: every objective, in order',
+      ),
       parameters: z.record(z.string(), Value),
     }),
   ),
@@ -461,6 +480,10 @@ export const SweepViewSchema = z.strictObject({
         'From its run record as the view was read (Queued: Accepted or Submitting; Running: Running or Publishing; EarlyStopped: Cancelled with reason EarlyStopped), the same run `GET /v1/runs?sweepId=` lists',
       ),
       objective: z.optional(z.number()),
+      objectives: z.described(
+        z.optional(z.array(z.number())),
+        'A multi-objective sweep: the value of every objective, in the order of objectives',
+      ),
       reason: z.described(
         z.optional(z.string()),
         'Why it ended otherwise than Succeeded: its run’s failure reason, EarlyStopped, Cancelled, SweepEnded, ObjectiveMissing',
@@ -523,7 +546,7 @@ export const SweepViewSchema = z.strictObject({
 });
 
 /** A sweep in a list: the sweep view without its trials (GET /v1/sweeps/{id} has them). */
-export const SweepSummarySchema = z.omit(SweepViewSchema, { trials: true, usage: true });
+export const SweepSummarySchema = z.omit(SweepViewSchema, { trials: true, usage: true, paretoFront: true });
 
 export const SweepListSchema = z.strictObject({
   sweeps: z.array(SweepSummarySchema),

@@ -1,6 +1,7 @@
 import { compact } from '../compact.ts';
 import { attemptsOf } from '../run/attempts.ts';
 import { openStall, type RunRecord } from '../run/record.ts';
+import { frontOf } from '../sweep/multi.ts';
 import { quotaPressure, type SweepRecord, sweepUsage, trialBudget } from '../sweep/record.ts';
 import type { RunSummary, RunView, SubmitResponse, SweepSummary, SweepView } from './view-schemas.ts';
 
@@ -108,7 +109,13 @@ export function toSweepView(record: SweepRecord): SweepView {
   const counts: Record<string, number> = {};
   for (const t of record.trials) counts[t.phase] = (counts[t.phase] ?? 0) + 1;
   const quota = record.phase === 'Running' ? quotaPressure(record) : undefined;
-  return { ...sweepView(record, counts), ...(quota ? { quota } : {}), usage: sweepUsage(record.trials) };
+  const front = frontOf(record.request, record.trials);
+  return {
+    ...sweepView(record, counts),
+    ...(front ? { paretoFront: front } : {}),
+    ...(quota ? { quota } : {}),
+    usage: sweepUsage(record.trials),
+  };
 }
 
 function sweepView(record: SweepRecord, counts: Record<string, number>): SweepView {
@@ -121,6 +128,8 @@ function sweepView(record: SweepRecord, counts: Record<string, number>): SweepVi
     ...(record.outcome && record.phase === 'Completing' ? { outcome: record.outcome } : {}),
     modelName: record.request.template.modelName,
     objective: record.request.objective,
+    ...(record.request.objectives ? { objectives: record.request.objectives } : {}),
+    ...(record.request.select ? { select: record.request.select } : {}),
     algorithm: compact(record.request.algorithm),
     ...(record.algorithmChoice ? { algorithmChoice: record.algorithmChoice } : {}),
     maxTrials: record.request.maxTrials,
@@ -144,6 +153,7 @@ function sweepView(record: SweepRecord, counts: Record<string, number>): SweepVi
       parameters: t.parameters,
       phase: t.phase,
       ...(t.objective !== undefined ? { objective: t.objective } : {}),
+      ...(t.objectives !== undefined ? { objectives: t.objectives } : {}),
       ...(t.reason !== undefined ? { reason: t.reason } : {}),
       ...(t.message !== undefined ? { message: t.message } : {}),
       releasedAt: t.releasedAt,

@@ -33,4 +33,18 @@ export type Algorithm =
       seed: number;
       /** Trials sampled at random before the Gaussian process takes over. */
       startupTrials: number;
+    }
+  | {
+      name: 'nsga2';
+      seed: number;
+      /** Trials per generation; default 50 (Optuna's NSGAIISampler population_size). */
+      popSize?: number;
+      /** uniform (default, as Optuna) or sbx (simulated binary crossover on the numeric parameters). */
+      crossover?: 'uniform' | 'sbx';
+      /** Probability of a crossover (else a parent is copied); default 0.9. */
+      crossoverProb?: number;
+      /** Uniform crossover's probability of taking each parameter from the second parent; default 0.5. */
+      swappingProb?: number;
+      /** Probability of drawing each parameter afresh; default 1/d. */
+      mutationProb?: number;
     };

@@ -15,6 +15,8 @@ export interface AlgorithmRequest {
   /** Required for `auto`, which chooses from them. */
   parameters?: readonly ParameterSpec[] | undefined;
   warmStartFrom?: unknown;
+  /** A multi-objective sweep's objectives (2 or more: auto picks NSGA-II). */
+  objectives?: readonly unknown[] | undefined;
 }
 
 export interface AlgorithmChoice {
@@ -76,6 +78,14 @@ export function chooseAlgorithm(request: AlgorithmRequest): AlgorithmChoice {
       reason: `the space has ${size} points and maxTrials ${maxTrials} covers them all: grid tries each once`,
     };
   }
+  if ((request.objectives?.length ?? 0) >= 2) {
+    const popSize = autoNsga2PopSize(maxTrials);
+    return {
+      algorithm: { name: 'nsga2', seed, popSize },
+      request: { name: 'nsga2', seed, popSize },
+      reason: `${request.objectives?.length} objectives: NSGA-II, ${popSize} trials per generation (about 10 generations in maxTrials ${maxTrials}, at most 50)`,
+    };
+  }
   if (
     categorical === 0 &&
     params.length >= 1 &&
@@ -104,4 +114,13 @@ export function chooseAlgorithm(request: AlgorithmRequest): AlgorithmChoice {
     request: { name: 'tpe', seed },
     reason: `${plural(numeric, 'numeric parameter')} and ${others} discrete or categorical, maxTrials ${maxTrials}: TPE (too few numeric parameters or trials for CMA-ES)`,
   };
+}
+
+/**
+ * NSGA-II's generation under auto: about 10 generations in the budget (maxTrials / 10), at least 8
+ * and at most Optuna's 50 (bench/results/multi-objective.md: at 200–300 trials a generation of 20–30
+ * beats 50).
+ */
+export function autoNsga2PopSize(maxTrials: number): number {
+  return Math.max(8, Math.min(50, Math.floor(maxTrials / 10)));
 }

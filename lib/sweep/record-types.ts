@@ -42,6 +42,8 @@ export interface Trial {
   phase: TrialPhase;
   /** The objective metric's final value (Succeeded trials). */
   objective?: number;
+  /** A multi-objective sweep's trial: every objective's final value, in the request's order. */
+  objectives?: number[];
   reason?: string;
   /** What its run said when it ended Failed or Cancelled (the pruner's message, the failure's cause). */
   message?: string;
@@ -71,6 +73,8 @@ export interface BestTrial {
   trialIndex: number;
   runId: string;
   objective: number;
+  /** A multi-objective sweep: every objective's value (the trial its `select` picked). */
+  objectives?: number[];
   parameters: Assignment;
 }
 

@@ -1,6 +1,7 @@
 import { trialRunId } from '../run/ids.ts';
 import { isInfrastructureFailure, isTerminal as isRunTerminal, type RunPhase } from '../run/phases.ts';
 import { type Curve, pruneMessage, shouldStopEarly } from './early-stopping.ts';
+import * as multi from './multi.ts';
 import {
   type BestTrial,
   type ChainedRun,
@@ -154,7 +155,7 @@ export function observeTrial(request: SweepRequest, trial: Trial, run: RunObserv
       if (run.message !== undefined) next.message = clip(run.message);
       break;
   }
-  return next;
+  return multi.observeMulti(request, next, run) ?? next;
 }
 
 /** A trial's message as the sweep keeps it (trial items stay small). */
@@ -199,6 +200,7 @@ export function sweepUsage(trials: readonly Trial[]): SweepUsage {
 }
 
 export function bestOf(request: SweepRequest, trials: readonly Trial[]): BestTrial | undefined {
+  if (multi.isMultiObjective(request)) return multi.multiBest(request, trials);
   let best: Trial | undefined;
   for (const t of trials) {
     if (t.phase !== 'Succeeded' || t.objective === undefined) continue;
@@ -250,7 +252,7 @@ export function step(
   // Never a worse best than the one recorded (a stale read of the trials may miss the best one).
   const seenBest = bestOf(request, trials);
   const best =
-    record.best && seenBest && lossOf(request, record.best.objective) <= lossOf(request, seenBest.objective)
+    record.best && seenBest && multi.keepRecordedBest(request, record.best, seenBest)
       ? record.best
       : (seenBest ?? record.best);
   if (best) next.best = best;
@@ -276,7 +278,11 @@ export function step(
     } else if (trials.length >= budget && inFlight().length === 0) {
       next.outcome = best
         ? { phase: 'Succeeded', reason: 'TrialsExhausted', message: `all ${budget} trials ended` }
-        : { phase: 'Failed', reason: 'NoSuccessfulTrial', message: `none of the ${budget} trials succeeded` };
+        : (multi.noPickOutcome(request, trials, budget) ?? {
+            phase: 'Failed',
+            reason: 'NoSuccessfulTrial',
+            message: `none of the ${budget} trials succeeded`,
+          });
     }
     if (next.outcome) {
       next.phase = 'Completing';
@@ -314,7 +320,9 @@ export function step(
       // A warm-started sweep's sampler sees the earlier sweeps' trials first, as if run here.
       const own: Observation[] = next.trials.flatMap((t): Observation[] => {
         if (t.phase === 'Succeeded' && t.objective !== undefined) {
-          return [{ assignment: t.parameters, loss: lossOf(request, t.objective) }];
+          return [
+            { assignment: t.parameters, loss: lossOf(request, t.objective), ...multi.lossesOf(request, t) },
+          ];
         }
         const last = t.curve?.at(-1);
         const stopped = t.phase === 'EarlyStopped' || t.stopReason === 'EarlyStopped';

@@ -6,6 +6,7 @@ import type { Algorithm } from './algorithms.ts';
 import { type AlgorithmRequest, chooseAlgorithm, defaultStartupTrials } from './auto.ts';
 import { askCma, type CmaState, defaultPopsize, initCma, tellCma } from './cmaes.ts';
 import { sampleGp } from './gp.ts';
+import { type MultiObservation, sampleNsga2 } from './nsga2.ts';
 import {
   type Assignment,
   fromSearchAxis,
@@ -32,6 +33,8 @@ export interface Observation {
    * consider_pruned_trials=False).
    */
   stoppedAtPercent?: number;
+  /** A multi-objective sweep's trial: every objective, oriented (lower is better); `loss` is the first. */
+  losses?: number[];
 }
 
 const DEFAULT_CANDIDATES = 24;
@@ -71,6 +74,16 @@ export function algorithmFor(request: AlgorithmRequest): Algorithm {
         name: 'gp',
         seed: a.seed ?? 0,
         startupTrials: a.startupTrials ?? defaultStartupTrials(request.maxTrials),
+      };
+    case 'nsga2':
+      return {
+        name: 'nsga2',
+        seed: a.seed ?? 0,
+        ...(a.popSize !== undefined ? { popSize: a.popSize } : {}),
+        ...(a.crossover !== undefined ? { crossover: a.crossover } : {}),
+        ...(a.crossoverProb !== undefined ? { crossoverProb: a.crossoverProb } : {}),
+        ...(a.swappingProb !== undefined ? { swappingProb: a.swappingProb } : {}),
+        ...(a.mutationProb !== undefined ? { mutationProb: a.mutationProb } : {}),
       };
     case 'auto':
       return chooseAlgorithm(request).algorithm;
@@ -126,6 +139,12 @@ export function suggest(
     }
     case 'cmaes':
       return sampleCmaEs(params, algorithm, trialIndex, history, pending);
+    case 'nsga2': {
+      const complete = history.flatMap((o): MultiObservation[] =>
+        o.losses && o.stoppedAtPercent === undefined ? [{ assignment: o.assignment, losses: o.losses }] : [],
+      );
+      return sampleNsga2(params, algorithm, trialRng(algorithm.seed, trialIndex), complete, sampleUniform);
+    }
   }
 }
 

@@ -3,6 +3,7 @@ import { ENV_NAME, RESERVED_ENV_PREFIX } from '../run/limits.ts';
 import { RunRequestSchema } from '../run/schema.ts';
 import * as z from '../zod.ts';
 import { injectionOf } from './injection.ts';
+import { checkObjectives, MAX_OBJECTIVES, Nsga2AlgorithmSchema, SelectSchema } from './schema-multi.ts';
 import { gridSize } from './space.ts';
 
 /**
@@ -234,12 +235,13 @@ export const AlgorithmSchema = z.discriminatedUnion(
     z.strictObject({
       name: z.described(
         z.literal('auto'),
-        'auto (the default): chosen from the space when the sweep is created — grid if the whole grid fits in maxTrials, gp for at most 6 parameters none categorical, cmaes (categorical values by tpe) for more or mixed ones, else tpe; the sweep shows the choice and why',
+        'auto (the default): chosen from the space when the sweep is created — grid if the whole grid fits in maxTrials, gp for at most 6 parameters none categorical, cmaes (categorical values by tpe) for more or mixed ones, else tpe; nsga2 with objectives; the sweep shows the choice and why',
       ),
       seed: z.described(z.optional(seed), 'Seed of the draws, for a repeatable sweep'),
     }),
+    Nsga2AlgorithmSchema,
   ],
-  { error: 'algorithm.name must be one of auto, grid, random, tpe, cmaes, gp' },
+  { error: 'algorithm.name must be one of auto, grid, random, tpe, cmaes, gp, nsga2' },
 );
 
 const MedianSchema = z.strictObject({
@@ -376,10 +378,28 @@ const SweepRequestObject = z
         ),
       'The parameters searched',
     ),
-    objective: z.described(ObjectiveSchema, 'The metric that ranks trials'),
+    objective: z.described(
+      z.optional(ObjectiveSchema),
+      'The metric that ranks trials (exactly one of objective and objectives)',
+    ),
+    objectives: z.described(
+      z.optional(
+        z
+          .array(ObjectiveSchema)
+          .check(
+            z.minLength(2, 'objectives needs at least 2 (for one, use objective)'),
+            z.maxLength(MAX_OBJECTIVES, `at most ${MAX_OBJECTIVES} objectives`),
+          ),
+      ),
+      'A multi-objective sweep: 2 or more metrics with directions; the sweep shows their Pareto front',
+    ),
+    select: z.described(
+      z.optional(SelectSchema),
+      'With objectives: the trial published (and chained) — a constraint plus optimize, or weights (default: optimize the first objective)',
+    ),
     algorithm: z.described(
       z._default(AlgorithmSchema, { name: 'auto' as const }),
-      "How the next trial's values are chosen: auto (default), grid, random, tpe, cmaes or gp (docs/sweeps.md, Search algorithms)",
+      "How the next trial's values are chosen: auto (default), grid, random, tpe, cmaes, gp or nsga2 (docs/sweeps.md, Search algorithms)",
     ),
     maxTrials: z.described(
       z
@@ -468,6 +488,7 @@ const SweepRequestObject = z
     z.superRefine((s, ctx) => {
       const issue = (path: (string | number)[], message: string) =>
         ctx.addIssue({ code: 'custom', path, message });
+      checkObjectives(s, issue);
       if (s.template.idempotencyKey !== undefined) {
         issue(['template', 'idempotencyKey'], 'set idempotencyKey on the sweep, not on its template');
       }
@@ -545,6 +566,8 @@ export const SweepRequestSchema = z.pipe(
   SweepRequestObject,
   z.transform((s: z.output<typeof SweepRequestObject>) => ({
     ...s,
+    // A multi-objective sweep's first objective stands for it where one metric is read (its goal refused).
+    objective: (s.objective ?? s.objectives?.[0]) as z.output<typeof ObjectiveSchema>,
     parallelTrials: s.parallelTrials ?? Math.min(SWEEP_DEFAULTS.parallelTrials, s.maxTrials),
   })),
 );

@@ -17,6 +17,7 @@ export const DASHBOARD_ASSETS: Readonly<Record<string, DashboardAsset>> = {
   '/ui/models.js': { file: 'web/models.js', type: 'text/javascript; charset=utf-8' },
   '/ui/compare.js': { file: 'web/compare.js', type: 'text/javascript; charset=utf-8' },
   '/ui/sweep-plots.js': { file: 'web/sweep-plots.js', type: 'text/javascript; charset=utf-8' },
+  '/ui/pareto-plot.js': { file: 'web/pareto-plot.js', type: 'text/javascript; charset=utf-8' },
   '/ui/svg-plot.js': { file: 'web/svg-plot.js', type: 'text/javascript; charset=utf-8' },
   '/ui/usage.js': { file: 'web/usage.js', type: 'text/javascript; charset=utf-8' },
   '/ui/style.css': { file: 'web/style.css', type: 'text/css; charset=utf-8' },

@@ -207,6 +207,48 @@ def test_a_sweep_to_its_best_trial(client: gantry.Client) -> None:
     assert any(s.id == sweep.id for s in client.list_sweeps())
 
 
+def test_a_multi_objective_sweep_and_its_pareto_front(client: gantry.Client) -> None:
+    sweep = client.submit_sweep(
+        {
+            "template": run_request("py-pareto"),
+            "parameters": [{"name": "lr", "type": "continuous", "min": 0.0001, "max": 0.1, "scale": "log"}],
+            "objectives": [
+                {"metric": "accuracy", "direction": "maximize"},
+                {"metric": "loss", "direction": "minimize"},
+            ],
+            "select": {"constraint": {"metric": "loss", "max": 100}, "optimize": "accuracy"},
+            "algorithm": {"name": "random", "seed": 5},
+            "maxTrials": 3,
+            "parallelTrials": 3,
+        }
+    )
+    final = sweep.wait(timeout=180, poll=0.5)
+    assert final["phase"] == "Succeeded"
+    assert [o["metric"] for o in sweep.objectives or []] == ["accuracy", "loss"]
+    front = sweep.pareto_front
+    assert front, final
+    trials = {t["index"]: t for t in sweep.trials()}
+    for member in front:
+        values = trials[member["trialIndex"]]["objectives"]
+        assert member["values"] == {"accuracy": values[0], "loss": values[1]}
+    assert sweep.best is not None and sweep.best["trialIndex"] in {m["trialIndex"] for m in front}
+    # Exactly one of objective and objectives: a 400 naming the field.
+    with pytest.raises(gantry.ValidationError) as both:
+        client.submit_sweep(
+            {
+                "template": run_request("py-pareto"),
+                "parameters": [{"name": "lr", "type": "continuous", "min": 0.0001, "max": 0.1}],
+                "objective": {"metric": "accuracy", "direction": "maximize"},
+                "objectives": [
+                    {"metric": "accuracy", "direction": "maximize"},
+                    {"metric": "loss", "direction": "minimize"},
+                ],
+                "maxTrials": 3,
+            }
+        )
+    assert both.value.status == 400 and "objectives" in str(both.value)
+
+
 def test_unreachable_endpoint() -> None:
     dead = gantry.Client("http://127.0.0.1:9", principal="x", retries=0, timeout=2)
     with pytest.raises(gantry.UnreachableError):

@@ -20,7 +20,7 @@ describe('request files', () => {
   it('no run request field is a sweep field (a run request is a strict object)', () => {
     const runFields = Object.keys(RunRequestSchema.def.shape);
     expect(runFields).toContain('modelName');
-    for (const f of ['template', 'parameters', 'objective', 'algorithm', 'maxTrials']) {
+    for (const f of ['template', 'parameters', 'objective', 'objectives', 'algorithm', 'maxTrials']) {
       expect(runFields).not.toContain(f);
     }
   });

@@ -556,6 +556,17 @@ class Sweep:
         b = self.best
         return self.client.get_run(b["runId"]) if b else None
 
+    @property
+    def objectives(self) -> Optional[List[View]]:
+        """A multi-objective sweep's ``[{metric, direction}, …]`` (None for one objective)."""
+        return self.view.get("objectives")
+
+    @property
+    def pareto_front(self) -> Optional[List[View]]:
+        """A multi-objective sweep's Pareto front as last read: ``[{trialIndex, runId, values}]``, the
+        succeeded trials no other dominates (``values`` by metric); None for one objective."""
+        return self.view.get("paretoFront")
+
     def refresh(self) -> "Sweep":
         self.view = self.client.request("GET", f"/v1/sweeps/{_seg(self.id)}")
         return self
@@ -576,8 +587,13 @@ class Sweep:
                 counts = self.view.get("counts") or {}
                 ended = sum(v for k, v in counts.items() if k in ("Succeeded", "Failed", "EarlyStopped", "Cancelled"))
                 best = self.best
+                front = self.pareto_front
                 shown = f"{self.phase} {ended}/{planned} trials" + (
-                    f" best {best['objective']:.4g}" if best and isinstance(best.get("objective"), (int, float)) else ""
+                    f" Pareto front {len(front)}"
+                    if front is not None
+                    else f" best {best['objective']:.4g}"
+                    if best and isinstance(best.get("objective"), (int, float))
+                    else ""
                 )
                 bar.update(100.0 * ended / planned if planned else None, shown)
                 if self.done:
