@@ -22,8 +22,9 @@
  * Gantry's default is what a request without `algorithm` gets (`auto`, lib/sweep/auto.ts).
  *
  * Run: `node bench/sweep-vs-optuna.ts [--trials 50] [--seeds 10] [--steps 27] [--parallel 1]
- * [--objectives a,b] [--pruners] [--write]`; `--write` updates bench/results/sweep-vs-optuna.md
- * (one section per --parallel).
+ * [--objectives a,b] [--seed-offset 0] [--methods g-gp,o-cmaes] [--pruners] [--write]`; `--write`
+ * updates bench/results/sweep-vs-optuna.md (one section per --parallel and seed offset);
+ * `--methods` runs only some rows and prints them (not with --write).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -51,12 +52,17 @@ function arg(name: string, fallback: string): string {
 }
 
 const TRIALS = Number(arg('trials', '50'));
-const SEEDS = Array.from({ length: Number(arg('seeds', '10')) }, (_, i) => i + 1);
+/** Seeds offset+1 … offset+n: `--seed-offset 10` checks on seeds the rules were not set on. */
+const SEED_OFFSET = Number(arg('seed-offset', '0'));
+const SEEDS = Array.from({ length: Number(arg('seeds', '10')) }, (_, i) => SEED_OFFSET + i + 1);
 const STEPS = Number(arg('steps', '27'));
 const PARALLEL = Number(arg('parallel', '1'));
 const WRITE = process.argv.includes('--write');
 const PRUNERS = process.argv.includes('--pruners');
 const ONLY = arg('objectives', '');
+/** Only these rows (method keys, e.g. g-gp,o-cmaes): for experiments; the report needs every row. */
+const ONLY_METHODS = arg('methods', '');
+if (ONLY_METHODS && WRITE) throw new Error('--methods leaves rows out: not with --write');
 const CHECKPOINTS = [10, 25, TRIALS].filter((c, i, a) => c <= TRIALS && a.indexOf(c) === i);
 
 // --- Objectives (the same formulas as bench/optuna_runner.py) ---------------------------------------
@@ -340,7 +346,7 @@ const PRUNER_METHODS: Method[] = [
 const METHODS = [
   ...SAMPLER_METHODS.filter((m) => PARALLEL > 1 || m.key !== 'o-tpe-liar'),
   ...(PRUNERS ? PRUNER_METHODS : []),
-];
+].filter((m) => !ONLY_METHODS || ONLY_METHODS.split(',').includes(m.key));
 
 const HALVING = SWEEP_DEFAULTS.halving;
 const RULES: Record<string, EarlyStoppingRule | undefined> = {
@@ -580,6 +586,15 @@ for (const obj of OBJECTIVES) {
   }
 }
 const elapsed = (Date.now() - started) / 1000;
+if (ONLY_METHODS) {
+  for (const obj of OBJECTIVES) {
+    for (const method of methodsFor(obj)) {
+      const s = results.get(`${obj.name}/${method.key}`) as Summary;
+      console.log(`${obj.name} | ${method.label} | ${s.regrets.map(cell).join(' | ')}`);
+    }
+  }
+  process.exit(0);
+}
 
 /** Where a Gantry median lies against an Optuna IQR: inside, better (below), or worse (above). */
 function verdict(g: readonly number[], o: readonly number[]): string {
@@ -608,7 +623,7 @@ const shortName = (a: Algorithm) =>
 const lines: string[] = [];
 lines.push(
   `${new Date().toISOString().slice(0, 10)}, Node ${process.version}, Optuna ${optunaVersion} (cmaes ${CMAES_VERSION}), ${cpus().length} CPUs shared with other work; load average ${load0.toFixed(1)} before, ${(loadavg()[0] as number).toFixed(1)} after; ${elapsed.toFixed(0)} s in all.`,
-  `\`node bench/sweep-vs-optuna.ts --trials ${TRIALS} --seeds ${SEEDS.length} --steps ${STEPS} --parallel ${PARALLEL}${PRUNERS ? ' --pruners' : ''}\`: ${TRIALS} trials, seeds 1…${SEEDS.length}, ${STEPS} steps per trial, ${PARALLEL === 1 ? 'sequential' : `${PARALLEL} trials in parallel`}.`,
+  `\`node bench/sweep-vs-optuna.ts --trials ${TRIALS} --seeds ${SEEDS.length} --steps ${STEPS} --parallel ${PARALLEL}${SEED_OFFSET ? ` --seed-offset ${SEED_OFFSET}` : ''}${PRUNERS ? ' --pruners' : ''}\`: ${TRIALS} trials, seeds ${SEEDS[0]}…${SEEDS.at(-1)}, ${STEPS} steps per trial, ${PARALLEL === 1 ? 'sequential' : `${PARALLEL} trials in parallel`}.`,
   '',
   `Summary at n = ${TRIALS} (regret, median [IQR] over the seeds):`,
   '',
@@ -670,9 +685,10 @@ console.log(`\n${report}`);
 
 if (WRITE) {
   const text = existsSync(RESULTS) ? readFileSync(RESULTS, 'utf8') : '';
-  const start = `<!-- results:parallel-${PARALLEL}:start -->`;
-  const end = `<!-- results:parallel-${PARALLEL}:end -->`;
-  const title = PARALLEL === 1 ? 'Sequential' : `${PARALLEL} trials in parallel`;
+  const section = `parallel-${PARALLEL}${SEED_OFFSET ? `-seeds-${SEEDS[0]}` : ''}`;
+  const start = `<!-- results:${section}:start -->`;
+  const end = `<!-- results:${section}:end -->`;
+  const title = `${PARALLEL === 1 ? 'Sequential' : `${PARALLEL} trials in parallel`}${SEED_OFFSET ? `, seeds ${SEEDS[0]}…${SEEDS.at(-1)}` : ''}`;
   const block = `${start}\n## Latest run: ${title}\n\n${report}\n${end}`;
   const next =
     text.includes(start) && text.includes(end)

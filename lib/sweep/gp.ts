@@ -6,8 +6,10 @@
  * a signal variance and a noise variance (trials' results are noisy), fitted by maximising the
  * marginal likelihood (several starts, then a coordinate search on the logs) with a log-normal
  * prior on the length scales (mean √2 + ½ ln D, sd √3, the dimension-scaled prior of Hvarfner et
- * al. 2024) and one pulling the noise towards small. The next trial maximises log EI over random
- * points, perturbations of the best trials, and a local search around the best candidates.
+ * al. 2024) and one pulling the noise towards small. The losses are modelled standardised, or as
+ * the log of their distance above the best when that explains them better (fitOutputs). The next
+ * trial maximises log EI over random points, perturbations of the best trials, and a local search
+ * around the best candidates.
  *
  * Stateless and deterministic like the other samplers: the model is refitted from the history at
  * each call, draws come from the trial's generator. Pending trials (running in parallel) join the
@@ -134,7 +136,7 @@ interface Hyper {
   logNoise: number;
 }
 
-interface Model {
+export interface Model {
   X: number[][];
   L: number[][];
   alpha: number[];
@@ -310,6 +312,41 @@ export function standardise(losses: readonly number[]): number[] {
 
 const OUTLIER_CAP = 2.5;
 
+/**
+ * The model of the losses as they are (standardised) or of their logarithm above the best,
+ * log(loss − min + δ) with δ a tenth of the way from the best to the median, whichever explains
+ * the losses better: the higher marginal likelihood counted on the losses' own scale (the log
+ * Jacobian of each transform added, the Box–Cox way of comparing them). On objectives whose
+ * values span orders of magnitude (a curved valley such as Rosenbrock's) standardising leaves the
+ * good trials indistinguishable from one another, the log tells them apart; on a bowl such as a
+ * sphere the plain model wins the comparison and is kept.
+ */
+export function fitOutputs(
+  X: number[][],
+  losses: readonly number[],
+  dims: number,
+): { y: number[]; model: Model; warped: boolean } {
+  const plain = standardise(losses);
+  const plainModel = fitGp(X, plain, dims);
+  const sorted = [...losses].sort((a, b) => a - b);
+  const lo = sorted[0]!;
+  const delta = 0.1 * (sorted[Math.floor(sorted.length / 2)]! - lo);
+  if (!(delta > 0)) return { y: plain, model: plainModel, warped: false };
+  const logs = losses.map((v) => Math.log(v - lo + delta));
+  const warped = standardise(logs);
+  const warpedModel = fitGp(X, warped, dims);
+  const logSd = (v: readonly number[]) => {
+    const m = v.reduce((s, x) => s + x, 0) / v.length;
+    return 0.5 * Math.log(v.reduce((s, x) => s + (x - m) ** 2, 0) / v.length || 1);
+  };
+  const n = losses.length;
+  const plainScore = objective(X, plain, plainModel.h) - n * logSd(losses);
+  const warpedScore = objective(X, warped, warpedModel.h) - n * logSd(logs) - logs.reduce((s, v) => s + v, 0);
+  return warpedScore > plainScore
+    ? { y: warped, model: warpedModel, warped: true }
+    : { y: plain, model: plainModel, warped: false };
+}
+
 // --- Sampling ---------------------------------------------------------------------------------------
 
 interface GpObservation {
@@ -354,8 +391,12 @@ export function sampleGp(
   const randomPoint = () => snap(Array.from({ length: dims }, () => uniformFloat64(rng)));
   if (dims === 0 || rows.length < 2) return withFixed(dims === 0 ? {} : decode(randomPoint()));
   const X = rows.map((r) => r.x);
-  const y = standardise(rows.map((r) => r.loss));
-  let model = fitGp(X, y, dims);
+  const { y, model: fitted } = fitOutputs(
+    X,
+    rows.map((r) => r.loss),
+    dims,
+  );
+  let model = fitted;
   const best = Math.min(...X.map((x) => predict(model, x).mean));
   const room = Math.max(0, GP_MAX_POINTS - X.length);
   const lies = (room === 0 ? [] : pending.slice(-room))
