@@ -7,8 +7,11 @@
  *   `minMargin` in the policy's `direction` (no current version: it becomes the alias);
  * - `manual`: the version waits for an approval (`POST /v1/models/{name}/aliases/{alias}`).
  *
- * A refused promotion says why, with the metric, both values and the margin.
+ * A refused promotion says why, with the metric, both values and the margin. An `if-better` policy
+ * with an `evaluation` decides over the evaluation's metrics instead (evaluation.ts `decideEvaluated`).
  */
+
+import type { EvaluationSpec } from './evaluation.ts';
 
 export type PolicyKind = 'auto' | 'if-better' | 'manual';
 
@@ -20,6 +23,8 @@ export interface PromotionPolicy {
   metric?: string | undefined;
   direction?: 'maximize' | 'minimize' | undefined;
   minMargin: number;
+  /** `if-better`: an evaluation step scores candidate and champion first (lib/registry/evaluation.ts). */
+  evaluation?: EvaluationSpec | undefined;
 }
 
 export interface Candidate {

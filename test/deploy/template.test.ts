@@ -316,6 +316,7 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
   awaitJob: [...LOGS, ...EKS, ...ANSWER],
   checkJob: [...LOGS, ...EKS],
   publishArtifacts: [...LOGS, ...STATE_RW, ...RUNS_RW, 's3:AbortMultipartUpload', 's3:ListBucket'],
+  evaluateModel: [...LOGS, ...EKS, ...REGISTRY_R],
   notifyServing: [...LOGS, ...STATE_RW, ...REGISTRY_RW, ...RETENTION, 'sqs:SendMessage'],
   listModels: [...LOGS, ...REGISTRY_R],
   getModel: [...LOGS, ...REGISTRY_R],
