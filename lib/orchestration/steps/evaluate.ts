@@ -221,6 +221,8 @@ export function makeEvaluateModel(deps: EvaluateModelDeps) {
     const api = (state.job as { api?: JobApi } | undefined)?.api;
     const gateway = await deps.gateway(run.cluster);
     const versions: EvaluatedVersion[] = [];
+    // A job stopped by its own active deadline (the evaluation's, set on the job) ran out of time.
+    let overran = false;
     for (const v of state.versions ?? []) {
       if (v.state !== 'running' || !api) {
         versions.push(v);
@@ -233,6 +235,7 @@ export function makeEvaluateModel(deps: EvaluateModelDeps) {
         versions.push({ ...v, state: 'succeeded', metrics: await metricsOf(run, v.version, spec, opts) });
       } else if (view.finished) {
         const why = [view.reason, view.message].filter(Boolean).join(': ');
+        if (view.reason === 'DeadlineExceeded') overran = true;
         versions.push({ ...v, state: 'failed', message: why || 'the evaluation job failed' });
       } else versions.push(v);
     }
@@ -245,9 +248,11 @@ export function makeEvaluateModel(deps: EvaluateModelDeps) {
       return { ...rest, status, versions, rounds, endedAt: now.toISOString(), ...(reason ? { reason } : {}) };
     };
     let out: EvaluationState;
-    if (failed)
+    if (failed && overran) {
+      out = ended('timed-out', `the job of version ${failed.version} ran past it: ${failed.message}`);
+    } else if (failed) {
       out = ended('failed', `the evaluation job of version ${failed.version} failed: ${failed.message}`);
-    else if (!running) out = ended('done');
+    } else if (!running) out = ended('done');
     else if (waitTimedOut || (state.deadlineAt && Date.parse(state.deadlineAt) <= now.getTime())) {
       const still = versions
         .filter((v) => v.state === 'running')
