@@ -1,3 +1,6 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
@@ -110,6 +113,7 @@ describe('the promotion evaluation step (embedded default)', { timeout: 240_000 
     return ended(r.body.runId);
   }
 
+  let refusedRunId = '';
   const production = (run: Body) => run.artifacts.promotions.find((p: Body) => p.alias === 'production');
   const scored = (p: Body, role: string) =>
     p.evaluation.versions.find((v: Body) => v.role === role) as Body | undefined;
@@ -143,6 +147,7 @@ describe('the promotion evaluation step (embedded default)', { timeout: 240_000 
     const run = await ended(triggered?.runId);
     expect(run.phase).toBe('Succeeded');
     expect(run.artifacts.version).toBe('2');
+    refusedRunId = run.runId;
     const p = production(run);
     expect(p.outcome).toBe('refused');
     expect(p.reason).toMatch(
@@ -202,5 +207,27 @@ describe('the promotion evaluation step (embedded default)', { timeout: 240_000 
     const model = await call('GET', '/v1/models/slowchurn');
     expect(model.body.latestVersion).toBe(1);
     expect(model.body.aliases.find((a: Body) => a.alias === 'production')).toBeUndefined();
+  });
+
+  it('the CLI shows the evaluation: `gantry show RUN` (the decision and both scores) and `gantry model NAME`', async () => {
+    const cli = join(import.meta.dirname, '..', '..', 'cli', 'gantry.ts');
+    const gantry = async (...args: string[]) =>
+      promisify(execFile)(process.execPath, [cli, ...args], {
+        env: { PATH: process.env.PATH, HOME: '/nonexistent', GANTRY_ENDPOINT: env.api.url },
+      });
+    const shown = await gantry('show', refusedRunId);
+    expect(shown.stdout).toMatch(/^Promotions:$/m);
+    expect(shown.stdout).toMatch(
+      /^ {2}production: refused — policy if-better \(evaluation on .*\): not better: /m,
+    );
+    expect(shown.stdout).toMatch(
+      /^ {4}evaluation done on s3:\/\/gantry-local\/holdout\/churn\/: candidate v2 accuracy=0\.84\d*; champion v1 accuracy=0\.88\d*$/m,
+    );
+    const model = await gantry('model', 'churn');
+    expect(model.stdout).toMatch(/^Evaluations:$/m);
+    expect(model.stdout).toMatch(
+      /^ {2}4 {2}production promoted: candidate v4 accuracy=0\.93\d* ?; champion v1 accuracy=0\.88/m,
+    );
+    expect(model.stdout).toMatch(/^ {2}2 {2}production refused: candidate v2 accuracy=0\.84/m);
   });
 });
