@@ -1,6 +1,13 @@
 import { modelPrefix } from '../artifacts/layout.ts';
-import type { Resources } from '../run/schema.ts';
-import { type Candidate, decide, type PromotionDecision, type PromotionPolicy } from './policy.ts';
+import {
+  type Candidate,
+  decide,
+  type EvaluationSpec,
+  type PromotionDecision,
+  type PromotionPolicy,
+} from './policy.ts';
+
+export type { EvaluationSpec };
 
 /**
  * A promotion's evaluation step (pure part): before an `if-better` policy that names an
@@ -11,22 +18,6 @@ import { type Candidate, decide, type PromotionDecision, type PromotionPolicy } 
  * steps/evaluate.ts) with a deadline: an evaluation that does not end in time, or whose job fails,
  * refuses the promotion with a reason that says so; the version stays published.
  */
-
-/** A policy's `evaluation` (config `teams[].promotion[].evaluation`). */
-export interface EvaluationSpec {
-  image: string;
-  /** The holdout dataset, `s3://…` (the job's GANTRY_DATASET_URI). */
-  dataset: string;
-  /** The metrics kept from the job's reports; absent: all. */
-  metrics?: string[] | undefined;
-  deadlineSeconds: number;
-  runtime?: { kind: 'ClusterTrainingRuntime' | 'TrainingRuntime'; name: string } | undefined;
-  queue?: string | undefined;
-  resourcesPerNode?: Resources | undefined;
-  command?: string[] | undefined;
-  args?: string[] | undefined;
-  env?: Record<string, string> | undefined;
-}
 
 /** One version scored: the candidate, or the champion it is compared with. */
 export interface EvaluatedVersion {

@@ -11,9 +11,25 @@
  * with an `evaluation` decides over the evaluation's metrics instead (evaluation.ts `decideEvaluated`).
  */
 
-import type { EvaluationSpec } from './evaluation.ts';
+import type { Resources } from '../run/schema.ts';
 
 export type PolicyKind = 'auto' | 'if-better' | 'manual';
+
+/** A policy's `evaluation` (config `teams[].promotion[].evaluation`; lib/registry/evaluation.ts). */
+export interface EvaluationSpec {
+  image: string;
+  /** The holdout dataset, `s3://…` (the job's GANTRY_DATASET_URI). */
+  dataset: string;
+  /** The metrics kept from the job's reports; absent: all. */
+  metrics?: string[] | undefined;
+  deadlineSeconds: number;
+  runtime?: { kind: 'ClusterTrainingRuntime' | 'TrainingRuntime'; name: string } | undefined;
+  queue?: string | undefined;
+  resourcesPerNode?: Resources | undefined;
+  command?: string[] | undefined;
+  args?: string[] | undefined;
+  env?: Record<string, string> | undefined;
+}
 
 export interface PromotionPolicy {
   /** The model the policy is for; `*` = every model of the team. */
