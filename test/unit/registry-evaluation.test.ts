@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../lib/config.ts';
 import { ValidationError } from '../../lib/errors.ts';
+import { makeCleanup } from '../../lib/orchestration/steps/cleanup.ts';
 import { evaluationMetricsPrefix } from '../../lib/orchestration/steps/evaluate.ts';
+import type { ClusterGateway } from '../../lib/ports.ts';
 import {
   decideEvaluated,
   type EvaluationState,
@@ -159,5 +161,33 @@ describe('teams[].promotion[].evaluation in the configuration', () => {
   it('refuses an evaluation on a policy that does not compare', () => {
     const c = config({ image: 'r/eval:1', dataset: 's3://bucket/h/' }, { policy: 'auto' });
     expect(problem(c)).toContain('evaluation needs policy if-better');
+  });
+});
+
+describe('Cleanup of a run that fails while its evaluation waits', () => {
+  it('deletes the evaluation jobs too (they carry no run id label for the orphan removal)', async () => {
+    const deleted: string[] = [];
+    // A fake gateway (an object literal): only deleteJob is called.
+    const gateway = {
+      deleteJob: async (_api: unknown, ns: string, name: string) => {
+        deleted.push(`${ns}/${name}`);
+      },
+    } as unknown as ClusterGateway;
+    const cleanup = makeCleanup({ gateway: async () => gateway });
+    const api = { group: 'trainer.kubeflow.org', version: 'v1alpha1', plural: 'trainjobs', kind: 'TrainJob' };
+    const run = { runId: 'run-x', cluster: 'c', namespace: 'team' } as RunSpec;
+    const evaluation: EvaluationState = {
+      status: 'waiting',
+      job: { api },
+      versions: [
+        { role: 'candidate', version: 3, job: 'run-x-ev3', state: 'running' },
+        { role: 'champion', version: 1, job: 'run-x-ev1', state: 'succeeded' },
+      ],
+    };
+    expect(await cleanup({ run, evaluation })).toEqual({ deleted: false });
+    expect(deleted).toEqual(['team/run-x-ev3', 'team/run-x-ev1']);
+    deleted.length = 0;
+    await cleanup({ run, evaluation: { ...evaluation, status: 'done' } });
+    expect(deleted).toEqual([]);
   });
 });
