@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
@@ -6,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
 import { DEMO_TEAM } from '../../local/stack.ts';
 import { apiClient, type Body } from '../helpers/api-client.ts';
+import { CHROMIUM, openBrowser } from '../helpers/browser.ts';
 
 /**
  * The promotion's evaluation step on the embedded default (the real ASL on the local Step Functions
@@ -230,4 +232,27 @@ describe('the promotion evaluation step (embedded default)', { timeout: 240_000 
     );
     expect(model.stdout).toMatch(/^ {2}2 {2}production refused: candidate v2 accuracy=0\.84/m);
   });
+
+  // The dashboard's model page in a real headless browser (as test/e2e/dashboard-models.test.ts), when Chromium is there.
+  it.runIf(existsSync(CHROMIUM))(
+    'the dashboard shows each version’s evaluation: the decision, both scores',
+    async () => {
+      const pageErrors: string[] = [];
+      const { browser, page } = await openBrowser(pageErrors);
+      try {
+        await page.goto(`${env.api.url}/#/models/churn`);
+        const cell = page.locator('#versions tbody tr[data-version="2"] td.evaluation');
+        await cell.waitFor({ timeout: 15_000 });
+        expect(await cell.getAttribute('data-status')).toBe('done');
+        const text = (await cell.textContent()) ?? '';
+        expect(text).toMatch(/^production refused/);
+        expect(text).toMatch(/candidate v2: accuracy 0\.84\d*/);
+        expect(text).toMatch(/champion v1: accuracy 0\.88\d*/);
+        expect(await cell.getAttribute('title')).toMatch(/not better: accuracy 0\.84/);
+        expect(pageErrors).toEqual([]);
+      } finally {
+        await browser.close();
+      }
+    },
+  );
 });
