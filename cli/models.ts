@@ -56,6 +56,18 @@ export async function show(client: Client, io: Io, cmd: ParsedCommand): Promise<
     rows.push([String(v.version), v.publishedAt, v.aliases.join(',') || '-', v.runId, metricText(v.metrics)]);
   }
   io.stdout.write(`${table(rows)}\n`);
+  // The evaluation step's outcome on each version a policy evaluated (docs/model-registry.md#evaluation).
+  const evaluated = (m.versions as Json[]).filter((v) => v.evaluation);
+  if (evaluated.length > 0) io.stdout.write('\nEvaluations:\n');
+  for (const v of evaluated) {
+    const e = v.evaluation as Json;
+    const scored = ((e.versions ?? []) as Json[])
+      .map((s) => `${s.role} v${s.version} ${s.metrics ? metricText(s.metrics) : s.state}`)
+      .join('; ');
+    const decision = e.decision ? `${e.decision.alias} ${e.decision.outcome}` : e.status;
+    io.stdout.write(`  ${v.version}  ${decision}: ${scored || e.reason || '-'}\n`);
+    if (e.decision?.reason) io.stdout.write(`      ${e.decision.reason}\n`);
+  }
   for (const a of m.aliases as Json[]) {
     io.stdout.write(`\n${a.alias}: ${a.version !== undefined ? `version ${a.version}` : 'no version yet'}\n`);
     if (a.pending) {

@@ -180,8 +180,10 @@ export function runDetails(run: RunView, now: Date): string {
   const history = run.transitions.map(
     (t) => `  ${second(t.at)}  ${t.phase}${t.reason ? `  ${t.reason}` : ''}`,
   );
+  const promotions = promotionLines(run.artifacts?.promotions);
   return [
     ...lines,
+    ...(promotions.length > 0 ? ['', 'Promotions:', ...promotions] : []),
     '',
     'Transitions:',
     ...history,
@@ -189,4 +191,26 @@ export function runDetails(run: RunView, now: Date): string {
     'Request:',
     JSON.stringify(run.request, null, 2),
   ].join('\n');
+}
+
+type Promotion = NonNullable<NonNullable<RunView['artifacts']>['promotions']>[number];
+
+/** Each alias's decision on the run's version, and the evaluation it was made on (docs/model-registry.md). */
+export function promotionLines(promotions: readonly Promotion[] | undefined): string[] {
+  const lines: string[] = [];
+  for (const p of promotions ?? []) {
+    lines.push(`  ${p.alias}: ${p.outcome} — ${p.reason}`);
+    const e = p.evaluation;
+    if (!e) continue;
+    const scored = (e.versions ?? []).map((v) => {
+      const metrics = Object.entries(v.metrics ?? {})
+        .map(([k, x]) => `${k}=${formatValue(x)}`)
+        .join(' ');
+      return `${v.role} v${v.version} ${v.state === 'succeeded' ? metrics || '(no metrics)' : v.state}`;
+    });
+    lines.push(
+      `    evaluation ${e.status}${e.dataset ? ` on ${e.dataset}` : ''}: ${scored.join('; ') || '-'}`,
+    );
+  }
+  return lines;
 }

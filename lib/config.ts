@@ -4,7 +4,14 @@ import { ValidationError } from './errors.ts';
 import { parsePrincipal } from './intake/principals.ts';
 import { lazily } from './lazily.ts';
 import { ALIAS_NAME, ALIAS_RULE } from './registry/layout.ts';
-import { RFC1035_LABEL, RFC1123_SUBDOMAIN } from './run/limits.ts';
+import {
+  ENV_NAME,
+  IMAGE_REF,
+  QUANTITY,
+  RESERVED_ENV_PREFIX,
+  RFC1035_LABEL,
+  RFC1123_SUBDOMAIN,
+} from './run/limits.ts';
 import { parseWith } from './run/validate.ts';
 import * as z from './zod.ts';
 
@@ -113,6 +120,68 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
       ),
     );
 
+  /**
+   * A promotion's evaluation step (lib/registry/evaluation.ts): a job of `image` per version scored
+   * (the candidate, and the alias's current version), given the holdout `dataset`, reporting its
+   * metrics on the metric channel, all ended within `deadlineSeconds` or the promotion is refused.
+   */
+  const evalQuantity = z.union([
+    z.string().check(z.regex(QUANTITY, "must be a Kubernetes quantity such as '4', '500m' or '16Gi'")),
+    z.number().check(z.gt(0)),
+  ]);
+  const EvaluationSchema = z.strictObject({
+    /** The team's evaluation image (under one of its `imagePrefixes`). */
+    image: z
+      .string()
+      .check(z.regex(IMAGE_REF, 'must be a container image reference such as registry/repo/name:tag')),
+    /** The holdout dataset, `s3://bucket/prefix/` (the job's GANTRY_DATASET_URI). */
+    dataset: z
+      .string()
+      .check(z.regex(/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/.*$/, 'must be an s3://bucket/prefix URI')),
+    /** The metrics kept from the job's reports; default: every metric it reports. */
+    metrics: z.optional(
+      z.array(z.string().check(z.minLength(1), z.maxLength(128))).check(z.minLength(1), z.maxLength(16)),
+    ),
+    /** How long the evaluation may take, admission included (60 s to 24 h; default 1800). */
+    deadlineSeconds: z._default(
+      z.number().check(z.int('must be a whole number'), z.gte(60), z.lte(86_400)),
+      1800,
+    ),
+    /** The runtime of the evaluation job; default: the candidate run's. */
+    runtime: z.optional(
+      z.strictObject({
+        kind: z._default(z.enum(['ClusterTrainingRuntime', 'TrainingRuntime']), 'ClusterTrainingRuntime'),
+        name: z.string().check(z.minLength(1), z.maxLength(253)),
+      }),
+    ),
+    /** The Kueue LocalQueue of the evaluation job; default: the candidate run's. */
+    queue: z.optional(name),
+    /** Per node (one node): CPU and memory as Kubernetes quantities, whole GPUs. Default: the candidate run's. */
+    resourcesPerNode: z.optional(
+      z.strictObject({
+        cpu: z.optional(evalQuantity),
+        memory: z.optional(evalQuantity),
+        gpu: z.optional(z.number().check(z.int('must be a whole number of GPUs'), z.gte(0), z.lte(16))),
+      }),
+    ),
+    command: z.optional(z.array(z.string()).check(z.maxLength(32))),
+    args: z.optional(z.array(z.string()).check(z.maxLength(64))),
+    env: z.optional(
+      z
+        .record(
+          z.string().check(
+            z.regex(ENV_NAME, 'env names must be letters, digits and _, not starting with a digit'),
+            z.refine(
+              (n) => !n.startsWith(RESERVED_ENV_PREFIX),
+              `names starting with ${RESERVED_ENV_PREFIX} are reserved`,
+            ),
+          ),
+          z.string().check(z.maxLength(4096)),
+        )
+        .check(z.refine((e) => Object.keys(e).length <= 32, 'at most 32 env entries')),
+    ),
+  });
+
   const PromotionPolicySchema = z
     .strictObject({
       /** The model (`modelName`) the policy is for; `*` = every model of the team without its own. */
@@ -127,12 +196,22 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
       direction: z.optional(z.enum(['maximize', 'minimize'])),
       /** `if-better`: how much better the candidate must be (in the metric's units). */
       minMargin: z._default(z.number().check(z.gte(0)), 0),
+      /**
+       * `if-better`: score the candidate (and the champion) with the team's evaluation image on a
+       * holdout dataset before deciding (docs/model-registry.md#evaluation). Absent: the metrics the
+       * training reported are compared.
+       */
+      evaluation: z.optional(EvaluationSchema),
     })
     .check(
       z.refine(
         (p) => p.policy !== 'if-better' || (p.metric !== undefined && p.direction !== undefined),
         'policy if-better needs metric and direction',
       ),
+      z.refine((p) => p.evaluation === undefined || p.policy === 'if-better', {
+        message: 'evaluation needs policy if-better',
+        path: ['evaluation'],
+      }),
     );
 
   const keepLastVersions = z
@@ -350,6 +429,17 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
               message: `no cluster named ${t.cluster}`,
             });
           }
+          // An evaluation job runs the team's image like any run: under one of its prefixes.
+          (t.promotion ?? []).forEach((p, j) => {
+            const image = p.evaluation?.image;
+            if (image !== undefined && !t.imagePrefixes.some((prefix) => image.startsWith(prefix))) {
+              ctx.addIssue({
+                code: 'custom',
+                path: ['teams', i, 'promotion', j, 'evaluation', 'image'],
+                message: `must start with one of the team's imagePrefixes (${t.imagePrefixes.join(', ')})`,
+              });
+            }
+          });
         });
       }),
     );

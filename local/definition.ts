@@ -16,6 +16,7 @@ export const TASK_FUNCTIONS: Record<string, string> = {
   AwaitJobFunctionArn: '../functions/steps/await-job.ts',
   CheckJobFunctionArn: '../functions/steps/check-job.ts',
   PublishArtifactsFunctionArn: '../functions/steps/publish-artifacts.ts',
+  EvaluateModelFunctionArn: '../functions/steps/evaluate-model.ts',
   NotifyServingFunctionArn: '../functions/steps/notify-serving.ts',
   RecordOutcomeFunctionArn: '../functions/steps/record-outcome.ts',
   CleanupFunctionArn: '../functions/steps/cleanup.ts',

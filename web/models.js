@@ -334,6 +334,29 @@ export async function modelPage(name, deps, notice) {
     ];
   };
 
+  // The promotion's evaluation step (docs/model-registry.md#evaluation): a column when a version has one.
+  const evaluated = m.versions.some((v) => v.evaluation);
+  const evaluationCell = (v) => {
+    const e = v.evaluation;
+    if (!e) return h('td', { className: 'evaluation' }, '—');
+    const scores = (e.versions ?? []).map(
+      (s) =>
+        `${s.role} v${s.version}: ${
+          s.metrics
+            ? Object.entries(s.metrics)
+                .map(([k, x]) => `${k} ${fmtNum(x)}`)
+                .join(', ')
+            : s.state
+        }`,
+    );
+    const decision = e.decision ? `${e.decision.alias} ${e.decision.outcome}` : e.status;
+    return h(
+      'td',
+      { className: 'evaluation', 'data-status': e.status, title: e.decision?.reason ?? e.reason ?? '' },
+      [h('strong', {}, decision), ...scores.map((s) => h('div', { className: 'muted' }, s))],
+    );
+  };
+
   const rows = m.versions.map((v) =>
     h(
       'tr',
@@ -374,6 +397,7 @@ export async function modelPage(name, deps, notice) {
         ),
       ),
       lineageCells(v),
+      evaluated ? evaluationCell(v) : [],
       h('td', {}, fmtTime(v.publishedAt)),
     ),
   );
@@ -412,7 +436,9 @@ export async function modelPage(name, deps, notice) {
                 h('th', {}, 'Aliases'),
                 h('th', {}, ''),
                 metricNames.map((k) => h('th', { className: 'metric', 'data-metric': k }, k)),
-                ['Run', 'Dataset', 'Trial', 'Published'].map((t) => h('th', {}, t)),
+                ['Run', 'Dataset', 'Trial', ...(evaluated ? ['Evaluation'] : []), 'Published'].map((t) =>
+                  h('th', {}, t),
+                ),
               ),
             ),
             h('tbody', {}, rows),

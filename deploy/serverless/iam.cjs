@@ -491,13 +491,27 @@ const FUNCTIONS = {
       ...outputPrefixStatements(),
     ],
   },
+  // The promotion's evaluation step (lib/orchestration/steps/evaluate.ts): reads the versions'
+  // manifests and the alias, creates and deletes the evaluation jobs, reads what they reported
+  // under runs/<id>/evaluation/ (listing them).
+  evaluateModel: {
+    k8s: true,
+    statements: () => [
+      statements.describeClusters(),
+      registryRead,
+      { ...objects(['s3:GetObject'], 'runs/*/evaluation/*'), Sid: 'EvaluationMetricsRead' },
+      existenceChecks,
+    ],
+  },
   // Reads the published manifest (models/<model>/<version>/manifest.json) to send it, then applies
-  // the team's promotion policies to the model's aliases and its retention (lib/registry).
+  // the team's promotion policies to the model's aliases and its retention (lib/registry), and keeps
+  // a version's evaluation (models/<model>/evaluations/).
   notifyServing: {
     statements: () => [
       writeState('run'),
       registryRead,
       registryWrite,
+      { ...objects(['s3:PutObject'], 'models/*/evaluations/*'), Sid: 'EvaluationsWrite' },
       ...retentionWrite,
       existenceChecks,
       statements.notifyServing(),

@@ -22,6 +22,7 @@ const TASK_FUNCTIONS = {
   AwaitJobFunctionArn: 'awaitJob',
   CheckJobFunctionArn: 'checkJob',
   PublishArtifactsFunctionArn: 'publishArtifacts',
+  EvaluateModelFunctionArn: 'evaluateModel',
   NotifyServingFunctionArn: 'notifyServing',
   RecordOutcomeFunctionArn: 'recordOutcome',
   CleanupFunctionArn: 'cleanup',

@@ -37,6 +37,30 @@ const RetiredSchema = z.described(
   "Retention deleted the version's files (docs/model-registry.md#retention); its manifest is kept",
 );
 
+const VersionEvaluationSchema = z.described(
+  z.optional(
+    z.looseObject({
+      status: z.enum(['done', 'timed-out', 'failed', 'waiting', 'none']),
+      dataset: z.optional(z.string()),
+      image: z.optional(z.string()),
+      deadlineSeconds: z.optional(z.number()),
+      reason: z.optional(z.string()),
+      versions: z.optional(
+        z.array(
+          z.looseObject({
+            role: z.enum(['candidate', 'champion']),
+            version: z.number(),
+            state: z.string(),
+            metrics: z.optional(z.record(z.string(), z.number())),
+          }),
+        ),
+      ),
+      decision: z.optional(z.strictObject({ alias: z.string(), outcome: z.string(), reason: z.string() })),
+    }),
+  ),
+  "The evaluation step before the version's promotion (docs/model-registry.md#evaluation): the holdout metrics of the candidate and the champion, and the decision",
+);
+
 const VersionSummarySchema = z.strictObject({
   version: z.number(),
   runId: z.string(),
@@ -50,6 +74,7 @@ const VersionSummarySchema = z.strictObject({
   totals: z.strictObject({ files: z.number(), bytes: z.number() }),
   aliases: z.array(z.string()),
   retired: RetiredSchema,
+  evaluation: VersionEvaluationSchema,
 });
 
 export const ModelListSchema = z.strictObject({
@@ -81,6 +106,7 @@ export const ModelVersionSchema = z.looseObject({
   metrics: z.record(z.string(), Value),
   aliases: z.array(z.string()),
   retired: RetiredSchema,
+  evaluation: VersionEvaluationSchema,
 });
 
 export const AliasMovedSchema = z.strictObject({ alias: AliasPointerSchema });

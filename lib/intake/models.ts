@@ -9,6 +9,7 @@ import { NotFoundError } from '../errors.ts';
 import { lazily } from '../lazily.ts';
 import type { CallOptions, ObjectStore } from '../ports.ts';
 import type { Aliases, AliasPointer, PendingPromotion } from '../registry/aliases.ts';
+import { evaluationKey } from '../registry/evaluation.ts';
 import { ALIAS_NAME, ALIAS_RULE, teamIndexPrefix } from '../registry/layout.ts';
 import { RFC1035_LABEL } from '../run/limits.ts';
 import { parseWith } from '../run/validate.ts';
@@ -73,7 +74,7 @@ export const moveAliasSchema = /* @__PURE__ */ lazily(() =>
 );
 
 /** A version as the registry lists it: the manifest without its file list. */
-export function versionSummary(m: ModelManifest, aliases: readonly AliasPointer[]) {
+export function versionSummary(m: ModelManifest, aliases: readonly AliasPointer[], evaluation?: unknown) {
   return {
     version: m.version,
     runId: m.runId,
@@ -85,6 +86,7 @@ export function versionSummary(m: ModelManifest, aliases: readonly AliasPointer[
     aliases: aliases.filter((a) => a.version === m.version).map((a) => a.alias),
     // Retention deleted the version's files; the manifest stays as its lineage.
     ...(m.retired ? { retired: m.retired } : {}),
+    ...(evaluation ? { evaluation } : {}),
   };
 }
 
@@ -137,9 +139,11 @@ export function makeRegistry(deps: RegistryDeps) {
       (_, i) => last - i,
     );
     const pointers = await aliases.list(name, opts);
-    const manifests = await Promise.all(
-      wanted.map((v) => store.getJson<ModelManifest>(manifestKey(name, v), opts)),
-    );
+    const [manifests, evaluations] = await Promise.all([
+      Promise.all(wanted.map((v) => store.getJson<ModelManifest>(manifestKey(name, v), opts))),
+      // The evaluation step's outcome, for the versions a policy evaluated (lib/registry/evaluation.ts).
+      Promise.all(wanted.map((v) => store.getJson<unknown>(evaluationKey(name, v), opts))),
+    ]);
     const aliasViews = await Promise.all(
       pointers.map(async (p) => {
         const [history, pending] = await Promise.all([
@@ -155,7 +159,9 @@ export function makeRegistry(deps: RegistryDeps) {
       team: owner.team,
       ...(last ? { latestVersion: last } : {}),
       aliases: [...aliasViews, ...pendingOnly],
-      versions: manifests.flatMap((m) => (m ? [versionSummary(m.value, pointers)] : [])),
+      versions: manifests.flatMap((m, i) =>
+        m ? [versionSummary(m.value, pointers, evaluations[i]?.value)] : [],
+      ),
     };
   }
 
@@ -183,10 +189,14 @@ export function makeRegistry(deps: RegistryDeps) {
     await ownModel(input.caller, path.name, opts);
     const manifest = await store.getJson<ModelManifest>(manifestKey(path.name, Number(path.version)), opts);
     if (!manifest) throw new NotFoundError(`model ${path.name} has no version ${path.version}`);
-    const pointers = await aliases.list(path.name, opts);
+    const [pointers, evaluation] = await Promise.all([
+      aliases.list(path.name, opts),
+      store.getJson<unknown>(evaluationKey(path.name, manifest.value.version), opts),
+    ]);
     return {
       ...manifest.value,
       aliases: pointers.filter((p) => p.version === manifest.value.version).map((p) => p.alias),
+      ...(evaluation ? { evaluation: evaluation.value } : {}),
     };
   }
 

@@ -77,10 +77,43 @@ export const RunSummarySchema = z.strictObject({
   links: LinksSchema,
 });
 
+const EvaluationNoteSchema = z.described(
+  z.strictObject({
+    status: z.enum(['done', 'timed-out', 'failed', 'waiting', 'none']),
+    dataset: z.optional(z.string()),
+    image: z.optional(z.string()),
+    deadlineSeconds: z.optional(z.number()),
+    startedAt: z.optional(z.string()),
+    endedAt: z.optional(z.string()),
+    reason: z.optional(z.string()),
+    versions: z.optional(
+      z.array(
+        z.strictObject({
+          role: z.enum(['candidate', 'champion']),
+          version: z.number(),
+          job: z.string(),
+          state: z.enum(['running', 'succeeded', 'failed']),
+          metrics: z.optional(z.record(z.string(), z.number())),
+          message: z.optional(z.string()),
+        }),
+      ),
+    ),
+  }),
+  'The evaluation step before the decision (docs/model-registry.md#evaluation): the metrics of the candidate and the champion on the holdout dataset',
+);
 const PromotionNoteSchema = z.strictObject({
   alias: z.string(),
   outcome: z.enum(['promoted', 'refused', 'pending', 'unchanged']),
   reason: z.string(),
+  comparison: z.optional(
+    z.strictObject({
+      metric: z.string(),
+      candidate: z.optional(z.number()),
+      champion: z.optional(z.number()),
+      minMargin: z.number(),
+    }),
+  ),
+  evaluation: z.optional(EvaluationNoteSchema),
 });
 const PROMOTIONS_DOC =
   "What the published version did to the model's aliases: one entry per promotion policy (docs/model-registry.md)";

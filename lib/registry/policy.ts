@@ -7,10 +7,29 @@
  *   `minMargin` in the policy's `direction` (no current version: it becomes the alias);
  * - `manual`: the version waits for an approval (`POST /v1/models/{name}/aliases/{alias}`).
  *
- * A refused promotion says why, with the metric, both values and the margin.
+ * A refused promotion says why, with the metric, both values and the margin. An `if-better` policy
+ * with an `evaluation` decides over the evaluation's metrics instead (evaluation.ts `decideEvaluated`).
  */
 
+import type { Resources } from '../run/schema.ts';
+
 export type PolicyKind = 'auto' | 'if-better' | 'manual';
+
+/** A policy's `evaluation` (config `teams[].promotion[].evaluation`; lib/registry/evaluation.ts). */
+export interface EvaluationSpec {
+  image: string;
+  /** The holdout dataset, `s3://…` (the job's GANTRY_DATASET_URI). */
+  dataset: string;
+  /** The metrics kept from the job's reports; absent: all. */
+  metrics?: string[] | undefined;
+  deadlineSeconds: number;
+  runtime?: { kind: 'ClusterTrainingRuntime' | 'TrainingRuntime'; name: string } | undefined;
+  queue?: string | undefined;
+  resourcesPerNode?: Resources | undefined;
+  command?: string[] | undefined;
+  args?: string[] | undefined;
+  env?: Record<string, string> | undefined;
+}
 
 export interface PromotionPolicy {
   /** The model the policy is for; `*` = every model of the team. */
@@ -20,6 +39,8 @@ export interface PromotionPolicy {
   metric?: string | undefined;
   direction?: 'maximize' | 'minimize' | undefined;
   minMargin: number;
+  /** `if-better`: an evaluation step scores candidate and champion first (lib/registry/evaluation.ts). */
+  evaluation?: EvaluationSpec | undefined;
 }
 
 export interface Candidate {

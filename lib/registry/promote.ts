@@ -4,7 +4,9 @@ import type { ModelManifest } from '../artifacts/manifest.ts';
 import type { ServingEvents } from '../artifacts/ports.ts';
 import { ConcurrentUpdateError } from '../errors.ts';
 import type { CallOptions, ObjectStore } from '../ports.ts';
+import type { EvaluationNote } from '../run/record.ts';
 import { AliasConflictError, type Aliases, type AliasPointer } from './aliases.ts';
+import { decideEvaluated, type EvaluationState, evaluationKey } from './evaluation.ts';
 import { teamIndexKey } from './layout.ts';
 import {
   type Candidate,
@@ -41,10 +43,21 @@ export function makePromoter(deps: {
     manifest: ModelManifest,
     serving: ServingEvents | undefined,
     opts?: CallOptions,
+    evaluation?: EvaluationState,
   ): Promise<PromotionDecision> {
+    // The evaluation applies to the policy that asked for it (and ran for its alias).
+    const evaluated = policy.evaluation !== undefined && policy.policy === 'if-better';
     for (let attempt = 0; ; attempt++) {
       const current = (await aliases.get(manifest.model, policy.alias, opts))?.value;
-      const decision = decide(policy, candidateOf(manifest), await championOf(current, opts));
+      const champion = await championOf(current, opts);
+      const decision = evaluated
+        ? decideEvaluated(
+            policy,
+            candidateOf(manifest),
+            champion,
+            evaluation?.alias === policy.alias ? evaluation : undefined,
+          )
+        : decide(policy, candidateOf(manifest), champion);
       if (decision.outcome === 'pending') {
         await aliases.propose(
           {
@@ -80,11 +93,15 @@ export function makePromoter(deps: {
     }
   }
 
-  /** Apply the team's policies for the manifest's model, in order; [] when it has none. */
+  /**
+   * Apply the team's policies for the manifest's model, in order; [] when it has none. `evaluation`:
+   * what the run's evaluation step found (its policy decides over it, and the version keeps it).
+   */
   async function promote(
     manifest: ModelManifest,
     serving: ServingEvents | undefined,
     opts?: CallOptions,
+    evaluation?: EvaluationState,
   ): Promise<PromotionDecision[]> {
     // The team's model index (GET /v1/models reads one prefix): created once, kept.
     await store
@@ -99,7 +116,25 @@ export function makePromoter(deps: {
       });
     const decisions: PromotionDecision[] = [];
     for (const policy of policiesFor(deps.policies(manifest.lineage.team), manifest.model)) {
-      decisions.push(await decideOne(policy, manifest, serving, opts));
+      decisions.push(await decideOne(policy, manifest, serving, opts, evaluation));
+    }
+    if (evaluation && evaluation.status !== 'none') {
+      // The version's evaluation, for the registry's views (kept when the version's files are retired).
+      const decision = decisions.find((d) => d.alias === evaluation.alias);
+      await store.putJson(
+        evaluationKey(manifest.model, manifest.version),
+        {
+          model: manifest.model,
+          version: manifest.version,
+          runId: manifest.runId,
+          ...evaluationNote(evaluation),
+          ...(decision
+            ? { decision: { alias: decision.alias, outcome: decision.outcome, reason: decision.reason } }
+            : {}),
+        },
+        {},
+        opts,
+      );
     }
     return decisions;
   }
@@ -110,12 +145,19 @@ export function makePromoter(deps: {
     version: number,
     serving: ServingEvents | undefined,
     opts?: CallOptions,
+    evaluation?: EvaluationState,
   ): Promise<PromotionDecision[]> {
     const manifest = await store.getJson<ModelManifest>(manifestKey(model, version), opts);
-    return manifest ? promote(manifest.value, serving, opts) : [];
+    return manifest ? promote(manifest.value, serving, opts, evaluation) : [];
   }
 
   return { promote, promoteVersion };
 }
 
 export type Promoter = ReturnType<typeof makePromoter>;
+
+/** What the run, the sweep and the version record of an evaluation (never the execution's wait fields). */
+export function evaluationNote(e: EvaluationState): EvaluationNote {
+  const { timeoutSeconds: _t, job: _j, rounds: _r, deadlineAt: _d, alias: _a, ...note } = e;
+  return note;
+}

@@ -75,6 +75,29 @@ export interface PromotionNote {
   alias: string;
   outcome: 'promoted' | 'refused' | 'pending' | 'unchanged';
   reason: string;
+  /** `if-better`: the metric, the values compared and the margin asked for. */
+  comparison?: { metric: string; candidate?: number; champion?: number; minMargin: number };
+  /** The evaluation step the policy asked for (lib/registry/evaluation.ts): its outcome and metrics. */
+  evaluation?: EvaluationNote;
+}
+
+/** What an evaluation step ended with: shown on the run, the sweep and the version. */
+export interface EvaluationNote {
+  status: 'done' | 'timed-out' | 'failed' | 'waiting' | 'none';
+  dataset?: string;
+  image?: string;
+  deadlineSeconds?: number;
+  startedAt?: string;
+  endedAt?: string;
+  reason?: string;
+  versions?: Array<{
+    role: 'candidate' | 'champion';
+    version: number;
+    job: string;
+    state: 'running' | 'succeeded' | 'failed';
+    metrics?: Record<string, number>;
+    message?: string;
+  }>;
 }
 
 export function newRecord(spec: RunSpec, fingerprint: string, now: Date): RunRecord {

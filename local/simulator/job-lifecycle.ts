@@ -230,6 +230,7 @@ export class JobLifecycle {
     };
     this.c.jobs.set(uid, j);
     this.training.resumeFromCheckpoint(j);
+    this.training.evaluateModel(j, container.env);
     this.updatePeak();
     this.status.initialStatus(j, job);
     this.ensureGate(j);

@@ -104,6 +104,17 @@ export function finalAccuracy(hp: Hyperparameters): number {
   return Math.min(0.99, Math.max(0.05, a));
 }
 
+/**
+ * What a model trained with `hp` scores on a holdout set (the simulated evaluation code,
+ * training.ts `evaluateModel`): its final accuracy less a generalisation gap of 0.02, plus 0.25 per
+ * unit of dropout below 0.2 (a less regularised model overfits more), clipped to [0.05, 0.99]. So a
+ * model with dropout 0 and a higher training accuracy can score worse on the holdout.
+ */
+export function holdoutAccuracy(hp: Hyperparameters): number {
+  const gap = 0.02 + 0.25 * Math.max(0, 0.2 - hp.dropout);
+  return Math.min(0.99, Math.max(0.05, finalAccuracy(hp) - gap));
+}
+
 export function finalLoss(accuracy: number): number {
   return -Math.log(accuracy) + 0.02;
 }

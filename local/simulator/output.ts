@@ -1,4 +1,5 @@
 import type { S3Client } from '@aws-sdk/client-s3';
+import type { Hyperparameters } from './objective.ts';
 
 /**
  * What a finished simulated training run leaves at its output location (the trainer's
@@ -78,6 +79,35 @@ export async function readCheckpoint(s3: S3Client, loc: OutputLocation): Promise
     return Number.isFinite(p) ? Math.min(1, Math.max(0, p)) : 0;
   } catch (e) {
     if (e instanceof Error && (e.name === 'NoSuchKey' || e.name === 'NotFound')) return 0;
+    throw e;
+  }
+}
+
+/**
+ * The hyperparameters a simulated model was trained with, from the `metrics.json` its training
+ * wrote beside it (writeOutput); undefined when there is none.
+ */
+export async function readModelHyperparameters(
+  s3: S3Client,
+  loc: OutputLocation,
+): Promise<Hyperparameters | undefined> {
+  const { GetObjectCommand } = await import('@aws-sdk/client-s3');
+  try {
+    const out = await s3.send(
+      new GetObjectCommand({ Bucket: loc.bucket, Key: `${loc.prefix}${METRICS_FILE}` }),
+    );
+    const doc = JSON.parse((await out.Body?.transformToString()) ?? '{}') as { hyperparameters?: unknown };
+    const hp = doc.hyperparameters as Partial<Hyperparameters> | undefined;
+    if (
+      !hp ||
+      typeof hp.lr !== 'number' ||
+      typeof hp.batchSize !== 'number' ||
+      typeof hp.dropout !== 'number'
+    )
+      return undefined;
+    return hp as Hyperparameters;
+  } catch (e) {
+    if (e instanceof Error && (e.name === 'NoSuchKey' || e.name === 'NotFound')) return undefined;
     throw e;
   }
 }

@@ -1,8 +1,16 @@
 import type { Json } from './apiserver.ts';
 import type { JobStatus } from './job-status.ts';
 import { trainingLog } from './logs.ts';
-import { finalLoss, metricsAt } from './objective.ts';
-import { parseS3Uri, readCheckpoint, writeCheckpoint, writeMetricObject, writeOutput } from './output.ts';
+import { finalLoss, holdoutAccuracy, metricsAt } from './objective.ts';
+import {
+  METRICS_FILE,
+  parseS3Uri,
+  readCheckpoint,
+  readModelHyperparameters,
+  writeCheckpoint,
+  writeMetricObject,
+  writeOutput,
+} from './output.ts';
 import { arr, type EndCause, meta, obj, readyAt, type SimCore, type SimJob } from './sim-core.ts';
 
 /**
@@ -60,6 +68,44 @@ export class Training {
         setImmediate(() => this.tick());
       },
       (e: unknown) => this.c.o.log(`simulator: checkpoint of ${j.ns}/${j.name} not read: ${String(e)}`),
+    );
+    const tracked = read.finally(() => this.c.inflight.delete(tracked));
+    this.c.inflight.add(tracked);
+  }
+
+  /**
+   * The simulated evaluation code (a job given GANTRY_EVALUATION, docs/model-registry.md#evaluation):
+   * it loads the model at GANTRY_MODEL_URI — the simulated training's `metrics.json` there names the
+   * hyperparameters it was trained with — and reports its holdout score (objective.ts
+   * `holdoutAccuracy`) instead of a training's. A model it cannot read crashes it at once, as
+   * evaluation code that finds no model does.
+   */
+  evaluateModel(j: SimJob, env: Record<string, string>): void {
+    if (env.GANTRY_EVALUATION === undefined) return;
+    const s3 = this.c.o.s3;
+    const loc = parseS3Uri(env.GANTRY_MODEL_URI ?? '');
+    const crash = (why: string) =>
+      this.c.enqueue(() => {
+        j.failAtPct = 0;
+        j.failMessage = `evaluation: ${why}`;
+        this.c.markDirty();
+      });
+    if (!s3 || !loc) {
+      crash(`no model at GANTRY_MODEL_URI ${env.GANTRY_MODEL_URI ?? '(unset)'}`);
+      return;
+    }
+    const read = readModelHyperparameters(s3, loc).then(
+      (hp) => {
+        if (!this.c.jobs.has(j.uid) || j.state === 'finished') return;
+        if (!hp) crash(`${env.GANTRY_MODEL_URI}${METRICS_FILE} not found`);
+        else
+          this.c.enqueue(() => {
+            j.accuracy = holdoutAccuracy(hp);
+            this.c.markDirty();
+          });
+        setImmediate(() => this.tick());
+      },
+      (e: unknown) => crash(`model not read: ${String(e)}`),
     );
     const tracked = read.finally(() => this.c.inflight.delete(tracked));
     this.c.inflight.add(tracked);

@@ -316,6 +316,7 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
   awaitJob: [...LOGS, ...EKS, ...ANSWER],
   checkJob: [...LOGS, ...EKS],
   publishArtifacts: [...LOGS, ...STATE_RW, ...RUNS_RW, 's3:AbortMultipartUpload', 's3:ListBucket'],
+  evaluateModel: [...LOGS, ...EKS, ...REGISTRY_R],
   notifyServing: [...LOGS, ...STATE_RW, ...REGISTRY_RW, ...RETENTION, 'sqs:SendMessage'],
   listModels: [...LOGS, ...REGISTRY_R],
   getModel: [...LOGS, ...REGISTRY_R],
@@ -669,9 +670,10 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
               // runs/: training output and metric histories (records are in the state table);
               // runs/*/logs/*: archived pod logs; models/*/owner.json, latest.json, manifest.json: who
               // owns a model name (read at submit); models/*/aliases/*, registry/teams/*: the registry's
-              // aliases and the teams' model index.
+              // aliases and the teams' model index; runs/*/evaluation/*, models/*/evaluations/*: the
+              // promotion's evaluation step (its jobs' metrics, a version's evaluation).
               expect(r, id).toMatch(
-                /^<GantryBucket\.Arn>\/((runs|models)\/\*|runs\/\*\/logs\/\*|models\/\*\/(owner|latest|manifest|retention)\.json|models\/\*\/aliases\/\*|registry\/teams\/\*)$/,
+                /^<GantryBucket\.Arn>\/((runs|models)\/\*|runs\/\*\/(logs|evaluation)\/\*|models\/\*\/(owner|latest|manifest|retention)\.json|models\/\*\/(aliases|evaluations)\/\*|registry\/teams\/\*)$/,
               );
             if (r.includes(':states:')) expect(r, id).toContain(':gantry-dev-training-run');
             if (r !== '*' && list(s.Action).some((a) => a.startsWith('dynamodb:')))

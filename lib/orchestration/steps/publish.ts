@@ -5,6 +5,8 @@ import {
   recordArtifacts,
 } from '../../artifacts/publish.ts';
 import type { CallOptions } from '../../ports.ts';
+import type { EvaluationState } from '../../registry/evaluation.ts';
+import { evaluationNote } from '../../registry/promote.ts';
 import type { JobRef } from '../job-ref.ts';
 import type { NotifyServingDeps, PublishArtifactsDeps, RunInput, StepDeps } from '../step-deps.ts';
 
@@ -77,10 +79,10 @@ export function makeNotifyServing(deps: NotifyServingDeps) {
    * run produced none), on the configured channel; with none configured it only records.
    */
   async function notifyServing(
-    input: RunInput & { job?: JobRef; artifacts: PublishSummary },
+    input: RunInput & { job?: JobRef; artifacts: PublishSummary; evaluation?: EvaluationState },
     opts?: CallOptions,
   ): Promise<Notification> {
-    const { run, artifacts } = input;
+    const { run, artifacts, evaluation } = input;
     if (run.trial && !run.trial.publish) {
       // PublishArtifacts recorded the trial's summary with its phase.
       return {
@@ -99,9 +101,18 @@ export function makeNotifyServing(deps: NotifyServingDeps) {
         artifacts.version,
         deps.serving,
         opts,
+        evaluation,
       );
       if (decisions.length > 0) {
-        const promotions = decisions.map(({ alias, outcome, reason }) => ({ alias, outcome, reason }));
+        const promotions = decisions.map(({ alias, outcome, reason, comparison }) => ({
+          alias,
+          outcome,
+          reason,
+          ...(comparison ? { comparison } : {}),
+          ...(evaluation && evaluation.status !== 'none' && evaluation.alias === alias
+            ? { evaluation: evaluationNote(evaluation) }
+            : {}),
+        }));
         await records.update(run.runId, { artifacts: { ...recordArtifacts(artifacts), promotions } }, opts);
         out = { ...out, promotions };
       }

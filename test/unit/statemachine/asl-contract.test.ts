@@ -79,6 +79,8 @@ describe('statemachines/training-run.asl.json', () => {
     const paths = {
       AwaitAdmission: ['$.job.admissionTimeoutSeconds', '$.job.admissionHeartbeatSeconds'],
       AwaitCompletion: ['$.job.runTimeoutSeconds', '$.job.runHeartbeatSeconds'],
+      // The evaluation job's ref (lib/orchestration/steps/evaluate.ts): its timeout is what remains of the deadline.
+      AwaitEvaluation: ['$.evaluation.timeoutSeconds', '$.evaluation.job.runHeartbeatSeconds'],
     };
     for (const [name, [timeout, heartbeat]] of Object.entries(paths)) {
       const s = asl.States[name] as State & {
