@@ -65,7 +65,12 @@ export interface QueuePositionDeps {
   records: RunRecords;
   config: GantryConfig;
   table: Pick<StateTable, 'query'>;
-  gateway: (cluster: string) => Promise<Pick<ClusterGateway, 'pendingWorkloads' | 'queueGpuQuota'>>;
+  gateway: (
+    cluster: string,
+  ) => Promise<
+    Pick<ClusterGateway, 'pendingWorkloads' | 'queueGpuQuota'> &
+      Partial<Pick<ClusterGateway, 'listAdmissionGates'>>
+  >;
   clock: Clock;
 }
 
@@ -102,6 +107,28 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
     return page.items;
   }
   const teamPending = (team: string, opts?: CallOptions) => teamIn(team, 'Pending', opts);
+
+  /**
+   * Gantry's view's priorities: the `spec.priority` Kueue gave each Workload in the run's namespace
+   * (the value of the WorkloadPriorityClass the run names; 0 without one), by the job that owns it.
+   * One LIST of the namespace's Workloads, with the RBAC the reconciler already has; a run whose
+   * Workload is not listed (not created yet, not readable) counts as Kueue's default, 0.
+   */
+  async function priorities(record: RunRecord, opts?: CallOptions): Promise<Map<string, number>> {
+    const byJob = new Map<string, number>();
+    try {
+      const gateway = await deps.gateway(record.spec.cluster);
+      const gates = (await gateway.listAdmissionGates?.(opts, { namespaces: [record.spec.namespace] })) ?? [];
+      for (const g of gates) {
+        const priority = (g.spec as { priority?: unknown } | undefined)?.priority;
+        if (g.kind !== 'Workload' || typeof priority !== 'number') continue;
+        for (const o of g.metadata.ownerReferences ?? []) byJob.set(o.name, priority);
+      }
+    } catch {
+      // Not readable: every run counts as priority 0, by when it started waiting.
+    }
+    return byJob;
+  }
 
   /**
    * The start estimate: the team's runs holding the LocalQueue's GPUs (Running, or Pending and
@@ -184,14 +211,17 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
     const why = kueue.served
       ? `Kueue (${kueue.apiVersion}) does not list the run's job as pending in ${queue} yet (its Workload is being created or admitted)`
       : kueue.reason;
-    const line = gantryLine(record, pending);
+    const byJob = await priorities(record, opts);
+    const priorityOf = (r: RunRecord) => byJob.get(currentJobName(r) ?? '');
+    const line = gantryLine(record, pending, priorityOf);
     const index = line.findIndex((r) => r.runId === record.runId);
     return withEstimate(
       positionFromGantry(
         record,
         pending,
         now,
-        `${why}; this counts only the team's Gantry runs in ${queue}, by when their job was created — other workloads in the LocalQueue and its ClusterQueue are not seen`,
+        `${why}; this counts only the team's Gantry runs in ${queue}, by their Workload's priority (${byJob.size > 0 ? 'read from Kueue' : 'none read: all 0'}), then by when their job was created — other workloads in the LocalQueue and its ClusterQueue are not seen`,
+        priorityOf,
       ),
       line.slice(0, index).map(aheadRun),
     );
