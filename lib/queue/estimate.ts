@@ -213,10 +213,13 @@ export function estimateStart(input: EstimateInput): StartEstimate | undefined {
       ),
     );
   const head = `${input.running.length} running (${held} GPUs), ${input.ahead.length} ahead, quota ${quota} GPUs, this run ${input.gpus} GPUs`;
+  // Under BestEffortFIFO shorter durations can reorder who passes whom, so the all-short pass is not
+  // always the soonest: the range spans the three passes.
+  const passes = [pass(0), pass(1), pass(2)] as const;
   return {
-    earliestSeconds: pass(0),
-    likelySeconds: pass(1),
-    latestSeconds: pass(2),
+    earliestSeconds: Math.min(...passes),
+    likelySeconds: passes[1],
+    latestSeconds: Math.max(...passes),
     basis: [
       head,
       ...said,

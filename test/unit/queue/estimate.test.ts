@@ -44,6 +44,35 @@ describe('estimateStart', () => {
     expect(e?.basis).toMatch(/; BestEffortFIFO \(Kueue's default\): a run ahead that does not fit is passed/);
   });
 
+  it('earliest ≤ likely ≤ latest even when shorter durations change who passes whom (BestEffortFIFO)', () => {
+    // Random queues (a fixed seed): under BestEffortFIFO the all-short pass is not always the
+    // soonest, as a run ahead that ends sooner can let a bigger one in before this run.
+    let seed = 7;
+    const rnd = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const gpus = () => [1, 2, 4, 8, 16][Math.floor(rnd() * 5)] as number;
+    for (let n = 0; n < 3000; n++) {
+      const e = estimateStart({
+        quotaGpus: 32,
+        running: Array.from({ length: 1 + Math.floor(rnd() * 6) }, () => ({
+          gpus: gpus(),
+          etaSeconds: Math.round(rnd() * 3000),
+        })),
+        // Histories of uneven spread: the short pass is not the reported one scaled down.
+        ahead: Array.from({ length: Math.floor(rnd() * 10) }, () => {
+          const median = Math.round(rnd() * 3000);
+          const history = { low: median * rnd(), median, high: median * (1 + rnd()), runs: 3 };
+          return { gpus: gpus(), history };
+        }),
+        gpus: gpus(),
+      }) as NonNullable<ReturnType<typeof estimateStart>>;
+      expect(e.earliestSeconds).toBeLessThanOrEqual(e.likelySeconds);
+      expect(e.likelySeconds).toBeLessThanOrEqual(e.latestSeconds);
+    }
+  });
+
   it('a run ahead too big to fit waits for both jobs, holding the line (StrictFIFO); this run starts with it', () => {
     // Quota 8; jobs of 4 GPUs end at 600 and 1200; the run ahead asks for 8 (fits only when both
     // ended: 1200) and runs 1800 s; this run (2 GPUs) starts when the run ahead ends: 1200 + 1800.
