@@ -117,13 +117,48 @@ export async function usagePage(ui, target, params) {
   );
 }
 
-/** A pending run's place in its queue (GET /v1/runs/{id}/queue), one line; nothing when it has none. */
+/** "12m" / "2h05m" / "now": a duration for people (as lib/queue/estimate.ts shortDuration). */
+export function shortDuration(seconds) {
+  if (seconds < 60) return seconds <= 0 ? 'now' : '<1m';
+  const m = Math.round(seconds / 60);
+  if (m < 60) return `${m}m`;
+  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
+}
+
+/** "likely to start in ~12m (8m–20m)": the estimate in one phrase (as lib/queue/estimate.ts startPhrase). */
+export function startPhrase(e) {
+  if (e.latestSeconds <= 0) return 'likely to start now';
+  return `likely to start in ~${shortDuration(e.likelySeconds)} (${shortDuration(e.earliestSeconds)}–${shortDuration(e.latestSeconds)})`;
+}
+
+/**
+ * A pending run's place in its queue (GET /v1/runs/{id}/queue) and when it may start, with how that
+ * was computed (the estimate's basis, shown small); nothing when it has none.
+ */
 export async function queueLine(ui, runId) {
   const { api, h } = ui;
   try {
     const q = await api(`runs/${encodeURIComponent(runId)}/queue`);
     if (!q.queued) return '';
-    return h('p', { className: 'queue-position', id: 'queue-position', title: q.note ?? '' }, q.message);
+    const e = q.estimate;
+    return h(
+      'div',
+      { className: 'queue-position', id: 'queue-position', 'data-position': String(q.position ?? '') },
+      h('p', { id: 'queue-message', title: q.note ?? '' }, q.message),
+      e
+        ? h(
+            'p',
+            {
+              id: 'queue-estimate',
+              'data-earliest': String(e.earliestSeconds),
+              'data-likely': String(e.likelySeconds),
+              'data-latest': String(e.latestSeconds),
+            },
+            `${startPhrase(e)} — a range, not a promise`,
+          )
+        : '',
+      e ? h('p', { className: 'muted', id: 'queue-basis' }, `How: ${e.basis}`) : '',
+    );
   } catch {
     // The position is a courtesy: the run page works without it.
     return '';

@@ -6,7 +6,15 @@ import { jobGpus } from '../run/attempts.ts';
 import type { RunRecord } from '../run/record.ts';
 import type { RunRecords } from '../run/records.ts';
 import type { StateTable } from '../state/table.ts';
-import { type AheadRun, estimateStart, type RunningJob, type StartEstimate } from './estimate.ts';
+import {
+  type AheadRun,
+  type DurationHistory,
+  durationHistory,
+  estimateStart,
+  type QueueingStrategy,
+  type RunningJob,
+  type StartEstimate,
+} from './estimate.ts';
 import type { PendingWorkloads } from './pending.ts';
 import {
   currentJobName,
@@ -23,6 +31,42 @@ export const PENDING_READ = 500;
 /** Running runs of a team read for the start estimate (one query page of its Running index partition). */
 export const RUNNING_READ = 500;
 
+/** The team's newest Succeeded runs read for the history of each model's training time. */
+export const HISTORY_READ = 200;
+/** At most this many of one model's newest completed runs make its history. */
+export const HISTORY_RUNS = 20;
+
+/** Seconds the run's last attempt trained: from its last move into Running to the transition after. */
+export function trainedSeconds(record: Pick<RunRecord, 'transitions'>): number | undefined {
+  const t = record.transitions;
+  for (let i = t.length - 1; i >= 0; i--) {
+    if (t[i]?.phase !== 'Running') continue;
+    const end = t[i + 1]?.at;
+    if (end === undefined) return undefined;
+    const s = (Date.parse(end) - Date.parse(t[i]?.at as string)) / 1000;
+    return Number.isFinite(s) && s >= 0 ? s : undefined;
+  }
+  return undefined;
+}
+
+/** Each model's history (its newest completed runs' training times) from the team's Succeeded runs, newest first. */
+export function modelHistories(succeeded: readonly RunRecord[]): Map<string, DurationHistory> {
+  const byModel = new Map<string, number[]>();
+  for (const r of succeeded) {
+    const s = trainedSeconds(r);
+    if (s === undefined) continue;
+    const xs = byModel.get(r.spec.request.modelName) ?? [];
+    if (xs.length < HISTORY_RUNS) xs.push(s);
+    byModel.set(r.spec.request.modelName, xs);
+  }
+  const out = new Map<string, DurationHistory>();
+  for (const [model, xs] of byModel) {
+    const h = durationHistory(xs);
+    if (h) out.set(model, h);
+  }
+  return out;
+}
+
 /** The GPUs of the run's current attempt (an elastic fallback may have asked for fewer nodes). */
 export function attemptGpus(record: RunRecord): number {
   const numNodes = record.attempts?.at(-1)?.numNodes ?? record.spec.request.numNodes;
@@ -38,7 +82,11 @@ function runningSince(record: RunRecord): string | undefined {
 }
 
 /** A running (or admitted) run as the estimate sees it: its GPUs and what its progress says. */
-export function runningJob(record: RunRecord, now: Date): RunningJob {
+export function runningJob(
+  record: RunRecord,
+  now: Date,
+  history?: ReadonlyMap<string, DurationHistory>,
+): RunningJob {
   const since = record.phase === 'Running' ? runningSince(record) : undefined;
   const runningSeconds = since === undefined ? 0 : Math.max(0, (now.getTime() - Date.parse(since)) / 1000);
   const job: RunningJob = {
@@ -53,20 +101,39 @@ export function runningJob(record: RunRecord, now: Date): RunningJob {
     job.etaSeconds = Math.max(0, record.progress.etaSeconds - age);
   }
   if (record.progress?.percent !== undefined) job.percent = record.progress.percent;
+  const h = history?.get(record.spec.request.modelName);
+  if (h) job.history = h;
   return job;
 }
 
-/** A run waiting ahead: its GPUs and its deadline (Gantry knows no expected duration before it runs). */
-export function aheadRun(record: RunRecord): AheadRun {
-  return { gpus: attemptGpus(record), deadlineSeconds: record.spec.request.runDeadlineSeconds };
+/** A run waiting ahead: its GPUs, its deadline and, when known, how long its model's completed runs trained. */
+export function aheadRun(record: RunRecord, history?: ReadonlyMap<string, DurationHistory>): AheadRun {
+  const h = history?.get(record.spec.request.modelName);
+  return {
+    gpus: attemptGpus(record),
+    deadlineSeconds: record.spec.request.runDeadlineSeconds,
+    ...(h ? { history: h } : {}),
+  };
 }
 
 export interface QueuePositionDeps {
   records: RunRecords;
   config: GantryConfig;
   table: Pick<StateTable, 'query'>;
-  gateway: (cluster: string) => Promise<Pick<ClusterGateway, 'pendingWorkloads' | 'queueGpuQuota'>>;
+  gateway: (
+    cluster: string,
+  ) => Promise<
+    Pick<ClusterGateway, 'pendingWorkloads' | 'queueGpuQuota'> &
+      Partial<Pick<ClusterGateway, 'listAdmissionGates'>>
+  >;
   clock: Clock;
+  /**
+   * Estimate durations nothing reports from the training times of the model's completed runs
+   * (default true); false: from deadlines only (the replay bench's before).
+   */
+  history?: boolean;
+  /** The ClusterQueues' queueing strategy the estimate assumes (default BestEffortFIFO, Kueue's default). */
+  queueingStrategy?: QueueingStrategy;
 }
 
 /**
@@ -103,6 +170,40 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
   }
   const teamPending = (team: string, opts?: CallOptions) => teamIn(team, 'Pending', opts);
 
+  /** The team's models' training-time histories (one query page of its Succeeded runs, newest first). */
+  async function histories(team: string, opts?: CallOptions): Promise<Map<string, DurationHistory>> {
+    if (deps.history === false) return new Map();
+    const page = await deps.table.query<RunRecord>(
+      'byPhase',
+      `${team}#run#Succeeded`,
+      { limit: HISTORY_READ, descending: true },
+      opts,
+    );
+    return modelHistories(page.items);
+  }
+
+  /**
+   * Gantry's view's priorities: the `spec.priority` Kueue gave each Workload in the run's namespace
+   * (the value of the WorkloadPriorityClass the run names; 0 without one), by the job that owns it.
+   * One LIST of the namespace's Workloads, with the RBAC the reconciler already has; a run whose
+   * Workload is not listed (not created yet, not readable) counts as Kueue's default, 0.
+   */
+  async function priorities(record: RunRecord, opts?: CallOptions): Promise<Map<string, number>> {
+    const byJob = new Map<string, number>();
+    try {
+      const gateway = await deps.gateway(record.spec.cluster);
+      const gates = (await gateway.listAdmissionGates?.(opts, { namespaces: [record.spec.namespace] })) ?? [];
+      for (const g of gates) {
+        const priority = (g.spec as { priority?: unknown } | undefined)?.priority;
+        if (g.kind !== 'Workload' || typeof priority !== 'number') continue;
+        for (const o of g.metadata.ownerReferences ?? []) byJob.set(o.name, priority);
+      }
+    } catch {
+      // Not readable: every run counts as priority 0, by when it started waiting.
+    }
+    return byJob;
+  }
+
   /**
    * The start estimate: the team's runs holding the LocalQueue's GPUs (Running, or Pending and
    * admitted), and the runs ahead (`ahead`, in line order).
@@ -113,6 +214,7 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
     pending: readonly RunRecord[],
     ahead: readonly AheadRun[],
     now: Date,
+    history: ReadonlyMap<string, DurationHistory>,
     opts?: CallOptions,
   ): Promise<StartEstimate | undefined> {
     const running = await teamIn(record.spec.request.team, 'Running', opts);
@@ -130,9 +232,10 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
     }
     const found = estimateStart({
       ...(quotaGpus !== undefined ? { quotaGpus } : {}),
-      running: holding.map((r) => runningJob(r, now)),
+      running: holding.map((r) => runningJob(r, now, history)),
       ahead,
       gpus: attemptGpus(record),
+      ...(deps.queueingStrategy ? { strategy: deps.queueingStrategy } : {}),
     });
     if (!found) return undefined;
     return { ...found, basis: `${found.basis}; only the team's Gantry runs in ${queue} are seen running` };
@@ -161,8 +264,9 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
     }
     const kueue = await fromKueue(record, queue, opts);
     const pending = await teamPending(record.spec.request.team, opts);
+    const history = await histories(record.spec.request.team, opts);
     const withEstimate = async (view: QueuePositionView, ahead: AheadRun[]): Promise<QueuePositionView> => {
-      const e = await estimate(record, queue, pending, ahead, now, opts);
+      const e = await estimate(record, queue, pending, ahead, now, history, opts);
       return e ? { ...view, estimate: e } : view;
     };
     if (kueue.served) {
@@ -176,7 +280,7 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
           .sort((a, b) => a.positionInLocalQueue - b.positionInLocalQueue)
           .map((i) => {
             const r = i.ownerName === undefined ? undefined : byJob.get(i.ownerName);
-            return r ? aheadRun(r) : {};
+            return r ? aheadRun(r, history) : {};
           });
         return withEstimate(found, ahead);
       }
@@ -184,16 +288,19 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
     const why = kueue.served
       ? `Kueue (${kueue.apiVersion}) does not list the run's job as pending in ${queue} yet (its Workload is being created or admitted)`
       : kueue.reason;
-    const line = gantryLine(record, pending);
+    const byJob = await priorities(record, opts);
+    const priorityOf = (r: RunRecord) => byJob.get(currentJobName(r) ?? '');
+    const line = gantryLine(record, pending, priorityOf);
     const index = line.findIndex((r) => r.runId === record.runId);
     return withEstimate(
       positionFromGantry(
         record,
         pending,
         now,
-        `${why}; this counts only the team's Gantry runs in ${queue}, by when their job was created — other workloads in the LocalQueue and its ClusterQueue are not seen`,
+        `${why}; this counts only the team's Gantry runs in ${queue}, by their Workload's priority (${byJob.size > 0 ? 'read from Kueue' : 'none read: all 0'}), then by when their job was created — other workloads in the LocalQueue and its ClusterQueue are not seen`,
+        priorityOf,
       ),
-      line.slice(0, index).map(aheadRun),
+      line.slice(0, index).map((r) => aheadRun(r, history)),
     );
   };
 }

@@ -41,7 +41,7 @@ export function trimGate(gate: K8sObject): K8sObject {
     apiVersion: gate.apiVersion,
     kind: gate.kind,
     metadata: pick(gate.metadata as Obj, GATE_META) as K8sObject['metadata'],
-    spec: pick(asObj(gate.spec), ['active', 'minMember', 'queueName']),
+    spec: pick(asObj(gate.spec), ['active', 'minMember', 'queueName', 'priority']),
     ...(gate.status === undefined ? {} : { status: gate.status }),
   };
 }

@@ -154,6 +154,10 @@ describe('trimmed listed objects', () => {
     expect(interpretAdmission(kept).state).not.toBe('Unknown');
     expect(kept.metadata.ownerReferences).toEqual(whole.metadata.ownerReferences);
     expect(kept.spec).toEqual({ active: false, queueName: 'team-a-queue' });
+    // Its priority (the WorkloadPriorityClass value Kueue copied) stays: Gantry's queue order reads it.
+    expect(trimGate({ ...whole, spec: { ...whole.spec, priority: 100 } }).spec).toMatchObject({
+      priority: 100,
+    });
     expect(kept.status).toEqual(whole.status);
     expect(kept.metadata).not.toHaveProperty('managedFields');
   });

@@ -7,6 +7,7 @@ import { gantryOrder, positionFromGantry, positionFromKueue } from '../../../lib
 import { makeGetQueuePosition } from '../../../lib/queue/queue-position.ts';
 import { newRecord, type RunRecord } from '../../../lib/run/record.ts';
 import { makeRunRecords } from '../../../lib/run/records.ts';
+import type { K8sObject } from '../../../lib/trainjob/types.ts';
 import { aRunSpec } from '../../helpers/builders.ts';
 import { iam, intakeConfig, memoryTable, VISION_ARN } from '../../helpers/intake-fakes.ts';
 
@@ -214,6 +215,7 @@ describe('GET /v1/runs/{id}/queue', () => {
   async function setup(
     kueue: PendingWorkloads | 'throws' | 'absent',
     quota?: { gpu: number; queueGpuQuota?: (ns: string, q: string) => Promise<number | undefined> },
+    gates?: (namespaces: readonly string[]) => Promise<K8sObject[]>,
   ) {
     const table = memoryTable();
     const records = makeRunRecords({ table, clock });
@@ -242,6 +244,12 @@ describe('GET /v1/runs/{id}/queue', () => {
             },
           }),
       ...(quota?.queueGpuQuota ? { queueGpuQuota: quota.queueGpuQuota } : {}),
+      ...(gates
+        ? {
+            listAdmissionGates: async (_o?: unknown, scope?: { namespaces: readonly string[] }) =>
+              gates(scope?.namespaces ?? []),
+          }
+        : {}),
     });
     return Object.assign(makeGetQueuePosition({ records, config, table, gateway, clock }), { records });
   }
@@ -288,6 +296,50 @@ describe('GET /v1/runs/{id}/queue', () => {
     const view = await get({ caller, runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
     expect(view).toMatchObject({ source: 'gantry', position: 2, aheadRuns: ['run-bbbbbbbbbbbbbbbbbbbb'] });
     expect(view.note).toMatch(note);
+  });
+
+  it("Gantry's view orders by the priority Kueue gave each run's Workload, read from the run's namespace", async () => {
+    // bbb (10) and aaa (20) wait at priority 0; ccc waited last (30) but its Workload has priority 1000.
+    const workload = (job: string, priority: number): K8sObject => ({
+      apiVersion: 'kueue.x-k8s.io/v1beta2',
+      kind: 'Workload',
+      metadata: {
+        name: `wl-${job}`,
+        namespace: 'team-vision',
+        ownerReferences: [
+          { apiVersion: 'trainer.kubeflow.org/v1alpha1', kind: 'TrainJob', name: job, uid: job },
+        ],
+      },
+      spec: { queueName: 'vision-queue', priority },
+    });
+    const asked: string[][] = [];
+    const get = await setup('absent', undefined, async (namespaces) => {
+      asked.push([...namespaces]);
+      return [
+        workload('run-cccccccccccccccccccc-job', 1000),
+        workload('run-aaaaaaaaaaaaaaaaaaaa-job', 0),
+        // A PodGroup's spec carries no priority: skipped.
+        { apiVersion: 'scheduling.x-k8s.io/v1alpha1', kind: 'PodGroup', metadata: { name: 'pg' }, spec: {} },
+      ];
+    });
+    const first = await get({ caller, runId: 'run-cccccccccccccccccccc' });
+    expect(first).toMatchObject({ source: 'gantry', position: 1, ahead: 0, aheadRuns: [] });
+    expect(first.note).toMatch(/by their Workload's priority \(read from Kueue\)/);
+    const last = await get({ caller, runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
+    expect(last).toMatchObject({
+      position: 3,
+      aheadRuns: ['run-cccccccccccccccccccc', 'run-bbbbbbbbbbbbbbbbbbbb'],
+    });
+    expect(asked).toEqual([['team-vision'], ['team-vision']]);
+  });
+
+  it("Gantry's view without readable Workloads: every run at priority 0, by when it started waiting", async () => {
+    const get = await setup('absent', undefined, async () => {
+      throw new Error('forbidden');
+    });
+    const view = await get({ caller, runId: 'run-cccccccccccccccccccc' });
+    expect(view).toMatchObject({ position: 3 });
+    expect(view.note).toMatch(/none read: all 0/);
   });
 
   it('a start estimate: the running job frees its GPUs at its ETA, the run ahead and this one fit then', async () => {
