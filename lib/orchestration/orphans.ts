@@ -50,6 +50,8 @@ export function makeOrphanRemoval(deps: OrphanDeps) {
     now: Date,
     report: TickReport,
     opts?: CallOptions,
+    /** An evaluation job (LABEL.evaluationOf): deleted like the run's, the run's record left alone. */
+    as: { evaluation?: boolean } = {},
   ) {
     const created = Date.parse(job.metadata.creationTimestamp ?? '');
     if (Number.isFinite(created) && now.getTime() - created < graceMs) return;
@@ -63,7 +65,7 @@ export function makeOrphanRemoval(deps: OrphanDeps) {
       deps.records.update(runId, { phase, reason: 'Cancelled' }, opts).catch((err) => {
         if (!(err instanceof NotFoundError)) throw err;
       });
-    if (status === 'ABORTED') {
+    if (status === 'ABORTED' && !as.evaluation) {
       // The record first: if writing it fails, the job stays and the next tick tries both again
       // (deleting first left a run Running for good when the write failed). Cancelling, not
       // Cancelled: the job exists until the delete below goes through. A job without a record is
@@ -74,17 +76,18 @@ export function makeOrphanRemoval(deps: OrphanDeps) {
     if (!job.metadata.deletionTimestamp) {
       await note(cluster, gateway, job, orphanNote(runId, status), opts);
       // A succeeded run's job ends here: its pods' logs are kept first (never throws, bounded in time).
-      await deps.archiveLogs?.(
-        {
-          cluster,
-          namespace: job.metadata.namespace ?? 'default',
-          kind: api.kind,
-          name: job.metadata.name,
-          runId,
-          attempt: Number(job.metadata.labels?.[LABEL.attempt] ?? 1) || 1,
-        },
-        opts,
-      );
+      if (!as.evaluation)
+        await deps.archiveLogs?.(
+          {
+            cluster,
+            namespace: job.metadata.namespace ?? 'default',
+            kind: api.kind,
+            name: job.metadata.name,
+            runId,
+            attempt: Number(job.metadata.labels?.[LABEL.attempt] ?? 1) || 1,
+          },
+          opts,
+        );
     }
     try {
       await gateway.deleteJob(api, job.metadata.namespace ?? 'default', job.metadata.name, opts);
@@ -100,7 +103,7 @@ export function makeOrphanRemoval(deps: OrphanDeps) {
       throw err;
     }
     failedDeletes.delete(key);
-    if (status === 'ABORTED') {
+    if (status === 'ABORTED' && !as.evaluation) {
       await recordIgnoringMissing('Cancelled');
       report.cancelled++;
     }

@@ -86,6 +86,13 @@ export async function reconcileJob(
   if (runId) queueRecord(r, at, runId, view, health, now, sinks.toRecord, opts);
   if (!waiting && runId)
     await r.removeIfOrphan(at.cluster, at.gateway, at.api, at.job, runId, now, sinks.report, opts);
+  // An evaluation job outlives its execution when the execution is stopped while it scores: it goes
+  // the same way, without touching the run's record (the job is not the run's).
+  const evaluationOf = at.job.metadata.labels?.[LABEL.evaluationOf];
+  if (!waiting && !runId && evaluationOf)
+    await r.removeIfOrphan(at.cluster, at.gateway, at.api, at.job, evaluationOf, now, sinks.report, opts, {
+      evaluation: true,
+    });
   return view;
 }
 

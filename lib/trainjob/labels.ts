@@ -13,6 +13,8 @@ export const LABEL = {
   trialIndex: 'gantry.dev/trial-index',
   /** The run's attempt the job and its pods belong to (from the second on; absent = the first). */
   attempt: 'gantry.dev/attempt',
+  /** On an evaluation job (lib/orchestration/steps/evaluate.ts): the run whose version it scores. */
+  evaluationOf: 'gantry.dev/evaluation-of',
   kueueQueue: 'kueue.x-k8s.io/queue-name',
   kueuePriority: 'kueue.x-k8s.io/priority-class',
 } as const;

@@ -118,7 +118,7 @@ export function makeEvaluateModel(deps: EvaluateModelDeps) {
     // run's record from it); the run it evaluates for instead.
     const labels = { ...job.metadata.labels };
     delete labels[LABEL.runId];
-    job.metadata.labels = { ...labels, 'gantry.dev/evaluation-of': run.runId };
+    job.metadata.labels = { ...labels, [LABEL.evaluationOf]: run.runId };
     job.metadata.annotations = { ...job.metadata.annotations, 'gantry.dev/evaluation-deadline': deadlineAt };
     await gateway.createJob(job, opts);
     return jobApi(shape, kind);

@@ -30,7 +30,11 @@ const job: K8sObject = {
   },
 };
 
-function setup(update: RunRecords['update'], deleteJob: () => Promise<void> = async () => {}) {
+function setup(
+  update: RunRecords['update'],
+  deleteJob: () => Promise<void> = async () => {},
+  listed: K8sObject = job,
+) {
   const calls: string[] = [];
   let deleted = false;
   const unused = () => Promise.reject(new Error('not expected'));
@@ -38,7 +42,7 @@ function setup(update: RunRecords['update'], deleteJob: () => Promise<void> = as
     listAdmissionGates: async () => [],
     listPods: async () => [],
     // The job is listed until a delete goes through.
-    listManagedJobs: async () => (deleted ? [] : [job]),
+    listManagedJobs: async () => (deleted ? [] : [listed]),
     deleteJob: async () => {
       calls.push('deleteJob');
       await deleteJob();
@@ -131,6 +135,20 @@ describe('reconciler: a job whose execution was stopped', () => {
     // Assess
     expect(calls).toEqual([CANCELLING, 'deleteJob', CANCELLED]);
     expect(report).toMatchObject({ orphansDeleted: 1, errors: 0 });
+  });
+
+  it("deletes an evaluation job left by a stopped execution, leaving the run's record alone", async () => {
+    // Prepare: the run's execution was stopped while it scored its candidate (steps/evaluate.ts).
+    const evaluation: K8sObject = {
+      ...job,
+      metadata: { ...job.metadata, name: `${RUN_ID}-ev2`, labels: { [LABEL.evaluationOf]: RUN_ID } },
+    };
+    const { reconciler, calls } = setup(async () => ({}) as never, undefined, evaluation);
+    // Act
+    const report = await reconciler.tick();
+    // Assess
+    expect(calls).toEqual(['deleteJob']);
+    expect(report).toMatchObject({ cancelled: 0, orphansDeleted: 1, errors: 0 });
   });
 });
 
