@@ -312,6 +312,19 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
     'sqs:ChangeMessageVisibility',
     'events:PutEvents',
   ],
+  // Alias moves in (and its delayed readiness checks out), lifecycle events out, the alias's
+  // pointer, history and owner read, the InferenceServices' state written (lib/serving/handoff.ts).
+  aliasMoved: [
+    ...LOGS,
+    'sqs:ReceiveMessage',
+    'sqs:DeleteMessage',
+    'sqs:GetQueueAttributes',
+    'sqs:ChangeMessageVisibility',
+    'sqs:SendMessage',
+    ...REGISTRY_R,
+    's3:PutObject',
+    ...EKS,
+  ],
   createJob: [...LOGS, ...STATE_RW, ...EKS],
   awaitJob: [...LOGS, ...EKS, ...ANSWER],
   checkJob: [...LOGS, ...EKS],
