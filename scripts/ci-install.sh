@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tiers beyond unit tests need, caching slow builds outside the repo.
 #   scripts/ci-install.sh              everything
-#   scripts/ci-install.sh quick        cfn-lint, boto3, moto, Chromium (seconds when cached)
+#   scripts/ci-install.sh quick        cfn-lint, boto3, moto, Chromium, KServe's CRD (seconds when cached)
 #   scripts/ci-install.sh go [SETS]    the real control planes from the Go module proxy: the light
 #                                      tier, then the heavy tier for the version sets SETS
 #                                      (e.g. v2.3,v2.1; default all); .ci/run runs it in the background
@@ -57,6 +57,9 @@ else
   "$MOTO_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "moto[server]==${MOTO_VERSION}"
   echo "moto ${MOTO_VERSION} installed in $MOTO_VENV"
 fi
+# KServe's InferenceService CRD from its Go module (contract tier: test/contract/kserve.test.ts), cached
+# outside the repo by the version in tools/kserve/version.
+bash scripts/kserve-crds.sh >/dev/null
 # Chromium from Debian's packages (e2e tier: the dashboard's browser test drives it with playwright-core).
 if [ -x /usr/bin/chromium ]; then
   echo "chromium: $(/usr/bin/chromium --version 2>/dev/null || echo installed)"
