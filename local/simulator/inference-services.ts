@@ -116,7 +116,15 @@ export class InferenceServiceSim {
         if (Number(meta(o).generation ?? 1) !== generation) return;
         const st = obj(o.status);
         st.observedGeneration = generation;
-        st.conditions = setCondition(st.conditions, ready, this.c.now);
+        // As knative's condition manager: a condition set True carries no reason or message.
+        st.conditions = setCondition(st.conditions, ready, this.c.now).map((c) => {
+          if (c.type !== 'Ready') return c;
+          const { reason: _r, message: _m, ...rest } = c;
+          return {
+            ...rest,
+            ...(ready.reason !== undefined ? { reason: ready.reason, message: ready.message } : {}),
+          };
+        });
         if (modelStatus) st.modelStatus = { ...obj(st.modelStatus), ...modelStatus };
         else if (ready.status === 'False')
           st.modelStatus = { ...obj(st.modelStatus), transitionStatus: 'InProgress' };

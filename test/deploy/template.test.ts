@@ -682,9 +682,9 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
               // runs/: training output and metric histories (records are in the state table);
               // runs/*/logs/*: archived pod logs; models/*/owner.json, latest.json, manifest.json: who
               // owns a model name (read at submit); models/*/aliases/*, registry/teams/*: the registry's
-              // aliases and the teams' model index.
+              // aliases and the teams' model index; models/*/aliases/*/serving/*: the KServe hand-off's state.
               expect(r, id).toMatch(
-                /^<GantryBucket\.Arn>\/((runs|models)\/\*|runs\/\*\/logs\/\*|models\/\*\/(owner|latest|manifest|retention)\.json|models\/\*\/aliases\/\*|registry\/teams\/\*)$/,
+                /^<GantryBucket\.Arn>\/((runs|models)\/\*|runs\/\*\/logs\/\*|models\/\*\/(owner|latest|manifest|retention)\.json|models\/\*\/aliases\/\*(\/serving\/\*)?|registry\/teams\/\*)$/,
               );
             if (r.includes(':states:')) expect(r, id).toContain(':gantry-dev-training-run');
             if (r !== '*' && list(s.Action).some((a) => a.startsWith('dynamodb:')))
@@ -845,11 +845,17 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     const enqueuers = Object.keys(EXPECTED_ACTIONS)
       .filter(
         (k) =>
-          // notifyServing and moveModelAlias send to the serving queue, the events functions to the events queue,
-          // the runs consumer only dead-letters.
-          !['notifyServing', 'moveModelAlias', 'runsConsumer', 'eventsOutbox', 'eventsDelivery'].includes(
-            k,
-          ) && EXPECTED_ACTIONS[k]?.includes('sqs:SendMessage'),
+          // notifyServing and moveModelAlias send to the serving and alias-moves queues, the events
+          // functions to the events queue, aliasMoved to the alias-moves and events queues, the runs
+          // consumer only dead-letters.
+          ![
+            'notifyServing',
+            'moveModelAlias',
+            'runsConsumer',
+            'eventsOutbox',
+            'eventsDelivery',
+            'aliasMoved',
+          ].includes(k) && EXPECTED_ACTIONS[k]?.includes('sqs:SendMessage'),
       )
       .map((k) => ({ 'Fn::GetAtt': [`${k[0]?.toUpperCase()}${k.slice(1)}Role`, 'Arn'] }));
     const deny = statements.find((s) => s.Effect === 'Deny');

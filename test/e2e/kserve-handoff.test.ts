@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelLifecycleEvent } from '../../lib/events/model-event.ts';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
@@ -157,5 +159,17 @@ describe('the KServe hand-off (embedded default)', { timeout: 180_000 }, () => {
       reason: 'v2 answers slower',
       previousVersion: 2,
     });
+
+    // The CLI shows the alias's serving state.
+    const cli = join(import.meta.dirname, '..', '..', 'cli', 'gantry.ts');
+    const shown = await promisify(execFile)(process.execPath, [cli, 'model', 'iris'], {
+      env: { PATH: process.env.PATH, HOME: dir, GANTRY_ENDPOINT: env.api.url },
+    });
+    expect(shown.stdout, shown.stderr).toMatch(
+      new RegExp(
+        `^  serving: KServe demo/${ISVC} version 1 generation ${o.metadata.generation} Ready=True$`,
+        'm',
+      ),
+    );
   });
 });

@@ -83,7 +83,9 @@ describe('simulated KServe InferenceService readiness', () => {
       observedGeneration: generation,
     });
     expect(stillRolling.ready).toBe('False');
-    expect(await ready('found', generation)).toMatchObject({ ready: 'True', observedGeneration: generation });
+    const settled = await ready('found', generation);
+    expect(settled).toMatchObject({ ready: 'True', observedGeneration: generation });
+    expect(settled.reason).toBeUndefined();
   });
 
   it('reports ModelLoadFailed for a storageUri with nothing in S3, never Ready', async () => {
