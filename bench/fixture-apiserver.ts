@@ -468,7 +468,14 @@ function collection(
 const TRAINJOB_CRD = (
   await loadCrds({
     trainerVersion: '2.2',
-    install: { kueue: true, coscheduling: false, volcano: false, jobset: false, legacy: false },
+    install: {
+      kueue: true,
+      coscheduling: false,
+      volcano: false,
+      jobset: false,
+      legacy: false,
+      kserve: false,
+    },
   })
 ).crds.find((c) => (c.metadata as { name?: string } | undefined)?.name === 'trainjobs.trainer.kubeflow.org');
 

@@ -75,6 +75,12 @@ export async function show(client: Client, io: Io, cmd: ParsedCommand): Promise<
         `  pending: version ${a.pending.version} (${a.pending.reason}); approve: gantry promote ${m.name} ${a.pending.version} --alias ${a.alias}\n`,
       );
     }
+    for (const s of (a.serving ?? []) as Json[]) {
+      const why = s.reason ? ` (${s.reason}${s.message ? `: ${s.message}` : ''})` : '';
+      io.stdout.write(
+        `  serving: KServe ${s.namespace}/${s.inferenceService} version ${s.version} generation ${s.patchedGeneration ?? '-'} Ready=${s.ready}${why}\n`,
+      );
+    }
     for (const h of (a.history as Json[]).slice(0, 5)) {
       const from = h.previousVersion !== undefined ? `${h.previousVersion} → ` : '';
       io.stdout.write(`  ${h.movedAt}  ${from}${h.version}  by ${h.movedBy}: ${h.reason}\n`);

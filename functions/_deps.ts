@@ -11,6 +11,7 @@ import { SFNClient } from '@aws-sdk/client-sfn';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { makeSqsAliasMoves } from '../lib/adapters/aws/alias-moves-queue.ts';
 import { makeDynamoStateTable } from '../lib/adapters/aws/dynamodb-table.ts';
 import { makeEventBridgeBus } from '../lib/adapters/aws/event-bus.ts';
 import { makeSqsEventQueue } from '../lib/adapters/aws/events-queue.ts';
@@ -43,6 +44,12 @@ import { makePromoter } from '../lib/registry/promote.ts';
 import { makeRetention } from '../lib/registry/retention.ts';
 import type { JobLocation } from '../lib/run/record.ts';
 import { makeRunRecords, type RunRecords } from '../lib/run/records.ts';
+import {
+  type AliasHandOff,
+  type AliasMoveQueue,
+  type InferenceServices,
+  makeAliasHandOff,
+} from '../lib/serving/handoff.ts';
 import type { StateTable } from '../lib/state/table.ts';
 import { sweepItemKey } from '../lib/sweep/items.ts';
 import type { SweepRecord } from '../lib/sweep/record.ts';
@@ -108,8 +115,28 @@ export const modelOwners = /* @__PURE__ */ lazily(
  * by reading it back, because the local store does not compute SHA-256 on copies; on AWS a
  * missing checksum fails the publish.
  */
+/**
+ * The alias-moves queue (GANTRY_ALIAS_MOVES_QUEUE_URL): every alias move is enqueued there for its
+ * lifecycle event and the KServe hand-off; unset, moves are only recorded.
+ */
+export const aliasMoves = /* @__PURE__ */ lazily((): AliasMoveQueue | undefined => {
+  const queueUrl = env().GANTRY_ALIAS_MOVES_QUEUE_URL;
+  return queueUrl ? makeSqsAliasMoves({ sqs: sqs(), queueUrl }) : undefined;
+});
 /** Model aliases and the teams' promotion policies (lib/registry), over the bucket's objects. */
-export const aliases = /* @__PURE__ */ lazily(() => makeAliases({ store: store(), clock }));
+export const aliases = /* @__PURE__ */ lazily(() =>
+  makeAliases({
+    store: store(),
+    clock,
+    onMoved: async (moved, opts) => {
+      await aliasMoves()?.send(
+        { kind: 'moved', model: moved.model, alias: moved.alias, seq: moved.seq },
+        0,
+        opts,
+      );
+    },
+  }),
+);
 export const promoter = /* @__PURE__ */ lazily(() =>
   makePromoter({
     store: store(),
@@ -233,6 +260,47 @@ const eventTargets = () => ({
 export const eventOutbox = /* @__PURE__ */ lazily(
   (): EventOutbox => makeEventOutbox({ queue: eventQueue(), config: config(), where: eventTargets() }),
 );
+
+const isvcClients = new Map<string, Promise<InferenceServices>>();
+
+/** A configured cluster's KServe InferenceServices; loads the Kubernetes client on first call only. */
+function inferenceServices(cluster: string): Promise<InferenceServices> {
+  let c = isvcClients.get(cluster);
+  if (!c) {
+    c = (async () => {
+      const clusterConfig = config().clusters.find((x) => x.name === cluster);
+      if (!clusterConfig) throw new Error(`cluster ${cluster} is not configured`);
+      const [{ connectionFor }, { makeInferenceServices }] = await Promise.all([
+        import('../lib/adapters/kubernetes/for-cluster.ts'),
+        import('../lib/adapters/kubernetes/inference-services.ts'),
+      ]);
+      return makeInferenceServices({ kubeConfig: connectionFor(clusterConfig) });
+    })();
+    isvcClients.set(cluster, c);
+    c.catch(() => isvcClients.delete(cluster));
+  }
+  return c;
+}
+
+/** The alias-moves queue's consumer (lib/serving/handoff.ts): lifecycle events and the KServe hand-off. */
+export const aliasHandOff = /* @__PURE__ */ lazily((): AliasHandOff => {
+  const queue = aliasMoves();
+  if (!queue) throw new Error('GANTRY_ALIAS_MOVES_QUEUE_URL is not set');
+  return makeAliasHandOff({
+    config: config(),
+    store: store(),
+    owners: modelOwners(),
+    clock,
+    emit: (event, opts) => eventOutbox().emitModel(event, opts),
+    inferenceServices,
+    queue,
+    watch: {
+      everySeconds: env().GANTRY_KSERVE_WATCH_EVERY_SECONDS,
+      forSeconds: env().GANTRY_KSERVE_WATCH_FOR_SECONDS,
+    },
+    log: logLine,
+  });
+});
 
 /** The events queue's consumer (lib/events/deliver.ts): EventBridge, webhooks, the local sink. */
 export const eventDelivery = /* @__PURE__ */ lazily((): EventDelivery => {

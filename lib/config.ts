@@ -13,6 +13,7 @@ import {
   RFC1123_SUBDOMAIN,
 } from './run/limits.ts';
 import { parseWith } from './run/validate.ts';
+import { servingSchema } from './serving/kserve.ts';
 import * as z from './zod.ts';
 
 /**
@@ -354,6 +355,11 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
      * version keeps its files).
      */
     retention: z.optional(RetentionSchema),
+    /**
+     * Serving hand-off per alias (docs/model-registry.md#kserve): KServe InferenceServices in the
+     * team's namespaces that Gantry patches when the alias moves. Default: none.
+     */
+    serving: z.optional(servingSchema()),
   });
 
   /** A JWT claim name: `sub`, `email`, `cognito:groups`, `https://example.com/roles`… */
@@ -422,6 +428,14 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
           });
         }
         c.teams.forEach((t, i) => {
+          (t.serving?.kserve ?? []).forEach((b, j) => {
+            if (b.namespace !== undefined && !t.namespaces.includes(b.namespace))
+              ctx.addIssue({
+                code: 'custom',
+                path: ['teams', i, 'serving', 'kserve', j, 'namespace'],
+                message: `must be one of the team's namespaces (${t.namespaces.join(', ')})`,
+              });
+          });
           if (t.cluster && !clusters.has(t.cluster)) {
             ctx.addIssue({
               code: 'custom',
@@ -466,6 +480,12 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
       z.coerce.number().check(z.int(), z.gte(0), z.lte(43200)),
       900,
     ),
+    /** The alias-moves queue: every alias move in, its lifecycle event and the KServe hand-off out (lib/serving). */
+    GANTRY_ALIAS_MOVES_QUEUE_URL: z.optional(z.string().check(z.startsWith('http'))),
+    /** After an alias move, an InferenceService's Ready is read again this often (seconds, at most 900)… */
+    GANTRY_KSERVE_WATCH_EVERY_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(900)), 30),
+    /** …until it is Ready, or this long after the move (seconds). */
+    GANTRY_KSERVE_WATCH_FOR_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(0)), 1800),
     /** Locally: a JSON-lines file every lifecycle event is appended to (the embedded default's sink). */
     GANTRY_EVENTS_SINK_FILE: z.optional(z.string().check(z.minLength(1))),
     GANTRY_CONFIG: z.optional(z.string()),

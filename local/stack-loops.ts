@@ -15,12 +15,14 @@ const lazyHandler =
     return mod.handler(event, context);
   };
 
-/** The consumers of the runs, data-events, metrics and (when `eventsOn`) lifecycle-events queues. */
+/** The consumers of the runs, data-events, metrics, alias-moves and (when `eventsOn`) lifecycle-events queues. */
 export function makeConsumers(sqs: SQSClient, q: StackQueues, eventsOn: boolean) {
   const consumerHandler = lazyHandler(() => import('../functions/intake/queue.ts'));
   const metricsHandler = lazyHandler(() => import('../functions/intake/metrics.ts'));
   const dataHandler = lazyHandler(() => import('../functions/intake/data.ts'));
   const eventsHandler = lazyHandler(() => import('../functions/events/deliver.ts'));
+  const aliasMovesHandler = lazyHandler(() => import('../functions/serving/alias-moved.ts'));
+  let aliasMovesPoller: ReturnType<typeof startSqsPoller> | undefined;
   let eventsPoller: ReturnType<typeof startSqsPoller> | undefined;
   let poller: ReturnType<typeof startSqsPoller> | undefined;
   let dataPoller: ReturnType<typeof startSqsPoller> | undefined;
@@ -50,6 +52,14 @@ export function makeConsumers(sqs: SQSClient, q: StackQueues, eventsOn: boolean)
       concurrency: 2,
       functionName: 'gantry-metrics-intake',
     });
+    aliasMovesPoller ??= startSqsPoller({
+      sqs,
+      queueUrl: q.aliasMovesQueueUrl,
+      queueArn: q.aliasMovesQueueArn,
+      handler: aliasMovesHandler,
+      concurrency: 2,
+      functionName: 'gantry-alias-moved',
+    });
     if (eventsOn) {
       eventsPoller ??= startSqsPoller({
         sqs,
@@ -62,8 +72,15 @@ export function makeConsumers(sqs: SQSClient, q: StackQueues, eventsOn: boolean)
     }
   };
   const stopConsumer = async () => {
-    await Promise.all([poller?.stop(), dataPoller?.stop(), metricsPoller?.stop(), eventsPoller?.stop()]);
+    await Promise.all([
+      poller?.stop(),
+      dataPoller?.stop(),
+      metricsPoller?.stop(),
+      eventsPoller?.stop(),
+      aliasMovesPoller?.stop(),
+    ]);
     eventsPoller = undefined;
+    aliasMovesPoller = undefined;
     poller = undefined;
     dataPoller = undefined;
     metricsPoller = undefined;

@@ -16,10 +16,12 @@ export interface StackQueues {
   eventsQueueArn: string;
   eventsDlqUrl: string;
   servingQueueUrl: string | undefined;
+  aliasMovesQueueUrl: string;
+  aliasMovesQueueArn: string;
 }
 
 /**
- * The runs, data-events, metrics and lifecycle-events queues with their DLQs, and (unless
+ * The runs, data-events, metrics, lifecycle-events and alias-moves queues with their DLQs, and (unless
  * `servingQueue` is false) the serving hand-off queue.
  */
 export async function createQueues(
@@ -102,6 +104,22 @@ export async function createQueues(
     opts.servingQueue === false
       ? undefined
       : ((await sqs.send(new CreateQueueCommand({ QueueName: 'gantry-serving' }))).QueueUrl as string);
+  await sqs.send(new CreateQueueCommand({ QueueName: 'gantry-alias-moves-dlq' }));
+  const aliasMovesQueueUrl = (
+    await sqs.send(
+      new CreateQueueCommand({
+        QueueName: 'gantry-alias-moves',
+        Attributes: {
+          VisibilityTimeout: '30',
+          RedrivePolicy: JSON.stringify({
+            deadLetterTargetArn: `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-alias-moves-dlq`,
+            maxReceiveCount: 5,
+          }),
+        },
+      }),
+    )
+  ).QueueUrl as string;
+  const aliasMovesQueueArn = `arn:aws:sqs:${REGION}:${ACCOUNT}:gantry-alias-moves`;
   return {
     queueUrl,
     queueArn,
@@ -116,5 +134,7 @@ export async function createQueues(
     eventsQueueArn,
     eventsDlqUrl,
     servingQueueUrl,
+    aliasMovesQueueUrl,
+    aliasMovesQueueArn,
   };
 }

@@ -127,6 +127,8 @@ export interface Stack {
   feedEvents(): Promise<number>;
   /** The serving hand-off queue (one message per published model or finished run), unless `servingQueue: false`. */
   servingQueueUrl?: string;
+  /** Alias moves (lib/serving/handoff.ts: lifecycle events, the KServe hand-off), consumed by functions/serving/alias-moved.ts. */
+  aliasMovesQueueUrl: string;
   sfn: LocalStepFunctions;
   /** The state table (runs, sweeps, data-trigger state) on the local DynamoDB-compatible server. */
   stateTable: { name: string; client: DynamoDBDocumentClient };
@@ -237,6 +239,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       ...(eventsSinkFile ? { eventsSinkFile } : {}),
       feedEvents: () => feed.tick(),
       ...(q.servingQueueUrl ? { servingQueueUrl: q.servingQueueUrl } : {}),
+      aliasMovesQueueUrl: q.aliasMovesQueueUrl,
       sfn,
       stateTable: { name: state.tableName, client: state.client },
       endpoints: { s3: proxy.url, sqs: sqsEndpoint, sfn: sfnUrl, dynamodb: state.endpoint },
@@ -419,6 +422,9 @@ function stackEnv(
     GANTRY_RUNS_DLQ_URL: q.dlqUrl,
     GANTRY_DATA_EVENTS_QUEUE_URL: q.dataEventsQueueUrl,
     GANTRY_EVENTS_QUEUE_URL: q.eventsQueueUrl,
+    GANTRY_ALIAS_MOVES_QUEUE_URL: q.aliasMovesQueueUrl,
+    // The simulator's InferenceServices settle in simulated seconds: look again every second.
+    GANTRY_KSERVE_WATCH_EVERY_SECONDS: '1',
     GANTRY_EVENTS_RETRY_BASE_SECONDS: String(opts.events?.retryBaseSeconds ?? 1),
     GANTRY_EVENTS_RETRY_MAX_SECONDS: String(opts.events?.retryMaxSeconds ?? 30),
     ...(eventsSinkFile ? { GANTRY_EVENTS_SINK_FILE: eventsSinkFile } : {}),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tiers beyond unit tests need, caching slow builds outside the repo.
 #   scripts/ci-install.sh              everything
-#   scripts/ci-install.sh quick        cfn-lint, boto3, moto, Chromium (seconds when cached)
+#   scripts/ci-install.sh quick        cfn-lint, boto3, moto, Chromium, KServe's CRD (seconds when cached)
 #   scripts/ci-install.sh go [SETS]    the real control planes from the Go module proxy: the light
 #                                      tier, then the heavy tier for the version sets SETS
 #                                      (e.g. v2.3,v2.1; default all); .ci/run runs it in the background
@@ -56,6 +56,14 @@ else
   python3 -m venv "$MOTO_VENV"
   "$MOTO_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "moto[server]==${MOTO_VERSION}"
   echo "moto ${MOTO_VERSION} installed in $MOTO_VENV"
+fi
+# KServe's InferenceService CRD from its Go module (contract tier: test/contract/kserve.test.ts), cached
+# outside the repo by the version in tools/kserve/version. Needs Go (CI has it for the real control
+# planes); without it the test says TIER SKIPPED, which GANTRY_REQUIRE_ALL_TIERS=1 turns into a failure.
+if command -v go >/dev/null; then
+  bash scripts/kserve-crds.sh >/dev/null
+else
+  echo "go not found: KServe's CRD not fetched (test/contract/kserve.test.ts will skip)" >&2
 fi
 # Chromium from Debian's packages (e2e tier: the dashboard's browser test drives it with playwright-core).
 if [ -x /usr/bin/chromium ]; then

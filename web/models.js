@@ -265,6 +265,16 @@ export async function modelPage(name, deps, notice) {
             ),
           )
         : '',
+      // The KServe InferenceServices that follow the alias (docs/model-registry.md#kserve-hand-off).
+      ...(a.serving ?? []).map((s) =>
+        h(
+          'p',
+          { className: 'serving', 'data-alias': a.alias, 'data-ready': s.ready },
+          `KServe ${s.namespace}/${s.inferenceService}: version ${s.version}, generation ${s.patchedGeneration ?? '-'}, Ready ${s.ready}`,
+          s.reason ? ` (${s.reason}${s.message ? `: ${s.message}` : ''})` : '',
+          ` — checked ${fmtTime(s.checkedAt)}`,
+        ),
+      ),
       a.version !== undefined
         ? h(
             'button',

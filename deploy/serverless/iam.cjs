@@ -36,6 +36,7 @@ const METRICS_QUEUE_ARN = { 'Fn::GetAtt': ['MetricsQueue', 'Arn'] };
 const TABLE_ARN = { 'Fn::GetAtt': ['StateTable', 'Arn'] };
 const TABLE_STREAM_ARN = { 'Fn::GetAtt': ['StateTable', 'StreamArn'] };
 const EVENTS_QUEUE_ARN = { 'Fn::GetAtt': ['EventsQueue', 'Arn'] };
+const ALIAS_MOVES_QUEUE_ARN = { 'Fn::GetAtt': ['AliasMovesQueue', 'Arn'] };
 
 /** serverless's logical id for a function key: `createJob` → `CreateJobLambdaFunction`. */
 const lambdaLogicalId = (key) =>
@@ -120,6 +121,12 @@ const registryRead = {
 const registryWrite = {
   ...objects(['s3:PutObject', 's3:DeleteObject'], 'models/*/aliases/*', 'registry/teams/*'),
   Sid: 'RegistryAliasesWrite',
+};
+
+/** The KServe hand-off's state per alias and InferenceService (lib/serving/kserve.ts servingKey). */
+const servingStateWrite = {
+  ...objects(['s3:PutObject'], 'models/*/aliases/*/serving/*'),
+  Sid: 'ServingStateWrite',
 };
 
 /**
@@ -227,6 +234,26 @@ const statements = {
     Effect: 'Allow',
     Action: ['sqs:SendMessage'],
     Resource: [RUNS_QUEUE_ARN],
+  }),
+  /** Every alias move, for its lifecycle event and the KServe hand-off (lib/adapters/aws/alias-moves-queue.ts). */
+  enqueueAliasMoves: () => ({
+    Sid: 'EnqueueAliasMoves',
+    Effect: 'Allow',
+    Action: ['sqs:SendMessage'],
+    Resource: [ALIAS_MOVES_QUEUE_ARN],
+  }),
+  /** Moves in, and its own delayed readiness checks out (lib/serving/handoff.ts). */
+  consumeAliasMoves: () => ({
+    Sid: 'ConsumeAliasMoves',
+    Effect: 'Allow',
+    Action: [
+      'sqs:ReceiveMessage',
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:ChangeMessageVisibility',
+      'sqs:SendMessage',
+    ],
+    Resource: [ALIAS_MOVES_QUEUE_ARN],
   }),
   /** The serving hand-off (lib/adapters/aws/serving-events.ts). */
   notifyServing: () => ({
@@ -420,7 +447,13 @@ const FUNCTIONS = {
   getModel: { statements: () => [registryRead, existenceChecks] },
   getModelVersion: { statements: () => [registryRead, existenceChecks] },
   moveModelAlias: {
-    statements: () => [registryRead, registryWrite, existenceChecks, statements.notifyServing()],
+    statements: () => [
+      registryRead,
+      registryWrite,
+      existenceChecks,
+      statements.notifyServing(),
+      statements.enqueueAliasMoves(),
+    ],
   },
   listRuntimes: { k8s: true, statements: () => [statements.describeClusters()] },
   validateRun: {
@@ -515,6 +548,20 @@ const FUNCTIONS = {
       ...retentionWrite,
       existenceChecks,
       statements.notifyServing(),
+      statements.enqueueAliasMoves(),
+    ],
+  },
+  // Alias moves: each move's lifecycle event to the events queue, then the alias's KServe
+  // InferenceServices patched (Kubernetes: deploy/k8s/rbac.yaml) and their state written.
+  aliasMoved: {
+    k8s: true,
+    statements: () => [
+      statements.consumeAliasMoves(),
+      statements.enqueueEvents(),
+      registryRead,
+      servingStateWrite,
+      existenceChecks,
+      statements.describeClusters(),
     ],
   },
   // A trial's outcome releases its sweep's next trials at once (lib/sweep/sweeps.ts advance).
@@ -548,6 +595,7 @@ const FUNCTIONS = {
       registryRead,
       registryWrite,
       statements.notifyServing(),
+      statements.enqueueAliasMoves(),
       ...outputPrefixStatements(),
     ],
   },

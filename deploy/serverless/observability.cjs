@@ -39,6 +39,7 @@ const DEAD_LETTER_QUEUES = [
   'MetricsDeadLetterQueue',
   'ServingDeadLetterQueue',
   'EventsDeadLetterQueue',
+  'AliasMovesDeadLetterQueue',
 ];
 /** The Step Functions API calls Gantry makes; their throttling slows intake and the reconciler. */
 const SFN_APIS = ['StartExecution', 'SendTaskSuccess', 'SendTaskFailure', 'SendTaskHeartbeat'];

@@ -2,7 +2,7 @@ import type { GantryConfig, WebhookConfig } from '../config.ts';
 import { EventDeliveryError } from '../errors.ts';
 import type { CallOptions, Clock } from '../ports.ts';
 import { type Backoff, retryDelaySeconds } from './backoff.ts';
-import type { LifecycleEvent } from './event.ts';
+import type { AnyLifecycleEvent } from './model-event.ts';
 import type { Delivery } from './outbox.ts';
 import {
   EVENT_ID_HEADER,
@@ -23,7 +23,7 @@ export interface EventRecord {
 
 /** Puts a lifecycle event on the event bus (EventBridge). Throws when it was not accepted. */
 export interface EventBus {
-  put(event: LifecycleEvent, opts?: CallOptions): Promise<void>;
+  put(event: AnyLifecycleEvent, opts?: CallOptions): Promise<void>;
 }
 
 /** An HTTP POST; resolves with the status (any), rejects on network errors and timeouts. */
@@ -47,7 +47,7 @@ export interface DeliveryDeps {
   clock: Clock;
   backoff: Backoff;
   bus?: EventBus;
-  sink?: { append(event: LifecycleEvent): Promise<void> };
+  sink?: { append(event: AnyLifecycleEvent): Promise<void> };
   log?: (line: Record<string, unknown>) => void;
 }
 

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { GantryConfig } from '../config.ts';
 import type { CallOptions } from '../ports.ts';
 import type { RunRecord } from '../run/record.ts';
-import { type EventWatermark, type LifecycleEvent, newEvents } from './event.ts';
+import { type EventWatermark, newEvents } from './event.ts';
+import type { AnyLifecycleEvent, ModelLifecycleEvent } from './model-event.ts';
 
 /**
  * Where a lifecycle event goes: EventBridge (on AWS, when a bus is configured), each webhook of the
@@ -13,7 +14,7 @@ export type TargetId = 'eventbridge' | 'sink' | `webhook:${string}`;
 /** One delivery: one event to one target. */
 export interface Delivery {
   target: TargetId;
-  event: LifecycleEvent;
+  event: AnyLifecycleEvent;
 }
 
 /** A message of the events queue (FIFO): its group keeps one run's deliveries to one target in order. */
@@ -79,6 +80,13 @@ export function makeEventOutbox(deps: {
       if (events.length === 0) return 0;
       const targets = targetsOf(deps.config, after.spec.request.team, deps.where);
       const messages = events.flatMap((event) => targets.map((target) => toMessage({ target, event })));
+      if (messages.length > 0) await deps.queue.send(messages, opts);
+      return messages.length;
+    },
+    /** Send a model's event (an alias move) to its team's targets; returns how many deliveries were queued. */
+    async emitModel(event: ModelLifecycleEvent, opts?: CallOptions): Promise<number> {
+      const targets = targetsOf(deps.config, event.data.team, deps.where);
+      const messages = targets.map((target) => toMessage({ target, event }));
       if (messages.length > 0) await deps.queue.send(messages, opts);
       return messages.length;
     },

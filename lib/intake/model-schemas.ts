@@ -26,10 +26,33 @@ const PendingSchema = z.strictObject({
   reason: z.string(),
 });
 
+/** lib/serving/kserve.ts `ServingState`. */
+const ServingStateSchema = z.strictObject({
+  kind: z.literal('kserve'),
+  cluster: z.string(),
+  namespace: z.string(),
+  inferenceService: z.string(),
+  seq: z.described(z.number(), 'The alias move this state is for'),
+  version: z.described(z.number(), 'The version the InferenceService was patched to'),
+  storageUri: z.string(),
+  canaryTrafficPercent: z.optional(z.number()),
+  patchedGeneration: z.described(z.optional(z.number()), "metadata.generation after Gantry's patch"),
+  patchedAt: z.optional(z.string()),
+  ready: z.described(z.enum(['True', 'False', 'Unknown']), 'Its Ready condition for the patched generation'),
+  reason: z.optional(z.string()),
+  message: z.optional(z.string()),
+  observedGeneration: z.optional(z.number()),
+  checkedAt: z.string(),
+});
+
 const AliasViewSchema = z.extend(z.partial(AliasPointerSchema), {
   alias: z.string(),
   history: z.described(z.array(AliasPointerSchema), 'Its moves, newest first'),
   pending: z.described(z.optional(PendingSchema), 'A version waiting for approval (policy manual)'),
+  serving: z.described(
+    z.optional(z.array(ServingStateSchema)),
+    'The KServe InferenceServices that follow the alias (teams[].serving.kserve): patched generation, Ready, version',
+  ),
 });
 
 const RetiredSchema = z.described(

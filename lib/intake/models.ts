@@ -13,6 +13,7 @@ import { evaluationKey } from '../registry/evaluation.ts';
 import { ALIAS_NAME, ALIAS_RULE, teamIndexPrefix } from '../registry/layout.ts';
 import { RFC1035_LABEL } from '../run/limits.ts';
 import { parseWith } from '../run/validate.ts';
+import { type ServingState, servingPrefix } from '../serving/kserve.ts';
 import * as z from '../zod.ts';
 import { type Caller, describeCaller, requireTeams } from './tenancy.ts';
 
@@ -146,11 +147,17 @@ export function makeRegistry(deps: RegistryDeps) {
     ]);
     const aliasViews = await Promise.all(
       pointers.map(async (p) => {
-        const [history, pending] = await Promise.all([
+        const [history, pending, serving] = await Promise.all([
           aliases.history(name, p.alias, HISTORY, opts),
           aliases.pending(name, p.alias, opts),
+          servingOf(name, p.alias, opts),
         ]);
-        return { ...p, history, ...(pending ? { pending } : {}) };
+        return {
+          ...p,
+          history,
+          ...(pending ? { pending } : {}),
+          ...(serving.length > 0 ? { serving } : {}),
+        };
       }),
     );
     const pendingOnly = await pendingWithoutPointer(name, owner.team, pointers, opts);
@@ -163,6 +170,13 @@ export function makeRegistry(deps: RegistryDeps) {
         m ? [versionSummary(m.value, pointers, evaluations[i]?.value)] : [],
       ),
     };
+  }
+
+  /** The alias's InferenceServices as the hand-off last saw them (lib/serving/handoff.ts). */
+  async function servingOf(name: string, alias: string, opts?: CallOptions): Promise<ServingState[]> {
+    const keys = (await store.list(servingPrefix(name, alias), opts)).map((o) => o.key).sort();
+    const states = await Promise.all(keys.map((k) => store.getJson<ServingState>(k, opts)));
+    return states.flatMap((s) => (s ? [s.value] : []));
   }
 
   /** `manual` aliases that never pointed anywhere yet but have a candidate waiting. */

@@ -67,7 +67,16 @@ export interface MoveAlias {
   reason: string;
 }
 
-export function makeAliases(deps: { store: ObjectStore; clock: Clock }) {
+export function makeAliases(deps: {
+  store: ObjectStore;
+  clock: Clock;
+  /**
+   * Told of every move, whoever made it (a policy at publish, approve, promote, rollback): enqueues
+   * the move for its lifecycle event and the KServe hand-off (lib/serving/handoff.ts). A failure
+   * fails the call after the pointer moved; the move stands.
+   */
+  onMoved?: (moved: AliasPointer, opts?: CallOptions) => Promise<void>;
+}) {
   const { store, clock } = deps;
 
   const get = async (model: string, alias: string, opts?: CallOptions) =>
@@ -135,6 +144,7 @@ export function makeAliases(deps: { store: ObjectStore; clock: Clock }) {
       });
     const pending = await store.getJson<PendingPromotion>(pendingKey(model, alias), opts);
     if (pending && pending.value.version <= version) await store.delete(pendingKey(model, alias), opts);
+    if (deps.onMoved) await deps.onMoved(next, opts);
     return next;
   }
 

@@ -1,6 +1,7 @@
 import type { Json, WatchEvent } from './apiserver.ts';
 import { rfc3339 } from './clock.ts';
 import { type Disruption, disruptJob } from './disruption.ts';
+import { InferenceServiceSim, ISVC_GROUP } from './inference-services.ts';
 import { JobLifecycle } from './job-lifecycle.ts';
 import { JobStatus } from './job-status.ts';
 import { isJobDef, TRAINER_GROUP } from './jobs.ts';
@@ -50,6 +51,7 @@ export class Controllers {
   private readonly admission: KueueAdmission;
   private readonly podGroups: PodGroups;
   private readonly jobs: JobLifecycle;
+  private readonly isvcs: InferenceServiceSim;
   private readonly reconcileQueued = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private ticking = false;
@@ -71,6 +73,7 @@ export class Controllers {
     this.admission = new KueueAdmission(c, this.kueue, this.eviction, reconcileJob);
     this.podGroups = new PodGroups(c, this.status, reconcileJob);
     this.jobs = new JobLifecycle(c, this.status, this.training, this.kueue, this.podGroups);
+    this.isvcs = new InferenceServiceSim(c);
     this.unsubscribe = o.api.onEvent((e) => this.observe(e));
   }
 
@@ -151,6 +154,10 @@ export class Controllers {
       ) {
         if (type !== 'MODIFIED' || !this.ticking) this.c.enqueue(() => this.c.markDirty());
       }
+      return;
+    }
+    if (def.group === ISVC_GROUP && def.plural === 'inferenceservices') {
+      this.isvcs.observe(e);
       return;
     }
     if (def.group === 'scheduling.x-k8s.io' && type === 'DELETED') {

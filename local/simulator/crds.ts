@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseYamlAll } from '../../lib/yaml.ts';
 import {
+  inferenceServiceStub,
   kueueStubs,
   legacyStubs,
   podGroupStub,
@@ -31,6 +32,8 @@ export interface Installed {
   /** JobSet's CRD (served only). Needs the shared CRD folder. */
   jobset: boolean;
   legacy: boolean;
+  /** KServe's InferenceService (`kserve-v*` from the CRD folder, else the minimal CRD's stub). */
+  kserve: boolean;
 }
 
 export interface CrdSelection {
@@ -197,5 +200,18 @@ export async function loadCrds(sel: CrdSelection): Promise<LoadedCrds> {
       sources.legacy = 'stub';
     }
   }
+  if (sel.install.kserve) {
+    const dir = root ? pickDir(root, 'kserve-v') : undefined;
+    const found = dir ? (await crdsIn(dir)).filter((c) => obj(c.spec).group === 'serving.kserve.io') : [];
+    if (dir && found.length > 0) {
+      crds.push(...found);
+      sources.kserve = dir;
+    } else {
+      crds.push(inferenceServiceStub());
+      sources.kserve = 'stub';
+    }
+  }
   return { crds, runtimes, sources };
 }
+
+const obj = (v: unknown): Json => (v !== null && typeof v === 'object' ? (v as Json) : {});

@@ -64,7 +64,13 @@ export interface SimulatorOptions {
    * mode serves PodGroups too (nothing admits them then). Volcano and JobSet CRDs are served only
    * from the shared CRD folder.
    */
-  install?: { kueue?: boolean; coscheduling?: boolean; volcano?: boolean; jobset?: boolean };
+  install?: {
+    kueue?: boolean;
+    coscheduling?: boolean;
+    volcano?: boolean;
+    jobset?: boolean;
+    kserve?: boolean;
+  };
   /** Run the simulated controllers (default true); false leaves a bare apiserver, like envtest. */
   controllers?: boolean;
   /** Simulate Kueue's and Trainer's admission webhooks (default true). */
@@ -227,6 +233,8 @@ export async function startClusterSimulator(opts: SimulatorOptions = {}): Promis
       volcano: opts.install?.volcano ?? false,
       jobset: opts.install?.jobset ?? false,
       legacy: opts.legacy ?? true,
+      // KServe's InferenceService, with simulated readiness (inference-services.ts).
+      kserve: opts.install?.kserve ?? true,
     },
   });
 

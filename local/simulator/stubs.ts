@@ -400,3 +400,18 @@ export function podGroupStub(): Json {
     ['pg', 'pgs'],
   );
 }
+
+/**
+ * KServe's InferenceService (serving.kserve.io/v1beta1) as its `config/crd/minimal` CRD declares it
+ * (KServe v0.16): spec and status free-form, the status subresource on.
+ */
+export function inferenceServiceStub(): Json {
+  return crd(
+    'serving.kserve.io',
+    'InferenceService',
+    'inferenceservices',
+    'Namespaced',
+    [{ name: 'v1beta1', storage: true, schema: freeObject(), status: true }],
+    ['isvc'],
+  );
+}

@@ -312,6 +312,19 @@ const EXPECTED_ACTIONS: Record<string, string[]> = {
     'sqs:ChangeMessageVisibility',
     'events:PutEvents',
   ],
+  // Alias moves in (and its delayed readiness checks out), lifecycle events out, the alias's
+  // pointer, history and owner read, the InferenceServices' state written (lib/serving/handoff.ts).
+  aliasMoved: [
+    ...LOGS,
+    'sqs:ReceiveMessage',
+    'sqs:DeleteMessage',
+    'sqs:GetQueueAttributes',
+    'sqs:ChangeMessageVisibility',
+    'sqs:SendMessage',
+    ...REGISTRY_R,
+    's3:PutObject',
+    ...EKS,
+  ],
   createJob: [...LOGS, ...STATE_RW, ...EKS],
   awaitJob: [...LOGS, ...EKS, ...ANSWER],
   checkJob: [...LOGS, ...EKS],
@@ -671,9 +684,10 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
               // runs/*/logs/*: archived pod logs; models/*/owner.json, latest.json, manifest.json: who
               // owns a model name (read at submit); models/*/aliases/*, registry/teams/*: the registry's
               // aliases and the teams' model index; runs/*/evaluation/*, models/*/evaluations/*: the
-              // promotion's evaluation step (its jobs' metrics, a version's evaluation).
+              // promotion's evaluation step (its jobs' metrics, a version's evaluation);
+              // models/*/aliases/*/serving/*: the KServe hand-off's state.
               expect(r, id).toMatch(
-                /^<GantryBucket\.Arn>\/((runs|models)\/\*|runs\/\*\/(logs|evaluation)\/\*|models\/\*\/(owner|latest|manifest|retention)\.json|models\/\*\/(aliases|evaluations)\/\*|registry\/teams\/\*)$/,
+                /^<GantryBucket\.Arn>\/((runs|models)\/\*|runs\/\*\/(logs|evaluation)\/\*|models\/\*\/(owner|latest|manifest|retention)\.json|models\/\*\/aliases\/\*(\/serving\/\*)?|models\/\*\/evaluations\/\*|registry\/teams\/\*)$/,
               );
             if (r.includes(':states:')) expect(r, id).toContain(':gantry-dev-training-run');
             if (r !== '*' && list(s.Action).some((a) => a.startsWith('dynamodb:')))
@@ -834,11 +848,17 @@ describe.runIf(available)('serverless package (osls, offline)', () => {
     const enqueuers = Object.keys(EXPECTED_ACTIONS)
       .filter(
         (k) =>
-          // notifyServing and moveModelAlias send to the serving queue, the events functions to the events queue,
-          // the runs consumer only dead-letters.
-          !['notifyServing', 'moveModelAlias', 'runsConsumer', 'eventsOutbox', 'eventsDelivery'].includes(
-            k,
-          ) && EXPECTED_ACTIONS[k]?.includes('sqs:SendMessage'),
+          // notifyServing and moveModelAlias send to the serving and alias-moves queues, the events
+          // functions to the events queue, aliasMoved to the alias-moves and events queues, the runs
+          // consumer only dead-letters.
+          ![
+            'notifyServing',
+            'moveModelAlias',
+            'runsConsumer',
+            'eventsOutbox',
+            'eventsDelivery',
+            'aliasMoved',
+          ].includes(k) && EXPECTED_ACTIONS[k]?.includes('sqs:SendMessage'),
       )
       .map((k) => ({ 'Fn::GetAtt': [`${k[0]?.toUpperCase()}${k.slice(1)}Role`, 'Arn'] }));
     const deny = statements.find((s) => s.Effect === 'Deny');

@@ -51,6 +51,17 @@ describe('Kubernetes RBAC (deploy/k8s/rbac.yaml and lib/rbac.ts)', () => {
     );
   });
 
+  it('grants KServe InferenceServices get and patch only, and only through the per-namespace RoleBindings', () => {
+    const rules = docs
+      .filter((d) => d.kind === 'ClusterRole')
+      .flatMap((d) =>
+        (d.rules ?? [])
+          .filter((r) => r.resources.includes('inferenceservices'))
+          .map((r) => [d.metadata.name, r.verbs]),
+      );
+    expect(rules).toEqual([[JOBS_CLUSTER_ROLE, ['get', 'patch']]]);
+  });
+
   it("grants pods' logs read-only, and only through the per-namespace RoleBindings", () => {
     const logRules = docs
       .filter((d) => d.kind === 'ClusterRole')

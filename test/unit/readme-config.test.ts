@@ -71,14 +71,16 @@ describe('README and docs/', () => {
     const consumers = count(/the (\d+) consumers/);
     const tasks = count(/the (\d+) state machine tasks/);
     const eventFunctions = count(/the (\d+) lifecycle-event functions/);
+    const servingFunctions = count(/the (\d+) alias-moves functions?/);
     expect(total).toBe(functions.length);
     expect(api).toBe(functions.filter((f) => f.handler.startsWith('functions/api/')).length);
     expect(consumers).toBe(functions.filter((f) => f.handler.startsWith('functions/intake/')).length);
     expect(tasks).toBe(functions.filter((f) => f.handler.startsWith('functions/steps/')).length);
     expect(eventFunctions).toBe(functions.filter((f) => f.handler.startsWith('functions/events/')).length);
+    expect(servingFunctions).toBe(functions.filter((f) => f.handler.startsWith('functions/serving/')).length);
     // …the dashboard's files and the reconciler.
     expect(functions.filter((f) => f.handler.startsWith('functions/web/'))).toHaveLength(1);
-    expect(1 + 1 + api + consumers + eventFunctions + tasks).toBe(total);
+    expect(1 + 1 + api + consumers + eventFunctions + servingFunctions + tasks).toBe(total);
   });
 
   it("states the Node version the scripts run on: package.json's engines and its node dev dependency", () => {

@@ -3,6 +3,7 @@ import { runChanges } from '../../../lib/adapters/aws/state-stream.ts';
 import type { WebhookConfig } from '../../../lib/config.ts';
 import { type EventRecord, makeEventDelivery, type Post } from '../../../lib/events/deliver.ts';
 import { type LifecycleEvent, runEvents } from '../../../lib/events/event.ts';
+import { aliasMovedLifecycleEvent } from '../../../lib/events/model-event.ts';
 import { type EventMessage, makeEventOutbox, toMessage } from '../../../lib/events/outbox.ts';
 import { verifySignature } from '../../../lib/events/signature.ts';
 import { applyChange, newRecord } from '../../../lib/run/record.ts';
@@ -80,6 +81,48 @@ describe('the outbox', () => {
       ['run-d:2', 'webhook:b', 'run-d/webhook:b', 'run-d:2/webhook:b'],
     ]);
     expect(await outbox.emit(r, { phases: 3 })).toBe(0);
+  });
+  it("a model event (an alias move) goes to its team's targets, grouped by model × target, and is delivered signed", async () => {
+    // Prepare
+    const sent: EventMessage[] = [];
+    const outbox = makeEventOutbox({
+      queue: { send: async (m) => void sent.push(...m) },
+      config,
+      where: { eventBridge: true, sink: false },
+    });
+    const team = 'vision';
+    const event = aliasMovedLifecycleEvent(
+      {
+        model: 'resnet',
+        alias: 'production',
+        version: 3,
+        previousVersion: 4,
+        seq: 7,
+        storageUri: 's3://b/models/resnet/3/',
+        manifestUri: 's3://b/models/resnet/3/manifest.json',
+        movedAt: '2026-12-05T00:00:00.000Z',
+        movedBy: 'user/alice',
+        reason: 'rollback',
+      },
+      team,
+    );
+    // Act
+    const queued = await outbox.emitModel(event);
+    const h = harness(() => 200);
+    await h.delivery.consume(
+      sent.filter((m) => m.delivery.target !== 'eventbridge').map((m, i) => asRecord(m, i, 1)),
+    );
+    // Assess
+    expect(queued).toBe(3);
+    expect(sent.map((m) => [m.delivery.target, m.group, m.dedupId])).toEqual([
+      ['eventbridge', 'model/resnet/eventbridge', 'resnet:alias:production:7/eventbridge'],
+      ['webhook:a', 'model/resnet/webhook:a', 'resnet:alias:production:7/webhook:a'],
+      ['webhook:b', 'model/resnet/webhook:b', 'resnet:alias:production:7/webhook:b'],
+    ]);
+    expect(h.posts.map((p) => `${p.url.slice(-1)} ${p.id}`)).toEqual([
+      'a resnet:alias:production:7',
+      'b resnet:alias:production:7',
+    ]);
   });
 });
 

@@ -251,7 +251,9 @@ class Client:
         return list(self.request("GET", "/v1/models").get("models", []))
 
     def get_model(self, name: str, limit: Optional[int] = None) -> View:
-        """``GET /v1/models/{name}``: versions newest first (metrics, lineage), aliases with history."""
+        """``GET /v1/models/{name}``: versions newest first (metrics, lineage), aliases with history
+        and, for an alias a KServe InferenceService follows, ``serving`` (version, patched generation,
+        ``ready`` True/False/Unknown with its reason)."""
         query = f"?limit={int(limit)}" if limit is not None else ""
         return self.request("GET", f"/v1/models/{_seg(name)}{query}")
 
