@@ -67,13 +67,27 @@ export interface MoveAlias {
   reason: string;
 }
 
+/**
+ * The pointer is this very move already: same version, mover and reason, and the caller expected
+ * what the pointer moved from. A retry, not a new move (a new move from elsewhere is a conflict).
+ */
+function isSameMove(pointer: AliasPointer, input: MoveAlias): boolean {
+  return (
+    pointer.version === input.version &&
+    pointer.movedBy === input.movedBy &&
+    pointer.reason === input.reason &&
+    (input.expectedVersion === undefined || input.expectedVersion === (pointer.previousVersion ?? null))
+  );
+}
+
 export function makeAliases(deps: {
   store: ObjectStore;
   clock: Clock;
   /**
    * Told of every move, whoever made it (a policy at publish, approve, promote, rollback): enqueues
    * the move for its lifecycle event and the KServe hand-off (lib/serving/handoff.ts). A failure
-   * fails the call after the pointer moved; the move stands.
+   * fails the call after the pointer moved; the move stands, and the caller's retry of the same
+   * move (isSameMove) calls onMoved again with the same seq.
    */
   onMoved?: (moved: AliasPointer, opts?: CallOptions) => Promise<void>;
 }) {
@@ -109,6 +123,12 @@ export function makeAliases(deps: {
     }
     const current = await get(model, alias, opts);
     const now = current?.value.version ?? null;
+    if (current && isSameMove(current.value, input)) {
+      // The caller's retry of a move that went through (its answer lost, or onMoved failed after the
+      // pointer moved): the move's tail again, with the same seq, so its event keeps its id.
+      await finishMove(current.value, opts);
+      return current.value;
+    }
     if (input.expectedVersion !== undefined && input.expectedVersion !== now) {
       throw new AliasConflictError(model, alias, now, input.expectedVersion);
     }
@@ -136,16 +156,22 @@ export function makeAliases(deps: {
       const winner = await get(model, alias, opts);
       throw new AliasConflictError(model, alias, winner?.value.version ?? null, now);
     }
+    await finishMove(next, opts);
+    return next;
+  }
+
+  /** After the pointer: its history entry, the approval it settles, and onMoved (each safe to repeat). */
+  async function finishMove(moved: AliasPointer, opts?: CallOptions): Promise<void> {
+    const { model, alias, version } = moved;
     await store
-      .putJson(aliasHistoryKey(model, alias, next.seq), next, { ifNoneMatch: true }, opts)
+      .putJson(aliasHistoryKey(model, alias, moved.seq), moved, { ifNoneMatch: true }, opts)
       .catch((err) => {
         // Written already (a retried call of the same move): the entry is the pointer's own.
         if (!(err instanceof ConcurrentUpdateError)) throw err;
       });
     const pending = await store.getJson<PendingPromotion>(pendingKey(model, alias), opts);
     if (pending && pending.value.version <= version) await store.delete(pendingKey(model, alias), opts);
-    if (deps.onMoved) await deps.onMoved(next, opts);
-    return next;
+    if (deps.onMoved) await deps.onMoved(moved, opts);
   }
 
   /** The alias's moves, newest first (at most `limit`). */

@@ -71,6 +71,24 @@ export function makePromoter(deps: {
           opts,
         );
       }
+      if (decision.outcome === 'unchanged' && current?.version === manifest.version) {
+        // A retried NotifyServing after this run's own move (its onMoved or serving message failed):
+        // the same move again is a retry (aliases.ts isSameMove), which sends what was not sent.
+        if (current.reason.startsWith(`run ${manifest.runId}: `)) {
+          const again = await aliases.move(
+            {
+              model: manifest.model,
+              alias: policy.alias,
+              version: manifest.version,
+              expectedVersion: current.previousVersion ?? null,
+              movedBy: current.movedBy,
+              reason: current.reason,
+            },
+            opts,
+          );
+          if (serving) await serving.publish(aliasMovedEvent(again, manifest.lineage.team), opts);
+        }
+      }
       if (decision.outcome !== 'promoted') return decision;
       try {
         const moved = await aliases.move(
