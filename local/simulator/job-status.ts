@@ -1,7 +1,7 @@
 import type { Json } from './apiserver.ts';
 import { findRuntime, isSuspended, LEGACY_KINDS, replicatedJobs } from './jobs.ts';
 import { isTrue, setCondition } from './kueue.ts';
-import { finalLoss, metricsAt } from './objective.ts';
+import { extraMetrics, finalLoss, metricsAt } from './objective.ts';
 import { jobsStatusFromPods } from './pods.ts';
 import { type EndCause, meta, obj, type SimCore, type SimJob } from './sim-core.ts';
 
@@ -234,6 +234,7 @@ export class JobStatus {
       metrics: [
         { name: 'loss', value: m.loss.toFixed(4) },
         { name: 'accuracy', value: m.accuracy.toFixed(4) },
+        ...Object.entries(extraMetrics(j.hp)).map(([name, v]) => ({ name, value: v.toFixed(4) })),
       ],
       lastUpdatedTime: this.c.now,
     };

@@ -42,7 +42,7 @@ export function trainingLog(i: TrainingLogInput): string[] {
   const who = `[rank ${i.rank}/${i.worldSize}]`;
   const lines = [
     `${who} starting training on pod ${i.pod} (image ${i.image})`,
-    `${who} hyperparameters: lr=${i.hp.lr} batch_size=${i.hp.batchSize} dropout=${i.hp.dropout} epochs=${epochs}`,
+    `${who} hyperparameters: lr=${i.hp.lr} batch_size=${i.hp.batchSize} dropout=${i.hp.dropout} epochs=${epochs}${i.hp.width === undefined ? '' : ` width=${i.hp.width}`}`,
   ];
   if (i.outcome === 'crashed') {
     lines.push(

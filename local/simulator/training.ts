@@ -1,7 +1,7 @@
 import type { Json } from './apiserver.ts';
 import type { JobStatus } from './job-status.ts';
 import { trainingLog } from './logs.ts';
-import { finalLoss, holdoutAccuracy, metricsAt } from './objective.ts';
+import { extraMetrics, finalLoss, holdoutAccuracy, metricsAt } from './objective.ts';
 import {
   METRICS_FILE,
   parseS3Uri,
@@ -149,7 +149,11 @@ export class Training {
       step: pct,
       progressPercentage: pct,
       estimatedRemainingSeconds: Math.max(0, Math.round(((1 - p) * j.durationMs) / 1000)),
-      metrics: { loss: Number(m.loss.toFixed(6)), accuracy: Number(m.accuracy.toFixed(6)) },
+      metrics: {
+        loss: Number(m.loss.toFixed(6)),
+        accuracy: Number(m.accuracy.toFixed(6)),
+        ...extraMetrics(j.hp),
+      },
     };
     const name = `progress-${String(pct).padStart(3, '0')}.jsonl`;
     const write = writeMetricObject(this.c.o.s3, loc, name, [line]).catch((e: unknown) => {
@@ -200,6 +204,7 @@ export class Training {
     const metrics = {
       accuracy: Number(j.accuracy.toFixed(6)),
       loss: Number(finalLoss(j.accuracy).toFixed(6)),
+      ...extraMetrics(j.hp),
       hyperparameters: j.hp,
       job: {
         apiVersion: `${j.def.group}/${j.def.storageVersion}`,

@@ -12,9 +12,9 @@ import { ROOT } from '../helpers/tiers.ts';
 /**
  * The files of examples/, submitted unchanged through the `gantry` CLI (a separate Node process)
  * against `npm run dev` (local/dev.ts, a separate process), the way README's five-minute path and
- * examples/data-trigger/README.md say: the run and the TPE + ASHA sweep on `npm run dev`, then the
- * two teams' runs and the data-trigger walk-through on `npm run dev -- --config
- * examples/dev-config.yaml`. Each `npm run dev` listens on 127.0.0.1, keeps nothing
+ * examples/data-trigger/README.md say: the run, the TPE + ASHA sweep and the multi-objective sweep
+ * on `npm run dev`, then the two teams' runs and the data-trigger walk-through on `npm run dev --
+ * --config examples/dev-config.yaml`. Each `npm run dev` listens on 127.0.0.1, keeps nothing
  * (`--ephemeral`) and is stopped at the end.
  */
 
@@ -161,6 +161,42 @@ describe('the examples on npm run dev (the demo team)', () => {
     expect(shown.code, shown.stderr).toBe(EXIT.ok);
     expect(shown.stdout).toMatch(/^\* +\d+ +run-[a-z2-7]{20} +Succeeded/m);
   }, 120_000);
+
+  it('examples/sweep-multi-objective.yaml: NSGA-II finds a Pareto front of accuracy vs latency, the pick within the constraint', async () => {
+    const ran = await cli('submit', 'examples/sweep-multi-objective.yaml', '--watch', '--interval', '0.2');
+    expect(ran.code, ran.stderr).toBe(EXIT.ok);
+    const sweepId = ran.stdout.trim().split('\n')[0] as string;
+    expect(sweepId).toMatch(/^swp-[a-z2-7]{20}$/);
+    const sweep = (await call('GET', `/v1/sweeps/${sweepId}`)).body;
+    expect(sweep.phase).toBe('Succeeded');
+    expect(sweep.algorithm).toMatchObject({ name: 'nsga2', seed: 7 });
+    expect(sweep.trials).toHaveLength(24);
+    // Every trial trained to the end and reported both objectives (none ObjectiveMissing).
+    for (const t of sweep.trials as Body[]) {
+      expect(t.phase).toBe('Succeeded');
+      expect(t.objectives).toHaveLength(2);
+    }
+    // The simulated width trades accuracy for latency: a front of several trials, each better
+    // than the next one on accuracy and worse on latency.
+    const front = (sweep.paretoFront as Body[])
+      .map((m) => m.values as { accuracy: number; latency_ms: number })
+      .sort((a, b) => a.latency_ms - b.latency_ms);
+    expect(front.length).toBeGreaterThanOrEqual(3);
+    for (let i = 1; i < front.length; i++) {
+      expect(front[i]!.latency_ms).toBeGreaterThan(front[i - 1]!.latency_ms);
+      expect(front[i]!.accuracy).toBeGreaterThan(front[i - 1]!.accuracy);
+    }
+    // The published trial: the most accurate of those within latency_ms ≤ 5.
+    const [accuracy, latency] = sweep.best.objectives as [number, number];
+    expect(latency).toBeLessThanOrEqual(5);
+    const within = (sweep.trials as Body[]).filter((t) => (t.objectives as number[])[1]! <= 5);
+    expect(accuracy).toBe(Math.max(...within.map((t) => (t.objectives as number[])[0]!)));
+    // The constraint mattered: the front reaches past it, to more accurate and slower trials.
+    expect(Math.max(...front.map((v) => v.latency_ms))).toBeGreaterThan(5);
+    const shown = await cli('sweep', sweepId);
+    expect(shown.code, shown.stderr).toBe(EXIT.ok);
+    expect(shown.stdout).toMatch(/latency_ms/);
+  }, 150_000);
 });
 
 describe('the examples on npm run dev -- --config examples/dev-config.yaml (two teams, a data rule)', () => {
