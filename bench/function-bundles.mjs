@@ -2,7 +2,7 @@
 // Size and cold-start init of every deployed function's bundle, against a minimal handler and against
 // a bundle that only constructs the SDK clients that function needs (BUDGETS.md).
 //
-//   node bench/function-bundles.mjs [--runs 10] [--only submitRun,reconciler] [--before DIR] [--instructions] [--write]
+//   node bench/function-bundles.mjs [--runs 10] [--only submitRun,reconciler] [--before DIR] [--instructions [--counts N]] [--write]
 //
 // --only limits the run to the named functions (callgrind is slow). --before DIR also bundles the
 // same functions from another checkout of the project (DIR, e.g. `git archive <commit>` unpacked
@@ -23,7 +23,8 @@
 // is process.resourceUsage().maxRSS. Only ratios from one run count: timings on shared machines move.
 // --instructions also counts each bundle's import under valgrind's callgrind (node --single-threaded,
 // so V8's background compilation and GC run on the main thread and the count repeats to ≈ ±0.5 %
-// whatever else the machine is doing); one count per bundle, reported beside the wall times. A
+// whatever else the machine is doing); one count per bundle (--counts N: the median of N, as one
+// count of the same bundle can still move by ≈ 1 %), reported beside the wall times. A
 // function constructs its SDK clients on first use, the SDK-only bundle at import, so the
 // instructions ratio adds back what constructing them costs (SDK-only less an import-only bundle
 // of the same clients). "CPU" is the process's user + system time (resourceUsage), less moved by
@@ -45,6 +46,8 @@ const NODE = join(ROOT, 'node_modules/.bin/node');
 const args = process.argv.slice(2);
 const RUNS = Number(args[args.indexOf('--runs') + 1]) || 10;
 const INSTRUCTIONS = args.includes('--instructions');
+/** Callgrind counts per bundle (median): one count can move by ≈ 1 % between identical bundles. */
+const COUNTS = args.includes('--counts') ? Number(args[args.indexOf('--counts') + 1]) || 1 : 1;
 const ONLY = args.includes('--only') ? new Set(args[args.indexOf('--only') + 1].split(',')) : undefined;
 const BEFORE = args.includes('--before') ? args[args.indexOf('--before') + 1] : undefined;
 const require = createRequire(import.meta.url);
@@ -242,6 +245,12 @@ function instructionsOnce(file) {
   return Number(m[1].replaceAll(',', '')) / 1e6;
 }
 
+/** The median of COUNTS callgrind counts of one bundle, in millions. */
+function instructions(file) {
+  const counts = Array.from({ length: COUNTS }, () => instructionsOnce(file)).sort((a, b) => a - b);
+  return counts[Math.floor(counts.length / 2)];
+}
+
 // ---- run ----------------------------------------------------------------------------------------
 
 rmSync(OUT, { recursive: true, force: true });
@@ -296,9 +305,9 @@ const samples = new Map(all.map((b) => [b.id, []]));
 for (const b of all) runOnce(b.outfile); // warm-up: page cache, node binary
 for (let i = 0; i < RUNS; i++) for (const b of all) samples.get(b.id).push(runOnce(b.outfile));
 if (INSTRUCTIONS) {
-  for (const b of all) b.instr = instructionsOnce(b.outfile);
+  for (const b of all) b.instr = instructions(b.outfile);
   for (const b of baselines.values())
-    if (b.importOnly) b.importOnly.instr = instructionsOnce(b.importOnly.outfile);
+    if (b.importOnly) b.importOnly.instr = instructions(b.importOnly.outfile);
 }
 for (const b of all) {
   const s = samples.get(b.id);
@@ -339,7 +348,7 @@ const verdict = (f) => {
 const lines = [
   `Node ${nodeVersion}; ${RUNS} rounds after a warm-up, every bundle once per round, medians; ${new Date().toISOString().slice(0, 10)}; ` +
     `${cpus().length} CPUs, load average ${loadBefore.toFixed(1)} before / ${loadavg()[0].toFixed(1)} after` +
-    `${INSTRUCTIONS ? '; instructions: one callgrind count per bundle (node --single-threaded)' : ''}.`,
+    `${INSTRUCTIONS ? `; instructions: ${COUNTS === 1 ? 'one callgrind count' : `median of ${COUNTS} callgrind counts`} per bundle (node --single-threaded)` : ''}.`,
   '',
   `| bundle | k8s | SDK clients | size | zipped (deflate) | wall | CPU | import | peak RSS |${INSTRUCTIONS ? ' instructions |' : ''} × minimal (wall) | × SDK-only (wall) | × SDK-only (CPU) | × SDK-only (RSS) |${INSTRUCTIONS ? ' × SDK-only (instructions, clients constructed) |' : ''} budget |`,
   `| --- | --- | --- | --- | --- | --- | --- | --- | --- |${INSTRUCTIONS ? ' --- |' : ''} --- | --- | --- | --- |${INSTRUCTIONS ? ' --- |' : ''} --- |`,

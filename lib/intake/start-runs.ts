@@ -9,7 +9,6 @@ import type { RunRecords } from '../run/records.ts';
 import type { RunSpec } from '../run/spec.ts';
 import { toIssues } from '../run/validate.ts';
 import { authorizeRun } from './authorize.ts';
-import { RunMessageSchema } from './message-schema.ts';
 
 /** The part of an SQS event the consumer reads (aws-lambda's SQSRecord satisfies it). */
 export interface QueueRecord {
@@ -37,6 +36,17 @@ export interface StartRunsDeps {
   clock?: Clock;
   log?: (line: Record<string, unknown>) => void;
 }
+
+/**
+ * The message schema (with the run request schema inside it), loaded on the first message:
+ * building it is most of what loading the consumer would otherwise cost at its cold start
+ * (bench/results/function-bundles.md).
+ */
+let messageSchema: Promise<typeof import('./message-schema.ts')> | undefined;
+const loadMessageSchema = () => {
+  messageSchema ??= import('./message-schema.ts');
+  return messageSchema;
+};
 
 /**
  * The runs-queue consumer: one execution per run, named by the run id. Starting is idempotent
@@ -76,6 +86,7 @@ export function makeStartRuns(deps: StartRunsDeps) {
     } catch {
       throw new ValidationError([{ field: '', rule: 'the message body is not JSON' }]);
     }
+    const { RunMessageSchema } = await loadMessageSchema();
     const parsed = RunMessageSchema.safeParse(body);
     if (!parsed.success) {
       throw new ValidationError(toIssues(parsed.error).slice(0, 5));
