@@ -185,9 +185,11 @@ export class JobLifecycle {
       gate,
       podGroup,
       createdAt,
+      // An evaluation job (GANTRY_EVALUATION: one pass over a holdout set) takes a tenth of a training.
       durationMs:
         (numAnnotation(job, SIM_ANNOTATIONS.duration) ??
-          this.c.o.defaultDurationSeconds * spreadFactor(String(m.name), this.c.o.durationSpread)) * 1000,
+          (this.c.o.defaultDurationSeconds / (container.env.GANTRY_EVALUATION === undefined ? 1 : 10)) *
+            spreadFactor(String(m.name), this.c.o.durationSpread)) * 1000,
       // The annotation, or the trainer's SIM_SLOW_START_SECONDS (slow initializers, through the API).
       slowStartMs:
         (numAnnotation(job, SIM_ANNOTATIONS.slowStart) ??
