@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 // One project per test tier (see README). `npm test` runs them all; tiers whose tools are missing
@@ -5,11 +6,12 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     reporters: ['default'],
-    // Two files at a time: vitest's default is one worker less than the CPUs, which is one on the
-    // 2-core CI machine, and most files wait on their servers more than they compute (an e2e file
-    // used ~45 % of one core measured with /usr/bin/time). Tiers that share one apiserver or one
-    // deployment (contract, deploy, e2e-real) still run their files one at a time.
-    maxWorkers: 2,
+    // At least two files at a time: vitest's default is one worker less than the CPUs, which is one
+    // on the 2-core CI machine (a bigger machine keeps that default), and most files wait on their
+    // servers more than they compute (an e2e file used ~45 % of one core, by /usr/bin/time). Tiers
+    // that share one apiserver or one deployment (contract, deploy, e2e-real) still run their files
+    // one at a time.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     // A closing summary of the tiers that were skipped, and why (test/helpers/tier-summary.ts).
     globalSetup: ['test/helpers/tier-summary.ts'],
     projects: [
