@@ -18,7 +18,8 @@ import {
 } from './record-types.ts';
 import { type Algorithm, algorithmFor, type Observation } from './samplers.ts';
 import type { SweepRequest } from './schema.ts';
-import { type Assignment, gridSize } from './space.ts';
+import { heldSlots, queueAhead, releasable, trialBudget } from './slots.ts';
+import type { Assignment } from './space.ts';
 
 /**
  * The sweep record and the pure decision of what a sweep does next. In the state table a sweep is
@@ -47,6 +48,16 @@ export {
   type Trial,
   type TrialPhase,
 } from './record-types.ts';
+export {
+  heldSlots,
+  notYetRunning,
+  type QuotaPressure,
+  queueAhead,
+  quotaPressure,
+  releasable,
+  trialBudget,
+  underQuotaPressure,
+} from './slots.ts';
 
 /**
  * A trial whose run failed with an infrastructure reason (lib/run/phases.ts INFRASTRUCTURE_REASONS)
@@ -83,13 +94,6 @@ const CURVE_SPACING = 5;
 
 export function algorithmOf(request: SweepRequest): Algorithm {
   return algorithmFor(request);
-}
-
-/** How many trials the sweep runs at most: maxTrials, or the grid's size when smaller. */
-export function trialBudget(request: SweepRequest): number {
-  return request.algorithm.name === 'grid'
-    ? Math.min(request.maxTrials, gridSize(request.parameters))
-    : request.maxTrials;
 }
 
 /** The objective oriented so that lower is better. */
@@ -346,7 +350,23 @@ export function step(
         const was = before.get(t.index);
         return was && !isTrialTerminal(was.phase) && !was.waitingForQuota && isTrialTerminal(t.phase);
       }).length;
-      const room = pressure ? Math.max(0, queueAhead(request.parallelTrials) - waiting + freed) : budget;
+      // A trial's own advance always refills its own slot: the GPUs its end freed go to a trial
+      // Kueue holds (or stay free for its successor), so the queue is no longer than before. The
+      // waiting flags it counts are only as fresh as the reconciler's last pass: trials that ended
+      // at the same moment may have taken every waiting trial's place already, and holding the
+      // slot on that stale count left it empty until a later advance (the refill's tail).
+      const present = new Set(next.trials.map((t) => t.index));
+      const ownFreed = only
+        ? next.trials.filter((t) => {
+            const successor = t.index + request.parallelTrials;
+            if (!only.has(t.runId) || !isTrialTerminal(t.phase) || before.get(t.index)?.waitingForQuota)
+              return false;
+            return successor < budget && !present.has(successor);
+          }).length
+        : 0;
+      const room = pressure
+        ? Math.max(ownFreed, queueAhead(request.parallelTrials) - waiting + freed)
+        : budget;
       if (room > 0) {
         // A trial's own advance (`only`: its run) releases its successor the moment it ends, and
         // slots held back earlier (trials recorded ended whose successor was not released); any
@@ -407,92 +427,6 @@ export function step(
   const changed = JSON.stringify(next) !== before;
   if (changed) next.updatedAt = at;
   return { record: next, changed, release, stop };
-}
-
-/**
- * How many of a sweep's trials may wait for quota at once: a trial is released only while fewer
- * wait (Kueue keeps them Pending), so a sweep over its quota keeps a short queue of trials ready
- * for the GPUs that free up and never piles the rest of its `parallelTrials` onto the queue.
- */
-export function queueAhead(parallel: number): number {
-  return Math.max(2, Math.ceil(parallel / 16));
-}
-
-/** Slots held back: trials recorded ended whose successor was not released (quota pressure). */
-export function heldSlots(
-  trials: readonly Trial[],
-  recorded: readonly Trial[],
-  parallel: number,
-  budget: number,
-): number {
-  return releasable(trials, parallel, budget, recorded, false).length;
-}
-
-/** A sweep's quota pressure as its trials were last recorded: what its view shows. */
-export interface QuotaPressure {
-  waiting: number;
-  heldSlots: number;
-  queueAhead: number;
-}
-
-function heldAndWaiting(record: SweepRecord) {
-  const recorded = record.trials.filter((t) => isTrialTerminal(t.phase));
-  const waiting = record.trials.filter((t) => t.waitingForQuota).length;
-  const held = heldSlots(record.trials, recorded, record.request.parallelTrials, trialBudget(record.request));
-  return { waiting, held };
-}
-
-/**
- * The sweep's quota pressure as its view shows it: only while a trial waits for quota. Without a
- * waiting trial a slot not yet refilled is no slot held for quota (its trial's end was recorded by
- * an advance that leaves the release to the trial's own, or to the next one), so none is shown.
- */
-export function quotaPressure(record: SweepRecord): QuotaPressure | undefined {
-  const { waiting, held } = heldAndWaiting(record);
-  if (waiting === 0) return undefined;
-  return { waiting, heldSlots: held, queueAhead: queueAhead(record.request.parallelTrials) };
-}
-
-/**
- * Whether a trial's own advance should look at the trials that may be waiting for quota (those
- * not yet seen running) besides its own run: they decide how many trials it may release, and
- * the flags on the trial items are only as fresh as the last full advance.
- */
-export function underQuotaPressure(record: SweepRecord): boolean {
-  const { waiting, held } = heldAndWaiting(record);
-  return waiting > 0 || held > 0;
-}
-
-/** Trials that may be waiting for quota: released and not yet seen running. */
-export function notYetRunning(record: SweepRecord): Trial[] {
-  return record.trials.filter((t) => t.phase === 'Queued' || t.phase === 'Pending');
-}
-
-/**
- * The trial indices that may be released now: slots by succession. Trials 0 … parallel−1 open the
- * slots; trial i + parallel follows trial i once trial i ended. So at most `parallel` trials are
- * in flight (one per slot), each index has one predecessor (two advancers that release at once
- * want the same index only when they saw the same trial end, and the trial item is created only
- * if absent), and an index missing from the trials read is simply released again (its create
- * finds it taken when the read was stale).
- */
-export function releasable(
-  trials: readonly Trial[],
-  parallel: number,
-  budget: number,
-  /** Whose successors to release (default: every ended trial's). */
-  ended: readonly Trial[] = trials,
-  /** Whether to open slots (the first `parallel` indices) too. */
-  open = true,
-): number[] {
-  const present = new Set(trials.map((t) => t.index));
-  const out: number[] = [];
-  if (open) for (let i = 0; i < Math.min(parallel, budget); i++) if (!present.has(i)) out.push(i);
-  for (const t of ended) {
-    const next = t.index + parallel;
-    if (isTrialTerminal(t.phase) && next < budget && !present.has(next)) out.push(next);
-  }
-  return out.sort((a, b) => a - b);
 }
 
 /**

@@ -327,7 +327,8 @@ export function makeSweeps(deps: SweepStoreDeps) {
    * trial since this one listed the trials (most often a trial's own advance recording its end:
    * the write at the version read loses), the item is read again and this one writes only if it
    * ends the trial and the other did not; otherwise it leaves that trial, and acting on it, to
-   * the next advance. A write that still loses is treated the same way. Returns the indexes left.
+   * the next advance (unless both ended it: its successor may follow). A write that still loses
+   * is treated the same way. Returns the indexes left.
    * The uncontended write costs one request (no read before it): it is on the path from a trial's
    * end to its successor's release.
    */
@@ -369,7 +370,12 @@ export function makeSweeps(deps: SweepStoreDeps) {
         fresh.version !== trialVersions.get(t.index) &&
         !isTrialTerminal(fresh.value.phase) &&
         isTrialTerminal(t.phase);
-      if (!(retry && (await put(fresh.value, fresh.version)))) lost.add(t.index);
+      if (retry && (await put(fresh.value, fresh.version))) return;
+      // Its end already written by another advancer (the reconciler's, most often): not this
+      // write's, but the successor may follow it now, in this advance, rather than at the next.
+      const endedElsewhere =
+        fresh !== undefined && isTrialTerminal(fresh.value.phase) && isTrialTerminal(t.phase);
+      if (!endedElsewhere) lost.add(t.index);
     });
     return lost;
   }

@@ -220,6 +220,39 @@ describe('releasing trials', () => {
     expect(waitedAndFailed.release.map((t) => t.index)).toEqual([6]);
   });
 
+  it('refills its own slot in its own advance even while more than queueAhead trials read as waiting', () => {
+    // parallel 4 (queueAhead 2): trials 1-3 read as waiting (flags as fresh as the reconciler's
+    // last pass: trials ending at the same moment may have taken their places already). Trial 0
+    // held quota and ends: its GPUs go to one of them, so its successor keeps the queue as long.
+    const waits = { phase: 'Pending', waitingForQuota: true } as const;
+    const record = sweep({ parallelTrials: 4 }, [
+      trial(0, 'Running'),
+      ...[1, 2, 3].map((i) => trial(i, 'Pending', { waitingForQuota: true })),
+    ]);
+    const seen = runs([
+      ['run-0', { phase: 'Succeeded', metrics: { accuracy: 0.9 } }],
+      ['run-1', waits],
+      ['run-2', waits],
+      ['run-3', waits],
+    ]);
+    expect(step(record, seen, NOW, newTrial, false, new Set(['run-0'])).release.map((t) => t.index)).toEqual([
+      4,
+    ]);
+    // Its end recorded already by another advance: the own advance still refills the slot ...
+    const recorded = sweep({ parallelTrials: 4 }, [
+      trial(0, 'Succeeded', { objective: 0.9 }),
+      ...[1, 2, 3].map((i) => trial(i, 'Pending', { waitingForQuota: true })),
+    ]);
+    expect(
+      step(recorded, seen, NOW, newTrial, false, new Set(['run-0'])).release.map((t) => t.index),
+    ).toEqual([4]);
+    // ... but only once: with its successor there, it takes no held slot's turn (the queue would grow).
+    const refilled = sweep({ parallelTrials: 4 }, [...recorded.trials, trial(4, 'Queued')]);
+    expect(step(refilled, seen, NOW, newTrial, false, new Set(['run-0'])).release).toEqual([]);
+    // Any other advance still holds on that count: it cannot tell whose GPUs freed.
+    expect(step(record, seen, NOW, newTrial, false).release).toEqual([]);
+  });
+
   // Slots by succession: trial i + parallel follows trial i once it ended (parallel 3, budget 10).
   it.each<[string, Array<[number, Trial['phase']]>, number[]]>([
     ['a new sweep opens the slots', [], [0, 1, 2]],

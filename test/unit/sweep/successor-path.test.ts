@@ -126,6 +126,33 @@ describe("a trial's end → its successor released", () => {
     expect(s.sentRuns()).toContain(after?.trials.find((t) => t.index === 2)?.runId);
   });
 
+  it("releases the successor when another advancer recorded the trial's end meanwhile", async () => {
+    const s = setup();
+    const { record, t0, ended } = await endedTrial(s);
+    // The reconciler's advance records trial 0's end between this advance's read and its write
+    // (and leaves the successor to the trial's own advance): this write loses to an ended trial.
+    const put = s.table.put.bind(s.table);
+    let raced = false;
+    s.table.put = (async (key, value, indexes, cond, opts) => {
+      if (!raced && key === trialItemKey(record.sweepId, 0)) {
+        raced = true;
+        const current = (await s.table.get<Trial>(key)) as { value: Trial; version: string };
+        const end = { ...current.value, phase: 'Succeeded', objective: 0.9, endedAt: NOW.toISOString() };
+        await put(key, end, indexes, { ifVersion: current.version }, opts);
+      }
+      return put(key, value, indexes, cond, opts);
+    }) as typeof s.table.put;
+    await s.sweeps.advance(record.sweepId, { queue: s.queue }, undefined, {
+      onlyRuns: [t0.runId],
+      runs: [ended],
+    });
+    expect(raced).toBe(true);
+    const after = await s.sweeps.get(record.sweepId);
+    const successor = after?.trials.find((t) => t.index === 2);
+    expect(successor?.phase).toBe('Queued');
+    expect(s.sentRuns()).toContain(successor?.runId);
+  });
+
   it('RecordOutcome hands the record it wrote to the sweep hook', async () => {
     const s = setup();
     const { record, t0 } = await endedTrial(s);
