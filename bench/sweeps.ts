@@ -559,7 +559,7 @@ interface StartStamps {
   received?: number;
   /** StartExecution returned (the execution exists; its first state is CreateJob). */
   started?: number;
-  /** From the execution's history: each state's first entry and exit (wall clock). */
+  /** From the execution's history: each state's first entry and last exit (wall clock). */
   entered?: Record<string, number>;
   exited?: Record<string, number>;
 }
@@ -614,7 +614,7 @@ function stampStartPath(): Map<string, StartStamps> {
   return stamps;
 }
 
-/** Each run's state entries and exits, from its execution's history (the local engine's wall clock). */
+/** Each run's state entries (first) and exits (last), from its execution's history (the local engine's wall clock). */
 async function readStates(env: Embedded, stamps: Map<string, StartStamps>, runIds: Set<string>) {
   let nextToken: string | undefined;
   const arns: Array<[string, string]> = [];
@@ -645,8 +645,10 @@ async function readStates(env: Embedded, stamps: Map<string, StartStamps>, runId
           | { name?: string }
           | undefined;
         if (!name?.name) continue;
-        const into = ev.type.endsWith('StateEntered') ? entered : exited;
-        into[name.name] ??= ev.timestamp.getTime();
+        // A state's first entry and its last exit: AwaitCompletion is left and entered again at
+        // each heartbeat check, and the exit that answered the job's end is the last one.
+        if (ev.type.endsWith('StateEntered')) entered[name.name] ??= ev.timestamp.getTime();
+        else exited[name.name] = ev.timestamp.getTime();
       }
       token = page.nextToken;
     } while (token);
