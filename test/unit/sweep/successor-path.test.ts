@@ -76,6 +76,30 @@ describe("a trial's end → its successor released", () => {
     return { record, t0, ended };
   }
 
+  /**
+   * Trial 0's own advance, with another advancer writing trial 0 (as `change` makes it) between
+   * this advance's read and its write, so this write loses. Returns the sweep afterwards.
+   */
+  async function ownAdvanceRaced(s: ReturnType<typeof setup>, change: (t: Trial) => Trial) {
+    const { record, t0, ended } = await endedTrial(s);
+    const put = s.table.put.bind(s.table);
+    let raced = false;
+    s.table.put = (async (key, value, indexes, cond, opts) => {
+      if (!raced && key === trialItemKey(record.sweepId, 0)) {
+        raced = true;
+        const current = (await s.table.get<Trial>(key)) as { value: Trial; version: string };
+        await put(key, change(current.value), indexes, { ifVersion: current.version }, opts);
+      }
+      return put(key, value, indexes, cond, opts);
+    }) as typeof s.table.put;
+    await s.sweeps.advance(record.sweepId, { queue: s.queue }, undefined, {
+      onlyRuns: [t0.runId],
+      runs: [ended],
+    });
+    expect(raced).toBe(true);
+    return s.sweeps.get(record.sweepId);
+  }
+
   it("takes the ended run's record from RecordOutcome instead of reading it again", async () => {
     const s = setup();
     const { record, t0, ended } = await endedTrial(s);
@@ -104,50 +128,22 @@ describe("a trial's end → its successor released", () => {
 
   it('still records the end when another advancer wrote the trial meanwhile (re-read on the lost write)', async () => {
     const s = setup();
-    const { record, t0, ended } = await endedTrial(s);
     // Another advancer writes trial 0 (still in flight) between this advance's read and its write.
-    const put = s.table.put.bind(s.table);
-    let raced = false;
-    s.table.put = (async (key, value, indexes, cond, opts) => {
-      if (!raced && key === trialItemKey(record.sweepId, 0)) {
-        raced = true;
-        const current = (await s.table.get<Trial>(key)) as { value: Trial; version: string };
-        await put(key, { ...current.value, phase: 'Running' }, indexes, { ifVersion: current.version }, opts);
-      }
-      return put(key, value, indexes, cond, opts);
-    }) as typeof s.table.put;
-    await s.sweeps.advance(record.sweepId, { queue: s.queue }, undefined, {
-      onlyRuns: [t0.runId],
-      runs: [ended],
-    });
-    expect(raced).toBe(true);
-    const after = await s.sweeps.get(record.sweepId);
+    const after = await ownAdvanceRaced(s, (t) => ({ ...t, phase: 'Running' }));
     expect(after?.trials[0]).toMatchObject({ phase: 'Succeeded' });
     expect(s.sentRuns()).toContain(after?.trials.find((t) => t.index === 2)?.runId);
   });
 
   it("releases the successor when another advancer recorded the trial's end meanwhile", async () => {
     const s = setup();
-    const { record, t0, ended } = await endedTrial(s);
     // The reconciler's advance records trial 0's end between this advance's read and its write
     // (and leaves the successor to the trial's own advance): this write loses to an ended trial.
-    const put = s.table.put.bind(s.table);
-    let raced = false;
-    s.table.put = (async (key, value, indexes, cond, opts) => {
-      if (!raced && key === trialItemKey(record.sweepId, 0)) {
-        raced = true;
-        const current = (await s.table.get<Trial>(key)) as { value: Trial; version: string };
-        const end = { ...current.value, phase: 'Succeeded', objective: 0.9, endedAt: NOW.toISOString() };
-        await put(key, end, indexes, { ifVersion: current.version }, opts);
-      }
-      return put(key, value, indexes, cond, opts);
-    }) as typeof s.table.put;
-    await s.sweeps.advance(record.sweepId, { queue: s.queue }, undefined, {
-      onlyRuns: [t0.runId],
-      runs: [ended],
-    });
-    expect(raced).toBe(true);
-    const after = await s.sweeps.get(record.sweepId);
+    const after = await ownAdvanceRaced(s, (t) => ({
+      ...t,
+      phase: 'Succeeded',
+      objective: 0.9,
+      endedAt: NOW.toISOString(),
+    }));
     const successor = after?.trials.find((t) => t.index === 2);
     expect(successor?.phase).toBe('Queued');
     expect(s.sentRuns()).toContain(successor?.runId);
