@@ -355,15 +355,10 @@ export function step(
       // waiting flags it counts are only as fresh as the reconciler's last pass: trials that ended
       // at the same moment may have taken every waiting trial's place already, and holding the
       // slot on that stale count left it empty until a later advance (the refill's tail).
-      const present = new Set(next.trials.map((t) => t.index));
-      const ownFreed = only
-        ? next.trials.filter((t) => {
-            const successor = t.index + request.parallelTrials;
-            if (!only.has(t.runId) || !isTrialTerminal(t.phase) || before.get(t.index)?.waitingForQuota)
-              return false;
-            return successor < budget && !present.has(successor);
-          }).length
-        : 0;
+      const ownEnded = next.trials.filter(
+        (t) => only?.has(t.runId) && isTrialTerminal(t.phase) && !before.get(t.index)?.waitingForQuota,
+      );
+      const ownFreed = releasable(next.trials, request.parallelTrials, budget, ownEnded, false).length;
       const room = pressure
         ? Math.max(ownFreed, queueAhead(request.parallelTrials) - waiting + freed)
         : budget;

@@ -15,9 +15,10 @@ export function trialBudget(request: SweepRequest): number {
 }
 
 /**
- * How many of a sweep's trials may wait for quota at once: a trial is released only while fewer
- * wait (Kueue keeps them Pending), so a sweep over its quota keeps a short queue of trials ready
- * for the GPUs that free up and never piles the rest of its `parallelTrials` onto the queue.
+ * How many of a sweep's trials may wait for quota at once: a held slot is released only while
+ * fewer wait (Kueue keeps them Pending), so a sweep over its quota keeps a short queue of trials
+ * ready for the GPUs that free up rather than piling its held slots onto the queue. A trial that
+ * ends holding quota refills its own slot whatever the count (`step`): that never lengthens it.
  */
 export function queueAhead(parallel: number): number {
   return Math.max(2, Math.ceil(parallel / 16));
