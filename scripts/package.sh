@@ -10,5 +10,11 @@ if [ -z "${AWS_ACCESS_KEY_ID:-}" ] && [ -z "${AWS_PROFILE:-}" ]; then
 fi
 export AWS_REGION="${AWS_REGION:-us-east-1}"
 export SLS_TELEMETRY_DISABLED=1
+# serverless-esbuild (1.57.2, the newest) stages each function's zip in a folder under the OS temp
+# dir and never removes it: its release is a non-recursive remove of a full folder, whose ENOTEMPTY
+# it swallows (floydspace/serverless-esbuild#589). That is one folder per function per package,
+# 38 at a time here. Packaging gets a temp dir of its own, removed when it ends.
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/gantry-package.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
 # npm puts node_modules/.bin first on PATH: `serverless` is osls, `node` is the project's Node 24.
-exec serverless package "$@"
+TMPDIR="$tmp" serverless package "$@"
