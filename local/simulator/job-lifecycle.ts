@@ -62,7 +62,7 @@ export class JobLifecycle {
       if (j.def.kind !== 'TrainJob') candidates.push(deadlineAt(j));
       if (j.podScenario !== undefined) candidates.push(j.nextCrashAt, j.podRecoverAt);
       else if (!j.ready) candidates.push(readyAt(j));
-      else {
+      else if (!j.loadingModel) {
         candidates.push(j.nextProgressAt, this.uploadAt(j), failAt(j));
         if (j.failAtPct === undefined) candidates.push(endAt(j));
       }
@@ -116,6 +116,8 @@ export class JobLifecycle {
       this.onPodsReady(j);
       return;
     }
+    // The evaluation code has not loaded its model yet: nothing is due until it has.
+    if (j.loadingModel) return;
     const fail = failAt(j);
     if (fail !== undefined && fail <= t) {
       this.finish(j, false, 'Injected');
@@ -211,6 +213,7 @@ export class JobLifecycle {
       metricsUri: container.env.GANTRY_METRICS_URI,
       checkpointUri: container.env.GANTRY_CHECKPOINT_URI,
       resumedFrom: 0,
+      loadingModel: container.env.GANTRY_EVALUATION !== undefined,
       state: 'waiting',
       runStart: undefined,
       ready: false,

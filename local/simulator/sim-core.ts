@@ -131,6 +131,12 @@ export interface SimJob {
   /** Progress (0–1) of the checkpoint the training code resumed from (a later attempt of its run). */
   resumedFrom: number;
   /**
+   * An evaluation job's code is still loading the model it scores (training.ts `evaluateModel`):
+   * until it has, it reports nothing and cannot finish, however long the read takes; only its
+   * deadline can end it.
+   */
+  loadingModel: boolean;
+  /**
    * Failed pods per replicated job (a disruption's pods count as failed at once), against each
    * batch Job's `backoffLimit`; the Job controller replaces them while it lasts (disruption.ts).
    */

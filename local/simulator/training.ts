@@ -86,6 +86,7 @@ export class Training {
     const loc = parseS3Uri(env.GANTRY_MODEL_URI ?? '');
     const crash = (why: string) =>
       this.c.enqueue(() => {
+        j.loadingModel = false;
         j.failAtPct = 0;
         j.failMessage = `evaluation: ${why}`;
         this.c.markDirty();
@@ -101,6 +102,7 @@ export class Training {
         else
           this.c.enqueue(() => {
             j.accuracy = holdoutAccuracy(hp);
+            j.loadingModel = false;
             this.c.markDirty();
           });
         setImmediate(() => this.tick());
