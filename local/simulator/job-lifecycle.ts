@@ -62,7 +62,7 @@ export class JobLifecycle {
       if (j.def.kind !== 'TrainJob') candidates.push(deadlineAt(j));
       if (j.podScenario !== undefined) candidates.push(j.nextCrashAt, j.podRecoverAt);
       else if (!j.ready) candidates.push(readyAt(j));
-      else if (!j.loadingModel) {
+      else if (j.loading === 0) {
         candidates.push(j.nextProgressAt, this.uploadAt(j), failAt(j));
         if (j.failAtPct === undefined) candidates.push(endAt(j));
       }
@@ -116,8 +116,8 @@ export class JobLifecycle {
       this.onPodsReady(j);
       return;
     }
-    // The evaluation code has not loaded its model yet: nothing is due until it has.
-    if (j.loadingModel) return;
+    // The job's code has not read its checkpoint or model yet: nothing is due until it has.
+    if (j.loading > 0) return;
     const fail = failAt(j);
     if (fail !== undefined && fail <= t) {
       this.finish(j, false, 'Injected');
@@ -213,7 +213,7 @@ export class JobLifecycle {
       metricsUri: container.env.GANTRY_METRICS_URI,
       checkpointUri: container.env.GANTRY_CHECKPOINT_URI,
       resumedFrom: 0,
-      loadingModel: container.env.GANTRY_EVALUATION !== undefined,
+      loading: 0,
       state: 'waiting',
       runStart: undefined,
       ready: false,

@@ -131,11 +131,12 @@ export interface SimJob {
   /** Progress (0–1) of the checkpoint the training code resumed from (a later attempt of its run). */
   resumedFrom: number;
   /**
-   * An evaluation job's code is still loading the model it scores (training.ts `evaluateModel`):
-   * until it has, it reports nothing and cannot finish, however long the read takes; only its
-   * deadline can end it.
+   * Reads the job's code makes before it trains or scores, not yet returned: its checkpoint
+   * (training.ts `resumeFromCheckpoint`), the model an evaluation scores (`evaluateModel`). While
+   * any is out it reports nothing and cannot finish, however long the read takes; only its deadline
+   * can end it.
    */
-  loadingModel: boolean;
+  loading: number;
   /**
    * Failed pods per replicated job (a disruption's pods count as failed at once), against each
    * batch Job's `backoffLimit`; the Job controller replaces them while it lasts (disruption.ts).

@@ -58,19 +58,14 @@ export class Training {
     const loc = this.checkpointLocation(j);
     const s3 = this.c.o.s3;
     if (!loc || !s3) return;
-    const read = readCheckpoint(s3, loc).then(
+    this.readFirst(
+      j,
+      readCheckpoint(s3, loc),
       (p) => {
-        if (p <= 0 || !this.c.jobs.has(j.uid) || j.state === 'finished') return;
-        this.c.enqueue(() => {
-          j.resumedFrom = p;
-          this.c.markDirty();
-        });
-        setImmediate(() => this.tick());
+        if (p > 0) j.resumedFrom = p;
       },
-      (e: unknown) => this.c.o.log(`simulator: checkpoint of ${j.ns}/${j.name} not read: ${String(e)}`),
+      (e) => this.c.o.log(`simulator: checkpoint of ${j.ns}/${j.name} not read: ${String(e)}`),
     );
-    const tracked = read.finally(() => this.c.inflight.delete(tracked));
-    this.c.inflight.add(tracked);
   }
 
   /**
@@ -84,32 +79,54 @@ export class Training {
     if (env.GANTRY_EVALUATION === undefined) return;
     const s3 = this.c.o.s3;
     const loc = parseS3Uri(env.GANTRY_MODEL_URI ?? '');
-    const crash = (why: string) =>
+    const crash = (why: string) => {
+      j.failAtPct = 0;
+      j.failMessage = `evaluation: ${why}`;
+    };
+    if (!s3 || !loc) {
       this.c.enqueue(() => {
-        j.loadingModel = false;
-        j.failAtPct = 0;
-        j.failMessage = `evaluation: ${why}`;
+        crash(`no model at GANTRY_MODEL_URI ${env.GANTRY_MODEL_URI ?? '(unset)'}`);
         this.c.markDirty();
       });
-    if (!s3 || !loc) {
-      crash(`no model at GANTRY_MODEL_URI ${env.GANTRY_MODEL_URI ?? '(unset)'}`);
       return;
     }
-    const read = readModelHyperparameters(s3, loc).then(
+    this.readFirst(
+      j,
+      readModelHyperparameters(s3, loc),
       (hp) => {
-        if (!this.c.jobs.has(j.uid) || j.state === 'finished') return;
-        if (!hp) crash(`${env.GANTRY_MODEL_URI}${METRICS_FILE} not found`);
-        else
-          this.c.enqueue(() => {
-            j.accuracy = holdoutAccuracy(hp);
-            j.loadingModel = false;
-            this.c.markDirty();
-          });
-        setImmediate(() => this.tick());
+        if (hp) j.accuracy = holdoutAccuracy(hp);
+        else crash(`${env.GANTRY_MODEL_URI}${METRICS_FILE} not found`);
       },
-      (e: unknown) => crash(`model not read: ${String(e)}`),
+      (e) => crash(`model not read: ${String(e)}`),
     );
-    const tracked = read.finally(() => this.c.inflight.delete(tracked));
+  }
+
+  /**
+   * A read the job's code makes before it trains or scores: the job holds (`loading`) until the
+   * read returns, then `apply` (or `failed`) runs in the controller's queue unless the job is gone
+   * or over. Tracked, so settle() and close() wait for it.
+   */
+  private readFirst<T>(
+    j: SimJob,
+    read: Promise<T>,
+    apply: (v: T) => void,
+    failed: (e: unknown) => void,
+  ): void {
+    j.loading++;
+    const done = (fn: () => void) => {
+      this.c.enqueue(() => {
+        j.loading--;
+        if (this.c.jobs.has(j.uid) && j.state !== 'finished') fn();
+        this.c.markDirty();
+      });
+      setImmediate(() => this.tick());
+    };
+    const tracked: Promise<void> = read
+      .then(
+        (v) => done(() => apply(v)),
+        (e: unknown) => done(() => failed(e)),
+      )
+      .finally(() => this.c.inflight.delete(tracked));
     this.c.inflight.add(tracked);
   }
 
