@@ -1,6 +1,6 @@
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manifestKey } from '../../lib/artifacts/layout.ts';
 import { buildManifest, type ModelManifest } from '../../lib/artifacts/manifest.ts';
@@ -102,6 +102,7 @@ describe.runIf(available)(
     afterAll(async () => {
       await stack?.close();
       await cp?.stop();
+      if (sink) rmSync(dirname(sink), { recursive: true, force: true });
     });
 
     const isvc = async () =>

@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { makeRunRecords } from '../../lib/run/records.ts';
 import { embeddedOptions, loadDevConfig, planDev } from '../../local/dev-config.ts';
 import { type Embedded, startEmbedded } from '../../local/embedded.ts';
@@ -223,6 +223,7 @@ function urlOf(stdout: string): string {
 describe('the npm run dev process with --config', () => {
   it('prints the teams, rules, serving queue and speed settings, then prints and keeps each hand-off', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'gantry-dev-state-'));
+    onTestFinished(() => rmSync(stateDir, { recursive: true, force: true }));
     const dev = startDev(['--config', EXAMPLE, '--state-dir', stateDir], { GANTRY_SIM_SPEED: '1200' });
     try {
       await until(
@@ -275,6 +276,7 @@ describe('the npm run dev process with --config', () => {
 
   it('refuses a bad file with every bad field named, before starting anything', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gantry-dev-bad-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'bad.yaml');
     writeFileSync(
       file,
@@ -310,6 +312,7 @@ describe('npm run dev --kubeconfig: a cluster it did not start', () => {
 
   afterAll(async () => {
     await sim?.close();
+    if (kubeconfig) rmSync(dirname(kubeconfig), { recursive: true, force: true });
   });
 
   it("creates the run's job on that cluster, says so in the how-to, and follows it to the end", async () => {
@@ -396,6 +399,7 @@ describe.runIf(tierAvailable('e2e (npm run dev --kubeconfig on a real apiserver)
 
     afterAll(async () => {
       await cp?.stop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
     it('creates the TrainJob in that apiserver and deletes it there when the run is cancelled', async () => {

@@ -1,7 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { ValidationError } from '../../../lib/errors.ts';
 import {
   embeddedOptions,
@@ -91,6 +91,7 @@ describe('the dev configuration file', () => {
 
   it('--kubeconfig replaces the simulator with that cluster; other clusters stay kubeconfig clusters', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gantry-devcfg-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const kubeconfig = 'apiVersion: v1\nkind: Config\nclusters: []\n';
     writeFileSync(join(dir, 'real.yaml'), kubeconfig);
     writeFileSync(join(dir, 'lab.yaml'), kubeconfig.replace('[]', '[] # lab'));
@@ -164,6 +165,7 @@ describe('the dev configuration file', () => {
 
   it('says which file cannot be read or parsed', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gantry-devcfg-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     writeFileSync(join(dir, 'broken.yaml'), 'teams: [ {\n');
     expect(() => loadDevConfig(join(dir, 'broken.yaml'))).toThrow(/broken\.yaml is not YAML or JSON/);
     expect(() => loadDevConfig(join(dir, 'missing.yaml'))).toThrow(/cannot read .*missing\.yaml/);
