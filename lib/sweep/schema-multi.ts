@@ -71,6 +71,11 @@ const ConstraintSchema = z
   })
   .check(
     z.refine((c) => c.max !== undefined || c.min !== undefined, 'constraint needs max or min (or both)'),
+    // An empty range would run the whole budget and then fail NoTrialMeetsConstraint.
+    z.refine((c) => c.max === undefined || c.min === undefined || c.min <= c.max, {
+      message: 'constraint min must not be above its max (no trial could meet it)',
+      path: ['min'],
+    }),
   );
 
 export const SelectSchema = z

@@ -214,6 +214,20 @@ describe('the request', () => {
         select: { constraint: { metric: 'latency_ms' }, optimize: 'accuracy' },
       })[0],
     ).toMatch(/constraint needs max or min/);
+    expect(
+      issues({
+        ...base,
+        objectives,
+        select: { constraint: { metric: 'latency_ms', min: 20, max: 5 }, optimize: 'accuracy' },
+      })[0],
+    ).toBe('select.constraint.min: constraint min must not be above its max (no trial could meet it)');
+    expect(
+      issues({
+        ...base,
+        objectives,
+        select: { constraint: { metric: 'latency_ms', min: 5, max: 5 }, optimize: 'accuracy' },
+      }),
+    ).toEqual([]);
   });
 
   it('auto picks NSGA-II for several objectives, its generation from the budget', () => {
