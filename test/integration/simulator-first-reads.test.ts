@@ -5,12 +5,13 @@ import {
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
-import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import type { CustomObjectsApi } from '@kubernetes/client-node';
 import { startFauxqs } from 'fauxqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMetricObject } from '../../lib/metrics/channel.ts';
-import { finalAccuracy, SIM_ANNOTATIONS, startClusterSimulator } from '../../local/simulator/index.ts';
+import { finalAccuracy, SIM_ANNOTATIONS, type startClusterSimulator } from '../../local/simulator/index.ts';
 import { DEFAULT_HYPERPARAMETERS, holdoutAccuracy } from '../../local/simulator/objective.ts';
+import { startSimulatorWithClient, TRAINER } from '../helpers/sim-client.ts';
 
 /**
  * The simulated training and evaluation code read what they start from before they train or score:
@@ -94,18 +95,7 @@ describe('simulated training code: the model or checkpoint is read before anythi
       },
       { step: 'initialize', name: 'holdFirstReads' },
     );
-    sim = await startClusterSimulator({
-      trainerVersion: '2.3',
-      speed: SPEED,
-      s3: simS3,
-      log: () => {},
-      queues: [
-        { name: 'team-a', clusterQueue: 'gpu', quota: { 'nvidia.com/gpu': 8, cpu: 64, memory: '512Gi' } },
-      ],
-    });
-    const kc = new KubeConfig();
-    kc.loadFromString(sim.kubeconfigYaml());
-    custom = kc.makeApiClient(CustomObjectsApi);
+    ({ sim, custom } = await startSimulatorWithClient({ speed: SPEED, s3: simS3 }));
   });
 
   afterAll(async () => {
@@ -115,7 +105,6 @@ describe('simulated training code: the model or checkpoint is read before anythi
     await fauxqs?.stop();
   });
 
-  const TRAINER = { group: 'trainer.kubeflow.org', version: 'v1alpha1', plural: 'trainjobs' };
   const get = async (name: string) =>
     (await custom.getNamespacedCustomObject({ ...TRAINER, namespace: 'default', name })) as Obj;
   const condition = (o: Obj, type: string) =>

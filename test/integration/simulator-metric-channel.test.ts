@@ -1,9 +1,10 @@
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import type { CustomObjectsApi } from '@kubernetes/client-node';
 import { startFauxqs } from 'fauxqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMetricObject } from '../../lib/metrics/channel.ts';
-import { finalAccuracy, SIM_ANNOTATIONS, startClusterSimulator } from '../../local/simulator/index.ts';
+import { finalAccuracy, SIM_ANNOTATIONS, type startClusterSimulator } from '../../local/simulator/index.ts';
+import { startSimulatorWithClient, TRAINER } from '../helpers/sim-client.ts';
 
 /**
  * The simulator as a default install: Trainer's alpha `TrainJobStatus` gate is off, so no job
@@ -33,18 +34,7 @@ describe('cluster simulator defaults: no trainerStatus, metrics through the metr
     });
     await s3.send(new CreateBucketCommand({ Bucket: BUCKET }));
     // Prepare: no trainerStatus option at all — the default install.
-    sim = await startClusterSimulator({
-      trainerVersion: '2.3',
-      speed: 0,
-      s3,
-      log: () => {},
-      queues: [
-        { name: 'team-a', clusterQueue: 'gpu', quota: { 'nvidia.com/gpu': 8, cpu: 64, memory: '512Gi' } },
-      ],
-    });
-    const kc = new KubeConfig();
-    kc.loadFromString(sim.kubeconfigYaml());
-    custom = kc.makeApiClient(CustomObjectsApi);
+    ({ sim, custom } = await startSimulatorWithClient({ speed: 0, s3 }));
   });
 
   afterAll(async () => {
@@ -52,8 +42,6 @@ describe('cluster simulator defaults: no trainerStatus, metrics through the metr
     s3?.destroy();
     await fauxqs?.stop();
   });
-
-  const TRAINER = { group: 'trainer.kubeflow.org', version: 'v1alpha1', plural: 'trainjobs' };
 
   function trainJob(name: string, env: Record<string, string>): Obj {
     return {
@@ -159,16 +147,12 @@ describe('cluster simulator defaults: no trainerStatus, metrics through the metr
   });
 
   it('with the gate turned on (per test) trainerStatus is reported again', async () => {
-    const gated = await startClusterSimulator({
+    const { sim: gated, custom: api } = await startSimulatorWithClient({
       trainerVersion: '2.2',
       trainerStatus: true,
       speed: 0,
-      log: () => {},
     });
     try {
-      const kc = new KubeConfig();
-      kc.loadFromString(gated.kubeconfigYaml());
-      const api = kc.makeApiClient(CustomObjectsApi);
       const job = trainJob('gate-on', {});
       job.metadata.labels = { 'app.kubernetes.io/managed-by': 'gantry' };
       await api.createNamespacedCustomObject({ ...TRAINER, namespace: 'default', body: job });
