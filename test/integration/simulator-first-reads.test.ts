@@ -9,9 +9,9 @@ import type { CustomObjectsApi } from '@kubernetes/client-node';
 import { startFauxqs } from 'fauxqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMetricObject } from '../../lib/metrics/channel.ts';
-import { finalAccuracy, SIM_ANNOTATIONS, type startClusterSimulator } from '../../local/simulator/index.ts';
+import { finalAccuracy, type startClusterSimulator } from '../../local/simulator/index.ts';
 import { DEFAULT_HYPERPARAMETERS, holdoutAccuracy } from '../../local/simulator/objective.ts';
-import { startSimulatorWithClient, TRAINER } from '../helpers/sim-client.ts';
+import { simTrainJob, startSimulatorWithClient, TRAINER } from '../helpers/sim-client.ts';
 
 /**
  * The simulated training and evaluation code read what they start from before they train or score:
@@ -131,24 +131,7 @@ describe('simulated training code: the model or checkpoint is read before anythi
     await custom.createNamespacedCustomObject({
       ...TRAINER,
       namespace: 'default',
-      body: {
-        apiVersion: 'trainer.kubeflow.org/v1alpha1',
-        kind: 'TrainJob',
-        metadata: {
-          name,
-          labels: { 'app.kubernetes.io/managed-by': 'gantry', 'kueue.x-k8s.io/queue-name': 'team-a' },
-          annotations: { [SIM_ANNOTATIONS.duration]: String(DURATION_S) },
-        },
-        spec: {
-          runtimeRef: { name: 'torch-distributed' },
-          trainer: {
-            image: 'ghcr.io/acme/train:1.0',
-            numNodes: 1,
-            resourcesPerNode: { requests: { 'nvidia.com/gpu': 1 } },
-            env: Object.entries(env).map(([n, value]) => ({ name: n, value })),
-          },
-        },
-      },
+      body: simTrainJob(name, env, { durationSeconds: DURATION_S }),
     });
     const h = holds.get(key) as Hold;
     await h.seen;

@@ -3,8 +3,8 @@ import type { CustomObjectsApi } from '@kubernetes/client-node';
 import { startFauxqs } from 'fauxqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMetricObject } from '../../lib/metrics/channel.ts';
-import { finalAccuracy, SIM_ANNOTATIONS, type startClusterSimulator } from '../../local/simulator/index.ts';
-import { startSimulatorWithClient, TRAINER } from '../helpers/sim-client.ts';
+import { finalAccuracy, type startClusterSimulator } from '../../local/simulator/index.ts';
+import { simTrainJob, startSimulatorWithClient, TRAINER } from '../helpers/sim-client.ts';
 
 /**
  * The simulator as a default install: Trainer's alpha `TrainJobStatus` gate is off, so no job
@@ -43,27 +43,11 @@ describe('cluster simulator defaults: no trainerStatus, metrics through the metr
     await fauxqs?.stop();
   });
 
-  function trainJob(name: string, env: Record<string, string>): Obj {
-    return {
-      apiVersion: 'trainer.kubeflow.org/v1alpha1',
-      kind: 'TrainJob',
-      metadata: {
-        name,
-        labels: { 'app.kubernetes.io/managed-by': 'gantry', 'kueue.x-k8s.io/queue-name': 'team-a' },
-        annotations: { [SIM_ANNOTATIONS.duration]: '100' },
-      },
-      spec: {
-        runtimeRef: { name: 'torch-distributed' },
-        trainer: {
-          image: 'ghcr.io/acme/train:1.0',
-          numNodes: 1,
-          resourcesPerNode: { requests: { 'nvidia.com/gpu': 1 } },
-          env: Object.entries(env).map(([n, value]) => ({ name: n, value })),
-          args: ['--lr=0.00316', '--batch-size=64', '--dropout=0.2'],
-        },
-      },
-    };
-  }
+  const trainJob = (name: string, env: Record<string, string>): Obj =>
+    simTrainJob(name, env, {
+      durationSeconds: 100,
+      args: ['--lr=0.00316', '--batch-size=64', '--dropout=0.2'],
+    });
 
   async function linesUnder(prefix: string) {
     const listed = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix }));
