@@ -521,8 +521,13 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
     GANTRY_SFN_DESCRIBE_BURST: z._default(z.coerce.number().check(z.int(), z.gte(1)), 120),
     /** The reconciler heartbeats a waiting task token at most this often (default: half the ASL's HeartbeatSeconds). */
     GANTRY_HEARTBEAT_EVERY_SECONDS: z.optional(z.coerce.number().check(z.gt(0))),
-    /** Divides every run's `stallAfterSeconds` (the embedded default's time compression; 1 on AWS). */
+    /**
+     * Divides every run's `stallAfterSeconds`, and its `runDeadlineSeconds` in queue estimates (the
+     * embedded default's state-machine time compression; 1 on AWS).
+     */
     GANTRY_STALL_TIME_SCALE: z._default(z.coerce.number().check(z.gt(0)), 1),
+    /** Divides the ETAs trainings report, in queue estimates (the cluster simulator's speed; 1 on AWS). */
+    GANTRY_ETA_TIME_SCALE: z._default(z.coerce.number().check(z.gt(0)), 1),
     /** A job still suspended this long after Kueue admitted it fails the run (AdmissionStalled; Kueue/Trainer mismatch). */
     GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(1)), 120),
     /** An admitted job whose pods stay unschedulable this long fails `Unschedulable` (and frees its quota). */

@@ -60,6 +60,8 @@ export async function startEmbedded(opts: EmbeddedOptions = {}): Promise<Embedde
       });
       return {
         kubeconfigYaml: sim.kubeconfigYaml(),
+        // A stopped clock (speed 0: tests move it) has no rate to convert by.
+        clockScale: sim.clock.speed > 0 ? sim.clock.speed : 1,
         legacyKinds: ['PyTorchJob'],
         ...opts.cluster,
         close: async () => {

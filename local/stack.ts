@@ -38,6 +38,11 @@ export interface ClusterTarget {
   kueueManagedKinds?: GantryConfig['clusters'][number]['kueueManagedKinds'];
   /** Seconds a queued job may go without its Workload (default 120). */
   kueueWorkloadGraceSeconds?: number;
+  /**
+   * The cluster's seconds per wall second: the cluster simulator's speed (default 1, a real
+   * cluster). Its trainings report ETAs in those seconds; queue estimates divide by it.
+   */
+  clockScale?: number;
 }
 
 export interface StackOptions {
@@ -208,6 +213,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       sqsEndpoint,
       sfnUrl,
       config,
+      clockScale: target.clockScale ?? 1,
     });
     Object.assign(process.env, env);
 
@@ -407,6 +413,7 @@ function stackEnv(
     sqsEndpoint: string;
     sfnUrl: string;
     config: GantryConfig;
+    clockScale: number;
   },
 ): Record<string, string> {
   const { q, eventsSinkFile } = at;
@@ -437,8 +444,10 @@ function stackEnv(
     // The local state machine runs its timers `speed` times faster (HeartbeatSeconds included):
     // the reconciler's heartbeat pacing follows, in wall-clock seconds.
     GANTRY_HEARTBEAT_EVERY_SECONDS: String(HEARTBEAT_EVERY_SECONDS / (opts.speed ?? 1)),
-    // Stall detection counts in the same compressed time as the state machine's deadlines.
+    // Stall detection and queue estimates count deadlines in the state machine's compressed time.
     GANTRY_STALL_TIME_SCALE: String(opts.speed ?? 1),
+    // Queue estimates read the ETAs the cluster's trainings report in the cluster's own seconds.
+    GANTRY_ETA_TIME_SCALE: String(at.clockScale),
     // Woken between periods, as on AWS: the sweeps advance once a period (serverless.yml).
     ...(opts.reconcileWakeGapMs !== undefined && opts.reconcileEveryMs
       ? { GANTRY_RECONCILE_SWEEPS_EVERY_SECONDS: String(opts.reconcileEveryMs / 1000) }

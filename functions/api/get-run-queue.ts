@@ -1,10 +1,18 @@
 import { makeGetQueuePosition } from '../../lib/queue/queue-position.ts';
-import { clock, gateway, records, table } from '../_deps.ts';
+import { clock, env, gateway, records, table } from '../_deps.ts';
 import { respond, route } from './_http.ts';
 import { lazy, settings } from './_intake.ts';
 
 const getQueuePosition = lazy(() =>
-  makeGetQueuePosition({ ...settings(), records: records(), table: table(), gateway, clock }),
+  makeGetQueuePosition({
+    ...settings(),
+    records: records(),
+    table: table(),
+    gateway,
+    clock,
+    // Both 1 on AWS; the embedded default's compressed clocks (lib/config.ts).
+    timeScales: { deadlines: env().GANTRY_STALL_TIME_SCALE, eta: env().GANTRY_ETA_TIME_SCALE },
+  }),
 );
 
 /** GET /v1/runs/{id}/queue — a pending run's place in its Kueue LocalQueue (Kueue's view or Gantry's). */

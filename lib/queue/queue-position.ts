@@ -81,24 +81,38 @@ function runningSince(record: RunRecord): string | undefined {
   return undefined;
 }
 
+/**
+ * What the estimate's inputs count in, against the wall clock it answers in (both 1 on AWS). The
+ * embedded default compresses time: the state machine enforces deadlines `deadlines` times faster
+ * (GANTRY_STALL_TIME_SCALE) and the cluster simulator's trainings report ETAs in its own seconds,
+ * `eta` of them a wall second (GANTRY_ETA_TIME_SCALE).
+ */
+export interface TimeScales {
+  deadlines: number;
+  eta: number;
+}
+const WALL: TimeScales = { deadlines: 1, eta: 1 };
+
 /** A running (or admitted) run as the estimate sees it: its GPUs and what its progress says. */
 export function runningJob(
   record: RunRecord,
   now: Date,
   history?: ReadonlyMap<string, DurationHistory>,
+  scales: TimeScales = WALL,
 ): RunningJob {
   const since = record.phase === 'Running' ? runningSince(record) : undefined;
   const runningSeconds = since === undefined ? 0 : Math.max(0, (now.getTime() - Date.parse(since)) / 1000);
+  const deadline = record.spec.request.runDeadlineSeconds / scales.deadlines;
   const job: RunningJob = {
     gpus: attemptGpus(record),
     runningSeconds,
-    deadlineLeftSeconds: Math.max(0, record.spec.request.runDeadlineSeconds - runningSeconds),
+    deadlineLeftSeconds: Math.max(0, deadline - runningSeconds),
   };
   // An ETA reported a while ago: what is left is less by the time since (never below 0).
   if (record.progress?.etaSeconds !== undefined) {
     const reported = record.progress.updatedAt ? Date.parse(record.progress.updatedAt) : Number.NaN;
     const age = Number.isFinite(reported) ? Math.max(0, (now.getTime() - reported) / 1000) : 0;
-    job.etaSeconds = Math.max(0, record.progress.etaSeconds - age);
+    job.etaSeconds = Math.max(0, record.progress.etaSeconds / scales.eta - age);
   }
   if (record.progress?.percent !== undefined) job.percent = record.progress.percent;
   const h = history?.get(record.spec.request.modelName);
@@ -107,11 +121,15 @@ export function runningJob(
 }
 
 /** A run waiting ahead: its GPUs, its deadline and, when known, how long its model's completed runs trained. */
-export function aheadRun(record: RunRecord, history?: ReadonlyMap<string, DurationHistory>): AheadRun {
+export function aheadRun(
+  record: RunRecord,
+  history?: ReadonlyMap<string, DurationHistory>,
+  scales: TimeScales = WALL,
+): AheadRun {
   const h = history?.get(record.spec.request.modelName);
   return {
     gpus: attemptGpus(record),
-    deadlineSeconds: record.spec.request.runDeadlineSeconds,
+    deadlineSeconds: record.spec.request.runDeadlineSeconds / scales.deadlines,
     ...(h ? { history: h } : {}),
   };
 }
@@ -134,6 +152,8 @@ export interface QueuePositionDeps {
   history?: boolean;
   /** The ClusterQueues' queueing strategy the estimate assumes (default BestEffortFIFO, Kueue's default). */
   queueingStrategy?: QueueingStrategy;
+  /** Default: the wall clock's (AWS). */
+  timeScales?: TimeScales;
 }
 
 /**
@@ -143,6 +163,7 @@ export interface QueuePositionDeps {
  */
 export function makeGetQueuePosition(deps: QueuePositionDeps) {
   const getRun = makeGetRun(deps);
+  const scales = deps.timeScales ?? WALL;
 
   async function fromKueue(record: RunRecord, queue: string, opts?: CallOptions): Promise<PendingWorkloads> {
     try {
@@ -232,7 +253,7 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
     }
     const found = estimateStart({
       ...(quotaGpus !== undefined ? { quotaGpus } : {}),
-      running: holding.map((r) => runningJob(r, now, history)),
+      running: holding.map((r) => runningJob(r, now, history, scales)),
       ahead,
       gpus: attemptGpus(record),
       ...(deps.queueingStrategy ? { strategy: deps.queueingStrategy } : {}),
@@ -280,7 +301,7 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
           .sort((a, b) => a.positionInLocalQueue - b.positionInLocalQueue)
           .map((i) => {
             const r = i.ownerName === undefined ? undefined : byJob.get(i.ownerName);
-            return r ? aheadRun(r, history) : {};
+            return r ? aheadRun(r, history, scales) : {};
           });
         return withEstimate(found, ahead);
       }
@@ -300,7 +321,7 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
         `${why}; this counts only the team's Gantry runs in ${queue}, by their Workload's priority (${byJob.size > 0 ? 'read from Kueue' : 'none read: all 0'}), then by when their job was created — other workloads in the LocalQueue and its ClusterQueue are not seen`,
         priorityOf,
       ),
-      line.slice(0, index).map((r) => aheadRun(r, history)),
+      line.slice(0, index).map((r) => aheadRun(r, history, scales)),
     );
   };
 }

@@ -158,9 +158,18 @@ describe.runIf(available)('the dashboard’s Usage page and queue estimate in he
 
   it('a pending run’s page shows its place in line and the start estimate the API gives', async () => {
     // Prepare: the estimate shrinks as the holder runs; the page's answer lies between two of the API's.
+    // The holder has reported its ETA (the simulated training reports from its start).
+    const reported = Date.now() + 30_000;
+    while ((await call('GET', `/v1/runs/${holder}`)).body.progress?.etaSeconds === undefined) {
+      if (Date.now() > reported) throw new Error(`run ${holder} reported no ETA in 30 s`);
+      await new Promise((res) => setTimeout(res, 200));
+    }
     const first = (await call('GET', `/v1/runs/${waiting}/queue`)).body;
     expect(first).toMatchObject({ queued: true, position: 1, ahead: 0 });
     expect(first.estimate.likelySeconds).toBeGreaterThan(0);
+    // In wall seconds: the holder's 72,000 simulated seconds at 600× are 120 s of wall (its reported
+    // ETA divided by the simulator's speed), not the 20 h the simulated clock would say.
+    expect(first.estimate.latestSeconds).toBeLessThanOrEqual(120 * 1.25);
     // Act
     await page.goto(`${env.api.url}/#/runs/${waiting}`);
     const line = page.locator('#queue-position');

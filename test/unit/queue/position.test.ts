@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeKubernetesGateway } from '../../../lib/adapters/kubernetes/gateway.ts';
 import type { PendingWorkloads } from '../../../lib/queue/pending.ts';
 import { gantryOrder, positionFromGantry, positionFromKueue } from '../../../lib/queue/position.ts';
-import { makeGetQueuePosition } from '../../../lib/queue/queue-position.ts';
+import { makeGetQueuePosition, type TimeScales } from '../../../lib/queue/queue-position.ts';
 import { newRecord, type RunRecord } from '../../../lib/run/record.ts';
 import { makeRunRecords } from '../../../lib/run/records.ts';
 import type { K8sObject } from '../../../lib/trainjob/types.ts';
@@ -216,6 +216,7 @@ describe('GET /v1/runs/{id}/queue', () => {
     kueue: PendingWorkloads | 'throws' | 'absent',
     quota?: { gpu: number; queueGpuQuota?: (ns: string, q: string) => Promise<number | undefined> },
     gates?: (namespaces: readonly string[]) => Promise<K8sObject[]>,
+    timeScales?: TimeScales,
   ) {
     const table = memoryTable();
     const records = makeRunRecords({ table, clock });
@@ -251,7 +252,21 @@ describe('GET /v1/runs/{id}/queue', () => {
           }
         : {}),
     });
-    return Object.assign(makeGetQueuePosition({ records, config, table, gateway, clock }), { records });
+    return Object.assign(
+      makeGetQueuePosition({ records, config, table, gateway, clock, ...(timeScales ? { timeScales } : {}) }),
+      { records },
+    );
+  }
+  /** Run ddd runs in vision-queue on 2 nodes × 4 GPUs, `progress` its last report. */
+  async function running(
+    get: Awaited<ReturnType<typeof setup>>,
+    progress: NonNullable<RunRecord['progress']>,
+  ) {
+    const r = pending('run-dddddddddddddddddddd', 5, { gpu: 4, numNodes: 2 });
+    await get.records.create({ ...r, phase: 'Accepted', transitions: r.transitions.slice(0, 1) });
+    await get.records.update(r.runId, { phase: 'Submitting' });
+    await get.records.update(r.runId, { phase: 'Pending', job: r.job as NonNullable<RunRecord['job']> });
+    await get.records.update(r.runId, { phase: 'Running', progress });
   }
   const caller = iam(VISION_ARN);
 
@@ -348,17 +363,7 @@ describe('GET /v1/runs/{id}/queue', () => {
       queueGpuQuota: async (ns, q) => (ns === 'team-vision' && q === 'vision-queue' ? 8 : undefined),
     });
     // Running in the same queue: 2 nodes × 4 GPUs, an ETA of 660 s reported 60 s ago (at 40; now 100).
-    const running = pending('run-dddddddddddddddddddd', 5, { gpu: 4, numNodes: 2 });
-    await get.records.create({ ...running, phase: 'Accepted', transitions: running.transitions.slice(0, 1) });
-    await get.records.update(running.runId, { phase: 'Submitting' });
-    await get.records.update(running.runId, {
-      phase: 'Pending',
-      job: running.job as NonNullable<RunRecord['job']>,
-    });
-    await get.records.update(running.runId, {
-      phase: 'Running',
-      progress: { percent: 10, etaSeconds: 660, updatedAt: at(40) },
-    });
+    await running(get, { percent: 10, etaSeconds: 660, updatedAt: at(40) });
     // aaa is #2: bbb (4 GPUs) ahead. The job's 8 GPUs free at 600 s (450–750): both fit then.
     const view = await get({ caller, runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
     expect(view).toMatchObject({
@@ -375,6 +380,24 @@ describe('GET /v1/runs/{id}/queue', () => {
       earliestSeconds: 450 + 21_600,
       likelySeconds: 600 + 43_200,
       latestSeconds: 750 + 86_400,
+    });
+  });
+
+  it('on compressed clocks (the embedded default) the estimate is in wall seconds', async () => {
+    // The simulator's training reports 396,000 of its seconds left (660 s of wall at 600×); the
+    // state machine enforces deadlines 60× faster (the 24 h default in 1,440 s).
+    const get = await setup('absent', { gpu: 4, queueGpuQuota: async () => 8 }, undefined, {
+      deadlines: 60,
+      eta: 600,
+    });
+    await running(get, { percent: 10, etaSeconds: 660 * 600, updatedAt: at(40) });
+    const view = await get({ caller, runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
+    expect(view.estimate).toMatchObject({ earliestSeconds: 450, likelySeconds: 600, latestSeconds: 750 });
+    const third = await get({ caller, runId: 'run-cccccccccccccccccccc' });
+    expect(third.estimate).toMatchObject({
+      earliestSeconds: 450 + 360,
+      likelySeconds: 600 + 720,
+      latestSeconds: 750 + 1440,
     });
   });
 
@@ -400,17 +423,7 @@ describe('GET /v1/runs/{id}/queue', () => {
       },
       { gpu: 4, queueGpuQuota: async () => 8 },
     );
-    const running = pending('run-dddddddddddddddddddd', 5, { gpu: 4, numNodes: 2 });
-    await get.records.create({ ...running, phase: 'Accepted', transitions: running.transitions.slice(0, 1) });
-    await get.records.update(running.runId, { phase: 'Submitting' });
-    await get.records.update(running.runId, {
-      phase: 'Pending',
-      job: running.job as NonNullable<RunRecord['job']>,
-    });
-    await get.records.update(running.runId, {
-      phase: 'Running',
-      progress: { etaSeconds: 600, updatedAt: at(100) },
-    });
+    await running(get, { etaSeconds: 600, updatedAt: at(100) });
     const view = await get({ caller, runId: 'run-aaaaaaaaaaaaaaaaaaaa' });
     // At 600 (450–750) bbb and the unknown workload (4 GPUs assumed) take the 8 GPUs; aaa starts when
     // the first of them ends: the unknown one, assumed 0 s / 1 h / 2 h (bbb: 6 h / 12 h / 24 h).
