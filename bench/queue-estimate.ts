@@ -13,8 +13,9 @@
  * alone (StrictFIFO).
  *
  * Time: Gantry stamps its records with the wall clock while the simulator's training reports ETAs in
- * simulated seconds, so a simulator faster than the wall would mix the two inside one estimate. The
- * bench therefore runs the simulator and the state machine at speed 1 and compresses the day itself:
+ * simulated seconds. The API divides those by the simulator's speed (GANTRY_ETA_TIME_SCALE), but that
+ * converts the ETAs instead of measuring them, so the bench runs the simulator and the state machine
+ * at speed 1 (both scales 1) and compresses the day itself:
  * every duration, deadline and arrival of the day is divided by `--scale` (default 120: the day in
  * 12 minutes). Figures are measured in bench seconds and shown in day time (× scale).
  *
@@ -385,8 +386,8 @@ cluster (\`sim.gantry.dev/duration-seconds\` from the run's env); the same hook 
 \`GANTRY_METRICS_URI\` from the jobs of the models that report no ETA.
 
 **Time.** Gantry stamps records with its own (wall) clock, while the simulator's training reports ETAs in
-simulated seconds: with the simulator faster than the wall, one estimate would add seconds of two clocks.
-So the simulator and the state machine run at speed 1 and the bench compresses the day itself: every
+simulated seconds. The API divides them by the simulator's speed, but that converts them rather than measuring them.
+So the simulator and the state machine run at speed 1 (both time scales 1) and the bench compresses the day itself: every
 duration, deadline and arrival is divided by ${SCALE} (the day in ${f(86400 / SCALE / 60, 0)} minutes). Every figure below
 is measured in bench seconds and shown × ${SCALE}, in day time. Gantry's own latencies (queue consumer,
 state machine, reconciler period, metric-channel ingest: about a second each) are compressed too, so they
