@@ -13,7 +13,7 @@
  * alone (StrictFIFO).
  *
  * Time: Gantry stamps its records with the wall clock while the simulator's training reports ETAs in
- * simulated seconds. The API divides those by the simulator's speed (GANTRY_ETA_TIME_SCALE), but that
+ * simulated seconds. The API divides those by the simulator's speed (the cluster's clockScale), but that
  * converts the ETAs instead of measuring them, so the bench runs the simulator and the state machine
  * at speed 1 (both scales 1) and compresses the day itself:
  * every duration, deadline and arrival of the day is divided by `--scale` (default 120: the day in

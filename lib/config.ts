@@ -86,6 +86,12 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
        * Kueue (Kueue creates the Workload within seconds of the job).
        */
       kueueWorkloadGraceSeconds: z._default(z.number().check(z.int(), z.gte(10), z.lte(3600)), 120),
+      /**
+       * Seconds of the cluster's clock per wall second: the cluster simulator's speed, which the
+       * embedded default sets (its trainings report ETAs in those seconds; start estimates divide by
+       * it). Unset on a real cluster: 1.
+       */
+      clockScale: z.optional(z.number().check(z.gt(0))),
     })
     .check(
       z.refine(
@@ -526,8 +532,6 @@ export const configSchemas = /* @__PURE__ */ lazily(() => {
      * embedded default's state-machine time compression; 1 on AWS).
      */
     GANTRY_STALL_TIME_SCALE: z._default(z.coerce.number().check(z.gt(0)), 1),
-    /** Divides the ETAs trainings report, in queue estimates (the cluster simulator's speed; 1 on AWS). */
-    GANTRY_ETA_TIME_SCALE: z._default(z.coerce.number().check(z.gt(0)), 1),
     /** A job still suspended this long after Kueue admitted it fails the run (AdmissionStalled; Kueue/Trainer mismatch). */
     GANTRY_ADMITTED_SUSPENDED_GRACE_SECONDS: z._default(z.coerce.number().check(z.int(), z.gte(1)), 120),
     /** An admitted job whose pods stay unschedulable this long fails `Unschedulable` (and frees its quota). */

@@ -38,10 +38,7 @@ export interface ClusterTarget {
   kueueManagedKinds?: GantryConfig['clusters'][number]['kueueManagedKinds'];
   /** Seconds a queued job may go without its Workload (default 120). */
   kueueWorkloadGraceSeconds?: number;
-  /**
-   * The cluster's seconds per wall second: the cluster simulator's speed (default 1, a real
-   * cluster). Its trainings report ETAs in those seconds; queue estimates divide by it.
-   */
+  /** The cluster's seconds per wall second: the cluster simulator's speed (default 1, a real cluster). */
   clockScale?: number;
 }
 
@@ -213,7 +210,6 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       sqsEndpoint,
       sfnUrl,
       config,
-      clockScale: target.clockScale ?? 1,
     });
     Object.assign(process.env, env);
 
@@ -360,6 +356,7 @@ function stackConfig(
         legacyKinds: target.legacyKinds ?? [],
         kueueManagedKinds: target.kueueManagedKinds ?? ['TrainJob'],
         kueueWorkloadGraceSeconds: target.kueueWorkloadGraceSeconds ?? 120,
+        ...(target.clockScale !== undefined ? { clockScale: target.clockScale } : {}),
       },
       ...(opts.otherClusters ?? []),
     ],
@@ -413,7 +410,6 @@ function stackEnv(
     sqsEndpoint: string;
     sfnUrl: string;
     config: GantryConfig;
-    clockScale: number;
   },
 ): Record<string, string> {
   const { q, eventsSinkFile } = at;
@@ -446,8 +442,6 @@ function stackEnv(
     GANTRY_HEARTBEAT_EVERY_SECONDS: String(HEARTBEAT_EVERY_SECONDS / (opts.speed ?? 1)),
     // Stall detection and queue estimates count deadlines in the state machine's compressed time.
     GANTRY_STALL_TIME_SCALE: String(opts.speed ?? 1),
-    // Queue estimates read the ETAs the cluster's trainings report in the cluster's own seconds.
-    GANTRY_ETA_TIME_SCALE: String(at.clockScale),
     // Woken between periods, as on AWS: the sweeps advance once a period (serverless.yml).
     ...(opts.reconcileWakeGapMs !== undefined && opts.reconcileEveryMs
       ? { GANTRY_RECONCILE_SWEEPS_EVERY_SECONDS: String(opts.reconcileEveryMs / 1000) }

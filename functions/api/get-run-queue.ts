@@ -10,8 +10,8 @@ const getQueuePosition = lazy(() =>
     table: table(),
     gateway,
     clock,
-    // Both 1 on AWS; the embedded default's compressed clocks (lib/config.ts).
-    timeScales: { deadlines: env().GANTRY_STALL_TIME_SCALE, eta: env().GANTRY_ETA_TIME_SCALE },
+    // 1 on AWS; the embedded default's compressed state-machine time (lib/config.ts).
+    deadlineTimeScale: env().GANTRY_STALL_TIME_SCALE,
   }),
 );
 

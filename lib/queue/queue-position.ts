@@ -85,7 +85,7 @@ function runningSince(record: RunRecord): string | undefined {
  * What the estimate's inputs count in, against the wall clock it answers in (both 1 on AWS). The
  * embedded default compresses time: the state machine enforces deadlines `deadlines` times faster
  * (GANTRY_STALL_TIME_SCALE) and the cluster simulator's trainings report ETAs in its own seconds,
- * `eta` of them a wall second (GANTRY_ETA_TIME_SCALE).
+ * `eta` of them a wall second (the cluster's `clockScale` in the configuration).
  */
 export interface TimeScales {
   deadlines: number;
@@ -152,8 +152,8 @@ export interface QueuePositionDeps {
   history?: boolean;
   /** The ClusterQueues' queueing strategy the estimate assumes (default BestEffortFIFO, Kueue's default). */
   queueingStrategy?: QueueingStrategy;
-  /** Default: the wall clock's (AWS). */
-  timeScales?: TimeScales;
+  /** How many times faster than the wall the state machine enforces deadlines (default 1, AWS). */
+  deadlineTimeScale?: number;
 }
 
 /**
@@ -163,7 +163,11 @@ export interface QueuePositionDeps {
  */
 export function makeGetQueuePosition(deps: QueuePositionDeps) {
   const getRun = makeGetRun(deps);
-  const scales = deps.timeScales ?? WALL;
+  /** The scales of a run's cluster: its ETAs in the cluster's clock, its deadlines in the state machine's. */
+  const scalesOf = (record: RunRecord): TimeScales => ({
+    deadlines: deps.deadlineTimeScale ?? 1,
+    eta: deps.config.clusters.find((c) => c.name === record.spec.cluster)?.clockScale ?? 1,
+  });
 
   async function fromKueue(record: RunRecord, queue: string, opts?: CallOptions): Promise<PendingWorkloads> {
     try {
@@ -253,7 +257,7 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
     }
     const found = estimateStart({
       ...(quotaGpus !== undefined ? { quotaGpus } : {}),
-      running: holding.map((r) => runningJob(r, now, history, scales)),
+      running: holding.map((r) => runningJob(r, now, history, scalesOf(r))),
       ahead,
       gpus: attemptGpus(record),
       ...(deps.queueingStrategy ? { strategy: deps.queueingStrategy } : {}),
@@ -301,7 +305,7 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
           .sort((a, b) => a.positionInLocalQueue - b.positionInLocalQueue)
           .map((i) => {
             const r = i.ownerName === undefined ? undefined : byJob.get(i.ownerName);
-            return r ? aheadRun(r, history, scales) : {};
+            return r ? aheadRun(r, history, scalesOf(r)) : {};
           });
         return withEstimate(found, ahead);
       }
@@ -321,7 +325,7 @@ export function makeGetQueuePosition(deps: QueuePositionDeps) {
         `${why}; this counts only the team's Gantry runs in ${queue}, by their Workload's priority (${byJob.size > 0 ? 'read from Kueue' : 'none read: all 0'}), then by when their job was created — other workloads in the LocalQueue and its ClusterQueue are not seen`,
         priorityOf,
       ),
-      line.slice(0, index).map((r) => aheadRun(r, history, scales)),
+      line.slice(0, index).map((r) => aheadRun(r, history, scalesOf(r))),
     );
   };
 }

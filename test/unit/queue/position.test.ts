@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeKubernetesGateway } from '../../../lib/adapters/kubernetes/gateway.ts';
 import type { PendingWorkloads } from '../../../lib/queue/pending.ts';
 import { gantryOrder, positionFromGantry, positionFromKueue } from '../../../lib/queue/position.ts';
-import { makeGetQueuePosition, type TimeScales } from '../../../lib/queue/queue-position.ts';
+import { makeGetQueuePosition } from '../../../lib/queue/queue-position.ts';
 import { newRecord, type RunRecord } from '../../../lib/run/record.ts';
 import { makeRunRecords } from '../../../lib/run/records.ts';
 import type { K8sObject } from '../../../lib/trainjob/types.ts';
@@ -216,11 +216,17 @@ describe('GET /v1/runs/{id}/queue', () => {
     kueue: PendingWorkloads | 'throws' | 'absent',
     quota?: { gpu: number; queueGpuQuota?: (ns: string, q: string) => Promise<number | undefined> },
     gates?: (namespaces: readonly string[]) => Promise<K8sObject[]>,
-    timeScales?: TimeScales,
+    scales?: { deadlines: number; eta: number },
   ) {
     const table = memoryTable();
     const records = makeRunRecords({ table, clock });
     const config = intakeConfig();
+    // The runs' cluster is the embedded default's simulator, its clock `eta` times the wall's; the
+    // other cluster stays a real one.
+    if (scales)
+      config.clusters = config.clusters.map((c) =>
+        c.name === 'local' ? { ...c, clockScale: scales.eta } : c,
+      );
     for (const [id, t] of [
       ['run-aaaaaaaaaaaaaaaaaaaa', 20],
       ['run-bbbbbbbbbbbbbbbbbbbb', 10],
@@ -253,7 +259,14 @@ describe('GET /v1/runs/{id}/queue', () => {
         : {}),
     });
     return Object.assign(
-      makeGetQueuePosition({ records, config, table, gateway, clock, ...(timeScales ? { timeScales } : {}) }),
+      makeGetQueuePosition({
+        records,
+        config,
+        table,
+        gateway,
+        clock,
+        ...(scales ? { deadlineTimeScale: scales.deadlines } : {}),
+      }),
       { records },
     );
   }
